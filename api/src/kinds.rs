@@ -1,0 +1,228 @@
+//! The kind registry: every kind Fleet knows by name, with its group, plural,
+//! short names, scope and whether Fleet types and validates it.
+
+/// Whether objects of a kind live in a namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Objects carry `metadata.namespace`.
+    Namespaced,
+    /// Objects have no namespace.
+    Cluster,
+}
+
+/// What Fleet knows about one kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindInfo {
+    /// API group (`""` for the core group).
+    pub group: &'static str,
+    /// The Kind, e.g. `ClusterResourcePlacement`.
+    pub kind: &'static str,
+    /// Lowercase plural, e.g. `clusterresourceplacements`.
+    pub plural: &'static str,
+    /// Short names accepted on the command line.
+    pub short_names: &'static [&'static str],
+    /// Namespaced or cluster-scoped.
+    pub scope: Scope,
+    /// Fleet kinds are typed: validated, defaulted, unknown fields refused.
+    pub typed: bool,
+    /// API versions accepted, the first being the one printed.
+    pub versions: &'static [&'static str],
+}
+
+impl KindInfo {
+    /// `group/version` of the preferred version (`v1` for the core group).
+    pub fn api_version(&self) -> String {
+        let version = self.versions.first().copied().unwrap_or("v1");
+        if self.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{}", self.group, version)
+        }
+    }
+
+    /// Whether `api_version` (e.g. `placement.kubernetes-fleet.io/v1`) names this kind's group and an accepted version.
+    pub fn accepts_api_version(&self, api_version: &str) -> bool {
+        let (group, version) = match api_version.rsplit_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        group == self.group && self.versions.contains(&version)
+    }
+}
+
+const FLEET_CLUSTER: &str = "cluster.kubernetes-fleet.io";
+const FLEET_PLACEMENT: &str = "placement.kubernetes-fleet.io";
+const OCM_CLUSTER: &str = "cluster.open-cluster-management.io";
+const CLUSTER_VERSIONS: &[&str] = &["v1beta1", "v1"];
+const PLACEMENT_VERSIONS: &[&str] = &["v1beta1", "v1", "v1alpha1"];
+
+macro_rules! kind {
+    ($group:expr, $kind:literal, $plural:literal, [$($short:literal),*], $scope:ident, $typed:literal, $versions:expr) => {
+        KindInfo {
+            group: $group,
+            kind: $kind,
+            plural: $plural,
+            short_names: &[$($short),*],
+            scope: Scope::$scope,
+            typed: $typed,
+            versions: $versions,
+        }
+    };
+}
+
+/// Every kind known by name. Kinds not listed here are hub resources of
+/// unknown scope (see [`scope_of_unknown`]).
+pub static KINDS: &[KindInfo] = &[
+    // Fleet kinds.
+    kind!(FLEET_CLUSTER, "MemberCluster", "memberclusters", ["mc"], Cluster, true, CLUSTER_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterResourcePlacement", "clusterresourceplacements", ["crp"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ResourcePlacement", "resourceplacements", ["rp"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterResourceSnapshot", "clusterresourcesnapshots", ["crs"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ResourceSnapshot", "resourcesnapshots", ["rs"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterSchedulingPolicySnapshot", "clusterschedulingpolicysnapshots", ["csps"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "SchedulingPolicySnapshot", "schedulingpolicysnapshots", ["sps"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterResourceBinding", "clusterresourcebindings", ["crb"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ResourceBinding", "resourcebindings", ["rb"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "Work", "works", ["work"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterResourceOverride", "clusterresourceoverrides", ["cro"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ResourceOverride", "resourceoverrides", ["ro"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterStagedUpdateStrategy", "clusterstagedupdatestrategies", ["csus"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "StagedUpdateStrategy", "stagedupdatestrategies", ["sus"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterStagedUpdateRun", "clusterstagedupdateruns", ["csur"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "StagedUpdateRun", "stagedupdateruns", ["sur"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterApprovalRequest", "clusterapprovalrequests", ["careq"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ApprovalRequest", "approvalrequests", ["areq"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterResourcePlacementEviction", "clusterresourceplacementevictions", ["crpe"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterResourcePlacementDisruptionBudget", "clusterresourceplacementdisruptionbudgets", ["crpdb"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterResourceEnvelope", "clusterresourceenvelopes", [], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ResourceEnvelope", "resourceenvelopes", [], Namespaced, true, PLACEMENT_VERSIONS),
+    // Open Cluster Management kinds.
+    kind!(OCM_CLUSTER, "Placement", "placements", ["placement"], Namespaced, true, &["v1beta1", "v1alpha1"]),
+    kind!(OCM_CLUSTER, "PlacementDecision", "placementdecisions", ["placementdecision", "pd"], Namespaced, true, &["v1beta1", "v1alpha1"]),
+    kind!(OCM_CLUSTER, "ManagedClusterSet", "managedclustersets", ["mcs"], Cluster, true, &["v1beta2"]),
+    kind!(OCM_CLUSTER, "ManagedClusterSetBinding", "managedclustersetbindings", ["mcsb"], Namespaced, true, &["v1beta2"]),
+    kind!(OCM_CLUSTER, "AddOnPlacementScore", "addonplacementscores", [], Namespaced, true, &["v1alpha1"]),
+    // Events.
+    kind!("", "Event", "events", ["ev"], Namespaced, false, &["v1"]),
+    // Built-in Kubernetes kinds stored as hub resources (scope known).
+    kind!("", "Namespace", "namespaces", ["ns"], Cluster, false, &["v1"]),
+    kind!("", "ConfigMap", "configmaps", ["cm"], Namespaced, false, &["v1"]),
+    kind!("", "Secret", "secrets", [], Namespaced, false, &["v1"]),
+    kind!("", "Service", "services", ["svc"], Namespaced, false, &["v1"]),
+    kind!("", "ServiceAccount", "serviceaccounts", ["sa"], Namespaced, false, &["v1"]),
+    kind!("", "PersistentVolumeClaim", "persistentvolumeclaims", ["pvc"], Namespaced, false, &["v1"]),
+    kind!("", "PersistentVolume", "persistentvolumes", ["pv"], Cluster, false, &["v1"]),
+    kind!("", "Pod", "pods", ["po"], Namespaced, false, &["v1"]),
+    kind!("", "LimitRange", "limitranges", ["limits"], Namespaced, false, &["v1"]),
+    kind!("", "ResourceQuota", "resourcequotas", ["quota"], Namespaced, false, &["v1"]),
+    kind!("", "Node", "nodes", ["no"], Cluster, false, &["v1"]),
+    kind!("apps", "Deployment", "deployments", ["deploy"], Namespaced, false, &["v1"]),
+    kind!("apps", "StatefulSet", "statefulsets", ["sts"], Namespaced, false, &["v1"]),
+    kind!("apps", "DaemonSet", "daemonsets", ["ds"], Namespaced, false, &["v1"]),
+    kind!("apps", "ReplicaSet", "replicasets", [], Namespaced, false, &["v1"]),
+    kind!("batch", "Job", "jobs", [], Namespaced, false, &["v1"]),
+    kind!("batch", "CronJob", "cronjobs", ["cj"], Namespaced, false, &["v1"]),
+    kind!("networking.k8s.io", "Ingress", "ingresses", ["ing"], Namespaced, false, &["v1"]),
+    kind!("networking.k8s.io", "IngressClass", "ingressclasses", [], Cluster, false, &["v1"]),
+    kind!("networking.k8s.io", "NetworkPolicy", "networkpolicies", ["netpol"], Namespaced, false, &["v1"]),
+    kind!("rbac.authorization.k8s.io", "Role", "roles", [], Namespaced, false, &["v1"]),
+    kind!("rbac.authorization.k8s.io", "RoleBinding", "rolebindings", [], Namespaced, false, &["v1"]),
+    kind!("rbac.authorization.k8s.io", "ClusterRole", "clusterroles", [], Cluster, false, &["v1"]),
+    kind!("rbac.authorization.k8s.io", "ClusterRoleBinding", "clusterrolebindings", [], Cluster, false, &["v1"]),
+    kind!("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", ["crd", "crds"], Cluster, false, &["v1"]),
+    kind!("storage.k8s.io", "StorageClass", "storageclasses", ["sc"], Cluster, false, &["v1"]),
+    kind!("scheduling.k8s.io", "PriorityClass", "priorityclasses", ["pc"], Cluster, false, &["v1"]),
+    kind!("policy", "PodDisruptionBudget", "poddisruptionbudgets", ["pdb"], Namespaced, false, &["v1"]),
+    kind!("autoscaling", "HorizontalPodAutoscaler", "horizontalpodautoscalers", ["hpa"], Namespaced, false, &["v2", "v1"]),
+    kind!("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", [], Cluster, false, &["v1"]),
+    kind!("admissionregistration.k8s.io", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", [], Cluster, false, &["v1"]),
+];
+
+/// Finds a kind by any name a user may type: the Kind (any case), its plural,
+/// its singular lowercase form, or a short name.
+pub fn lookup(name: &str) -> Option<&'static KindInfo> {
+    let lower = name.to_ascii_lowercase();
+    KINDS.iter().find(|k| {
+        k.kind.eq_ignore_ascii_case(&lower)
+            || k.plural == lower
+            || k.short_names.contains(&lower.as_str())
+    })
+}
+
+/// Finds a kind by group and Kind exactly as written in a document.
+pub fn lookup_group_kind(group: &str, kind: &str) -> Option<&'static KindInfo> {
+    KINDS.iter().find(|k| k.group == group && k.kind == kind)
+}
+
+/// The scope of a kind Fleet does not know (and no CRD declares): namespaced
+/// exactly when the object carries a namespace.
+pub fn scope_of_unknown(has_namespace: bool) -> Scope {
+    if has_namespace {
+        Scope::Namespaced
+    } else {
+        Scope::Cluster
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_from_the_spec_resolve() {
+        for (name, kind) in [
+            ("crp", "ClusterResourcePlacement"),
+            ("rp", "ResourcePlacement"),
+            ("mc", "MemberCluster"),
+            ("crs", "ClusterResourceSnapshot"),
+            ("rs", "ResourceSnapshot"),
+            ("csps", "ClusterSchedulingPolicySnapshot"),
+            ("sps", "SchedulingPolicySnapshot"),
+            ("crb", "ClusterResourceBinding"),
+            ("rb", "ResourceBinding"),
+            ("work", "Work"),
+            ("cro", "ClusterResourceOverride"),
+            ("ro", "ResourceOverride"),
+            ("csus", "ClusterStagedUpdateStrategy"),
+            ("sus", "StagedUpdateStrategy"),
+            ("csur", "ClusterStagedUpdateRun"),
+            ("sur", "StagedUpdateRun"),
+            ("careq", "ClusterApprovalRequest"),
+            ("areq", "ApprovalRequest"),
+            ("crpe", "ClusterResourcePlacementEviction"),
+            ("crpdb", "ClusterResourcePlacementDisruptionBudget"),
+            ("placement", "Placement"),
+            ("placementdecision", "PlacementDecision"),
+            ("pd", "PlacementDecision"),
+            ("mcs", "ManagedClusterSet"),
+            ("mcsb", "ManagedClusterSetBinding"),
+            ("ns", "Namespace"),
+            ("cm", "ConfigMap"),
+            ("deploy", "Deployment"),
+            ("clusterresourceplacements", "ClusterResourcePlacement"),
+            ("ClusterResourcePlacement", "ClusterResourcePlacement"),
+            ("configmap", "ConfigMap"),
+        ] {
+            assert_eq!(lookup(name).map(|k| k.kind), Some(kind), "{name}");
+        }
+    }
+
+    #[test]
+    fn names_are_unambiguous() {
+        let mut seen = std::collections::BTreeMap::new();
+        for k in KINDS {
+            for n in k.short_names.iter().copied().chain([k.plural]) {
+                assert!(seen.insert(n, k.kind).is_none(), "{n} names two kinds");
+            }
+        }
+    }
+
+    #[test]
+    fn accepts_listed_versions_only() {
+        let crp = lookup("crp").unwrap();
+        assert!(crp.accepts_api_version("placement.kubernetes-fleet.io/v1"));
+        assert!(crp.accepts_api_version("placement.kubernetes-fleet.io/v1beta1"));
+        assert!(!crp.accepts_api_version("placement.kubernetes-fleet.io/v2"));
+        assert_eq!(lookup("cm").unwrap().api_version(), "v1");
+    }
+}

@@ -1,0 +1,16 @@
+//! Fleet's resource model.
+//!
+//! Everything here is pure (no tokio, no I/O) so it can be tested exhaustively:
+//! the generic [`Object`] with typed metadata, the [`kinds`] registry, label
+//! [`selector`]s, multi-document [`parse`]ing and field-path [`validation`].
+
+pub mod kinds;
+pub mod object;
+pub mod parse;
+pub mod selector;
+pub mod validation;
+
+pub use kinds::{KindInfo, Scope};
+pub use object::{Object, ObjectKey, ObjectMeta, OwnerReference};
+pub use selector::LabelSelector;
+pub use validation::{FieldError, ValidationError};

@@ -1,0 +1,1 @@
+//! Multi-document parsing (placeholder; completed by the api work).

@@ -1,0 +1,1 @@
+//! Label selectors (placeholder; completed by the api work).

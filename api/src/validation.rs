@@ -1,0 +1,1 @@
+//! Validation errors (placeholder; completed by the api work).

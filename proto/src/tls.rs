@@ -1,0 +1,188 @@
+//! Who is calling: the identity rules of Fleet's certificates, shared by the
+//! node (which checks them), fleetctl (which issues them) and the agent.
+//!
+//! | certificate subject CN         | identity                          |
+//! |--------------------------------|-----------------------------------|
+//! | `admin`                        | [`Identity::Admin`]: everything   |
+//! | `viewer`                       | [`Identity::Viewer`]: reads only  |
+//! | `system:fleet:node:<id>`       | [`Identity::Node`]: a hub peer    |
+//! | `system:fleet:member:<cluster>`| [`Identity::Member`]: an agent    |
+//!
+//! Node certificates also carry the DNS name [`node_server_name`] so a node
+//! dialing peer `<id>` verifies that the server it reached *is* node `<id>`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use sha2::{Digest, Sha256};
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+/// Errors reading or interpreting certificates.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A PEM file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A PEM file held no certificate.
+    #[error("{what}: no PEM certificate found")]
+    NoCertificate { what: String },
+    /// A certificate's DER could not be parsed.
+    #[error("certificate cannot be parsed: {0}")]
+    Parse(String),
+    /// A certificate has no subject common name.
+    #[error("certificate has no subject common name")]
+    NoCommonName,
+}
+
+/// The CN prefix of hub node certificates.
+pub const NODE_CN_PREFIX: &str = "system:fleet:node:";
+/// The CN prefix of member agent certificates.
+pub const MEMBER_CN_PREFIX: &str = "system:fleet:member:";
+/// The CN of the admin client certificate.
+pub const ADMIN_CN: &str = "admin";
+/// The CN of the read-only client certificate.
+pub const VIEWER_CN: &str = "viewer";
+
+/// The caller of an RPC, from its client certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// May do everything.
+    Admin,
+    /// May only read.
+    Viewer,
+    /// A hub node (peer traffic).
+    Node(u64),
+    /// The agent of one member cluster.
+    Member(String),
+    /// A certificate signed by the fleet CA that names no known role.
+    Other(String),
+}
+
+impl fmt::Display for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Identity::Admin => f.write_str(ADMIN_CN),
+            Identity::Viewer => f.write_str(VIEWER_CN),
+            Identity::Node(id) => write!(f, "{NODE_CN_PREFIX}{id}"),
+            Identity::Member(c) => write!(f, "{MEMBER_CN_PREFIX}{c}"),
+            Identity::Other(cn) => f.write_str(cn),
+        }
+    }
+}
+
+impl Identity {
+    /// Interprets a subject common name.
+    pub fn from_common_name(cn: &str) -> Identity {
+        if cn == ADMIN_CN {
+            Identity::Admin
+        } else if cn == VIEWER_CN {
+            Identity::Viewer
+        } else if let Some(id) = cn.strip_prefix(NODE_CN_PREFIX).and_then(|s| s.parse().ok()) {
+            Identity::Node(id)
+        } else if let Some(cluster) = cn.strip_prefix(MEMBER_CN_PREFIX).filter(|c| !c.is_empty()) {
+            Identity::Member(cluster.to_string())
+        } else {
+            Identity::Other(cn.to_string())
+        }
+    }
+
+    /// The identity named by a DER certificate's subject CN.
+    pub fn from_der(der: &[u8]) -> Result<Identity, TlsError> {
+        Ok(Identity::from_common_name(&common_name(der)?))
+    }
+}
+
+/// The subject common name of a DER certificate.
+pub fn common_name(der: &[u8]) -> Result<String, TlsError> {
+    let (_, cert) = X509Certificate::from_der(der).map_err(|e| TlsError::Parse(e.to_string()))?;
+    let cn = cert
+        .subject()
+        .iter_common_name()
+        .next()
+        .ok_or(TlsError::NoCommonName)?
+        .as_str()
+        .map_err(|e| TlsError::Parse(e.to_string()))?
+        .to_string();
+    Ok(cn)
+}
+
+/// The DNS name every certificate of node `id` carries, used as the TLS
+/// server name when a peer dials it.
+pub fn node_server_name(id: u64) -> String {
+    format!("node-{id}.fleet")
+}
+
+/// `sha256:<hex>` of the first certificate in a PEM blob: how users pin the CA.
+pub fn fingerprint_pem(pem: &[u8], what: &str) -> Result<String, TlsError> {
+    let der = CertificateDer::from_pem_slice(pem).map_err(|_| TlsError::NoCertificate { what: what.to_string() })?;
+    Ok(fingerprint_der(&der))
+}
+
+/// `sha256:<hex>` of a DER certificate.
+pub fn fingerprint_der(der: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(der)))
+}
+
+/// The files of a PKI directory made by `fleetctl pki init`.
+#[derive(Debug, Clone)]
+pub struct PkiDir {
+    /// The directory.
+    pub dir: PathBuf,
+}
+
+impl PkiDir {
+    /// A PKI directory at `dir`.
+    pub fn new(dir: impl AsRef<Path>) -> PkiDir {
+        PkiDir { dir: dir.as_ref().to_path_buf() }
+    }
+    /// `ca.pem`.
+    pub fn ca_cert(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+    /// `ca-key.pem`.
+    pub fn ca_key(&self) -> PathBuf {
+        self.dir.join("ca-key.pem")
+    }
+    /// `node-<id>.pem`.
+    pub fn node_cert(&self, id: u64) -> PathBuf {
+        self.dir.join(format!("node-{id}.pem"))
+    }
+    /// `node-<id>-key.pem`.
+    pub fn node_key(&self, id: u64) -> PathBuf {
+        self.dir.join(format!("node-{id}-key.pem"))
+    }
+    /// `<name>.pem` of a client (`admin`, `viewer`).
+    pub fn client_cert(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.pem"))
+    }
+    /// `<name>-key.pem` of a client.
+    pub fn client_key(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}-key.pem"))
+    }
+}
+
+/// Reads a file, naming it in the error.
+pub fn read_file(path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read { path: path.to_path_buf(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_names_map_to_identities() {
+        assert_eq!(Identity::from_common_name("admin"), Identity::Admin);
+        assert_eq!(Identity::from_common_name("viewer"), Identity::Viewer);
+        assert_eq!(Identity::from_common_name("system:fleet:node:3"), Identity::Node(3));
+        assert_eq!(Identity::from_common_name("system:fleet:member:east-1"), Identity::Member("east-1".into()));
+        assert_eq!(Identity::from_common_name("system:fleet:node:x"), Identity::Other("system:fleet:node:x".into()));
+        assert_eq!(Identity::from_common_name("system:fleet:member:"), Identity::Other("system:fleet:member:".into()));
+    }
+}
