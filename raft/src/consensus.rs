@@ -1,0 +1,285 @@
+//! The node's handle on consensus: start Raft over the redb stores, and
+//! write, read linearizably and change membership from any node — a
+//! follower routes each of these to the leader over the peer channel.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleet_statemachine::{Command, OpOutcome, Response, StateMachine, Store};
+use openraft::error::{ClientWriteError, InitializeError, RaftError};
+use openraft::{BasicNode, ChangeMembers, Config, ServerState, SnapshotPolicy};
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::error::Error;
+use crate::log_store::LogStore;
+use crate::network::{PeerMethod, PeerNetwork, PeerTls};
+use crate::Raft;
+
+/// How long a write or membership change may look for a leader and commit.
+const WRITE_DEADLINE: Duration = Duration::from_secs(10);
+/// Pause between attempts while no leader is known.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// Raft timing and log-compaction knobs.
+#[derive(Debug, Clone)]
+pub struct RaftTuning {
+    pub heartbeat_ms: u64,
+    pub election_min_ms: u64,
+    pub election_max_ms: u64,
+    /// Build a snapshot after this many entries since the last one.
+    pub snapshot_logs: u64,
+    /// Entries kept behind a snapshot for slightly lagging followers.
+    pub keep_logs: u64,
+}
+
+impl Default for RaftTuning {
+    fn default() -> Self {
+        RaftTuning { heartbeat_ms: 100, election_min_ms: 600, election_max_ms: 1200, snapshot_logs: 10_000, keep_logs: 1_000 }
+    }
+}
+
+/// A membership change, as forwarded to the leader.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum MembershipChange {
+    /// Add a node as a learner, wait for it to catch up, then make it a voter.
+    Add { id: u64, address: String },
+    /// Remove a node (voter or learner).
+    Remove { id: u64 },
+}
+
+/// Why the leader did not do what a follower forwarded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Routed {
+    /// The receiver is not the leader (anymore); try again.
+    NotLeader,
+    /// It failed; do not retry.
+    Failed(String),
+}
+
+/// Consensus for one node.
+pub struct Consensus {
+    id: u64,
+    raft: Raft,
+    network: PeerNetwork,
+    store: Arc<Store>,
+}
+
+impl Consensus {
+    /// Opens the stores in `data_dir` and starts Raft. Restarting on the same
+    /// directory resumes where the node stopped.
+    pub async fn start(id: u64, data_dir: &Path, tls: PeerTls, tuning: &RaftTuning) -> Result<Arc<Consensus>, Error> {
+        std::fs::create_dir_all(data_dir).map_err(|e| Error::Storage(format!("{}: {e}", data_dir.display())))?;
+        let log = LogStore::open(&data_dir.join("raft-log.redb"))?;
+        let sm = StateMachine::open(&data_dir.join("state"))?;
+        let store = sm.store();
+        let config = Config {
+            cluster_name: "fleet".into(),
+            heartbeat_interval: tuning.heartbeat_ms,
+            election_timeout_min: tuning.election_min_ms,
+            election_timeout_max: tuning.election_max_ms,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(tuning.snapshot_logs),
+            max_in_snapshot_log_to_keep: tuning.keep_logs,
+            install_snapshot_timeout: 10_000,
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| Error::Invalid(format!("raft configuration: {e}")))?;
+        let network = PeerNetwork::new(tls);
+        let raft = Raft::new(id, Arc::new(config), network.clone(), log, sm)
+            .await
+            .map_err(|e| Error::Raft(e.to_string()))?;
+        Ok(Arc::new(Consensus { id, raft, network, store }))
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The Raft instance (metrics, peer RPC handling).
+    pub fn raft(&self) -> &Raft {
+        &self.raft
+    }
+
+    /// This node's object store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Initializes membership on a brand-new cluster; harmless when already
+    /// initialized (on this node or, through another node, on the cluster).
+    pub async fn initialize(&self, members: BTreeMap<u64, BasicNode>) -> Result<(), Error> {
+        match self.raft.initialize(members).await {
+            Ok(()) => Ok(()),
+            Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Ok(()),
+            Err(e) => Err(Error::Raft(e.to_string())),
+        }
+    }
+
+    /// The leader this node knows of, with its address.
+    pub fn leader(&self) -> Option<(u64, String)> {
+        let metrics = self.raft.metrics().borrow().clone();
+        let leader = metrics.current_leader?;
+        let addr = metrics.membership_config.membership().get_node(&leader).map(|n| n.addr.clone())?;
+        Some((leader, addr))
+    }
+
+    /// Runs `local` on the leader: directly if this node leads, otherwise
+    /// through the peer `method`. Retries while there is no leader or it
+    /// moved, until the deadline.
+    async fn on_leader<Req, T, F, Fut>(&self, method: PeerMethod, request: &Req, local: F) -> Result<T, Error>
+    where
+        Req: Serialize,
+        T: Serialize + serde::de::DeserializeOwned,
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, Routed>>,
+    {
+        let deadline = Instant::now() + WRITE_DEADLINE;
+        let mut last_problem = String::from("no leader elected yet");
+        loop {
+            match self.leader() {
+                Some((leader, _)) if leader == self.id => match local().await {
+                    Ok(v) => return Ok(v),
+                    Err(Routed::NotLeader) => last_problem = "leadership moved".into(),
+                    Err(Routed::Failed(e)) => return Err(Error::Raft(e)),
+                },
+                Some((leader, addr)) => {
+                    let remaining = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
+                    let reply: Result<Result<T, Routed>, tonic::Status> =
+                        self.network.call(leader, &addr, method, request, remaining).await;
+                    match reply {
+                        Ok(Ok(v)) => return Ok(v),
+                        Ok(Err(Routed::NotLeader)) => last_problem = format!("node {leader} is no longer the leader"),
+                        Ok(Err(Routed::Failed(e))) => return Err(Error::Raft(e)),
+                        // Not connected: the request never reached the leader; safe to retry.
+                        Err(s) if s.code() == tonic::Code::Unavailable => {
+                            last_problem = format!("leader {leader} at {addr} unreachable: {}", s.message())
+                        }
+                        Err(s) => return Err(Error::Unreachable { peer: leader, detail: s.message().to_string() }),
+                    }
+                }
+                None => {}
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::NoLeader(last_problem));
+            }
+            tokio::time::sleep(RETRY_PAUSE).await;
+        }
+    }
+
+    /// Proposes a command and waits until it is applied here too (so a read
+    /// on this node right after sees it). Returns the log index and outcomes,
+    /// or the state machine's refusal.
+    pub async fn write(&self, command: Command) -> Result<(u64, Vec<OpOutcome>), Error> {
+        let response: Response =
+            self.on_leader(PeerMethod::Forward, &command, || self.write_on_leader(command.clone())).await?;
+        let (index, outcomes) = response.into_result()?;
+        self.wait_applied(index, WRITE_DEADLINE).await?;
+        Ok((index, outcomes))
+    }
+
+    /// Commits a command on this node, which must be the leader.
+    pub async fn write_on_leader(&self, command: Command) -> Result<Response, Routed> {
+        match tokio::time::timeout(WRITE_DEADLINE, self.raft.client_write(command)).await {
+            Ok(Ok(reply)) => Ok(reply.data),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) => Err(Routed::NotLeader),
+            Ok(Err(e)) => Err(Routed::Failed(e.to_string())),
+            Err(_) => Err(Routed::Failed(
+                "timed out waiting for the write to commit; it may or may not have been applied".into(),
+            )),
+        }
+    }
+
+    /// The index a linearizable read must wait for, confirmed by the leader
+    /// with a quorum round, then awaited on this node.
+    pub async fn linearizable_index(&self) -> Result<u64, Error> {
+        let index: u64 = self.on_leader(PeerMethod::ReadIndex, &(), || self.read_index_on_leader()).await?;
+        self.wait_applied(index, WRITE_DEADLINE).await?;
+        Ok(index)
+    }
+
+    /// Confirms leadership with a quorum and returns the read index.
+    pub async fn read_index_on_leader(&self) -> Result<u64, Routed> {
+        match self.raft.get_read_log_id().await {
+            Ok((read, _)) => Ok(read.map(|l| l.index).unwrap_or(0)),
+            Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(_))) => {
+                Err(Routed::NotLeader)
+            }
+            Err(e) => Err(Routed::Failed(e.to_string())),
+        }
+    }
+
+    /// Waits until this node has applied `index`.
+    pub async fn wait_applied(&self, index: u64, timeout: Duration) -> Result<(), Error> {
+        let mut rx = self.store.subscribe_applied();
+        let waited = tokio::time::timeout(timeout, rx.wait_for(|applied| *applied >= index)).await.map(|r| r.is_ok());
+        match waited {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::ShuttingDown),
+            Err(_) => Err(Error::NoLeader(format!(
+                "this node has applied up to {} and did not reach {index} within {timeout:?}",
+                self.store.applied_index()
+            ))),
+        }
+    }
+
+    /// Adds or removes a node, through the leader.
+    pub async fn change_membership(&self, change: MembershipChange) -> Result<(), Error> {
+        self.on_leader(PeerMethod::ChangeMembership, &change, || self.change_membership_on_leader(change.clone()))
+            .await
+    }
+
+    /// Applies a membership change on this node, which must be the leader.
+    pub async fn change_membership_on_leader(&self, change: MembershipChange) -> Result<(), Routed> {
+        let metrics = self.raft.metrics().borrow().clone();
+        if metrics.state != ServerState::Leader {
+            return Err(Routed::NotLeader);
+        }
+        let membership = metrics.membership_config.membership().clone();
+        let voters: BTreeSet<u64> = membership.voter_ids().collect();
+        let map = |e: RaftError<u64, ClientWriteError<u64, BasicNode>>| match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(_)) => Routed::NotLeader,
+            other => Routed::Failed(other.to_string()),
+        };
+        match change {
+            MembershipChange::Add { id, address } => {
+                if voters.contains(&id) {
+                    return Err(Routed::Failed(format!("node {id} is already a voter")));
+                }
+                // Blocking: returns once the learner has caught up with the log.
+                self.raft.add_learner(id, BasicNode::new(address), true).await.map_err(map)?;
+                let mut next = voters;
+                next.insert(id);
+                self.raft.change_membership(next, false).await.map_err(map)?;
+            }
+            MembershipChange::Remove { id } => {
+                if voters.contains(&id) {
+                    if voters.len() == 1 {
+                        return Err(Routed::Failed(format!("node {id} is the last voter and cannot be removed")));
+                    }
+                    let mut next = voters;
+                    next.remove(&id);
+                    self.raft.change_membership(next, false).await.map_err(map)?;
+                } else if membership.get_node(&id).is_some() {
+                    self.raft
+                        .change_membership(ChangeMembers::RemoveNodes(BTreeSet::from([id])), false)
+                        .await
+                        .map_err(map)?;
+                } else {
+                    return Err(Routed::Failed(format!("node {id} is not a member")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops Raft.
+    pub async fn shutdown(&self) {
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!("raft shutdown: {e}");
+        }
+    }
+}

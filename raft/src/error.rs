@@ -1,0 +1,57 @@
+//! Errors of the consensus layer.
+
+use fleet_statemachine::StoreError;
+
+/// Why a write, read or membership change did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// redb failed under the log store.
+    #[error("raft log storage: {0}")]
+    Storage(String),
+    /// A message or entry could not be encoded or decoded.
+    #[error("encoding: {0}")]
+    Codec(String),
+    /// No leader could be reached before the deadline.
+    #[error("no leader is available: {0}")]
+    NoLeader(String),
+    /// A peer could not be reached.
+    #[error("peer {peer} unreachable: {detail}")]
+    Unreachable { peer: u64, detail: String },
+    /// The state machine refused the command (deterministic).
+    #[error(transparent)]
+    Refused(#[from] StoreError),
+    /// openraft reported an error.
+    #[error("raft: {0}")]
+    Raft(String),
+    /// The request is not valid (e.g. removing the last voter).
+    #[error("{0}")]
+    Invalid(String),
+    /// A caller presented the wrong identity.
+    #[error("{0}")]
+    PermissionDenied(String),
+    /// The node is shutting down.
+    #[error("node is shutting down")]
+    ShuttingDown,
+    /// The state machine failed.
+    #[error(transparent)]
+    StateMachine(#[from] fleet_statemachine::Error),
+}
+
+macro_rules! storage_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::Storage(e.to_string())
+            }
+        }
+    )*};
+}
+storage_from!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);

@@ -1,0 +1,23 @@
+//! openraft glue: the durable redb [`log_store`], the gRPC peer [`network`]
+//! and [`peer_service`] (mTLS, node identity checked on every call), and the
+//! [`consensus`] handle the node uses to write, read linearizably and change
+//! membership from whichever node it runs on.
+
+pub mod codec;
+pub mod consensus;
+pub mod error;
+pub mod log_store;
+pub mod network;
+pub mod peer_service;
+
+pub use consensus::{Consensus, RaftTuning};
+pub use error::Error;
+pub use log_store::LogStore;
+pub use network::{PeerNetwork, PeerTls};
+pub use peer_service::PeerService;
+
+/// The Raft instance of a node.
+pub type Raft = openraft::Raft<fleet_statemachine::TypeConfig>;
+
+/// gRPC messages between nodes may carry large batches and snapshot chunks.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;

@@ -1,0 +1,220 @@
+//! The Raft log on redb, in its own file (`raft-log.redb`).
+//!
+//! Durability rules (ARCHITECTURE.md, never relaxed):
+//! - `save_vote` commits with fsync before it returns;
+//! - `append` fires its callback only after the fsync'd commit that holds the entries;
+//! - truncation is fsync'd (a truncated suffix must never come back).
+//!
+//! `committed` and purges may be lazily durable: losing them after a crash
+//! only means re-applying or re-purging entries that are still correct.
+//! Every redb call runs on a blocking thread, never on the async runtime.
+
+use std::fmt::Debug;
+use std::ops::{Bound, RangeBounds};
+use std::path::Path;
+use std::sync::Arc;
+
+use fleet_statemachine::TypeConfig;
+use openraft::storage::{LogFlushed, LogState, RaftLogReader, RaftLogStorage};
+use openraft::{ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogId, StorageError, StorageIOError, Vote};
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+
+use crate::codec::{decode, encode};
+use crate::error::Error;
+
+type Entry = openraft::Entry<TypeConfig>;
+
+const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
+const STATE: TableDefinition<&str, &[u8]> = TableDefinition::new("state");
+const VOTE: &str = "vote";
+const COMMITTED: &str = "committed";
+const LAST_PURGED: &str = "last_purged";
+
+/// The durable Raft log of one node. Cheap to clone (shared database).
+#[derive(Clone)]
+pub struct LogStore {
+    db: Arc<Database>,
+}
+
+impl LogStore {
+    /// Opens (or creates) the log at `path`.
+    pub fn open(path: &Path) -> Result<LogStore, Error> {
+        let db = Database::create(path)?;
+        let txn = db.begin_write()?;
+        txn.open_table(LOG)?;
+        txn.open_table(STATE)?;
+        txn.commit()?;
+        Ok(LogStore { db: Arc::new(db) })
+    }
+
+    fn read_state<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, Error> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(STATE)?;
+        match table.get(name)? {
+            Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    fn write_state<T: serde::Serialize>(&self, name: &str, value: &T, durability: Durability) -> Result<(), Error> {
+        let bytes = encode(value)?;
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(durability)?;
+        txn.open_table(STATE)?.insert(name, bytes.as_slice())?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn entries(&self, start: Bound<u64>, end: Bound<u64>) -> Result<Vec<Entry>, Error> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(LOG)?;
+        let mut out = Vec::new();
+        for row in table.range::<u64>((start, end))? {
+            let (_, v) = row?;
+            out.push(decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    fn log_state(&self) -> Result<LogState<TypeConfig>, Error> {
+        let last_purged: Option<LogId<u64>> = self.read_state(LAST_PURGED)?;
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(LOG)?;
+        let last = match table.last()? {
+            Some((_, v)) => Some(*decode::<Entry>(v.value())?.get_log_id()),
+            None => last_purged,
+        };
+        Ok(LogState { last_purged_log_id: last_purged, last_log_id: last })
+    }
+
+    fn append_blocking(&self, entries: Vec<Entry>) -> Result<(), Error> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(Durability::Immediate)?;
+        {
+            let mut table = txn.open_table(LOG)?;
+            for entry in &entries {
+                table.insert(entry.get_log_id().index, encode(entry)?.as_slice())?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn truncate_blocking(&self, from: u64) -> Result<(), Error> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(Durability::Immediate)?;
+        txn.open_table(LOG)?.retain_in::<u64, _>(from.., |_, _| false)?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn purge_blocking(&self, log_id: LogId<u64>) -> Result<(), Error> {
+        let bytes = encode(&log_id)?;
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(Durability::None)?;
+        {
+            txn.open_table(STATE)?.insert(LAST_PURGED, bytes.as_slice())?;
+            txn.open_table(LOG)?.retain_in::<u64, _>(..=log_id.index, |_, _| false)?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+}
+
+fn io_err(subject: ErrorSubject<u64>, verb: ErrorVerb, e: impl std::fmt::Display) -> StorageError<u64> {
+    StorageError::IO { source: StorageIOError::new(subject, verb, openraft::AnyError::error(e)) }
+}
+
+async fn blocking<T: Send + 'static>(
+    subject: ErrorSubject<u64>,
+    verb: ErrorVerb,
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, StorageError<u64>> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(io_err(subject, verb, e)),
+        Err(e) => Err(io_err(subject, verb, e)),
+    }
+}
+
+fn to_bounds<RB: RangeBounds<u64>>(range: &RB) -> (Bound<u64>, Bound<u64>) {
+    (range.start_bound().cloned(), range.end_bound().cloned())
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError<u64>> {
+        let (start, end) = to_bounds(&range);
+        let this = self.clone();
+        blocking(ErrorSubject::Logs, ErrorVerb::Read, move || this.entries(start, end)).await
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<u64>> {
+        let this = self.clone();
+        blocking(ErrorSubject::Logs, ErrorVerb::Read, move || this.log_state()).await
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
+        let this = self.clone();
+        let vote = *vote;
+        blocking(ErrorSubject::Vote, ErrorVerb::Write, move || this.write_state(VOTE, &vote, Durability::Immediate))
+            .await
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
+        let this = self.clone();
+        blocking(ErrorSubject::Vote, ErrorVerb::Read, move || this.read_state(VOTE)).await
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId<u64>>) -> Result<(), StorageError<u64>> {
+        let this = self.clone();
+        blocking(ErrorSubject::Store, ErrorVerb::Write, move || {
+            this.write_state(COMMITTED, &committed, Durability::None)
+        })
+        .await
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<u64>>, StorageError<u64>> {
+        let this = self.clone();
+        blocking(ErrorSubject::Store, ErrorVerb::Read, move || {
+            Ok(this.read_state::<Option<LogId<u64>>>(COMMITTED)?.flatten())
+        })
+        .await
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError<u64>>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        let this = self.clone();
+        let result = blocking(ErrorSubject::Logs, ErrorVerb::Write, move || this.append_blocking(entries)).await;
+        // The callback reports durability: only after the fsync'd commit.
+        match &result {
+            Ok(()) => callback.log_io_completed(Ok(())),
+            Err(e) => callback.log_io_completed(Err(std::io::Error::other(e.to_string()))),
+        }
+        result
+    }
+
+    async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+        let this = self.clone();
+        blocking(ErrorSubject::Logs, ErrorVerb::Delete, move || this.truncate_blocking(log_id.index)).await
+    }
+
+    async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+        let this = self.clone();
+        blocking(ErrorSubject::Logs, ErrorVerb::Delete, move || this.purge_blocking(log_id)).await
+    }
+}

@@ -1,0 +1,104 @@
+//! Incoming peer traffic. Every call must come with a node certificate from
+//! the fleet CA, and Raft messages must claim the node id that certificate
+//! names: a node cannot vote or replicate as another.
+
+use std::sync::Arc;
+
+use fleet_proto::peer::raft_peer_server::RaftPeer;
+use fleet_proto::peer::Payload;
+use fleet_proto::tls::Identity;
+use fleet_statemachine::{Command, TypeConfig};
+use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tonic::{Request, Response, Status};
+
+use crate::codec::{decode, encode};
+use crate::consensus::{Consensus, MembershipChange, Routed};
+
+/// The gRPC `RaftPeer` service of one node.
+pub struct PeerService {
+    consensus: Arc<Consensus>,
+}
+
+impl PeerService {
+    /// Serves peer traffic for this node's consensus.
+    pub fn new(consensus: Arc<Consensus>) -> PeerService {
+        PeerService { consensus }
+    }
+}
+
+/// The node id named by the caller's client certificate.
+fn caller_node<T>(request: &Request<T>) -> Result<u64, Status> {
+    let certs = request
+        .peer_certs()
+        .ok_or_else(|| Status::unauthenticated("peer traffic requires a node client certificate"))?;
+    let cert = certs.first().ok_or_else(|| Status::unauthenticated("no client certificate presented"))?;
+    match Identity::from_der(cert.as_ref()) {
+        Ok(Identity::Node(id)) => Ok(id),
+        Ok(other) => Err(Status::permission_denied(format!("{other} is not a hub node and may not send peer traffic"))),
+        Err(e) => Err(Status::unauthenticated(e.to_string())),
+    }
+}
+
+fn check_claim(caller: u64, claimed: u64) -> Result<(), Status> {
+    if caller == claimed {
+        Ok(())
+    } else {
+        Err(Status::permission_denied(format!(
+            "certificate names node {caller} but the request claims to come from node {claimed}"
+        )))
+    }
+}
+
+fn payload<T: DeserializeOwned>(request: Request<Payload>) -> Result<T, Status> {
+    decode(&request.into_inner().data).map_err(|e| Status::invalid_argument(e.to_string()))
+}
+
+fn reply<T: Serialize>(value: &T) -> Result<Response<Payload>, Status> {
+    let data = encode(value).map_err(|e| Status::internal(e.to_string()))?;
+    Ok(Response::new(Payload { data }))
+}
+
+#[tonic::async_trait]
+impl RaftPeer for PeerService {
+    async fn append_entries(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
+        let caller = caller_node(&request)?;
+        let rpc: AppendEntriesRequest<TypeConfig> = payload(request)?;
+        check_claim(caller, rpc.vote.leader_id.node_id)?;
+        reply(&self.consensus.raft().append_entries(rpc).await)
+    }
+
+    async fn vote(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
+        let caller = caller_node(&request)?;
+        let rpc: VoteRequest<u64> = payload(request)?;
+        check_claim(caller, rpc.vote.leader_id.node_id)?;
+        reply(&self.consensus.raft().vote(rpc).await)
+    }
+
+    async fn install_snapshot(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
+        let caller = caller_node(&request)?;
+        let rpc: InstallSnapshotRequest<TypeConfig> = payload(request)?;
+        check_claim(caller, rpc.vote.leader_id.node_id)?;
+        reply(&self.consensus.raft().install_snapshot(rpc).await)
+    }
+
+    async fn forward(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
+        caller_node(&request)?;
+        let command: Command = payload(request)?;
+        reply(&self.consensus.write_on_leader(command).await)
+    }
+
+    async fn read_index(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
+        caller_node(&request)?;
+        let _: () = payload(request)?;
+        reply(&self.consensus.read_index_on_leader().await)
+    }
+
+    async fn change_membership(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
+        caller_node(&request)?;
+        let change: MembershipChange = payload(request)?;
+        let result: Result<(), Routed> = self.consensus.change_membership_on_leader(change).await;
+        reply(&result)
+    }
+}

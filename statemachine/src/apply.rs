@@ -1,0 +1,361 @@
+//! Deterministic apply of committed entries.
+//!
+//! A command's ops run against an overlay of pending changes on top of the
+//! committed tables; only when every op succeeds is the overlay written.
+//! A refused command writes nothing but still advances `last_applied`, which
+//! is written in the same transaction as the data, together with membership.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use fleet_api::{Object, ObjectKey};
+use openraft::{EntryPayload, RaftLogId};
+use redb::{Durability, MultimapTable, ReadableMultimapTable, ReadableTable, Table};
+
+use crate::command::{Action, Command, Op, OpOutcome, Response, StoreError};
+use crate::error::Error;
+use crate::raft_types::{StoredMembership, TypeConfig};
+use crate::store::{decode_object, encode_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, OBJECTS, OWNERS};
+use crate::watch::{EventType, WatchEvent};
+
+type Entry = openraft::Entry<TypeConfig>;
+
+impl Store {
+    /// Applies committed entries in one write transaction. With `durable`
+    /// false the commit is not fsync'd: the Raft log still holds the entries
+    /// (it is purged only behind a snapshot, and building a snapshot makes the
+    /// state machine durable first), so a crash replays them.
+    pub fn apply_entries(&self, entries: Vec<Entry>, durable: bool) -> Result<Vec<Response>, Error> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(if durable { Durability::Immediate } else { Durability::None })?;
+        let mut responses = Vec::with_capacity(entries.len());
+        let mut events = Vec::new();
+        let mut last = None;
+        {
+            let mut objects = txn.open_table(OBJECTS)?;
+            let mut owners = txn.open_multimap_table(OWNERS)?;
+            let mut meta = txn.open_table(META)?;
+            for entry in entries {
+                let log_id = *entry.get_log_id();
+                last = Some(log_id);
+                match entry.payload {
+                    EntryPayload::Blank => responses.push(Response::Empty),
+                    EntryPayload::Membership(m) => {
+                        let stored = StoredMembership::new(Some(log_id), m);
+                        meta.insert(META_MEMBERSHIP, encode_meta(&stored)?.as_slice())?;
+                        responses.push(Response::Empty);
+                    }
+                    EntryPayload::Normal(command) => {
+                        let index = log_id.index;
+                        let mut overlay = Overlay::default();
+                        match overlay.run(&objects, &owners, &command, index) {
+                            Ok(outcomes) => {
+                                overlay.flush(&mut objects, &mut owners, index, &mut events)?;
+                                responses.push(Response::Applied { index, outcomes });
+                            }
+                            Err(Refusal::Store(error)) => responses.push(Response::Refused { index, error }),
+                            Err(Refusal::Storage(e)) => return Err(e),
+                        }
+                    }
+                }
+            }
+            if let Some(last) = last {
+                meta.insert(META_LAST_APPLIED, encode_meta(&last)?.as_slice())?;
+            }
+        }
+        txn.commit()?;
+        self.hub().publish(events);
+        if let Some(last) = last {
+            self.set_applied(last.index);
+        }
+        Ok(responses)
+    }
+}
+
+enum Refusal {
+    Store(StoreError),
+    Storage(Error),
+}
+
+impl From<StoreError> for Refusal {
+    fn from(e: StoreError) -> Self {
+        Refusal::Store(e)
+    }
+}
+
+impl<E: Into<Error>> From<E> for Refusal {
+    fn from(e: E) -> Self {
+        Refusal::Storage(e.into())
+    }
+}
+
+/// A pending change of one object (`None` = deleted) and the event it makes.
+struct Change {
+    object: Option<Object>,
+    event: EventType,
+}
+
+/// Changes of one command, not yet written.
+#[derive(Default)]
+struct Overlay {
+    changes: BTreeMap<String, Change>,
+}
+
+impl Overlay {
+    fn get(&self, objects: &Table<&str, &[u8]>, key: &str) -> Result<Option<Object>, Refusal> {
+        if let Some(change) = self.changes.get(key) {
+            return Ok(change.object.clone());
+        }
+        match objects.get(key)? {
+            Some(v) => Ok(Some(decode_object(key, v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put(&mut self, key: String, object: Object, existed: bool) {
+        let event = match self.changes.get(&key) {
+            // Created earlier in this command: still an addition for watchers.
+            Some(c) if c.event == EventType::Added => EventType::Added,
+            _ if existed => EventType::Modified,
+            _ => EventType::Added,
+        };
+        self.changes.insert(key, Change { object: Some(object), event });
+    }
+
+    fn run(
+        &mut self,
+        objects: &Table<&str, &[u8]>,
+        owners: &MultimapTable<&str, &str>,
+        command: &Command,
+        index: u64,
+    ) -> Result<Vec<OpOutcome>, Refusal> {
+        let mut outcomes = Vec::with_capacity(command.ops.len());
+        for op in &command.ops {
+            let outcome = match op {
+                Op::Create { object } => self.create(objects, object.clone(), &command.now, index, true)?,
+                Op::Apply { object, uid } => {
+                    let key = ObjectKey::of(object).storage_key();
+                    match self.get(objects, &key)? {
+                        Some(existing) => self.replace(key, existing, object, index)?,
+                        None if object.metadata.resource_version_number().is_some() => {
+                            return Err(StoreError::NotFound { key: ObjectKey::of(object) }.into())
+                        }
+                        None => {
+                            let mut object = object.clone();
+                            object.metadata.uid = uid.clone();
+                            self.create(objects, object, &command.now, index, false)?
+                        }
+                    }
+                }
+                Op::Update { object } => {
+                    let key = ObjectKey::of(object).storage_key();
+                    let existing = self.get(objects, &key)?.ok_or_else(|| not_found(object))?;
+                    self.replace(key, existing, object, index)?
+                }
+                Op::UpdateStatus { object } => {
+                    let key = ObjectKey::of(object).storage_key();
+                    let existing = self.get(objects, &key)?.ok_or_else(|| not_found(object))?;
+                    check_precondition(object, &existing)?;
+                    let mut updated = existing.clone();
+                    match object.status() {
+                        Some(status) => updated.rest.insert("status".into(), status.clone()),
+                        None => updated.rest.remove("status"),
+                    };
+                    self.finish_update(key, existing, updated, index)
+                }
+                Op::Delete { key, resource_version } => {
+                    let storage_key = key.storage_key();
+                    let existing =
+                        self.get(objects, &storage_key)?.ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
+                    let current = existing.metadata.resource_version_number().unwrap_or(0);
+                    if let Some(expected) = resource_version {
+                        if *expected != current {
+                            return Err(StoreError::Conflict { key: key.clone(), expected: *expected, current }.into());
+                        }
+                    }
+                    let mut last = existing.clone();
+                    last.metadata.set_resource_version(index);
+                    self.delete_cascading(objects, owners, storage_key, existing, index)?;
+                    OpOutcome { action: Action::Deleted, object: last }
+                }
+            };
+            outcomes.push(outcome);
+        }
+        Ok(outcomes)
+    }
+
+    fn create(
+        &mut self,
+        objects: &Table<&str, &[u8]>,
+        mut object: Object,
+        now: &str,
+        index: u64,
+        keep_status: bool,
+    ) -> Result<OpOutcome, Refusal> {
+        let key = ObjectKey::of(&object);
+        let storage_key = key.storage_key();
+        if self.get(objects, &storage_key)?.is_some() {
+            return Err(StoreError::AlreadyExists { key }.into());
+        }
+        if object.metadata.uid.is_empty() {
+            return Err(StoreError::Invalid(format!("{key}: metadata.uid must be set by the proposer")).into());
+        }
+        if !keep_status {
+            object.rest.remove("status");
+        }
+        object.metadata.generation = 1;
+        object.metadata.creation_timestamp = Some(now.to_string());
+        object.metadata.deletion_timestamp = None;
+        object.metadata.set_resource_version(index);
+        self.put(storage_key, object.clone(), false);
+        Ok(OpOutcome { action: Action::Created, object })
+    }
+
+    /// Replaces spec and user metadata of `existing` with those of `desired`,
+    /// keeping identity, creation time and status.
+    fn replace(&mut self, key: String, existing: Object, desired: &Object, index: u64) -> Result<OpOutcome, Refusal> {
+        check_precondition(desired, &existing)?;
+        let mut updated = existing.clone();
+        updated.api_version = desired.api_version.clone();
+        updated.metadata.labels = desired.metadata.labels.clone();
+        updated.metadata.annotations = desired.metadata.annotations.clone();
+        updated.metadata.owner_references = desired.metadata.owner_references.clone();
+        updated.metadata.finalizers = desired.metadata.finalizers.clone();
+        let status = existing.rest.get("status").cloned();
+        updated.rest = desired.rest.clone();
+        updated.rest.remove("status");
+        if let Some(status) = status {
+            updated.rest.insert("status".into(), status);
+        }
+        if updated.spec_fields() != existing.spec_fields() {
+            updated.metadata.generation = existing.metadata.generation + 1;
+        }
+        Ok(self.finish_update(key, existing, updated, index))
+    }
+
+    fn finish_update(&mut self, key: String, existing: Object, mut updated: Object, index: u64) -> OpOutcome {
+        if updated == existing {
+            return OpOutcome { action: Action::Unchanged, object: existing };
+        }
+        updated.metadata.set_resource_version(index);
+        self.put(key, updated.clone(), true);
+        OpOutcome { action: Action::Configured, object: updated }
+    }
+
+    /// Deletes an object, then its dependents: a dependent whose only owner
+    /// is gone is deleted (recursively); one with other owners loses the
+    /// reference to the deleted owner.
+    fn delete_cascading(
+        &mut self,
+        objects: &Table<&str, &[u8]>,
+        owners: &MultimapTable<&str, &str>,
+        key: String,
+        object: Object,
+        index: u64,
+    ) -> Result<(), Refusal> {
+        let mut pending = vec![(key, object)];
+        while let Some((key, object)) = pending.pop() {
+            self.changes.insert(key.clone(), Change { object: None, event: EventType::Deleted });
+            let uid = object.metadata.uid.clone();
+            if uid.is_empty() {
+                continue;
+            }
+            for dep_key in self.dependents(owners, &uid)? {
+                let Some(mut dep) = self.get(objects, &dep_key)? else { continue };
+                let before = dep.metadata.owner_references.len();
+                dep.metadata.owner_references.retain(|r| r.uid != uid);
+                if dep.metadata.owner_references.len() == before {
+                    continue;
+                }
+                if dep.metadata.owner_references.is_empty() {
+                    pending.push((dep_key, dep));
+                } else {
+                    dep.metadata.set_resource_version(index);
+                    self.put(dep_key, dep, true);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Storage keys of objects that name `uid` as an owner: committed ones
+    /// from the index, plus ones this command wrote.
+    fn dependents(&self, owners: &MultimapTable<&str, &str>, uid: &str) -> Result<BTreeSet<String>, Refusal> {
+        let mut keys = BTreeSet::new();
+        for value in owners.get(uid)? {
+            keys.insert(value?.value().to_string());
+        }
+        for (key, change) in &self.changes {
+            if let Some(obj) = &change.object {
+                if obj.metadata.owner_references.iter().any(|r| r.uid == uid) {
+                    keys.insert(key.clone());
+                }
+            }
+        }
+        Ok(keys)
+    }
+
+    /// Writes the changes and the owner index, and turns them into events.
+    fn flush(
+        self,
+        objects: &mut Table<&str, &[u8]>,
+        owners: &mut MultimapTable<&str, &str>,
+        index: u64,
+        events: &mut Vec<WatchEvent>,
+    ) -> Result<(), Error> {
+        for (key, change) in self.changes {
+            let old = match objects.get(key.as_str())? {
+                Some(v) => Some(decode_object(&key, v.value())?),
+                None => None,
+            };
+            if let Some(old) = &old {
+                for r in &old.metadata.owner_references {
+                    owners.remove(r.uid.as_str(), key.as_str())?;
+                }
+            }
+            let event_object = match change.object {
+                Some(object) => {
+                    objects.insert(key.as_str(), object.to_json().as_slice())?;
+                    for r in &object.metadata.owner_references {
+                        owners.insert(r.uid.as_str(), key.as_str())?;
+                    }
+                    object
+                }
+                None => {
+                    objects.remove(key.as_str())?;
+                    // Created and deleted within one command: nobody saw it.
+                    let Some(mut last) = old else { continue };
+                    last.metadata.set_resource_version(index);
+                    last
+                }
+            };
+            events.push(WatchEvent {
+                event_type: change.event,
+                key: ObjectKey::of(&event_object),
+                object: Arc::new(event_object),
+                resource_version: index,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn not_found(object: &Object) -> StoreError {
+    StoreError::NotFound { key: ObjectKey::of(object) }
+}
+
+fn check_precondition(desired: &Object, existing: &Object) -> Result<(), StoreError> {
+    if desired.metadata.resource_version.is_empty() {
+        return Ok(());
+    }
+    let key = ObjectKey::of(existing);
+    let current = existing.metadata.resource_version_number().unwrap_or(0);
+    match desired.metadata.resource_version_number() {
+        Some(expected) if expected == current => Ok(()),
+        Some(expected) => Err(StoreError::Conflict { key, expected, current }),
+        None => Err(StoreError::Invalid(format!(
+            "{key}: metadata.resourceVersion: Invalid value: {:?}: must be a decimal number",
+            desired.metadata.resource_version
+        ))),
+    }
+}

@@ -1,0 +1,42 @@
+//! Errors of the storage layer itself (I/O, corruption), as opposed to the
+//! deterministic, per-command [`crate::StoreError`]s that are part of the
+//! replicated state.
+
+/// A storage failure: the node cannot go on safely with this store.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// redb failed (I/O, corruption, ...).
+    #[error("state machine storage: {0}")]
+    Storage(String),
+    /// A stored record could not be decoded.
+    #[error("state machine record {what} cannot be decoded: {detail}")]
+    Decode { what: String, detail: String },
+    /// A snapshot could not be read or written.
+    #[error("snapshot: {0}")]
+    Snapshot(String),
+}
+
+macro_rules! storage_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::Storage(e.to_string())
+            }
+        }
+    )*};
+}
+storage_from!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Snapshot(e.to_string())
+    }
+}

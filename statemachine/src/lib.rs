@@ -1,0 +1,22 @@
+//! The replicated object store.
+//!
+//! Every hub node applies the same committed [`Command`]s in log order to its
+//! own redb-backed [`Store`]. Applying is deterministic: times, uids and names
+//! are decided by the proposer and carried in the command; the only input
+//! besides the command is the log index, which becomes the `resourceVersion`.
+
+pub mod command;
+pub mod error;
+pub mod raft_types;
+mod apply;
+mod snapshot;
+pub mod state_machine;
+pub mod store;
+pub mod watch;
+
+pub use command::{Action, Command, Op, OpOutcome, Response, StoreError};
+pub use error::Error;
+pub use raft_types::TypeConfig;
+pub use state_machine::StateMachine;
+pub use store::{ListQuery, Store};
+pub use watch::{EventType, WatchEvent, WatchHub};

@@ -1,0 +1,162 @@
+//! The object store on redb: tables, reads, and the applied-index signal.
+//!
+//! Layout of the state-machine file (separate from the Raft log file so apply
+//! never queues behind append):
+//! - `objects`: storage key (`group/Kind/namespace/name`) → object JSON;
+//! - `owners`: owner uid → storage keys of its dependents (for cascading deletes);
+//! - `meta`: `last_applied` and `membership`, written in the same transaction
+//!   as the data they describe.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use fleet_api::{LabelSelector, Object, ObjectKey};
+use redb::{
+    Database, MultimapTableDefinition, ReadableDatabase, ReadableTable, TableDefinition,
+};
+use tokio::sync::watch;
+
+use crate::error::Error;
+use crate::raft_types::{LogId, StoredMembership};
+use crate::watch::{WatchHub, DEFAULT_HISTORY};
+
+pub(crate) const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
+pub(crate) const OWNERS: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("owners");
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+pub(crate) const META_LAST_APPLIED: &str = "last_applied";
+pub(crate) const META_MEMBERSHIP: &str = "membership";
+
+/// Which objects a list or watch is about.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub group: String,
+    pub kind: String,
+    /// `None`: every namespace (or a cluster-scoped kind).
+    pub namespace: Option<String>,
+    /// `None`: every object.
+    pub selector: Option<LabelSelector>,
+}
+
+impl ListQuery {
+    /// Whether an object with this key and labels is in the query.
+    pub fn matches(&self, key: &ObjectKey, object: &Object) -> bool {
+        key.group == self.group
+            && key.kind == self.kind
+            && self.namespace.as_deref().is_none_or(|ns| key.namespace == ns)
+            && self.selector.as_ref().is_none_or(|s| s.matches(&object.metadata.labels))
+    }
+}
+
+/// One node's replicated object store.
+pub struct Store {
+    pub(crate) db: Database,
+    hub: WatchHub,
+    applied_tx: watch::Sender<u64>,
+}
+
+impl Store {
+    /// Opens (or creates) the store at `path`.
+    pub fn open(path: &Path) -> Result<Arc<Store>, Error> {
+        let db = Database::create(path)?;
+        {
+            let txn = db.begin_write()?;
+            txn.open_table(OBJECTS)?;
+            txn.open_multimap_table(OWNERS)?;
+            txn.open_table(META)?;
+            txn.commit()?;
+        }
+        let applied = {
+            let txn = db.begin_read()?;
+            let meta = txn.open_table(META)?;
+            read_meta::<LogId>(&meta, META_LAST_APPLIED)?.map(|l| l.index).unwrap_or(0)
+        };
+        let (applied_tx, _) = watch::channel(applied);
+        Ok(Arc::new(Store { db, hub: WatchHub::new(applied, DEFAULT_HISTORY), applied_tx }))
+    }
+
+    /// The watch hub of this store.
+    pub fn hub(&self) -> &WatchHub {
+        &self.hub
+    }
+
+    /// The index of the last applied log entry.
+    pub fn applied_index(&self) -> u64 {
+        *self.applied_tx.borrow()
+    }
+
+    /// A receiver that changes whenever an entry is applied.
+    pub fn subscribe_applied(&self) -> watch::Receiver<u64> {
+        self.applied_tx.subscribe()
+    }
+
+    pub(crate) fn set_applied(&self, index: u64) {
+        self.applied_tx.send_replace(index);
+    }
+
+    /// Reads one object, with the applied index it was read at.
+    pub fn get(&self, key: &ObjectKey) -> Result<(Option<Object>, u64), Error> {
+        let txn = self.db.begin_read()?;
+        let objects = txn.open_table(OBJECTS)?;
+        let meta = txn.open_table(META)?;
+        let index = read_meta::<LogId>(&meta, META_LAST_APPLIED)?.map(|l| l.index).unwrap_or(0);
+        let object = match objects.get(key.storage_key().as_str())? {
+            Some(v) => Some(decode_object(&key.storage_key(), v.value())?),
+            None => None,
+        };
+        Ok((object, index))
+    }
+
+    /// Lists objects, in storage-key order, with the applied index they were read at.
+    pub fn list(&self, query: &ListQuery) -> Result<(Vec<Object>, u64), Error> {
+        let txn = self.db.begin_read()?;
+        let objects = txn.open_table(OBJECTS)?;
+        let meta = txn.open_table(META)?;
+        let index = read_meta::<LogId>(&meta, META_LAST_APPLIED)?.map(|l| l.index).unwrap_or(0);
+        let prefix = ObjectKey::prefix(&query.group, &query.kind, query.namespace.as_deref());
+        let mut out = Vec::new();
+        for row in objects.range(prefix.as_str()..)? {
+            let (k, v) = row?;
+            let k = k.value();
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            let object = decode_object(k, v.value())?;
+            if query.selector.as_ref().is_none_or(|s| s.matches(&object.metadata.labels)) {
+                out.push(object);
+            }
+        }
+        Ok((out, index))
+    }
+
+    /// The last applied log id and membership, as stored together.
+    pub fn applied_state(&self) -> Result<(Option<LogId>, StoredMembership), Error> {
+        let txn = self.db.begin_read()?;
+        let meta = txn.open_table(META)?;
+        let last = read_meta::<LogId>(&meta, META_LAST_APPLIED)?;
+        let membership = read_meta::<StoredMembership>(&meta, META_MEMBERSHIP)?.unwrap_or_default();
+        Ok((last, membership))
+    }
+}
+
+/// Decodes a stored object.
+pub(crate) fn decode_object(key: &str, bytes: &[u8]) -> Result<Object, Error> {
+    Object::from_json(bytes).map_err(|e| Error::Decode { what: format!("object {key}"), detail: e.to_string() })
+}
+
+/// Reads and decodes a `meta` record.
+pub(crate) fn read_meta<T: serde::de::DeserializeOwned>(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    name: &str,
+) -> Result<Option<T>, Error> {
+    match meta.get(name)? {
+        Some(v) => rmp_serde::from_slice(v.value())
+            .map(Some)
+            .map_err(|e| Error::Decode { what: format!("meta {name}"), detail: e.to_string() }),
+        None => Ok(None),
+    }
+}
+
+/// Encodes a `meta` record.
+pub(crate) fn encode_meta<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, Error> {
+    rmp_serde::to_vec_named(value).map_err(|e| Error::Decode { what: "meta".into(), detail: e.to_string() })
+}
