@@ -59,6 +59,27 @@ pub enum Routed {
     Failed(String),
 }
 
+/// What a node says about itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeStatus {
+    pub id: u64,
+    /// `Leader`, `Follower`, `Learner` or `Candidate`.
+    pub role: String,
+    pub term: u64,
+    pub last_applied: u64,
+    pub leader: Option<u64>,
+}
+
+/// One member as seen by the node answering `cluster status`.
+#[derive(Debug, Clone)]
+pub struct MemberStatus {
+    pub id: u64,
+    pub address: String,
+    pub role: String,
+    pub last_applied: u64,
+    pub reachable: bool,
+}
+
 /// Consensus for one node.
 pub struct Consensus {
     id: u64,
@@ -274,6 +295,56 @@ impl Consensus {
             }
         }
         Ok(())
+    }
+
+    /// This node's own role, term and applied index.
+    pub fn local_status(&self) -> NodeStatus {
+        let metrics = self.raft.metrics().borrow().clone();
+        let role = match metrics.state {
+            ServerState::Leader => "Leader",
+            ServerState::Candidate => "Candidate",
+            ServerState::Learner => "Learner",
+            ServerState::Follower | ServerState::Shutdown => "Follower",
+        };
+        NodeStatus {
+            id: self.id,
+            role: role.to_string(),
+            term: metrics.current_term,
+            last_applied: metrics.last_applied.map(|l| l.index).unwrap_or(0),
+            leader: metrics.current_leader,
+        }
+    }
+
+    /// Every member (voters and learners), each asked for its own status
+    /// concurrently; a member that does not answer within a second is
+    /// reported unreachable with the role membership gives it.
+    pub async fn cluster_status(&self) -> (Option<u64>, u64, Vec<MemberStatus>) {
+        let metrics = self.raft.metrics().borrow().clone();
+        let membership = metrics.membership_config.membership().clone();
+        let voters: BTreeSet<u64> = membership.voter_ids().collect();
+        let nodes: Vec<(u64, String)> = membership.nodes().map(|(id, n)| (*id, n.addr.clone())).collect();
+        let asks = nodes.into_iter().map(|(id, address)| {
+            let is_voter = voters.contains(&id);
+            async move {
+                let status = if id == self.id {
+                    Some(self.local_status())
+                } else {
+                    self.network.call::<_, NodeStatus>(id, &address, PeerMethod::NodeStatus, &(), Duration::from_secs(1)).await.ok()
+                };
+                match status {
+                    Some(s) => MemberStatus { id, address, role: s.role, last_applied: s.last_applied, reachable: true },
+                    None => MemberStatus {
+                        id,
+                        address,
+                        role: if is_voter { "Follower" } else { "Learner" }.to_string(),
+                        last_applied: 0,
+                        reachable: false,
+                    },
+                }
+            }
+        });
+        let members = futures::future::join_all(asks).await;
+        (metrics.current_leader, metrics.current_term, members)
     }
 
     /// Stops Raft.

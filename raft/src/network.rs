@@ -49,6 +49,7 @@ pub enum PeerMethod {
     Forward,
     ReadIndex,
     ChangeMembership,
+    NodeStatus,
 }
 
 impl PeerNetwork {
@@ -106,6 +107,7 @@ impl PeerNetwork {
             PeerMethod::Forward => client.forward(req).await,
             PeerMethod::ReadIndex => client.read_index(req).await,
             PeerMethod::ChangeMembership => client.change_membership(req).await,
+            PeerMethod::NodeStatus => client.node_status(req).await,
         }?;
         decode(&reply.into_inner().data).map_err(|e| tonic::Status::internal(e.to_string()))
     }

@@ -101,4 +101,10 @@ impl RaftPeer for PeerService {
         let result: Result<(), Routed> = self.consensus.change_membership_on_leader(change).await;
         reply(&result)
     }
+
+    async fn node_status(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
+        caller_node(&request)?;
+        let _: () = payload(request)?;
+        reply(&self.consensus.local_status())
+    }
 }

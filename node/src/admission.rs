@@ -1,0 +1,196 @@
+//! Admission: turning what a client sent into objects fit to propose —
+//! kind and scope resolved (registry, then CRDs stored on the hub), generic
+//! validation with every problem listed, server-set fields dropped.
+
+use fleet_api::kinds::{self, KindInfo, Scope};
+use fleet_api::validation::validate_generic;
+use fleet_api::{Object, ObjectKey};
+use fleet_proto::fleet::KindRef;
+use fleet_statemachine::{ListQuery, Store};
+use serde_json::Value;
+use tonic::Status;
+
+const CRD_GROUP: &str = "apiextensions.k8s.io";
+const CRD_KIND: &str = "CustomResourceDefinition";
+
+/// A kind as the store knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedKind {
+    pub group: String,
+    pub kind: String,
+    pub plural: String,
+    pub scope: Scope,
+}
+
+impl ResolvedKind {
+    fn from_info(info: &KindInfo) -> ResolvedKind {
+        ResolvedKind {
+            group: info.group.to_string(),
+            kind: info.kind.to_string(),
+            plural: info.plural.to_string(),
+            scope: info.scope,
+        }
+    }
+
+    /// The namespace to use: `default` when a namespaced kind names none,
+    /// nothing for cluster-scoped kinds.
+    pub fn namespace_or_default(&self, namespace: &str) -> String {
+        match self.scope {
+            Scope::Namespaced if namespace.is_empty() => "default".to_string(),
+            Scope::Namespaced => namespace.to_string(),
+            Scope::Cluster => String::new(),
+        }
+    }
+
+    /// The key of one object of this kind.
+    pub fn key(&self, namespace: &str, name: &str) -> ObjectKey {
+        ObjectKey::new(&self.group, &self.kind, &self.namespace_or_default(namespace), name)
+    }
+
+    /// A query over this kind.
+    pub fn query(&self, namespace: Option<String>) -> ListQuery {
+        ListQuery { group: self.group.clone(), kind: self.kind.clone(), namespace, selector: None }
+    }
+}
+
+/// A CRD stored on the hub, reduced to what names and scopes its kind.
+struct CrdNames {
+    group: String,
+    kind: String,
+    plural: String,
+    singular: String,
+    short_names: Vec<String>,
+    scope: Scope,
+}
+
+fn stored_crds(store: &Store) -> Result<Vec<CrdNames>, Status> {
+    let query = ListQuery { group: CRD_GROUP.into(), kind: CRD_KIND.into(), namespace: None, selector: None };
+    let (crds, _) = store.list(&query).map_err(crate::error::storage_status)?;
+    Ok(crds
+        .iter()
+        .filter_map(|crd| {
+            let spec = crd.spec()?;
+            let names = spec.get("names")?;
+            let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
+            Some(CrdNames {
+                group: text(spec.get("group")),
+                kind: text(names.get("kind")),
+                plural: text(names.get("plural")),
+                singular: text(names.get("singular")),
+                short_names: names
+                    .get("shortNames")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                    .unwrap_or_default(),
+                scope: if text(spec.get("scope")) == "Cluster" { Scope::Cluster } else { Scope::Namespaced },
+            })
+        })
+        .collect())
+}
+
+/// Resolves a kind named on the command line (Kind, plural, short name, or
+/// any name a stored CRD declares).
+pub fn resolve_kind_ref(store: &Store, kind_ref: &KindRef) -> Result<ResolvedKind, Status> {
+    let name = kind_ref.kind.trim();
+    if name.is_empty() {
+        return Err(Status::invalid_argument("kind: Required value: name a kind, e.g. configmaps or crp"));
+    }
+    // A kind.group form (kubectl's `deployments.apps`) narrows the group.
+    let (base, group) = match name.split_once('.') {
+        Some((b, g)) => (b, Some(g)),
+        None => (name, None),
+    };
+    if let Some(info) = kinds::lookup(base).filter(|k| group.is_none_or(|g| g == k.group)) {
+        return Ok(ResolvedKind::from_info(info));
+    }
+    let lower = base.to_ascii_lowercase();
+    for crd in stored_crds(store)? {
+        let named = crd.kind.eq_ignore_ascii_case(&lower)
+            || crd.plural == lower
+            || crd.singular == lower
+            || crd.short_names.iter().any(|s| *s == lower);
+        if named && group.is_none_or(|g| g == crd.group) {
+            return Ok(ResolvedKind { group: crd.group, kind: crd.kind, plural: crd.plural, scope: crd.scope });
+        }
+    }
+    if !kind_ref.api_version.is_empty() {
+        // A kind nobody declared, addressed with its apiVersion: treat the name as the Kind.
+        let group = fleet_api::object::group_of(&kind_ref.api_version).to_string();
+        return Ok(ResolvedKind { group, kind: name.to_string(), plural: lower, scope: Scope::Namespaced });
+    }
+    Err(Status::not_found(format!(
+        "the server doesn't have a resource type {name:?} (not a Fleet or Kubernetes kind, and no CustomResourceDefinition declares it)"
+    )))
+}
+
+/// The kind of a document: its group and Kind as written, its scope from the
+/// registry, a stored CRD, or (unknown) whether it carries a namespace.
+pub fn resolve_document(store: &Store, object: &Object) -> Result<ResolvedKind, Status> {
+    let group = object.group();
+    if let Some(info) = kinds::lookup_group_kind(group, &object.kind) {
+        return Ok(ResolvedKind::from_info(info));
+    }
+    if let Some(crd) = stored_crds(store)?.into_iter().find(|c| c.group == group && c.kind == object.kind) {
+        return Ok(ResolvedKind { group: crd.group, kind: crd.kind, plural: crd.plural, scope: crd.scope });
+    }
+    let has_namespace = object.metadata.namespace.as_deref().is_some_and(|n| !n.is_empty());
+    Ok(ResolvedKind {
+        group: group.to_string(),
+        kind: object.kind.clone(),
+        plural: object.kind.to_ascii_lowercase(),
+        scope: kinds::scope_of_unknown(has_namespace),
+    })
+}
+
+/// One document a client sent.
+pub struct Document {
+    /// Where it came from, for messages (`web.yaml`, or `document 2`).
+    pub source: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Parses and validates every document; on any problem, refuses them all
+/// with every problem of every document listed.
+pub fn admit(store: &Store, documents: Vec<Document>) -> Result<Vec<Object>, Status> {
+    let mut admitted = Vec::with_capacity(documents.len());
+    let mut problems = Vec::new();
+    for (i, doc) in documents.into_iter().enumerate() {
+        match admit_one(store, &doc.bytes) {
+            Ok(object) => admitted.push(object),
+            Err(message) => problems.push(format!("{} (document {}): {message}", doc.source, i + 1)),
+        }
+    }
+    if problems.is_empty() {
+        Ok(admitted)
+    } else {
+        Err(Status::invalid_argument(format!("nothing was applied:\n{}", problems.join("\n"))))
+    }
+}
+
+/// Parses, resolves and validates one document for storing.
+pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
+    let mut object = Object::from_json(bytes).map_err(|e| format!("not a valid object: {e}"))?;
+    let kind = resolve_document(store, &object).map_err(|s| s.message().to_string())?;
+    if let Some(info) = kinds::lookup_group_kind(&kind.group, &kind.kind) {
+        if !object.api_version.is_empty() && !info.accepts_api_version(&object.api_version) {
+            let versions: Vec<String> =
+                info.versions.iter().map(|v| format!("{}/{}", info.group, v).trim_start_matches('/').to_string()).collect();
+            return Err(format!(
+                "{} {:?}: apiVersion: Unsupported value: {:?}: supported values: {}",
+                kind.kind,
+                object.metadata.name,
+                object.api_version,
+                versions.join(", ")
+            ));
+        }
+    }
+    if kind.scope == Scope::Namespaced && object.metadata.namespace.as_deref().is_none_or(str::is_empty) {
+        object.metadata.namespace = Some("default".into());
+    }
+    if kind.scope == Scope::Cluster && object.metadata.namespace.as_deref() == Some("") {
+        object.metadata.namespace = None;
+    }
+    object.strip_server_fields();
+    validate_generic(&object, kind.scope).map_err(|e| e.to_string())?;
+    Ok(object)
+}

@@ -1,0 +1,138 @@
+//! Command-line flags of `fleet-node` (CONTRACT.md) and the validated
+//! configuration they make.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+use fleet_raft::RaftTuning;
+
+use crate::error::Error;
+
+/// `fleet-node` flags.
+#[derive(Debug, Parser)]
+#[command(name = "fleet-node", about = "A Fleet hub node (run three or five of them)", version)]
+pub struct Args {
+    /// This node's id (a positive integer, unique in the cluster).
+    #[arg(long)]
+    pub id: u64,
+    /// Address to serve the API and peer traffic on.
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// Where this node keeps its Raft log, state machine and snapshots.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// Directory with ca.pem, node-<id>.pem and node-<id>-key.pem.
+    #[arg(long)]
+    pub tls_dir: PathBuf,
+    /// Initial members, `id=host:port,...` (used by --init).
+    #[arg(long, default_value = "")]
+    pub peers: String,
+    /// On a brand-new cluster, initialize membership with every --peers entry.
+    /// Harmless on later starts.
+    #[arg(long)]
+    pub init: bool,
+    /// Serve /healthz, /readyz and /metrics over plain HTTP on this address.
+    #[arg(long)]
+    pub http_listen: Option<SocketAddr>,
+    /// Raft heartbeat interval in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    pub heartbeat_ms: u64,
+    /// Minimum election timeout in milliseconds (the maximum is twice this).
+    #[arg(long, default_value_t = 600)]
+    pub election_timeout_ms: u64,
+    /// Build a snapshot (and purge the log behind it) every this many entries.
+    #[arg(long, default_value_t = 10_000)]
+    pub snapshot_logs: u64,
+    /// Log entries kept behind a snapshot for slightly lagging followers.
+    #[arg(long, default_value_t = 1_000)]
+    pub keep_logs: u64,
+}
+
+/// A validated node configuration.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub id: u64,
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub tls_dir: PathBuf,
+    pub peers: BTreeMap<u64, String>,
+    pub init: bool,
+    pub http_listen: Option<SocketAddr>,
+    pub tuning: RaftTuning,
+}
+
+impl Args {
+    /// Validates the flags.
+    pub fn into_config(self) -> Result<NodeConfig, Error> {
+        if self.id == 0 {
+            return Err(Error::Config("--id: Invalid value: 0: must be a positive integer".into()));
+        }
+        let peers = parse_peers(&self.peers)?;
+        if self.init && !peers.contains_key(&self.id) {
+            return Err(Error::Config(format!(
+                "--peers: must include this node ({}) when --init is given, got {:?}",
+                self.id, self.peers
+            )));
+        }
+        if self.election_timeout_ms <= self.heartbeat_ms {
+            return Err(Error::Config(format!(
+                "--election-timeout-ms: Invalid value: {}: must be greater than --heartbeat-ms ({})",
+                self.election_timeout_ms, self.heartbeat_ms
+            )));
+        }
+        Ok(NodeConfig {
+            id: self.id,
+            listen: self.listen,
+            data_dir: self.data_dir,
+            tls_dir: self.tls_dir,
+            peers,
+            init: self.init,
+            http_listen: self.http_listen,
+            tuning: RaftTuning {
+                heartbeat_ms: self.heartbeat_ms,
+                election_min_ms: self.election_timeout_ms,
+                election_max_ms: self.election_timeout_ms * 2,
+                snapshot_logs: self.snapshot_logs.max(1),
+                keep_logs: self.keep_logs,
+            },
+        })
+    }
+}
+
+/// Parses `1=127.0.0.1:7001,2=...`.
+pub fn parse_peers(text: &str) -> Result<BTreeMap<u64, String>, Error> {
+    let mut peers = BTreeMap::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (id, addr) = item.split_once('=').ok_or_else(|| {
+            Error::Config(format!("--peers: Invalid value: {item:?}: expected id=host:port"))
+        })?;
+        let id: u64 = id.trim().parse().map_err(|_| {
+            Error::Config(format!("--peers: Invalid value: {item:?}: the id must be a positive integer"))
+        })?;
+        let addr = addr.trim();
+        if id == 0 || addr.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).is_none() {
+            return Err(Error::Config(format!("--peers: Invalid value: {item:?}: expected id=host:port with id > 0")));
+        }
+        if peers.insert(id, addr.to_string()).is_some() {
+            return Err(Error::Config(format!("--peers: Duplicate value: node {id} is listed twice")));
+        }
+    }
+    Ok(peers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_peer_lists_and_names_bad_items() {
+        let peers = parse_peers("1=127.0.0.1:7001, 2=localhost:7002").unwrap();
+        assert_eq!(peers.get(&2).map(String::as_str), Some("localhost:7002"));
+        assert!(parse_peers("1=a:1,1=b:2").unwrap_err().to_string().contains("listed twice"));
+        assert!(parse_peers("x=a:1").unwrap_err().to_string().contains("\"x=a:1\""));
+        assert!(parse_peers("1=nohost").is_err());
+        assert!(parse_peers("").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,119 @@
+//! The Fleet hub node: serves the `Fleet` API and Raft peer traffic on one
+//! mTLS port, replicating every object through Raft into redb.
+
+pub mod admission;
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod service;
+pub mod watch;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use fleet_proto::fleet::fleet_server::FleetServer;
+use fleet_proto::peer::raft_peer_server::RaftPeerServer;
+use fleet_proto::tls::{read_file, PkiDir};
+use fleet_raft::{Consensus, PeerService, PeerTls, MAX_MESSAGE_BYTES};
+use openraft::BasicNode;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+
+pub use config::NodeConfig;
+pub use error::Error;
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Runs a node until `shutdown` resolves, then stops cleanly.
+pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
+    let pki = PkiDir::new(&config.tls_dir);
+    let ca_pem = read_file(&pki.ca_cert())?;
+    let cert_pem = read_file(&pki.node_cert(config.id))?;
+    let key_pem = read_file(&pki.node_key(config.id))?;
+
+    let consensus = Consensus::start(
+        config.id,
+        &config.data_dir,
+        PeerTls { ca_pem: ca_pem.clone(), cert_pem: cert_pem.clone(), key_pem: key_pem.clone() },
+        &config.tuning,
+    )
+    .await?;
+
+    let tls = ServerTlsConfig::new()
+        .identity(Identity::from_pem(&cert_pem, &key_pem))
+        .client_ca_root(Certificate::from_pem(&ca_pem))
+        // Unauthenticated callers get a clear gRPC error instead of a TLS alert
+        // (and joining agents, which have no certificate yet, can reach us).
+        .client_auth_optional(true);
+    let fleet = FleetServer::new(service::FleetService::new(consensus.clone()))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let peer = RaftPeerServer::new(PeerService::new(consensus.clone()))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let wait_stop = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+
+    let server = Server::builder()
+        .tls_config(tls)
+        .map_err(|e| Error::Serve(format!("TLS configuration: {e}")))?
+        .tcp_nodelay(true)
+        .add_service(fleet)
+        .add_service(peer)
+        .serve_with_shutdown(config.listen, wait_stop(stop_rx.clone()));
+    let server = tokio::spawn(server);
+
+    if let Some(addr) = config.http_listen {
+        let consensus = consensus.clone();
+        let stop = wait_stop(stop_rx.clone());
+        tokio::spawn(async move {
+            if let Err(e) = http::serve(addr, consensus, stop).await {
+                tracing::error!("http endpoint on {addr}: {e}");
+            }
+        });
+    }
+
+    if config.init {
+        let members: BTreeMap<u64, BasicNode> =
+            config.peers.iter().map(|(id, addr)| (*id, BasicNode::new(addr.clone()))).collect();
+        consensus.initialize(members).await?;
+    }
+    tracing::info!(id = config.id, listen = %config.listen, "fleet-node serving");
+
+    let served = server.await;
+    tracing::info!(id = config.id, "shutting down");
+    consensus.shutdown().await;
+    match served {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Error::Serve(e.to_string())),
+        Err(e) => Err(Error::Serve(e.to_string())),
+    }
+}

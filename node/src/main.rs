@@ -1,0 +1,19 @@
+//! `fleet-node`: one member of the hub trio (or five).
+
+use clap::Parser;
+use fleet_node::config::Args;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = Args::parse().into_config()?;
+    fleet_node::run(config, fleet_node::shutdown_signal()).await?;
+    Ok(())
+}

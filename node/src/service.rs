@@ -1,0 +1,255 @@
+//! The user-facing `Fleet` gRPC service: authorization, admission, then a
+//! Raft write (forwarded to the leader by consensus) or a local read.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use fleet_api::{LabelSelector, Object, ObjectKey};
+use fleet_proto::fleet::fleet_server::Fleet;
+use fleet_proto::fleet::{
+    AddNodeRequest, ApplyRequest, ApplyResponse, ApplyResult, ClusterMember, ClusterStatusRequest,
+    ClusterStatusResponse, DeleteRequest, GetRequest, GetResponse, KindRef, ListRequest, ListResponse, ReadOptions,
+    RemoveNodeRequest, UpdateStatusRequest, WatchEvent, WatchRequest, WriteResponse,
+};
+use fleet_raft::consensus::MembershipChange;
+use fleet_raft::Consensus;
+use fleet_statemachine::{Command, Op, Store};
+use futures::Stream;
+use tonic::{Request, Response, Status};
+
+use crate::admission::{self, Document, ResolvedKind};
+use crate::auth::{authorize, Access};
+use crate::error::{raft_status, storage_status};
+
+/// How long a read waits for this node to catch up with what the client has seen.
+const CATCH_UP: Duration = Duration::from_secs(5);
+
+/// The `Fleet` service of one node.
+#[derive(Clone)]
+pub struct FleetService {
+    consensus: Arc<Consensus>,
+}
+
+/// The proposer's clock, carried in commands (apply never reads a clock).
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// Runs a blocking store call off the async runtime threads.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("store task failed: {e}")))?
+}
+
+impl FleetService {
+    /// A service over this node's consensus.
+    pub fn new(consensus: Arc<Consensus>) -> FleetService {
+        FleetService { consensus }
+    }
+
+    fn store(&self) -> Arc<Store> {
+        self.consensus.store().clone()
+    }
+
+    /// Makes the read about to happen at least as new as the client asks:
+    /// linearizable through the leader, or at least `min_resource_version`.
+    async fn read_barrier(&self, options: Option<&ReadOptions>) -> Result<(), Status> {
+        let Some(options) = options else { return Ok(()) };
+        if options.consistent {
+            self.consensus.linearizable_index().await.map_err(raft_status)?;
+        } else if options.min_resource_version > self.consensus.store().applied_index() {
+            self.consensus.wait_applied(options.min_resource_version, CATCH_UP).await.map_err(|_| {
+                Status::unavailable(format!(
+                    "node {} has applied up to {} but the client has seen {}: try again or another node",
+                    self.consensus.id(),
+                    self.consensus.store().applied_index(),
+                    options.min_resource_version
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    async fn resolve(&self, kind: Option<KindRef>) -> Result<ResolvedKind, Status> {
+        let kind = kind.ok_or_else(|| Status::invalid_argument("kind: Required value"))?;
+        let store = self.store();
+        blocking(move || admission::resolve_kind_ref(&store, &kind)).await
+    }
+
+    async fn propose(&self, ops: Vec<Op>) -> Result<(u64, Vec<fleet_statemachine::OpOutcome>), Status> {
+        self.consensus.write(Command { now: now_rfc3339(), ops }).await.map_err(raft_status)
+    }
+
+    async fn status(&self) -> ClusterStatusResponse {
+        let (leader, term, members) = self.consensus.cluster_status().await;
+        ClusterStatusResponse {
+            leader: leader.unwrap_or(0),
+            term,
+            node_id: self.consensus.id(),
+            members: members
+                .into_iter()
+                .map(|m| ClusterMember {
+                    id: m.id,
+                    address: m.address,
+                    role: m.role,
+                    last_applied: m.last_applied,
+                    reachable: m.reachable,
+                })
+                .collect(),
+        }
+    }
+}
+
+fn parse_selector(text: &str) -> Result<Option<LabelSelector>, Status> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    LabelSelector::parse(text).map(Some).map_err(|e| Status::invalid_argument(e.to_string()))
+}
+
+fn not_found(kind: &ResolvedKind, key: &ObjectKey) -> Status {
+    Status::not_found(format!("{} {:?} not found", kind.plural, key.name))
+}
+
+type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Fleet for FleetService {
+    async fn apply(&self, request: Request<ApplyRequest>) -> Result<Response<ApplyResponse>, Status> {
+        authorize(&request, "Apply", Access::Write)?;
+        let req = request.into_inner();
+        if req.documents.is_empty() {
+            return Err(Status::invalid_argument("documents: Required value: nothing to apply"));
+        }
+        let documents: Vec<Document> = req
+            .documents
+            .into_iter()
+            .enumerate()
+            .map(|(i, bytes)| Document {
+                source: req.sources.get(i).cloned().unwrap_or_else(|| "request".to_string()),
+                bytes,
+            })
+            .collect();
+        let store = self.store();
+        let objects = blocking(move || admission::admit(&store, documents)).await?;
+        let ops = objects
+            .into_iter()
+            .map(|object| Op::Apply { object, uid: uuid::Uuid::new_v4().to_string() })
+            .collect();
+        let (index, outcomes) = self.propose(ops).await?;
+        Ok(Response::new(ApplyResponse {
+            resource_version: index.max(self.consensus.store().applied_index()),
+            results: outcomes
+                .into_iter()
+                .map(|o| ApplyResult { action: o.action.as_str().to_string(), object: o.object.to_json() })
+                .collect(),
+        }))
+    }
+
+    async fn update_status(&self, request: Request<UpdateStatusRequest>) -> Result<Response<WriteResponse>, Status> {
+        authorize(&request, "UpdateStatus", Access::Write)?;
+        let object = Object::from_json(&request.into_inner().object)
+            .map_err(|e| Status::invalid_argument(format!("object: not a valid object: {e}")))?;
+        let store = self.store();
+        let object = blocking(move || {
+            let kind = admission::resolve_document(&store, &object)?;
+            let mut object = object;
+            object.metadata.namespace = Some(kind.namespace_or_default(object.metadata.namespace.as_deref().unwrap_or("")))
+                .filter(|n| !n.is_empty());
+            Ok(object)
+        })
+        .await?;
+        let (index, outcomes) = self.propose(vec![Op::UpdateStatus { object }]).await?;
+        let object = outcomes.into_iter().next().map(|o| o.object.to_json()).unwrap_or_default();
+        Ok(Response::new(WriteResponse { object, resource_version: index }))
+    }
+
+    async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
+        authorize(&request, "Get", Access::Read)?;
+        let req = request.into_inner();
+        let kind = self.resolve(req.kind).await?;
+        self.read_barrier(req.read.as_ref()).await?;
+        let key = kind.key(&req.namespace, &req.name);
+        let store = self.store();
+        let lookup = key.clone();
+        let (object, index) = blocking(move || store.get(&lookup).map_err(storage_status)).await?;
+        let object = object.ok_or_else(|| not_found(&kind, &key))?;
+        Ok(Response::new(GetResponse { object: object.to_json(), resource_version: index }))
+    }
+
+    async fn list(&self, request: Request<ListRequest>) -> Result<Response<ListResponse>, Status> {
+        authorize(&request, "List", Access::Read)?;
+        let req = request.into_inner();
+        let kind = self.resolve(req.kind).await?;
+        let selector = parse_selector(&req.label_selector)?;
+        self.read_barrier(req.read.as_ref()).await?;
+        let namespace = (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
+        let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
+        query.selector = selector;
+        let store = self.store();
+        let (items, index) = blocking(move || store.list(&query).map_err(storage_status)).await?;
+        Ok(Response::new(ListResponse { items: items.iter().map(Object::to_json).collect(), resource_version: index }))
+    }
+
+    async fn delete(&self, request: Request<DeleteRequest>) -> Result<Response<WriteResponse>, Status> {
+        authorize(&request, "Delete", Access::Write)?;
+        let req = request.into_inner();
+        let kind = self.resolve(req.kind).await?;
+        let key = kind.key(&req.namespace, &req.name);
+        let precondition = (req.resource_version > 0).then_some(req.resource_version);
+        let result = self.propose(vec![Op::Delete { key: key.clone(), resource_version: precondition }]).await;
+        let (index, outcomes) = match result {
+            Err(s) if s.code() == tonic::Code::NotFound => return Err(not_found(&kind, &key)),
+            other => other?,
+        };
+        let object = outcomes.into_iter().next().map(|o| o.object.to_json()).unwrap_or_default();
+        Ok(Response::new(WriteResponse { object, resource_version: index }))
+    }
+
+    type WatchStream = WatchStream;
+
+    async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+        authorize(&request, "Watch", Access::Read)?;
+        let req = request.into_inner();
+        let kind = self.resolve(req.kind.clone()).await?;
+        let selector = parse_selector(&req.label_selector)?;
+        let floor = req.min_resource_version.max(req.resource_version);
+        self.read_barrier(Some(&ReadOptions { min_resource_version: floor, consistent: false })).await?;
+        let namespace = (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
+        let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
+        query.selector = selector;
+        let stream = crate::watch::start(self.store(), query, req.resource_version).await?;
+        Ok(Response::new(stream))
+    }
+
+    async fn cluster_status(
+        &self,
+        request: Request<ClusterStatusRequest>,
+    ) -> Result<Response<ClusterStatusResponse>, Status> {
+        authorize(&request, "ClusterStatus", Access::Read)?;
+        Ok(Response::new(self.status().await))
+    }
+
+    async fn add_node(&self, request: Request<AddNodeRequest>) -> Result<Response<ClusterStatusResponse>, Status> {
+        authorize(&request, "AddNode", Access::Write)?;
+        let req = request.into_inner();
+        if req.id == 0 || req.address.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).is_none() {
+            return Err(Status::invalid_argument(format!(
+                "add-node: Invalid value: id={} address={:?}: need a positive id and host:port",
+                req.id, req.address
+            )));
+        }
+        self.consensus
+            .change_membership(MembershipChange::Add { id: req.id, address: req.address })
+            .await
+            .map_err(raft_status)?;
+        Ok(Response::new(self.status().await))
+    }
+
+    async fn remove_node(&self, request: Request<RemoveNodeRequest>) -> Result<Response<ClusterStatusResponse>, Status> {
+        authorize(&request, "RemoveNode", Access::Write)?;
+        let id = request.into_inner().id;
+        self.consensus.change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;
+        Ok(Response::new(self.status().await))
+    }
+}

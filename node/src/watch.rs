@@ -1,0 +1,107 @@
+//! Watch streams: optionally the current objects first (as ADDED), then
+//! every matching change after a resourceVersion, from this node's hub. A
+//! watcher that falls too far behind, or whose version has left the history,
+//! gets FAILED_PRECONDITION "... expired, relist" and resumes or relists.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use fleet_proto::fleet::WatchEvent as WireEvent;
+use fleet_statemachine::watch::HubMessage;
+use fleet_statemachine::{ListQuery, Store};
+use futures::Stream;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Status;
+
+use crate::error::storage_status;
+use crate::service::blocking;
+
+const STREAM_BUFFER: usize = 1024;
+
+type Out = mpsc::Sender<Result<WireEvent, Status>>;
+
+fn expired(message: String) -> Status {
+    Status::failed_precondition(message)
+}
+
+/// Starts a watch of `query` after `from` (0 = list the current objects first).
+pub async fn start(
+    store: Arc<Store>,
+    query: ListQuery,
+    from: u64,
+) -> Result<Pin<Box<dyn Stream<Item = Result<WireEvent, Status>> + Send>>, Status> {
+    let listed = from == 0;
+    let (initial, from) = if listed {
+        let (store2, q) = (store.clone(), query.clone());
+        blocking(move || store2.list(&q).map_err(storage_status)).await?
+    } else {
+        (Vec::new(), from)
+    };
+    let subscription = store.hub().subscribe(from).map_err(|e| expired(e.to_string()))?;
+    let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    tokio::spawn(async move {
+        for object in initial {
+            let rv = object.metadata.resource_version_number().unwrap_or(0);
+            let event = WireEvent { r#type: "ADDED".into(), object: object.to_json(), resource_version: rv };
+            if tx.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
+        if listed {
+            // Where the list was read: resume from here, not from the newest object.
+            let bookmark = WireEvent { r#type: "BOOKMARK".into(), object: Vec::new(), resource_version: from };
+            if tx.send(Ok(bookmark)).await.is_err() {
+                return;
+            }
+        }
+        for event in subscription.backlog {
+            if !send_if_matching(&tx, &query, &event).await {
+                return;
+            }
+        }
+        forward_live(tx, query, subscription.receiver).await;
+    });
+    Ok(Box::pin(ReceiverStream::new(rx)))
+}
+
+async fn send_if_matching(tx: &Out, query: &ListQuery, event: &fleet_statemachine::WatchEvent) -> bool {
+    if !query.matches(&event.key, &event.object) {
+        return true;
+    }
+    let wire = WireEvent {
+        r#type: event.event_type.as_str().to_string(),
+        object: event.object.to_json(),
+        resource_version: event.resource_version,
+    };
+    tx.send(Ok(wire)).await.is_ok()
+}
+
+async fn forward_live(tx: Out, query: ListQuery, mut receiver: tokio::sync::broadcast::Receiver<HubMessage>) {
+    loop {
+        tokio::select! {
+            _ = tx.closed() => return,
+            message = receiver.recv() => match message {
+                Ok(HubMessage::Event(event)) => {
+                    if !send_if_matching(&tx, &query, &event).await {
+                        return;
+                    }
+                }
+                Ok(HubMessage::Reset { resource_version }) => {
+                    let _ = tx.send(Err(expired(format!(
+                        "this node installed a snapshot at resourceVersion {resource_version}: expired, relist"
+                    )))).await;
+                    return;
+                }
+                Err(RecvError::Lagged(n)) => {
+                    let _ = tx.send(Err(expired(format!(
+                        "watch fell {n} events behind: expired, resume from the last resourceVersion received or relist"
+                    )))).await;
+                    return;
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }
+}
