@@ -95,6 +95,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), StorageError> {
         let data = snapshot.into_inner();
+        tracing::info!(snapshot = %meta.snapshot_id, bytes = data.len(), "installing snapshot from the leader");
         let store = self.store.clone();
         let file = self.snapshot.clone();
         let meta = meta.clone();

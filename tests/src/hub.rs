@@ -1,0 +1,252 @@
+//! A hub of real `fleet-node` processes in a temp dir.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use fleet_proto::fleet::fleet_client::FleetClient;
+use fleet_proto::fleet::{ClusterStatusRequest, ClusterStatusResponse};
+use tempfile::TempDir;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+use crate::poll::eventually;
+
+/// Path of a workspace binary, built by `cargo build --bins`.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    // target/<profile>/deps/<test> → target/<profile>/<name>
+    let dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let path = dir.join(name);
+    assert!(path.exists(), "{} not found: build the binaries first (cargo build --bins)", path.display());
+    path
+}
+
+/// A free loopback port (bound, then released for the node to take).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
+}
+
+/// How to start a hub.
+#[derive(Debug, Clone)]
+pub struct HubOptions {
+    /// Voters started (and initialized) at first.
+    pub nodes: u64,
+    /// Node certificates to make (> nodes to add nodes later).
+    pub pki_nodes: u64,
+    pub snapshot_logs: u64,
+    pub keep_logs: u64,
+}
+
+impl Default for HubOptions {
+    fn default() -> Self {
+        HubOptions { nodes: 3, pki_nodes: 3, snapshot_logs: 10_000, keep_logs: 1_000 }
+    }
+}
+
+struct NodeProcess {
+    port: u16,
+    child: Option<Child>,
+}
+
+/// Real nodes, their data and certificates, all removed on drop.
+pub struct Hub {
+    pub dir: TempDir,
+    pub options: HubOptions,
+    nodes: BTreeMap<u64, NodeProcess>,
+}
+
+impl Hub {
+    /// Makes certificates and starts `options.nodes` nodes, each with `--init`,
+    /// then waits for a leader.
+    pub async fn start(options: HubOptions) -> Hub {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut hub = Hub { dir, options: options.clone(), nodes: BTreeMap::new() };
+        let pki = hub.pki_dir();
+        let out = hub.fleetctl(&["pki", "init", "--dir", pki.to_str().unwrap_or(""), "--nodes", &options.pki_nodes.to_string()]);
+        assert!(out.status.success(), "pki init failed: {}", String::from_utf8_lossy(&out.stderr));
+        for id in 1..=options.pki_nodes {
+            hub.nodes.insert(id, NodeProcess { port: free_port(), child: None });
+        }
+        for id in 1..=options.nodes {
+            hub.start_node(id, true);
+        }
+        hub.wait_leader().await;
+        hub
+    }
+
+    /// The PKI directory.
+    pub fn pki_dir(&self) -> PathBuf {
+        self.dir.path().join("pki")
+    }
+
+    /// `--peers` for the initial voters.
+    fn peers_flag(&self) -> String {
+        (1..=self.options.nodes).map(|id| format!("{id}={}", self.endpoint(id))).collect::<Vec<_>>().join(",")
+    }
+
+    /// `127.0.0.1:<port>` of node `id`.
+    pub fn endpoint(&self, id: u64) -> String {
+        format!("127.0.0.1:{}", self.nodes.get(&id).map(|n| n.port).unwrap_or(0))
+    }
+
+    /// Endpoints of every node, comma-separated (for fleetctl).
+    pub fn endpoints(&self) -> String {
+        self.nodes.keys().map(|id| self.endpoint(*id)).collect::<Vec<_>>().join(",")
+    }
+
+    /// Ids of nodes whose process runs.
+    pub fn running(&self) -> Vec<u64> {
+        self.nodes.iter().filter(|(_, n)| n.child.is_some()).map(|(id, _)| *id).collect()
+    }
+
+    /// The log file of node `id`.
+    pub fn log_path(&self, id: u64) -> PathBuf {
+        self.dir.path().join(format!("node-{id}.log"))
+    }
+
+    /// The data dir of node `id`.
+    pub fn data_dir(&self, id: u64) -> PathBuf {
+        self.dir.path().join(format!("node-{id}"))
+    }
+
+    /// Starts (or restarts, on the same data dir) node `id`.
+    pub fn start_node(&mut self, id: u64, init: bool) {
+        let log = File::options().create(true).append(true).open(self.log_path(id)).expect("log file");
+        let port = self.nodes.get(&id).map(|n| n.port).unwrap_or(0);
+        let mut cmd = Command::new(binary("fleet-node"));
+        cmd.args(["--id", &id.to_string()])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(self.data_dir(id))
+            .arg("--tls-dir")
+            .arg(self.pki_dir())
+            .args(["--peers", &self.peers_flag()])
+            .args(["--heartbeat-ms", "50", "--election-timeout-ms", "300"])
+            .args(["--snapshot-logs", &self.options.snapshot_logs.to_string()])
+            .args(["--keep-logs", &self.options.keep_logs.to_string()])
+            .env("RUST_LOG", std::env::var("FLEET_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        if init {
+            cmd.arg("--init");
+        }
+        let child = cmd.spawn().expect("spawn fleet-node");
+        if let Some(n) = self.nodes.get_mut(&id) {
+            n.child = Some(child);
+        }
+    }
+
+    /// SIGKILLs node `id`.
+    pub fn kill(&mut self, id: u64) {
+        if let Some(mut child) = self.nodes.get_mut(&id).and_then(|n| n.child.take()) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERMs node `id` and waits for it to exit cleanly.
+    pub fn stop(&mut self, id: u64) {
+        if let Some(mut child) = self.nodes.get_mut(&id).and_then(|n| n.child.take()) {
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let status = child.wait().expect("wait for node");
+            assert!(status.success(), "node {id} did not exit cleanly on SIGTERM: {status}");
+        }
+    }
+
+    /// Sends a signal (e.g. `STOP`, `CONT`) to node `id`.
+    pub fn signal(&self, id: u64, signal: &str) {
+        if let Some(child) = self.nodes.get(&id).and_then(|n| n.child.as_ref()) {
+            let _ = Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status();
+        }
+    }
+
+    /// Runs the fleetctl binary against this hub as admin.
+    pub fn fleetctl(&self, args: &[&str]) -> Output {
+        self.fleetctl_with_stdin(args, None)
+    }
+
+    /// Runs fleetctl with optional standard input.
+    pub fn fleetctl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        use std::io::Write;
+        let mut cmd = Command::new(binary("fleetctl"));
+        cmd.args(args)
+            .env("FLEET_ENDPOINTS", self.endpoints())
+            .env("FLEET_TLS_DIR", self.pki_dir())
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn fleetctl");
+        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            let _ = pipe.write_all(text.as_bytes());
+        }
+        child.wait_with_output().expect("fleetctl output")
+    }
+
+    /// A client of node `id` with the `user` certificate from the PKI dir.
+    pub async fn client_as(&self, id: u64, user: &str) -> FleetClient<Channel> {
+        let pki = self.pki_dir();
+        let read = |name: &str| std::fs::read(pki.join(name)).unwrap_or_default();
+        let tls = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(read("ca.pem")))
+            .identity(Identity::from_pem(read(&format!("{user}.pem")), read(&format!("{user}-key.pem"))));
+        connect(&self.endpoint(id), tls)
+    }
+
+    /// An admin client of node `id`.
+    pub async fn client(&self, id: u64) -> FleetClient<Channel> {
+        self.client_as(id, "admin").await
+    }
+
+    /// Cluster status as node `id` reports it.
+    pub async fn status(&self, id: u64) -> Result<ClusterStatusResponse, String> {
+        let mut client = self.client(id).await;
+        client.cluster_status(ClusterStatusRequest {}).await.map(|r| r.into_inner()).map_err(|e| e.to_string())
+    }
+
+    /// Waits until every running node agrees on one leader; returns it.
+    pub async fn wait_leader(&self) -> u64 {
+        eventually("one leader agreed by every running node", Duration::from_secs(20), || async {
+            let mut leaders = Vec::new();
+            for id in self.running() {
+                leaders.push(self.status(id).await?.leader);
+            }
+            match leaders.first() {
+                Some(&l) if l != 0 && leaders.iter().all(|x| *x == l) && self.running().contains(&l) => Ok(l),
+                _ => Err(format!("leaders reported: {leaders:?}")),
+            }
+        })
+        .await
+    }
+
+    /// The last lines of node `id`'s log, for failure messages.
+    pub fn log_tail(&self, id: u64) -> String {
+        let text = std::fs::read_to_string(self.log_path(id)).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+/// A lazily connecting mTLS client of one endpoint.
+pub fn connect(endpoint: &str, tls: ClientTlsConfig) -> FleetClient<Channel> {
+    let channel = Endpoint::from_shared(format!("https://{endpoint}"))
+        .and_then(|e| e.tls_config(tls))
+        .map(|e| e.connect_timeout(Duration::from_secs(2)).timeout(Duration::from_secs(15)).connect_lazy())
+        .expect("endpoint");
+    FleetClient::new(channel)
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        for node in self.nodes.values_mut() {
+            if let Some(mut child) = node.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! The integration-test harness: starts real `fleet-node` processes on
+//! ephemeral loopback ports with certificates made by `fleetctl pki init`,
+//! and talks to each node over mTLS. No fixed sleeps: everything polls with
+//! a deadline.
+//!
+//! The binaries must be built first (`cargo build --bins`); the harness finds
+//! them next to the test executable's directory (`target/<profile>/`).
+
+pub mod hub;
+pub mod objects;
+pub mod poll;
+
+pub use hub::{Hub, HubOptions};
+pub use poll::eventually;

@@ -1,0 +1,70 @@
+//! Test objects and small client helpers.
+
+use fleet_api::Object;
+use fleet_proto::fleet::fleet_client::FleetClient;
+use fleet_proto::fleet::{ApplyRequest, GetRequest, KindRef, ListRequest, ReadOptions};
+use serde_json::json;
+use tonic::transport::Channel;
+
+/// A ConfigMap document as JSON bytes.
+pub fn configmap(namespace: &str, name: &str, value: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "test"}},
+        "data": {"value": value},
+    }))
+    .unwrap_or_default()
+}
+
+/// A kind reference by name.
+pub fn kind(name: &str) -> Option<KindRef> {
+    Some(KindRef { kind: name.to_string(), api_version: String::new() })
+}
+
+/// Applies documents; returns the write's resourceVersion.
+pub async fn apply(client: &mut FleetClient<Channel>, documents: Vec<Vec<u8>>) -> Result<u64, tonic::Status> {
+    let reply = client.apply(ApplyRequest { documents, sources: vec![] }).await?;
+    Ok(reply.into_inner().resource_version)
+}
+
+/// Reads one ConfigMap, at least as new as `min_rv`.
+pub async fn get_configmap(
+    client: &mut FleetClient<Channel>,
+    namespace: &str,
+    name: &str,
+    min_rv: u64,
+) -> Result<Object, tonic::Status> {
+    let reply = client
+        .get(GetRequest {
+            kind: kind("cm"),
+            namespace: namespace.into(),
+            name: name.into(),
+            read: Some(ReadOptions { min_resource_version: min_rv, consistent: false }),
+        })
+        .await?;
+    Object::from_json(&reply.into_inner().object).map_err(|e| tonic::Status::internal(e.to_string()))
+}
+
+/// Lists the ConfigMaps of a namespace, at least as new as `min_rv`.
+pub async fn list_configmaps(
+    client: &mut FleetClient<Channel>,
+    namespace: &str,
+    min_rv: u64,
+) -> Result<Vec<Object>, tonic::Status> {
+    let reply = client
+        .list(ListRequest {
+            kind: kind("cm"),
+            namespace: namespace.into(),
+            all_namespaces: false,
+            label_selector: String::new(),
+            read: Some(ReadOptions { min_resource_version: min_rv, consistent: false }),
+        })
+        .await?;
+    reply
+        .into_inner()
+        .items
+        .iter()
+        .map(|b| Object::from_json(b).map_err(|e| tonic::Status::internal(e.to_string())))
+        .collect()
+}

@@ -1,0 +1,216 @@
+//! Replication journeys of the hub trio: election, follower writes, leader
+//! death under load, snapshot catch-up, full restart, membership changes.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fleet_tests::objects::{apply, configmap, get_configmap, list_configmaps};
+use fleet_tests::{eventually, Hub, HubOptions};
+
+const NS: &str = "team-a";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trio_forms_and_elects_one_leader() {
+    let hub = Hub::start(HubOptions::default()).await;
+    let leader = hub.wait_leader().await;
+    let out = hub.fleetctl(&["cluster", "status", "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cluster status json");
+    assert_eq!(status["leader"], leader);
+    let members = status["members"].as_array().expect("members");
+    assert_eq!(members.len(), 3, "{status}");
+    let leaders = members.iter().filter(|m| m["role"] == "Leader").count();
+    assert_eq!(leaders, 1, "{status}");
+    assert!(members.iter().all(|m| m["reachable"] == true), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_sent_to_a_follower_is_readable_from_every_node() {
+    let hub = Hub::start(HubOptions::default()).await;
+    let leader = hub.wait_leader().await;
+    let follower = (1..=3).find(|id| *id != leader).unwrap_or(1);
+    let mut client = hub.client(follower).await;
+    let rv = apply(&mut client, vec![configmap(NS, "from-follower", "v1")]).await.expect("apply via follower");
+    for id in 1..=3 {
+        let mut c = hub.client(id).await;
+        let obj = get_configmap(&mut c, NS, "from-follower", rv).await.unwrap_or_else(|e| panic!("node {id}: {e}"));
+        assert_eq!(obj.rest["data"]["value"], "v1", "node {id}");
+        assert_eq!(obj.metadata.resource_version_number(), Some(rv));
+    }
+}
+
+/// Writes `cm-<i>` through any reachable node until `count` are acknowledged,
+/// recording each acknowledged name.
+async fn write_until(hub_endpoints: Vec<fleet_proto::fleet::fleet_client::FleetClient<tonic::transport::Channel>>,
+    prefix: &str, count: usize, acked: Arc<Mutex<Vec<String>>>) {
+    let mut clients = hub_endpoints;
+    let mut i = 0usize;
+    let mut turn = 0usize;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while i < count {
+        assert!(std::time::Instant::now() < deadline, "writes stalled at {i}/{count}");
+        let name = format!("{prefix}-{i}");
+        let n = clients.len();
+        let client = &mut clients[turn % n];
+        match apply(client, vec![configmap(NS, &name, &i.to_string())]).await {
+            Ok(_) => {
+                acked.lock().unwrap_or_else(|p| p.into_inner()).push(name);
+                i += 1;
+            }
+            Err(_) => turn += 1,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_the_leader_being_killed() {
+    let mut hub = Hub::start(HubOptions::default()).await;
+    let leader = hub.wait_leader().await;
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let mut clients = Vec::new();
+    for id in 1..=3 {
+        clients.push(hub.client(id).await);
+    }
+    let writer = tokio::spawn(write_until(clients, "w", 300, acked.clone()));
+    eventually("some writes before the kill", Duration::from_secs(20), || async {
+        let n = acked.lock().unwrap_or_else(|p| p.into_inner()).len();
+        if n >= 50 { Ok(()) } else { Err(format!("{n} acknowledged")) }
+    })
+    .await;
+    hub.kill(leader);
+    writer.await.expect("writer");
+    let new_leader = hub.wait_leader().await;
+    assert_ne!(new_leader, leader);
+    let acked: BTreeSet<String> = acked.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
+    assert_eq!(acked.len(), 300);
+    for id in hub.running() {
+        let c = hub.client(id).await;
+        let present = eventually(&format!("node {id} has every acknowledged write"), Duration::from_secs(20), || {
+            let mut c = c.clone();
+            let acked = &acked;
+            async move {
+                let names: BTreeSet<String> =
+                    list_configmaps(&mut c, NS, 0).await.map_err(|e| e.to_string())?.into_iter().map(|o| o.metadata.name).collect();
+                let missing: Vec<_> = acked.difference(&names).collect();
+                if missing.is_empty() { Ok(names) } else { Err(format!("missing {}: {:?}", missing.len(), &missing[..missing.len().min(5)])) }
+            }
+        })
+        .await;
+        assert!(acked.is_subset(&present));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_node_catches_up_through_a_snapshot() {
+    let mut hub = Hub::start(HubOptions { snapshot_logs: 200, keep_logs: 20, ..HubOptions::default() }).await;
+    let leader = hub.wait_leader().await;
+    let lagging = (1..=3).find(|id| *id != leader).unwrap_or(1);
+    hub.stop(lagging);
+    let live = hub.running();
+    let mut client = hub.client(live[0]).await;
+    // 1,200 objects in 400 commands (log entries) of 3: with a snapshot every
+    // 200 entries and 20 kept behind it, the log the stopped node needs is purged.
+    let mut last_rv = 0;
+    for batch in 0..400 {
+        let docs = (0..3).map(|j| configmap(NS, &format!("s-{batch}-{j}"), "x")).collect();
+        last_rv = match apply(&mut client, docs).await {
+            Ok(rv) => rv,
+            Err(_) => {
+                client = hub.client(live[1]).await;
+                apply(&mut client, (0..3).map(|j| configmap(NS, &format!("s-{batch}-{j}"), "x")).collect())
+                    .await
+                    .expect("apply")
+            }
+        };
+    }
+    hub.start_node(lagging, false);
+    let c = hub.client(lagging).await;
+    eventually("the restarted node has all 1,200 objects", Duration::from_secs(30), || {
+        let mut c = c.clone();
+        async move {
+            let n = list_configmaps(&mut c, NS, last_rv).await.map_err(|e| e.to_string())?.len();
+            if n == 1200 { Ok(()) } else { Err(format!("{n} objects")) }
+        }
+    })
+    .await;
+    let log = std::fs::read_to_string(hub.log_path(lagging)).unwrap_or_default();
+    assert!(
+        log.contains("installing snapshot from the leader"),
+        "node {lagging} caught up without a snapshot:\n{}",
+        hub.log_tail(lagging)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_object_is_intact_after_the_whole_trio_restarts() {
+    let mut hub = Hub::start(HubOptions::default()).await;
+    let leader = hub.wait_leader().await;
+    let mut client = hub.client(leader).await;
+    let mut docs = Vec::new();
+    for i in 0..100 {
+        docs.push(configmap(NS, &format!("keep-{i}"), &format!("value-{i}")));
+    }
+    let rv = apply(&mut client, docs).await.expect("apply");
+    let before = list_configmaps(&mut client, NS, rv).await.expect("list");
+    for id in 1..=3 {
+        hub.stop(id);
+    }
+    for id in 1..=3 {
+        hub.start_node(id, true);
+    }
+    hub.wait_leader().await;
+    for id in 1..=3 {
+        let c = hub.client(id).await;
+        let after = eventually(&format!("node {id} serves the restarted state"), Duration::from_secs(20), || {
+            let mut c = c.clone();
+            async move { list_configmaps(&mut c, NS, rv).await.map_err(|e| e.to_string()) }
+        })
+        .await;
+        assert_eq!(after, before, "node {id}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fourth_node_joins_as_voter_and_a_node_is_removed_while_serving() {
+    let mut hub = Hub::start(HubOptions { pki_nodes: 4, ..HubOptions::default() }).await;
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let mut clients = Vec::new();
+    for id in 1..=3 {
+        clients.push(hub.client(id).await);
+    }
+    let writer = tokio::spawn(write_until(clients, "m", 200, acked.clone()));
+
+    hub.start_node(4, false);
+    let out = hub.fleetctl(&["cluster", "add-node", "--id", "4", "--address", &hub.endpoint(4)]);
+    assert!(out.status.success(), "add-node: {}", String::from_utf8_lossy(&out.stderr));
+    eventually("node 4 is a voter", Duration::from_secs(20), || async {
+        let s = hub.status(1).await?;
+        let m = s.members.iter().find(|m| m.id == 4).ok_or("node 4 not a member")?;
+        if s.members.len() == 4 && m.role != "Learner" && m.reachable { Ok(()) } else { Err(format!("{s:?}")) }
+    })
+    .await;
+
+    let leader = hub.wait_leader().await;
+    let victim = (1..=3).find(|id| *id != leader).unwrap_or(1);
+    let out = hub.fleetctl(&["cluster", "remove-node", "--id", &victim.to_string()]);
+    assert!(out.status.success(), "remove-node: {}", String::from_utf8_lossy(&out.stderr));
+    hub.stop(victim);
+    writer.await.expect("writer kept going");
+    let s = hub.status(4).await.expect("status from node 4");
+    let ids: BTreeSet<u64> = s.members.iter().map(|m| m.id).collect();
+    assert!(!ids.contains(&victim) && ids.contains(&4) && ids.len() == 3, "{s:?}");
+    let acked: BTreeSet<String> = acked.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
+    let c = hub.client(4).await;
+    let names: BTreeSet<String> = eventually("node 4 has every write", Duration::from_secs(20), || {
+        let mut c = c.clone();
+        let acked = &acked;
+        async move {
+            let names: BTreeSet<String> =
+                list_configmaps(&mut c, NS, 0).await.map_err(|e| e.to_string())?.into_iter().map(|o| o.metadata.name).collect();
+            if acked.is_subset(&names) { Ok(names) } else { Err(format!("{} of {}", names.len(), acked.len())) }
+        }
+    })
+    .await;
+    assert!(acked.is_subset(&names));
+}
