@@ -72,6 +72,7 @@ macro_rules! kind {
 
 /// Every kind known by name. Kinds not listed here are hub resources of
 /// unknown scope (see [`scope_of_unknown`]).
+#[rustfmt::skip]
 pub static KINDS: &[KindInfo] = &[
     // Fleet kinds.
     kind!(FLEET_CLUSTER, "MemberCluster", "memberclusters", ["mc"], Cluster, true, CLUSTER_VERSIONS),
@@ -142,11 +143,9 @@ pub static KINDS: &[KindInfo] = &[
 /// its singular lowercase form, or a short name.
 pub fn lookup(name: &str) -> Option<&'static KindInfo> {
     let lower = name.to_ascii_lowercase();
-    KINDS.iter().find(|k| {
-        k.kind.eq_ignore_ascii_case(&lower)
-            || k.plural == lower
-            || k.short_names.contains(&lower.as_str())
-    })
+    KINDS
+        .iter()
+        .find(|k| k.kind.eq_ignore_ascii_case(&lower) || k.plural == lower || k.short_names.contains(&lower.as_str()))
 }
 
 /// Finds a kind by group and Kind exactly as written in a document.

@@ -2,9 +2,11 @@
 //!
 //! Everything here is pure (no tokio, no I/O) so it can be tested exhaustively:
 //! the generic [`Object`] with typed metadata, the [`kinds`] registry, label
-//! [`selector`]s, multi-document [`parse`]ing and field-path [`validation`].
+//! [`selector`]s, multi-document [`parse`]ing, field-path [`validation`] and
+//! the name and label syntax rules in [`names`].
 
 pub mod kinds;
+pub mod names;
 pub mod object;
 pub mod parse;
 pub mod selector;

@@ -112,11 +112,7 @@ impl Object {
     /// `generation`. For kinds without `spec` (ConfigMap `data`, ...) every
     /// non-status field counts as spec.
     pub fn spec_fields(&self) -> Map<String, Value> {
-        self.rest
-            .iter()
-            .filter(|(k, _)| k.as_str() != "status")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        self.rest.iter().filter(|(k, _)| k.as_str() != "status").map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
     /// Drops the fields a user may not set (`uid`, `generation`,
