@@ -108,7 +108,7 @@ pub fn resolve_kind_ref(store: &Store, kind_ref: &KindRef) -> Result<ResolvedKin
         let named = crd.kind.eq_ignore_ascii_case(&lower)
             || crd.plural == lower
             || crd.singular == lower
-            || crd.short_names.iter().any(|s| *s == lower);
+            || crd.short_names.contains(&lower);
         if named && group.is_none_or(|g| g == crd.group) {
             return Ok(ResolvedKind { group: crd.group, kind: crd.kind, plural: crd.plural, scope: crd.scope });
         }
@@ -173,8 +173,11 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
     let kind = resolve_document(store, &object).map_err(|s| s.message().to_string())?;
     if let Some(info) = kinds::lookup_group_kind(&kind.group, &kind.kind) {
         if !object.api_version.is_empty() && !info.accepts_api_version(&object.api_version) {
-            let versions: Vec<String> =
-                info.versions.iter().map(|v| format!("{}/{}", info.group, v).trim_start_matches('/').to_string()).collect();
+            let versions: Vec<String> = info
+                .versions
+                .iter()
+                .map(|v| format!("{}/{}", info.group, v).trim_start_matches('/').to_string())
+                .collect();
             return Err(format!(
                 "{} {:?}: apiVersion: Unsupported value: {:?}: supported values: {}",
                 kind.kind,

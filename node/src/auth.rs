@@ -27,11 +27,7 @@ pub fn caller<T>(request: &Request<T>) -> Result<Identity, Status> {
 /// Checks that the caller may perform `rpc` with `access`; returns who it is.
 pub fn authorize<T>(request: &Request<T>, rpc: &str, access: Access) -> Result<Identity, Status> {
     let identity = caller(request)?;
-    let allowed = match (&identity, access) {
-        (Identity::Admin, _) => true,
-        (Identity::Viewer, Access::Read) => true,
-        _ => false,
-    };
+    let allowed = matches!((&identity, access), (Identity::Admin, _) | (Identity::Viewer, Access::Read));
     if allowed {
         Ok(identity)
     } else {
@@ -41,7 +37,10 @@ pub fn authorize<T>(request: &Request<T>, rpc: &str, access: Access) -> Result<I
             (Identity::Member(_), _) => "member agents may not call this".to_string(),
             _ => "this certificate names no Fleet role (admin, viewer)".to_string(),
         };
-        Err(Status::permission_denied(format!("{identity:?} may not call {rpc}: {why}", identity = identity.to_string())))
+        Err(Status::permission_denied(format!(
+            "{identity:?} may not call {rpc}: {why}",
+            identity = identity.to_string()
+        )))
     }
 }
 

@@ -105,9 +105,9 @@ impl Args {
 pub fn parse_peers(text: &str) -> Result<BTreeMap<u64, String>, Error> {
     let mut peers = BTreeMap::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (id, addr) = item.split_once('=').ok_or_else(|| {
-            Error::Config(format!("--peers: Invalid value: {item:?}: expected id=host:port"))
-        })?;
+        let (id, addr) = item
+            .split_once('=')
+            .ok_or_else(|| Error::Config(format!("--peers: Invalid value: {item:?}: expected id=host:port")))?;
         let id: u64 = id.trim().parse().map_err(|_| {
             Error::Config(format!("--peers: Invalid value: {item:?}: the id must be a positive integer"))
         })?;

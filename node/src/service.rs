@@ -132,10 +132,8 @@ impl Fleet for FleetService {
             .collect();
         let store = self.store();
         let objects = blocking(move || admission::admit(&store, documents)).await?;
-        let ops = objects
-            .into_iter()
-            .map(|object| Op::Apply { object, uid: uuid::Uuid::new_v4().to_string() })
-            .collect();
+        let ops =
+            objects.into_iter().map(|object| Op::Apply { object, uid: uuid::Uuid::new_v4().to_string() }).collect();
         let (index, outcomes) = self.propose(ops).await?;
         Ok(Response::new(ApplyResponse {
             resource_version: index.max(self.consensus.store().applied_index()),
@@ -154,8 +152,9 @@ impl Fleet for FleetService {
         let object = blocking(move || {
             let kind = admission::resolve_document(&store, &object)?;
             let mut object = object;
-            object.metadata.namespace = Some(kind.namespace_or_default(object.metadata.namespace.as_deref().unwrap_or("")))
-                .filter(|n| !n.is_empty());
+            object.metadata.namespace =
+                Some(kind.namespace_or_default(object.metadata.namespace.as_deref().unwrap_or("")))
+                    .filter(|n| !n.is_empty());
             Ok(object)
         })
         .await?;
@@ -183,7 +182,8 @@ impl Fleet for FleetService {
         let kind = self.resolve(req.kind).await?;
         let selector = parse_selector(&req.label_selector)?;
         self.read_barrier(req.read.as_ref()).await?;
-        let namespace = (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
+        let namespace =
+            (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
         let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
         query.selector = selector;
         let store = self.store();
@@ -215,7 +215,8 @@ impl Fleet for FleetService {
         let selector = parse_selector(&req.label_selector)?;
         let floor = req.min_resource_version.max(req.resource_version);
         self.read_barrier(Some(&ReadOptions { min_resource_version: floor, consistent: false })).await?;
-        let namespace = (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
+        let namespace =
+            (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
         let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
         query.selector = selector;
         let stream = crate::watch::start(self.store(), query, req.resource_version).await?;
@@ -246,7 +247,10 @@ impl Fleet for FleetService {
         Ok(Response::new(self.status().await))
     }
 
-    async fn remove_node(&self, request: Request<RemoveNodeRequest>) -> Result<Response<ClusterStatusResponse>, Status> {
+    async fn remove_node(
+        &self,
+        request: Request<RemoveNodeRequest>,
+    ) -> Result<Response<ClusterStatusResponse>, Status> {
         authorize(&request, "RemoveNode", Access::Write)?;
         let id = request.into_inner().id;
         self.consensus.change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;

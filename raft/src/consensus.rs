@@ -37,7 +37,13 @@ pub struct RaftTuning {
 
 impl Default for RaftTuning {
     fn default() -> Self {
-        RaftTuning { heartbeat_ms: 100, election_min_ms: 600, election_max_ms: 1200, snapshot_logs: 10_000, keep_logs: 1_000 }
+        RaftTuning {
+            heartbeat_ms: 100,
+            election_min_ms: 600,
+            election_max_ms: 1200,
+            snapshot_logs: 10_000,
+            keep_logs: 1_000,
+        }
     }
 }
 
@@ -109,9 +115,8 @@ impl Consensus {
         .validate()
         .map_err(|e| Error::Invalid(format!("raft configuration: {e}")))?;
         let network = PeerNetwork::new(tls);
-        let raft = Raft::new(id, Arc::new(config), network.clone(), log, sm)
-            .await
-            .map_err(|e| Error::Raft(e.to_string()))?;
+        let raft =
+            Raft::new(id, Arc::new(config), network.clone(), log, sm).await.map_err(|e| Error::Raft(e.to_string()))?;
         Ok(Arc::new(Consensus { id, raft, network, store }))
     }
 
@@ -226,9 +231,7 @@ impl Consensus {
     pub async fn read_index_on_leader(&self) -> Result<u64, Routed> {
         match self.raft.get_read_log_id().await {
             Ok((read, _)) => Ok(read.map(|l| l.index).unwrap_or(0)),
-            Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(_))) => {
-                Err(Routed::NotLeader)
-            }
+            Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(_))) => Err(Routed::NotLeader),
             Err(e) => Err(Routed::Failed(e.to_string())),
         }
     }
@@ -249,8 +252,7 @@ impl Consensus {
 
     /// Adds or removes a node, through the leader.
     pub async fn change_membership(&self, change: MembershipChange) -> Result<(), Error> {
-        self.on_leader(PeerMethod::ChangeMembership, &change, || self.change_membership_on_leader(change.clone()))
-            .await
+        self.on_leader(PeerMethod::ChangeMembership, &change, || self.change_membership_on_leader(change.clone())).await
     }
 
     /// Applies a membership change on this node, which must be the leader.
@@ -329,10 +331,15 @@ impl Consensus {
                 let status = if id == self.id {
                     Some(self.local_status())
                 } else {
-                    self.network.call::<_, NodeStatus>(id, &address, PeerMethod::NodeStatus, &(), Duration::from_secs(1)).await.ok()
+                    self.network
+                        .call::<_, NodeStatus>(id, &address, PeerMethod::NodeStatus, &(), Duration::from_secs(1))
+                        .await
+                        .ok()
                 };
                 match status {
-                    Some(s) => MemberStatus { id, address, role: s.role, last_applied: s.last_applied, reachable: true },
+                    Some(s) => {
+                        MemberStatus { id, address, role: s.role, last_applied: s.last_applied, reachable: true }
+                    }
                     None => MemberStatus {
                         id,
                         address,

@@ -137,15 +137,14 @@ impl PeerClient {
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
-        let reply: Result<Resp, RaftError<u64, E>> = self
-            .network
-            .call(self.target, &self.addr, method, req, option.hard_ttl())
-            .await
-            .map_err(|status| match status.code() {
-                tonic::Code::Unavailable | tonic::Code::DeadlineExceeded => {
-                    RPCError::Unreachable(Unreachable::new(&status))
+        let reply: Result<Resp, RaftError<u64, E>> =
+            self.network.call(self.target, &self.addr, method, req, option.hard_ttl()).await.map_err(|status| {
+                match status.code() {
+                    tonic::Code::Unavailable | tonic::Code::DeadlineExceeded => {
+                        RPCError::Unreachable(Unreachable::new(&status))
+                    }
+                    _ => RPCError::Network(NetworkError::new(&status)),
                 }
-                _ => RPCError::Network(NetworkError::new(&status)),
             })?;
         reply.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }

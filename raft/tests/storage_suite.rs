@@ -10,22 +10,29 @@ struct RedbBuilder;
 
 impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for RedbBuilder {
     async fn build(&self) -> Result<(tempfile::TempDir, LogStore, StateMachine), StorageError<u64>> {
-        let dir = tempfile::tempdir().map_err(|e| StorageError::from_io_error(
-            openraft::ErrorSubject::Store,
-            openraft::ErrorVerb::Write,
-            e,
-        ))?;
+        let dir = tempfile::tempdir()
+            .map_err(|e| StorageError::from_io_error(openraft::ErrorSubject::Store, openraft::ErrorVerb::Write, e))?;
         let log = LogStore::open(&dir.path().join("raft-log.redb")).map_err(|e| {
-            StorageError::from_io_error(openraft::ErrorSubject::Logs, openraft::ErrorVerb::Write, std::io::Error::other(e.to_string()))
+            StorageError::from_io_error(
+                openraft::ErrorSubject::Logs,
+                openraft::ErrorVerb::Write,
+                std::io::Error::other(e.to_string()),
+            )
         })?;
         let sm = StateMachine::open(&dir.path().join("state")).map_err(|e| {
-            StorageError::from_io_error(openraft::ErrorSubject::StateMachine, openraft::ErrorVerb::Write, std::io::Error::other(e.to_string()))
+            StorageError::from_io_error(
+                openraft::ErrorSubject::StateMachine,
+                openraft::ErrorVerb::Write,
+                std::io::Error::other(e.to_string()),
+            )
         })?;
         Ok((dir, log, sm))
     }
 }
 
 #[test]
-fn openraft_storage_suite_passes_on_redb() -> Result<(), StorageError<u64>> {
-    Suite::test_all(RedbBuilder)
+fn openraft_storage_suite_passes_on_redb() {
+    if let Err(e) = Suite::test_all(RedbBuilder) {
+        panic!("openraft storage suite failed: {e}");
+    }
 }

@@ -5,10 +5,10 @@
 //! are decided by the proposer and carried in the command; the only input
 //! besides the command is the log index, which becomes the `resourceVersion`.
 
+mod apply;
 pub mod command;
 pub mod error;
 pub mod raft_types;
-mod apply;
 mod snapshot;
 pub mod state_machine;
 pub mod store;

@@ -4,7 +4,7 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use fleet_api::Object;
 use redb::{Durability, ReadableDatabase, ReadableTable};
@@ -86,8 +86,11 @@ impl Store {
 /// it to a lagging follower.
 pub(crate) struct SnapshotFile {
     path: PathBuf,
-    cached: Mutex<Option<(SnapshotMeta, std::sync::Arc<Vec<u8>>)>>,
+    cached: Mutex<Option<CurrentSnapshot>>,
 }
+
+/// A snapshot's metadata and content, shared without copying.
+pub(crate) type CurrentSnapshot = (SnapshotMeta, Arc<Vec<u8>>);
 
 #[derive(Serialize, Deserialize)]
 struct StoredSnapshot {
@@ -101,7 +104,7 @@ impl SnapshotFile {
         SnapshotFile { path: dir.join("snapshot.bin"), cached: Mutex::new(None) }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(SnapshotMeta, std::sync::Arc<Vec<u8>>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CurrentSnapshot>> {
         self.cached.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -119,12 +122,12 @@ impl SnapshotFile {
         if let Some(dir) = self.path.parent() {
             fs::File::open(dir)?.sync_all()?;
         }
-        *self.lock() = Some((stored.meta, std::sync::Arc::new(stored.data)));
+        *self.lock() = Some((stored.meta, Arc::new(stored.data)));
         Ok(())
     }
 
     /// The current snapshot, if any.
-    pub(crate) fn load(&self) -> Result<Option<(SnapshotMeta, std::sync::Arc<Vec<u8>>)>, Error> {
+    pub(crate) fn load(&self) -> Result<Option<CurrentSnapshot>, Error> {
         if let Some(c) = self.lock().as_ref() {
             return Ok(Some(c.clone()));
         }
@@ -134,7 +137,7 @@ impl SnapshotFile {
             Err(e) => return Err(e.into()),
         };
         let stored: StoredSnapshot = rmp_serde::from_slice(&bytes).map_err(|e| Error::Snapshot(e.to_string()))?;
-        let loaded = (stored.meta, std::sync::Arc::new(stored.data));
+        let loaded = (stored.meta, Arc::new(stored.data));
         *self.lock() = Some(loaded.clone());
         Ok(Some(loaded))
     }

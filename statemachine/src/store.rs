@@ -11,9 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fleet_api::{LabelSelector, Object, ObjectKey};
-use redb::{
-    Database, MultimapTableDefinition, ReadableDatabase, ReadableTable, TableDefinition,
-};
+use redb::{Database, MultimapTableDefinition, ReadableDatabase, ReadableTable, TableDefinition};
 use tokio::sync::watch;
 
 use crate::error::Error;

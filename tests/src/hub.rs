@@ -66,7 +66,14 @@ impl Hub {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut hub = Hub { dir, options: options.clone(), nodes: BTreeMap::new() };
         let pki = hub.pki_dir();
-        let out = hub.fleetctl(&["pki", "init", "--dir", pki.to_str().unwrap_or(""), "--nodes", &options.pki_nodes.to_string()]);
+        let out = hub.fleetctl(&[
+            "pki",
+            "init",
+            "--dir",
+            pki.to_str().unwrap_or(""),
+            "--nodes",
+            &options.pki_nodes.to_string(),
+        ]);
         assert!(out.status.success(), "pki init failed: {}", String::from_utf8_lossy(&out.stderr));
         for id in 1..=options.pki_nodes {
             hub.nodes.insert(id, NodeProcess { port: free_port(), child: None });
@@ -136,9 +143,8 @@ impl Hub {
             cmd.arg("--init");
         }
         let child = cmd.spawn().expect("spawn fleet-node");
-        if let Some(n) = self.nodes.get_mut(&id) {
-            n.child = Some(child);
-        }
+        // Every node id has an entry (made in `start`); Drop kills and waits.
+        self.nodes.entry(id).or_insert(NodeProcess { port, child: None }).child = Some(child);
     }
 
     /// SIGKILLs node `id`.

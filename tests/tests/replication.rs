@@ -42,8 +42,12 @@ async fn a_write_sent_to_a_follower_is_readable_from_every_node() {
 
 /// Writes `cm-<i>` through any reachable node until `count` are acknowledged,
 /// recording each acknowledged name.
-async fn write_until(hub_endpoints: Vec<fleet_proto::fleet::fleet_client::FleetClient<tonic::transport::Channel>>,
-    prefix: &str, count: usize, acked: Arc<Mutex<Vec<String>>>) {
+async fn write_until(
+    hub_endpoints: Vec<fleet_proto::fleet::fleet_client::FleetClient<tonic::transport::Channel>>,
+    prefix: &str,
+    count: usize,
+    acked: Arc<Mutex<Vec<String>>>,
+) {
     let mut clients = hub_endpoints;
     let mut i = 0usize;
     let mut turn = 0usize;
@@ -75,7 +79,11 @@ async fn acknowledged_writes_survive_the_leader_being_killed() {
     let writer = tokio::spawn(write_until(clients, "w", 300, acked.clone()));
     eventually("some writes before the kill", Duration::from_secs(20), || async {
         let n = acked.lock().unwrap_or_else(|p| p.into_inner()).len();
-        if n >= 50 { Ok(()) } else { Err(format!("{n} acknowledged")) }
+        if n >= 50 {
+            Ok(())
+        } else {
+            Err(format!("{n} acknowledged"))
+        }
     })
     .await;
     hub.kill(leader);
@@ -90,10 +98,18 @@ async fn acknowledged_writes_survive_the_leader_being_killed() {
             let mut c = c.clone();
             let acked = &acked;
             async move {
-                let names: BTreeSet<String> =
-                    list_configmaps(&mut c, NS, 0).await.map_err(|e| e.to_string())?.into_iter().map(|o| o.metadata.name).collect();
+                let names: BTreeSet<String> = list_configmaps(&mut c, NS, 0)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .into_iter()
+                    .map(|o| o.metadata.name)
+                    .collect();
                 let missing: Vec<_> = acked.difference(&names).collect();
-                if missing.is_empty() { Ok(names) } else { Err(format!("missing {}: {:?}", missing.len(), &missing[..missing.len().min(5)])) }
+                if missing.is_empty() {
+                    Ok(names)
+                } else {
+                    Err(format!("missing {}: {:?}", missing.len(), &missing[..missing.len().min(5)]))
+                }
             }
         })
         .await;
@@ -130,7 +146,11 @@ async fn a_stopped_node_catches_up_through_a_snapshot() {
         let mut c = c.clone();
         async move {
             let n = list_configmaps(&mut c, NS, last_rv).await.map_err(|e| e.to_string())?.len();
-            if n == 1200 { Ok(()) } else { Err(format!("{n} objects")) }
+            if n == 1200 {
+                Ok(())
+            } else {
+                Err(format!("{n} objects"))
+            }
         }
     })
     .await;
@@ -187,7 +207,11 @@ async fn a_fourth_node_joins_as_voter_and_a_node_is_removed_while_serving() {
     eventually("node 4 is a voter", Duration::from_secs(20), || async {
         let s = hub.status(1).await?;
         let m = s.members.iter().find(|m| m.id == 4).ok_or("node 4 not a member")?;
-        if s.members.len() == 4 && m.role != "Learner" && m.reachable { Ok(()) } else { Err(format!("{s:?}")) }
+        if s.members.len() == 4 && m.role != "Learner" && m.reachable {
+            Ok(())
+        } else {
+            Err(format!("{s:?}"))
+        }
     })
     .await;
 
@@ -206,9 +230,17 @@ async fn a_fourth_node_joins_as_voter_and_a_node_is_removed_while_serving() {
         let mut c = c.clone();
         let acked = &acked;
         async move {
-            let names: BTreeSet<String> =
-                list_configmaps(&mut c, NS, 0).await.map_err(|e| e.to_string())?.into_iter().map(|o| o.metadata.name).collect();
-            if acked.is_subset(&names) { Ok(names) } else { Err(format!("{} of {}", names.len(), acked.len())) }
+            let names: BTreeSet<String> = list_configmaps(&mut c, NS, 0)
+                .await
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|o| o.metadata.name)
+                .collect();
+            if acked.is_subset(&names) {
+                Ok(names)
+            } else {
+                Err(format!("{} of {}", names.len(), acked.len()))
+            }
         }
     })
     .await;

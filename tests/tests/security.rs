@@ -22,7 +22,8 @@ async fn clients_without_a_fleet_certificate_are_refused() {
     let hub = Hub::start(HubOptions::default()).await;
 
     // No client certificate at all.
-    let mut anonymous = connect(&hub.endpoint(1), ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read(&hub, "ca.pem"))));
+    let mut anonymous =
+        connect(&hub.endpoint(1), ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read(&hub, "ca.pem"))));
     let err = anonymous.get(get_request()).await.expect_err("anonymous read must fail");
     assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err}");
 
@@ -30,17 +31,18 @@ async fn clients_without_a_fleet_certificate_are_refused() {
     let other = hub.dir.path().join("other-pki");
     let out = hub.fleetctl(&["pki", "init", "--dir", other.to_str().unwrap_or(""), "--nodes", "1"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let foreign = ClientTlsConfig::new()
-        .ca_certificate(Certificate::from_pem(read(&hub, "ca.pem")))
-        .identity(Identity::from_pem(
+    let foreign = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read(&hub, "ca.pem"))).identity(
+        Identity::from_pem(
             std::fs::read(other.join("admin.pem")).unwrap_or_default(),
             std::fs::read(other.join("admin-key.pem")).unwrap_or_default(),
-        ));
+        ),
+    );
     let mut foreign = connect(&hub.endpoint(1), foreign);
     assert!(foreign.get(get_request()).await.is_err(), "a certificate from another CA must be refused");
-    assert!(
-        foreign.apply(fleet_proto::fleet::ApplyRequest { documents: vec![configmap("a", "x", "1")], sources: vec![] }).await.is_err()
-    );
+    assert!(foreign
+        .apply(fleet_proto::fleet::ApplyRequest { documents: vec![configmap("a", "x", "1")], sources: vec![] })
+        .await
+        .is_err());
 
     // A certificate of the fleet CA naming no role.
     let out = hub.fleetctl(&["pki", "issue-client", "--dir", hub.pki_dir().to_str().unwrap_or(""), "--name", "robot"]);

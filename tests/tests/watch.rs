@@ -59,7 +59,12 @@ async fn a_watch_resumes_without_missing_or_repeating_events() {
     // delivers exactly those, in order.
     let rv_c = apply(&mut admin, vec![configmap("w", "c", "1")]).await.expect("c");
     let del = admin
-        .delete(fleet_proto::fleet::DeleteRequest { kind: kind("cm"), namespace: "w".into(), name: "b".into(), resource_version: 0 })
+        .delete(fleet_proto::fleet::DeleteRequest {
+            kind: kind("cm"),
+            namespace: "w".into(),
+            name: "b".into(),
+            resource_version: 0,
+        })
         .await
         .expect("delete b")
         .into_inner()

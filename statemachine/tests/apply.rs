@@ -1,0 +1,180 @@
+//! The deterministic apply rules, on a real redb file.
+
+use fleet_api::{Object, ObjectKey};
+use fleet_statemachine::{Action, Command, EventType, ListQuery, Op, Response, Store, StoreError};
+use openraft::{CommittedLeaderId, EntryPayload, LogId};
+use serde_json::json;
+
+fn obj(v: serde_json::Value) -> Object {
+    serde_json::from_value(v).expect("object")
+}
+
+fn cm(name: &str, data: &str) -> Object {
+    obj(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "a"}, "data": {"k": data}}),
+    )
+}
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    store: std::sync::Arc<Store>,
+    index: u64,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("state.redb")).expect("open");
+        Harness { _dir: dir, store, index: 0 }
+    }
+
+    fn run(&mut self, ops: Vec<Op>) -> Response {
+        self.index += 1;
+        let entry = openraft::Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), self.index),
+            payload: EntryPayload::Normal(Command { now: "2026-11-21T00:00:00Z".into(), ops }),
+        };
+        self.store.apply_entries(vec![entry], self.index % 2 == 0).expect("apply").remove(0)
+    }
+
+    fn ok(&mut self, ops: Vec<Op>) -> Vec<fleet_statemachine::OpOutcome> {
+        match self.run(ops) {
+            Response::Applied { outcomes, .. } => outcomes,
+            other => panic!("expected success, got {other:?}"),
+        }
+    }
+
+    fn refused(&mut self, ops: Vec<Op>) -> StoreError {
+        match self.run(ops) {
+            Response::Refused { error, .. } => error,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<Object> {
+        self.store.get(&ObjectKey::new("", "ConfigMap", "a", name)).expect("get").0
+    }
+}
+
+fn apply(o: Object) -> Op {
+    Op::Apply { object: o, uid: "uid-1".into() }
+}
+
+#[test]
+fn create_sets_identity_generation_and_version_from_the_command() {
+    let mut h = Harness::new();
+    let out = h.ok(vec![apply(cm("x", "1"))]);
+    assert_eq!(out[0].action, Action::Created);
+    let x = h.get("x").expect("stored");
+    assert_eq!(x.metadata.uid, "uid-1");
+    assert_eq!(x.metadata.generation, 1);
+    assert_eq!(x.metadata.creation_timestamp.as_deref(), Some("2026-11-21T00:00:00Z"));
+    assert_eq!(x.metadata.resource_version_number(), Some(1));
+    assert_eq!(h.store.applied_index(), 1);
+}
+
+#[test]
+fn generation_grows_on_spec_changes_only_and_unchanged_writes_nothing() {
+    let mut h = Harness::new();
+    h.ok(vec![apply(cm("x", "1"))]);
+    // Same document: unchanged, no new version.
+    assert_eq!(h.ok(vec![apply(cm("x", "1"))])[0].action, Action::Unchanged);
+    assert_eq!(h.get("x").unwrap().metadata.resource_version_number(), Some(1));
+    // A label only: new version, same generation.
+    let mut labelled = cm("x", "1");
+    labelled.metadata.labels.insert("team".into(), "a".into());
+    assert_eq!(h.ok(vec![apply(labelled)])[0].action, Action::Configured);
+    let x = h.get("x").unwrap();
+    assert_eq!((x.metadata.generation, x.metadata.resource_version_number()), (1, Some(3)));
+    // Data change: generation 2.
+    h.ok(vec![apply(cm("x", "2"))]);
+    assert_eq!(h.get("x").unwrap().metadata.generation, 2);
+    // Status only: no generation change; apply never overwrites status.
+    let mut with_status = cm("x", "2");
+    with_status.rest.insert("status".into(), json!({"ok": true}));
+    h.ok(vec![Op::UpdateStatus { object: with_status }]);
+    let x = h.get("x").unwrap();
+    assert_eq!((x.metadata.generation, x.status().cloned()), (2, Some(json!({"ok": true}))));
+    h.ok(vec![apply(cm("x", "3"))]);
+    assert_eq!(h.get("x").unwrap().status().cloned(), Some(json!({"ok": true})));
+}
+
+#[test]
+fn a_refused_op_leaves_the_whole_command_unapplied() {
+    let mut h = Harness::new();
+    h.ok(vec![apply(cm("x", "1"))]);
+    let mut stale = cm("x", "2");
+    stale.metadata.resource_version = "99".into();
+    let err = h.refused(vec![apply(cm("y", "1")), apply(stale)]);
+    assert!(matches!(err, StoreError::Conflict { expected: 99, current: 1, .. }), "{err:?}");
+    assert!(h.get("y").is_none(), "the first op of a refused command must not be written");
+    assert_eq!(h.store.applied_index(), 2, "a refused command still advances last_applied");
+    assert!(matches!(h.refused(vec![Op::Create { object: cm("x", "1") }]), StoreError::AlreadyExists { .. }));
+    let missing = ObjectKey::new("", "ConfigMap", "a", "nope");
+    assert!(matches!(
+        h.refused(vec![Op::Delete { key: missing, resource_version: None }]),
+        StoreError::NotFound { .. }
+    ));
+}
+
+#[test]
+fn deleting_an_owner_cascades_to_dependents_with_no_other_owner() {
+    let mut h = Harness::new();
+    let owner_ref = |uid: &str| json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": uid}]);
+    let mut owner = cm("owner", "1");
+    owner.metadata.uid = "owner-uid".into();
+    let mut child = cm("child", "1");
+    child.metadata.owner_references = serde_json::from_value(owner_ref("owner-uid")).unwrap();
+    child.metadata.uid = "child-uid".into();
+    let mut grandchild = cm("grandchild", "1");
+    grandchild.metadata.owner_references = serde_json::from_value(owner_ref("child-uid")).unwrap();
+    grandchild.metadata.uid = "gc-uid".into();
+    let mut shared = cm("shared", "1");
+    shared.metadata.owner_references = serde_json::from_value(json!([
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "owner-uid"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": "other-uid"}
+    ]))
+    .unwrap();
+    shared.metadata.uid = "shared-uid".into();
+    h.ok(vec![
+        Op::Create { object: owner },
+        Op::Create { object: child },
+        Op::Create { object: grandchild },
+        Op::Create { object: shared },
+    ]);
+    let mut sub = h.store.hub().subscribe(h.index).expect("subscribe");
+    h.ok(vec![Op::Delete { key: ObjectKey::new("", "ConfigMap", "a", "owner"), resource_version: None }]);
+    assert!(h.get("owner").is_none() && h.get("child").is_none() && h.get("grandchild").is_none());
+    let shared = h.get("shared").expect("a dependent with another owner stays");
+    assert_eq!(shared.metadata.owner_references.len(), 1);
+    let mut deleted = Vec::new();
+    while let Ok(fleet_statemachine::watch::HubMessage::Event(e)) = sub.receiver.try_recv() {
+        if e.event_type == EventType::Deleted {
+            deleted.push(e.key.name.clone());
+        }
+        assert_eq!(e.resource_version, h.index, "one command, one version");
+    }
+    deleted.sort();
+    assert_eq!(deleted, vec!["child", "grandchild", "owner"]);
+}
+
+#[test]
+fn lists_filter_by_namespace_and_labels() {
+    let mut h = Harness::new();
+    let mut labelled = cm("l", "1");
+    labelled.metadata.labels.insert("app".into(), "web".into());
+    h.ok(vec![apply(labelled), apply(cm("u", "1"))]);
+    let mut other_ns = cm("z", "1");
+    other_ns.metadata.namespace = Some("b".into());
+    h.ok(vec![apply(other_ns)]);
+    let query = |ns: Option<&str>, sel: &str| ListQuery {
+        group: String::new(),
+        kind: "ConfigMap".into(),
+        namespace: ns.map(str::to_string),
+        selector: (!sel.is_empty()).then(|| fleet_api::LabelSelector::parse(sel).expect("selector")),
+    };
+    assert_eq!(h.store.list(&query(Some("a"), "")).unwrap().0.len(), 2);
+    assert_eq!(h.store.list(&query(None, "")).unwrap().0.len(), 3);
+    let (web, index) = h.store.list(&query(None, "app=web")).unwrap();
+    assert_eq!((web.len(), index), (1, 2));
+}
