@@ -34,7 +34,7 @@ impl Harness {
             log_id: LogId::new(CommittedLeaderId::new(1, 1), self.index),
             payload: EntryPayload::Normal(Command { now: "2026-11-21T00:00:00Z".into(), ops }),
         };
-        self.store.apply_entries(vec![entry], self.index % 2 == 0).expect("apply").remove(0)
+        self.store.apply_entries(vec![entry], self.index.is_multiple_of(2)).expect("apply").remove(0)
     }
 
     fn ok(&mut self, ops: Vec<Op>) -> Vec<fleet_statemachine::OpOutcome> {
