@@ -22,25 +22,24 @@ use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 pub use config::NodeConfig;
 pub use error::Error;
 
-/// Resolves on SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
+/// How long a stopping node waits for in-flight calls.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Resolves on SIGTERM or Ctrl-C. The SIGTERM handler is installed when
+/// this is called (not when first polled), so a signal that arrives while the
+/// node is still starting is not lost to the default "terminate" action.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        #[cfg(unix)]
+        if let Some(mut term) = term {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+            return;
         }
-    }
-    #[cfg(not(unix))]
-    {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
@@ -66,14 +65,14 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
         // Unauthenticated callers get a clear gRPC error instead of a TLS alert
         // (and joining agents, which have no certificate yet, can reach us).
         .client_auth_optional(true);
-    let fleet = FleetServer::new(service::FleetService::new(consensus.clone()))
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let fleet = FleetServer::new(service::FleetService::new(consensus.clone(), stop_rx.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
     let peer = RaftPeerServer::new(PeerService::new(consensus.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
@@ -108,7 +107,19 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
     }
     tracing::info!(id = config.id, listen = %config.listen, "fleet-node serving");
 
-    let served = server.await;
+    // Graceful shutdown waits for in-flight calls; give them a bounded time.
+    let mut server = server;
+    let served = tokio::select! {
+        served = &mut server => served,
+        _ = async {
+            wait_stop(stop_rx.clone()).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            tracing::warn!(id = config.id, "in-flight calls did not finish within {SHUTDOWN_GRACE:?}; stopping anyway");
+            server.abort();
+            Ok(Ok(()))
+        }
+    };
     tracing::info!(id = config.id, "shutting down");
     consensus.shutdown().await;
     match served {

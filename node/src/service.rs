@@ -29,6 +29,8 @@ const CATCH_UP: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub struct FleetService {
     consensus: Arc<Consensus>,
+    /// Becomes true when the node shuts down: long-lived streams end then.
+    stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 /// The proposer's clock, carried in commands (apply never reads a clock).
@@ -43,8 +45,8 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> +
 
 impl FleetService {
     /// A service over this node's consensus.
-    pub fn new(consensus: Arc<Consensus>) -> FleetService {
-        FleetService { consensus }
+    pub fn new(consensus: Arc<Consensus>, stopping: tokio::sync::watch::Receiver<bool>) -> FleetService {
+        FleetService { consensus, stopping }
     }
 
     fn store(&self) -> Arc<Store> {
@@ -219,7 +221,7 @@ impl Fleet for FleetService {
             (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
         let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
         query.selector = selector;
-        let stream = crate::watch::start(self.store(), query, req.resource_version).await?;
+        let stream = crate::watch::start(self.store(), query, req.resource_version, self.stopping.clone()).await?;
         Ok(Response::new(stream))
     }
 

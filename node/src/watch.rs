@@ -31,6 +31,7 @@ pub async fn start(
     store: Arc<Store>,
     query: ListQuery,
     from: u64,
+    stopping: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Pin<Box<dyn Stream<Item = Result<WireEvent, Status>> + Send>>, Status> {
     let listed = from == 0;
     let (initial, from) = if listed {
@@ -61,7 +62,7 @@ pub async fn start(
                 return;
             }
         }
-        forward_live(tx, query, subscription.receiver).await;
+        forward_live(tx, query, subscription.receiver, stopping).await;
     });
     Ok(Box::pin(ReceiverStream::new(rx)))
 }
@@ -78,10 +79,19 @@ async fn send_if_matching(tx: &Out, query: &ListQuery, event: &fleet_statemachin
     tx.send(Ok(wire)).await.is_ok()
 }
 
-async fn forward_live(tx: Out, query: ListQuery, mut receiver: tokio::sync::broadcast::Receiver<HubMessage>) {
+async fn forward_live(
+    tx: Out,
+    query: ListQuery,
+    mut receiver: tokio::sync::broadcast::Receiver<HubMessage>,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             _ = tx.closed() => return,
+            _ = stopped(&mut stopping) => {
+                let _ = tx.send(Err(Status::unavailable("node is shutting down: resume the watch on another node"))).await;
+                return;
+            }
             message = receiver.recv() => match message {
                 Ok(HubMessage::Event(event)) => {
                     if !send_if_matching(&tx, &query, &event).await {
@@ -104,4 +114,10 @@ async fn forward_live(tx: Out, query: ListQuery, mut receiver: tokio::sync::broa
             }
         }
     }
+}
+
+/// Resolves once the node is stopping (the guard `wait_for` returns is not
+/// `Send`, so it is dropped here rather than held by the caller's future).
+async fn stopped(stopping: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|stop| *stop).await.is_ok();
 }

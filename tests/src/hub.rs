@@ -38,11 +38,13 @@ pub struct HubOptions {
     pub pki_nodes: u64,
     pub snapshot_logs: u64,
     pub keep_logs: u64,
+    /// `--init` on every initial node (true) or on node 1 only (false).
+    pub init_all: bool,
 }
 
 impl Default for HubOptions {
     fn default() -> Self {
-        HubOptions { nodes: 3, pki_nodes: 3, snapshot_logs: 10_000, keep_logs: 1_000 }
+        HubOptions { nodes: 3, pki_nodes: 3, snapshot_logs: 10_000, keep_logs: 1_000, init_all: true }
     }
 }
 
@@ -79,7 +81,7 @@ impl Hub {
             hub.nodes.insert(id, NodeProcess { port: free_port(), child: None });
         }
         for id in 1..=options.nodes {
-            hub.start_node(id, true);
+            hub.start_node(id, options.init_all || id == 1);
         }
         hub.wait_leader().await;
         hub
@@ -160,7 +162,7 @@ impl Hub {
         if let Some(mut child) = self.nodes.get_mut(&id).and_then(|n| n.child.take()) {
             let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
             let status = child.wait().expect("wait for node");
-            assert!(status.success(), "node {id} did not exit cleanly on SIGTERM: {status}");
+            assert!(status.success(), "node {id} did not exit cleanly on SIGTERM: {status}\n{}", self.log_tail(id));
         }
     }
 

@@ -12,7 +12,8 @@ const NS: &str = "team-a";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trio_forms_and_elects_one_leader() {
-    let hub = Hub::start(HubOptions::default()).await;
+    // --init on node 1 only (the all-nodes form is what every other test uses).
+    let hub = Hub::start(HubOptions { init_all: false, ..HubOptions::default() }).await;
     let leader = hub.wait_leader().await;
     let out = hub.fleetctl(&["cluster", "status", "-o", "json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -176,8 +177,9 @@ async fn every_object_is_intact_after_the_whole_trio_restarts() {
     for id in 1..=3 {
         hub.stop(id);
     }
+    // Restarts need no flag changes: --init is not given again.
     for id in 1..=3 {
-        hub.start_node(id, true);
+        hub.start_node(id, false);
     }
     hub.wait_leader().await;
     for id in 1..=3 {

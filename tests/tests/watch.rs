@@ -129,3 +129,19 @@ async fn a_too_old_resource_version_gets_the_relist_error() {
     seen.sort();
     assert_eq!(seen, vec!["a", "b"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_watch_does_not_hold_up_a_clean_shutdown() {
+    let mut hub = Hub::start(HubOptions::default()).await;
+    let mut client = hub.client(2).await;
+    let mut stream = watch(&mut client, 0).await;
+    assert_eq!(next(&mut stream).await.r#type, "BOOKMARK");
+    let started = std::time::Instant::now();
+    hub.stop(2); // asserts a clean exit
+    assert!(started.elapsed() < Duration::from_secs(8), "shutdown waited for the watch: {:?}", started.elapsed());
+    match tokio::time::timeout(Duration::from_secs(5), stream.next()).await {
+        Ok(Some(Err(status))) => assert_eq!(status.code(), tonic::Code::Unavailable, "{status}"),
+        Ok(None) => {}
+        other => panic!("the watch should end with the node: {other:?}"),
+    }
+}

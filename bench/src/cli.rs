@@ -1,0 +1,104 @@
+//! Command-line flags of `fleet-bench`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// `fleet-bench`: whole-system load against a Fleet hub or etcd.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fleet-bench",
+    version,
+    about = "Write-throughput benchmark for the Fleet hub (and etcd, for comparison)"
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write objects of a fixed size with N concurrent clients for S seconds;
+    /// print throughput and latency percentiles.
+    Put(PutArgs),
+    /// Write one object through each endpoint; exit 0 when every write
+    /// succeeded (scripts poll this to know a cluster is ready).
+    Probe(ConnectArgs),
+}
+
+/// The system under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Target {
+    /// A Fleet hub: `Fleet.Apply` of ConfigMaps over mutual TLS.
+    Fleet,
+    /// etcd v3: `etcdserverpb.KV/Put` over plaintext gRPC.
+    Etcd,
+}
+
+impl Target {
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Fleet => "fleet",
+            Target::Etcd => "etcd",
+        }
+    }
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// A few lines for people.
+    Text,
+    /// One JSON object on one line, for scripts.
+    Json,
+}
+
+/// Where to send requests and how to connect.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectArgs {
+    /// The system under test.
+    #[arg(long, value_enum, default_value = "fleet")]
+    pub target: Target,
+    /// Every member, `host:port[,host:port...]`; connections are spread over all of them.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub endpoints: Vec<String>,
+    /// PKI dir with ca.pem, admin.pem and admin-key.pem (fleet only).
+    #[arg(long, env = "FLEET_TLS_DIR")]
+    pub tls_dir: Option<PathBuf>,
+    /// HTTP/2 connections to open, round-robin over the endpoints
+    /// (0 = one per endpoint). Clients share them round-robin.
+    #[arg(long, default_value_t = 0)]
+    pub connections: usize,
+    /// Per-request deadline in seconds.
+    #[arg(long, default_value_t = 10)]
+    pub request_timeout_seconds: u64,
+}
+
+/// Flags of `fleet-bench put`.
+#[derive(Debug, Clone, Args)]
+pub struct PutArgs {
+    /// Endpoints and transport.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Concurrent clients, each with one request in flight at a time.
+    #[arg(long, default_value_t = 1)]
+    pub clients: usize,
+    /// Measured duration.
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+    /// Unmeasured load before the measurement starts.
+    #[arg(long, default_value_t = 1)]
+    pub warmup_seconds: u64,
+    /// Bytes of each value (`data.v` of the ConfigMap; the etcd value).
+    #[arg(long, default_value_t = 1024)]
+    pub value_size: usize,
+    /// Distinct keys each client cycles over.
+    #[arg(long, default_value_t = 1000)]
+    pub keys_per_client: u64,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub output: OutputFormat,
+}

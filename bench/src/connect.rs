@@ -1,0 +1,129 @@
+//! Connections: validated endpoints, the admin's TLS identity, and HTTP/2
+//! channels spread round-robin over the endpoints.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+use crate::cli::{ConnectArgs, Target};
+use crate::error::Error;
+
+/// How long dialling one endpoint may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One open channel and the endpoint it goes to.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// `host:port`.
+    pub endpoint: String,
+    /// The HTTP/2 channel (cheap to clone; clones share the connection).
+    pub channel: Channel,
+}
+
+/// Checks an endpoint list: each item `host:port`, at least one.
+pub fn parse_endpoints(list: &[String]) -> Result<Vec<String>, Error> {
+    let endpoints: Vec<String> = list.iter().map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect();
+    if endpoints.is_empty() {
+        return Err(Error::Invalid {
+            flag: "--endpoints",
+            value: list.join(","),
+            reason: "at least one host:port is required".into(),
+        });
+    }
+    for e in &endpoints {
+        let port_ok = e.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !port_ok || e.contains("://") {
+            return Err(Error::Invalid {
+                flag: "--endpoints",
+                value: e.clone(),
+                reason: "expected host:port, e.g. 127.0.0.1:7001".into(),
+            });
+        }
+    }
+    Ok(endpoints)
+}
+
+fn read(dir: &Path, name: &str) -> Result<Vec<u8>, Error> {
+    let path = dir.join(name);
+    std::fs::read(&path).map_err(|source| Error::ReadFile { path, source })
+}
+
+/// The admin's client identity and the fleet CA from a PKI dir.
+pub fn fleet_tls(dir: &Path) -> Result<ClientTlsConfig, Error> {
+    Ok(ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read(dir, "ca.pem")?))
+        .identity(Identity::from_pem(read(dir, "admin.pem")?, read(dir, "admin-key.pem")?)))
+}
+
+/// Renders an error with its sources (tonic's transport errors say little on their own).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// Opens `args.connections` channels (0 = one per endpoint), the i-th to
+/// endpoint `i % endpoints`, each connected before it is returned so that
+/// handshakes never count as request latency.
+pub async fn connect(args: &ConnectArgs) -> Result<Vec<Connection>, Error> {
+    let endpoints = parse_endpoints(&args.endpoints)?;
+    let tls = match args.target {
+        Target::Fleet => Some(fleet_tls(args.tls_dir.as_deref().ok_or(Error::TlsDirMissing)?)?),
+        Target::Etcd => None,
+    };
+    let count = if args.connections == 0 { endpoints.len() } else { args.connections };
+    let timeout = Duration::from_secs(args.request_timeout_seconds.max(1));
+    let mut connections = Vec::with_capacity(count);
+    for i in 0..count {
+        let endpoint = endpoints[i % endpoints.len()].clone();
+        let channel = open(&endpoint, tls.clone(), timeout).await?;
+        connections.push(Connection { endpoint, channel });
+    }
+    Ok(connections)
+}
+
+/// Dials one endpoint: `https` with `tls`, plaintext `http` without.
+pub async fn open(endpoint: &str, tls: Option<ClientTlsConfig>, timeout: Duration) -> Result<Channel, Error> {
+    let failed = |e: &(dyn std::error::Error + 'static)| Error::Connect {
+        endpoint: endpoint.to_string(),
+        detail: error_chain(e),
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut builder = Endpoint::from_shared(format!("{scheme}://{endpoint}"))
+        .map_err(|e| failed(&e))?
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(timeout)
+        .tcp_nodelay(true);
+    if let Some(tls) = tls {
+        builder = builder.tls_config(tls).map_err(|e| failed(&e))?;
+    }
+    builder.connect().await.map_err(|e| failed(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_must_be_host_port() {
+        let ok = parse_endpoints(&["127.0.0.1:7001".into(), " localhost:2379 ".into()]).unwrap();
+        assert_eq!(ok, vec!["127.0.0.1:7001".to_string(), "localhost:2379".to_string()]);
+        for bad in ["127.0.0.1", ":7001", "https://127.0.0.1:7001", "host:port"] {
+            let err = parse_endpoints(&[bad.to_string()]).unwrap_err().to_string();
+            assert!(err.contains("--endpoints"), "{bad}: {err}");
+        }
+        assert!(parse_endpoints(&[]).is_err());
+    }
+
+    #[test]
+    fn a_missing_pki_file_is_named() {
+        let err = fleet_tls(Path::new("/nonexistent-pki")).unwrap_err().to_string();
+        assert!(err.contains("/nonexistent-pki/ca.pem"), "{err}");
+    }
+}

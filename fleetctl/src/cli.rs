@@ -1,0 +1,256 @@
+//! The command line, as clap parses it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::output::OutputFormat;
+
+/// fleetctl controls a Fleet hub: place resources on member clusters.
+#[derive(Debug, Parser)]
+#[command(name = "fleetctl", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Hub nodes to talk to, host:port[,host:port...]; the next is tried when one is down.
+    #[arg(long, global = true, env = "FLEET_ENDPOINTS", value_name = "HOST:PORT,...")]
+    pub endpoints: Option<String>,
+
+    /// Directory holding ca.pem, <user>.pem and <user>-key.pem.
+    #[arg(long, global = true, env = "FLEET_TLS_DIR", value_name = "PKI")]
+    pub tls_dir: Option<PathBuf>,
+
+    /// Which client certificate of the TLS directory to use (admin, viewer, ...).
+    #[arg(long, global = true, env = "FLEET_USER", default_value = "admin", value_name = "NAME")]
+    pub user: String,
+
+    /// How long one node may take to answer before the next is tried (e.g. 30s, 2m).
+    #[arg(long, global = true, default_value = "30s", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub request_timeout: Duration,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create or update objects from YAML or JSON manifests (all in one atomic request).
+    Apply(ApplyArgs),
+    /// Show objects as a table, JSON, YAML or names; -w to watch changes.
+    Get(GetArgs),
+    /// Show one object in detail, with its events.
+    Describe(DescribeArgs),
+    /// Delete objects by kind and name, or those in manifests.
+    Delete(DeleteArgs),
+    /// Inspect and change the hub's node membership.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// Make the fleet's certificates.
+    #[command(subcommand)]
+    Pki(PkiCommand),
+}
+
+/// `apply`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// A manifest file, a directory of *.yaml/*.yml/*.json files, or - for stdin (repeatable).
+    #[arg(short = 'f', long = "filename", required = true, value_name = "FILE|DIR|-")]
+    pub files: Vec<String>,
+}
+
+/// `get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The kind: Kind, plural or short name (e.g. crp, mc, cm); KIND/NAME also works.
+    pub kind: String,
+    /// One object's name.
+    pub name: Option<String>,
+    /// The namespace (default: "default" for namespaced kinds).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    pub all_namespaces: bool,
+    /// Only objects whose labels match (e.g. app=web,tier!=db).
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<OutputFormat>,
+    /// A linearizable read through the leader.
+    #[arg(long)]
+    pub consistent: bool,
+    /// After listing, print changes as they happen until interrupted.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+}
+
+/// `describe`.
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// The kind (KIND/NAME also works).
+    pub kind: String,
+    /// The object's name.
+    pub name: Option<String>,
+    /// The namespace (default: "default" for namespaced kinds).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// A linearizable read through the leader.
+    #[arg(long)]
+    pub consistent: bool,
+}
+
+/// `delete`.
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// The kind (KIND/NAME also works).
+    pub kind: Option<String>,
+    /// The object's name.
+    pub name: Option<String>,
+    /// The namespace (default: "default" for namespaced kinds).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Delete the objects of these manifests instead (repeatable; DIR and - work as for apply).
+    #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-", conflicts_with_all = ["kind", "name"])]
+    pub files: Vec<String>,
+    /// Treat "not found" as success.
+    #[arg(long)]
+    pub ignore_not_found: bool,
+}
+
+/// `cluster ...`.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Show the hub's members, the leader and the term.
+    Status(ClusterOutput),
+    /// Add a node (give it a certificate first: pki issue-node).
+    AddNode {
+        /// The new node's id.
+        #[arg(long)]
+        id: u64,
+        /// Its address, host:port.
+        #[arg(long, value_name = "HOST:PORT")]
+        address: String,
+        /// Output format.
+        #[command(flatten)]
+        output: ClusterOutput,
+    },
+    /// Remove a node.
+    RemoveNode {
+        /// The node's id.
+        #[arg(long)]
+        id: u64,
+        /// Output format.
+        #[command(flatten)]
+        output: ClusterOutput,
+    },
+}
+
+/// `-o` of the cluster commands.
+#[derive(Debug, Args)]
+pub struct ClusterOutput {
+    /// Output format (default: a table).
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<ClusterFormat>,
+}
+
+/// Formats of `cluster status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClusterFormat {
+    /// `{"leader", "term", "members": [...]}`.
+    Json,
+}
+
+/// `pki ...`.
+#[derive(Debug, Subcommand)]
+pub enum PkiCommand {
+    /// Make a new CA with node, admin and viewer certificates.
+    Init {
+        /// Where to write the files.
+        #[arg(long, value_name = "PKI")]
+        dir: PathBuf,
+        /// How many node certificates (node-1 .. node-N).
+        #[arg(long, default_value_t = 3)]
+        nodes: u64,
+        /// Extra names in node certificates: IP addresses or DNS names, comma-separated.
+        #[arg(long, default_value = "127.0.0.1,localhost", value_name = "HOST,...")]
+        hosts: String,
+        /// Replace an existing PKI.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Sign a certificate for one more node with the existing CA.
+    IssueNode {
+        /// The PKI directory.
+        #[arg(long, value_name = "PKI")]
+        dir: PathBuf,
+        /// The node id.
+        #[arg(long)]
+        id: u64,
+        /// Extra names: IP addresses or DNS names, comma-separated.
+        #[arg(long, default_value = "127.0.0.1,localhost", value_name = "HOST,...")]
+        hosts: String,
+        /// Replace existing files.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Sign a client certificate with any subject CN.
+    IssueClient {
+        /// The PKI directory.
+        #[arg(long, value_name = "PKI")]
+        dir: PathBuf,
+        /// The CN, also the file name (<NAME>.pem, <NAME>-key.pem).
+        #[arg(long)]
+        name: String,
+        /// Replace existing files.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_contract_examples() {
+        let cli = Cli::try_parse_from([
+            "fleetctl",
+            "--endpoints",
+            "a:1,b:2",
+            "get",
+            "crp",
+            "web",
+            "-o",
+            "json",
+            "--consistent",
+        ])
+        .unwrap();
+        assert_eq!(cli.endpoints.as_deref(), Some("a:1,b:2"));
+        assert_eq!(cli.user, "admin");
+        match cli.command {
+            Command::Get(g) => {
+                assert_eq!((g.kind.as_str(), g.name.as_deref()), ("crp", Some("web")));
+                assert_eq!(g.output, Some(OutputFormat::Json));
+                assert!(g.consistent);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from(["fleetctl", "apply", "-f", "a.yaml", "-f", "dir", "--user", "viewer"]).unwrap();
+        assert_eq!(cli.user, "viewer");
+        assert!(matches!(cli.command, Command::Apply(a) if a.files == ["a.yaml", "dir"]));
+        assert!(Cli::try_parse_from(["fleetctl", "get", "cm", "-n", "x", "-A"]).is_err());
+        assert!(Cli::try_parse_from(["fleetctl", "delete", "cm", "x", "-f", "a.yaml"]).is_err());
+        let cli = Cli::try_parse_from(["fleetctl", "cluster", "status", "-o", "json"]).unwrap();
+        assert!(matches!(cli.command, Command::Cluster(ClusterCommand::Status(ClusterOutput { output: Some(_) }))));
+        let cli = Cli::try_parse_from(["fleetctl", "pki", "init", "--dir", "p"]).unwrap();
+        assert!(matches!(cli.command, Command::Pki(PkiCommand::Init { nodes: 3, .. })));
+    }
+}

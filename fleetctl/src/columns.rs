@@ -1,0 +1,164 @@
+//! Which columns `get` prints for a kind. Per-kind column sets are added here
+//! (one match arm each); the printer only asks [`columns_for`].
+
+use std::time::SystemTime;
+
+use fleet_api::Object;
+use serde_json::Value;
+
+use crate::age::age;
+
+/// Computes one cell of a row.
+pub type CellFn = fn(&Object, SystemTime) -> String;
+
+/// One column of a `get` table.
+#[derive(Clone, Copy)]
+pub struct Column {
+    /// The header, uppercase.
+    pub header: &'static str,
+    /// The cell of an object, given the time "now" (for ages).
+    pub value: CellFn,
+}
+
+impl std::fmt::Debug for Column {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Column").field("header", &self.header).finish()
+    }
+}
+
+/// The columns of `get KIND` (canonical Kind, e.g. `ConfigMap`), `wide` for
+/// `-o wide`. `NAMESPACE` is not included: the printer adds it with `-A`.
+pub fn columns_for(kind: &str, wide: bool) -> Vec<Column> {
+    match kind {
+        "Event" => event_columns(),
+        _ => generic_columns(wide),
+    }
+}
+
+/// The `NAMESPACE` column the printer puts first for `-A`.
+pub fn namespace_column() -> Column {
+    Column { header: "NAMESPACE", value: |o, _| o.metadata.namespace.clone().unwrap_or_default() }
+}
+
+/// `NAME`, `AGE`; wide adds `GENERATION` and `LABELS`.
+fn generic_columns(wide: bool) -> Vec<Column> {
+    let mut columns = vec![name_column(), age_column()];
+    if wide {
+        columns.push(Column { header: "GENERATION", value: |o, _| o.metadata.generation.to_string() });
+        columns.push(Column { header: "LABELS", value: |o, _| labels_text(o) });
+    }
+    columns
+}
+
+/// `LAST SEEN`, `TYPE`, `REASON`, `OBJECT`, `MESSAGE` (as kubectl).
+fn event_columns() -> Vec<Column> {
+    vec![
+        Column { header: "LAST SEEN", value: |o, now| age(Some(&event_time(o)), now) },
+        Column { header: "TYPE", value: |o, _| str_field(o, &["type"]) },
+        Column { header: "REASON", value: |o, _| str_field(o, &["reason"]) },
+        Column { header: "OBJECT", value: |o, _| involved_object(o) },
+        Column { header: "MESSAGE", value: |o, _| str_field(o, &["message"]) },
+    ]
+}
+
+fn name_column() -> Column {
+    Column { header: "NAME", value: |o, _| o.metadata.name.clone() }
+}
+
+fn age_column() -> Column {
+    Column { header: "AGE", value: |o, now| age(o.metadata.creation_timestamp.as_deref(), now) }
+}
+
+/// `k=v,k2=v2`, or `<none>`.
+pub fn labels_text(object: &Object) -> String {
+    if object.metadata.labels.is_empty() {
+        return "<none>".to_string();
+    }
+    object.metadata.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// A string field at `path` under the object's top-level fields (`""` if absent);
+/// numbers and booleans are printed as text.
+pub fn str_field(object: &Object, path: &[&str]) -> String {
+    let Some((first, rest)) = path.split_first() else {
+        return String::new();
+    };
+    let mut value = object.rest.get(*first);
+    for part in rest {
+        value = value.and_then(|v| v.get(part));
+    }
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// When an Event last happened: `lastTimestamp`, else `eventTime`, else
+/// `firstTimestamp`, else its creation.
+pub fn event_time(event: &Object) -> String {
+    ["lastTimestamp", "eventTime", "firstTimestamp"]
+        .iter()
+        .map(|f| str_field(event, &[f]))
+        .find(|t| !t.is_empty())
+        .or_else(|| event.metadata.creation_timestamp.clone())
+        .unwrap_or_default()
+}
+
+/// `kind/name` (lowercase kind) of an Event's involved object.
+fn involved_object(event: &Object) -> String {
+    let kind = str_field(event, &["involvedObject", "kind"]).to_ascii_lowercase();
+    let name = str_field(event, &["involvedObject", "name"]);
+    format!("{kind}/{name}")
+}
+
+/// Every column's header, in order.
+pub fn headers(columns: &[Column]) -> Vec<String> {
+    columns.iter().map(|c| c.header.to_string()).collect()
+}
+
+/// One row of cells for `object`.
+pub fn row(columns: &[Column], object: &Object, now: SystemTime) -> Vec<String> {
+    columns.iter().map(|c| (c.value)(object, now)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::age::parse_timestamp;
+
+    fn cm() -> Object {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "app", "generation": 2,
+                         "creationTimestamp": "2024-05-01T10:00:00Z", "labels": {"x": "1", "y": "2"}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn generic_and_wide_columns() {
+        let now = parse_timestamp("2024-05-01T10:12:00Z").unwrap();
+        assert_eq!(headers(&columns_for("ConfigMap", false)), ["NAME", "AGE"]);
+        assert_eq!(row(&columns_for("ConfigMap", false), &cm(), now), ["a", "12m"]);
+        assert_eq!(headers(&columns_for("ConfigMap", true)), ["NAME", "AGE", "GENERATION", "LABELS"]);
+        assert_eq!(row(&columns_for("ConfigMap", true), &cm(), now), ["a", "12m", "2", "x=1,y=2"]);
+        assert_eq!((namespace_column().value)(&cm(), now), "app");
+    }
+
+    #[test]
+    fn event_columns_read_the_event() {
+        let ev: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1", "namespace": "default"},
+            "type": "Normal", "reason": "Scheduled", "message": "picked 2 clusters",
+            "involvedObject": {"kind": "ClusterResourcePlacement", "name": "web"},
+            "lastTimestamp": "2024-05-01T10:11:00Z"
+        }))
+        .unwrap();
+        let now = parse_timestamp("2024-05-01T10:12:00Z").unwrap();
+        assert_eq!(
+            row(&columns_for("Event", false), &ev, now),
+            ["60s", "Normal", "Scheduled", "clusterresourceplacement/web", "picked 2 clusters"]
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! `get KIND [NAME] [-n NS|-A] [-l SEL] [-o FORMAT] [--consistent] [-w]`.
+
+use std::time::SystemTime;
+
+use fleet_api::{LabelSelector, Object};
+
+use super::split_kind_name;
+use crate::cli::GetArgs;
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::io::Io;
+use crate::kind::KindArg;
+use crate::output::{render_objects, OutputFormat, TableOptions, WatchPrinter};
+use crate::types::ListQuery;
+use crate::watch::Watcher;
+
+/// Prints one object or a list; with `-w`, then every change until
+/// interrupted.
+pub async fn run(client: &Client, args: GetArgs, io: &mut Io) -> Result<()> {
+    let (kind_name, name) = split_kind_name(&args.kind, args.name.clone())?;
+    let kind = KindArg::resolve(&kind_name);
+    let selector = args.selector.clone().unwrap_or_default();
+    check_selector(&selector)?;
+    if name.is_some() && !selector.is_empty() {
+        return Err(Error::Usage("a label selector cannot be combined with a name".to_string()));
+    }
+    let query = list_query(&kind, &args, selector);
+    if args.watch {
+        return watch(client, query, name, &args, io).await;
+    }
+    let now = SystemTime::now();
+    match name {
+        Some(name) => {
+            let namespace = kind.namespace_for(args.namespace.as_deref());
+            let object = client.get(&kind, &namespace, &name, args.consistent).await?;
+            let table = table_options(&kind, &args, std::slice::from_ref(&object));
+            io.out(&render_objects(args.output, &[object], true, &table, now)?)
+        }
+        None => {
+            let list = client.list(&query).await?;
+            let prints_table = !matches!(args.output, Some(OutputFormat::Json | OutputFormat::Yaml));
+            if list.items.is_empty() && prints_table {
+                return io.err(&no_resources(&query));
+            }
+            let table = table_options(&kind, &args, &list.items);
+            io.out(&render_objects(args.output, &list.items, false, &table, now)?)
+        }
+    }
+}
+
+/// Lists (or gets), prints, then follows the changes.
+async fn watch(client: &Client, query: ListQuery, name: Option<String>, args: &GetArgs, io: &mut Io) -> Result<()> {
+    if let Some(name) = &name {
+        // Report a missing object as the server words it.
+        let namespace = query.kind.namespace_for(args.namespace.as_deref());
+        client.get(&query.kind, &namespace, name, args.consistent).await?;
+    }
+    let kind = query.kind.clone();
+    let (mut watcher, items) = Watcher::start(client.clone(), query.clone(), name).await?;
+    let table = table_options(&kind, args, &items);
+    let mut printer = WatchPrinter::new(args.output, &table);
+    if items.is_empty() && !matches!(args.output, Some(OutputFormat::Json | OutputFormat::Yaml)) {
+        io.err(&no_resources(&query))?;
+    }
+    io.out(&printer.initial(&items, SystemTime::now())?)?;
+    loop {
+        let event = watcher.next().await?;
+        io.out(&printer.event(&event, SystemTime::now())?)?;
+    }
+}
+
+/// What to list: `-A` is every namespace; `-n` one namespace (ignored for
+/// cluster-scoped kinds); neither is `default` for namespaced kinds and
+/// everything for the others.
+fn list_query(kind: &KindArg, args: &GetArgs, label_selector: String) -> ListQuery {
+    let namespace = if args.all_namespaces { String::new() } else { kind.namespace_for(args.namespace.as_deref()) };
+    ListQuery {
+        kind: kind.clone(),
+        namespace,
+        all_namespaces: args.all_namespaces,
+        label_selector,
+        consistent: args.consistent,
+    }
+}
+
+/// The table layout: `NAMESPACE` first with `-A`, or for a kind of unknown
+/// scope listed without `-n` when some objects have a namespace.
+fn table_options(kind: &KindArg, args: &GetArgs, objects: &[Object]) -> TableOptions {
+    let unknown_scope_across_namespaces = kind.namespaced().is_none()
+        && args.namespace.is_none()
+        && objects.iter().any(|o| o.metadata.namespace.as_deref().is_some_and(|ns| !ns.is_empty()));
+    TableOptions {
+        kind: kind.kind().to_string(),
+        wide: args.output == Some(OutputFormat::Wide),
+        show_namespace: args.all_namespaces || unknown_scope_across_namespaces,
+    }
+}
+
+/// kubectl's message for an empty list.
+fn no_resources(query: &ListQuery) -> String {
+    if query.all_namespaces || query.namespace.is_empty() {
+        "No resources found\n".to_string()
+    } else {
+        format!("No resources found in {} namespace.\n", query.namespace)
+    }
+}
+
+/// Refuses a malformed selector before asking the server.
+fn check_selector(selector: &str) -> Result<()> {
+    if selector.is_empty() {
+        return Ok(());
+    }
+    LabelSelector::parse(selector)
+        .map(|_| ())
+        .map_err(|e| Error::Selector { selector: selector.to_string(), message: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn args(line: &[&str]) -> GetArgs {
+        let mut argv = vec!["fleetctl", "get"];
+        argv.extend_from_slice(line);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Get(g) => g,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn query(line: &[&str]) -> ListQuery {
+        let a = args(line);
+        list_query(&KindArg::resolve(&a.kind), &a, String::new())
+    }
+
+    #[test]
+    fn namespaces_default_like_kubectl() {
+        let q = query(&["cm"]);
+        assert_eq!((q.namespace.as_str(), q.all_namespaces), ("default", false));
+        let q = query(&["cm", "-n", "app"]);
+        assert_eq!(q.namespace, "app");
+        let q = query(&["cm", "-A"]);
+        assert_eq!((q.namespace.as_str(), q.all_namespaces), ("", true));
+        let q = query(&["crp", "-n", "app"]);
+        assert_eq!(q.namespace, "");
+        let q = query(&["widgets"]);
+        assert_eq!(q.namespace, "");
+    }
+
+    #[test]
+    fn empty_list_messages() {
+        assert_eq!(no_resources(&query(&["cm"])), "No resources found in default namespace.\n");
+        assert_eq!(no_resources(&query(&["cm", "-A"])), "No resources found\n");
+        assert_eq!(no_resources(&query(&["crp"])), "No resources found\n");
+    }
+
+    #[test]
+    fn namespace_column_for_all_namespaces() {
+        let a = args(&["cm", "-A", "-o", "wide"]);
+        let t = table_options(&KindArg::resolve("cm"), &a, &[]);
+        assert!(t.show_namespace && t.wide);
+        assert_eq!(t.kind, "ConfigMap");
+    }
+}

@@ -1,0 +1,72 @@
+//! The commands: each takes its parsed arguments, a [`Client`] when it talks
+//! to the hub, and the [`Io`] to print to.
+
+mod apply;
+mod cluster;
+mod delete;
+mod describe;
+mod get;
+mod pki;
+
+use std::path::Path;
+
+use crate::cli::{Cli, Command};
+use crate::client::{Client, ClientOptions};
+use crate::endpoints::parse_endpoints;
+use crate::error::{Error, Result};
+use crate::io::Io;
+
+pub use cluster::status_table;
+
+/// Runs a parsed command line. `get -w` runs until its future is dropped or
+/// the watch fails.
+pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
+    let Cli { endpoints, tls_dir, user, request_timeout, command } = cli;
+    if let Command::Pki(command) = command {
+        return pki::run(command, io);
+    }
+    let options = ClientOptions { request_timeout: Some(request_timeout), ..ClientOptions::default() };
+    let client = connect(endpoints.as_deref(), tls_dir.as_deref(), &user, options).await?;
+    match command {
+        Command::Apply(args) => apply::run(&client, &args, io).await,
+        Command::Get(args) => get::run(&client, args, io).await,
+        Command::Describe(args) => describe::run(&client, args, io).await,
+        Command::Delete(args) => delete::run(&client, args, io).await,
+        Command::Cluster(command) => cluster::run(&client, command, io).await,
+        Command::Pki(command) => pki::run(command, io),
+    }
+}
+
+/// A client for the global flags: `--endpoints`, `--tls-dir`, `--user`.
+pub async fn connect(
+    endpoints: Option<&str>,
+    tls_dir: Option<&Path>,
+    user: &str,
+    options: ClientOptions,
+) -> Result<Client> {
+    let endpoints = parse_endpoints(endpoints.ok_or(Error::NoEndpoints)?)?;
+    let tls_dir = tls_dir.ok_or(Error::NoTlsDir)?;
+    Client::connect_with(endpoints, tls_dir, user, options).await
+}
+
+/// Splits `KIND/NAME` (kubectl's form) when no separate NAME is given.
+fn split_kind_name(kind: &str, name: Option<String>) -> Result<(String, Option<String>)> {
+    match kind.split_once('/') {
+        Some((k, n)) if name.is_none() && !k.is_empty() && !n.is_empty() => Ok((k.to_string(), Some(n.to_string()))),
+        Some(_) => Err(Error::Usage(format!("{kind:?}: give either KIND NAME or KIND/NAME"))),
+        None => Ok((kind.to_string(), name)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_slash_name() {
+        assert_eq!(split_kind_name("cm/x", None).unwrap(), ("cm".to_string(), Some("x".to_string())));
+        assert_eq!(split_kind_name("cm", Some("x".into())).unwrap(), ("cm".to_string(), Some("x".to_string())));
+        assert!(split_kind_name("cm/x", Some("y".into())).is_err());
+        assert!(split_kind_name("cm/", None).is_err());
+    }
+}

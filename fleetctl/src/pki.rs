@@ -1,0 +1,234 @@
+//! The fleet's PKI: one CA, node certificates and client certificates, in
+//! the file layout of [`fleet_proto::tls::PkiDir`].
+
+use std::fs;
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fleet_proto::tls::{node_server_name, PkiDir, ADMIN_CN, NODE_CN_PREFIX, VIEWER_CN};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
+};
+
+use crate::error::{Error, Result};
+
+/// The CA's subject CN.
+pub const CA_CN: &str = "fleet-ca";
+/// The `--hosts` default: what a local fleet dials.
+pub const DEFAULT_HOSTS: &[&str] = &["127.0.0.1", "localhost"];
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+const CA_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+const LEAF_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
+/// Certificates start this long before now, to tolerate clock skew.
+const BACKDATE: Duration = Duration::from_secs(3600);
+
+/// Makes a new PKI in `dir`: the CA, node certificates `1..=nodes` (each
+/// with `node-<i>.fleet` and every `hosts` entry as SANs), and the `admin`
+/// and `viewer` client certificates. Refuses to replace an existing `ca.pem`
+/// unless `force`. Returns the files written.
+pub fn init(dir: &Path, nodes: u64, hosts: &[String], force: bool) -> Result<Vec<PathBuf>> {
+    if nodes == 0 {
+        return Err(Error::Usage("--nodes must be at least 1".to_string()));
+    }
+    validate_hosts(hosts)?;
+    let pki = PkiDir::new(dir);
+    if !force && pki.ca_cert().exists() {
+        return Err(Error::Exists { path: pki.ca_cert() });
+    }
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+
+    let ca_key = KeyPair::generate()?;
+    let ca_params = ca_params()?;
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let mut written = Vec::new();
+    written.push(write_public(&pki.ca_cert(), &ca_cert.pem())?);
+    written.push(write_private(&pki.ca_key(), &ca_key.serialize_pem())?);
+
+    let issuer = Issuer::new(ca_params, ca_key);
+    for id in 1..=nodes {
+        written.extend(write_node(&pki, &issuer, id, hosts)?);
+    }
+    for name in [ADMIN_CN, VIEWER_CN] {
+        written.extend(write_client(&pki, &issuer, name)?);
+    }
+    Ok(written)
+}
+
+/// Signs a certificate for node `id` with the CA in `dir` (how an operator
+/// adds a node). Refuses to replace existing files unless `force`.
+pub fn issue_node(dir: &Path, id: u64, hosts: &[String], force: bool) -> Result<Vec<PathBuf>> {
+    if id == 0 {
+        return Err(Error::Usage("node ids start at 1".to_string()));
+    }
+    validate_hosts(hosts)?;
+    let pki = PkiDir::new(dir);
+    if !force {
+        refuse_existing(&[pki.node_cert(id), pki.node_key(id)])?;
+    }
+    let issuer = load_issuer(&pki)?;
+    write_node(&pki, &issuer, id, hosts)
+}
+
+/// Signs a client certificate with subject CN `name` (any name: `admin`,
+/// `viewer`, `system:fleet:member:<cluster>`, or a role the server does not
+/// know) with the CA in `dir`, written as `<name>.pem` and `<name>-key.pem`.
+pub fn issue_client(dir: &Path, name: &str, force: bool) -> Result<Vec<PathBuf>> {
+    validate_client_name(name)?;
+    let pki = PkiDir::new(dir);
+    if !force {
+        refuse_existing(&[pki.client_cert(name), pki.client_key(name)])?;
+    }
+    let issuer = load_issuer(&pki)?;
+    write_client(&pki, &issuer, name)
+}
+
+fn ca_params() -> Result<CertificateParams> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = common_name(CA_CN);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    set_validity(&mut params, CA_VALIDITY);
+    Ok(params)
+}
+
+/// The parameters of node `id`'s certificate.
+fn node_params(id: u64, hosts: &[String]) -> Result<CertificateParams> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = common_name(&format!("{NODE_CN_PREFIX}{id}"));
+    let mut names = vec![node_server_name(id)];
+    for host in hosts {
+        if !names.contains(host) {
+            names.push(host.clone());
+        }
+    }
+    params.subject_alt_names = names.iter().map(|n| san(n)).collect::<Result<_>>()?;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+    params.use_authority_key_identifier_extension = true;
+    set_validity(&mut params, LEAF_VALIDITY);
+    Ok(params)
+}
+
+fn client_params(name: &str) -> Result<CertificateParams> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = common_name(name);
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.use_authority_key_identifier_extension = true;
+    set_validity(&mut params, LEAF_VALIDITY);
+    Ok(params)
+}
+
+fn write_node(pki: &PkiDir, issuer: &Issuer<'_, KeyPair>, id: u64, hosts: &[String]) -> Result<Vec<PathBuf>> {
+    let key = KeyPair::generate()?;
+    let cert = node_params(id, hosts)?.signed_by(&key, issuer)?;
+    Ok(vec![write_public(&pki.node_cert(id), &cert.pem())?, write_private(&pki.node_key(id), &key.serialize_pem())?])
+}
+
+fn write_client(pki: &PkiDir, issuer: &Issuer<'_, KeyPair>, name: &str) -> Result<Vec<PathBuf>> {
+    let key = KeyPair::generate()?;
+    let cert = client_params(name)?.signed_by(&key, issuer)?;
+    Ok(vec![
+        write_public(&pki.client_cert(name), &cert.pem())?,
+        write_private(&pki.client_key(name), &key.serialize_pem())?,
+    ])
+}
+
+/// The CA of an existing PKI directory, ready to sign.
+fn load_issuer(pki: &PkiDir) -> Result<Issuer<'static, KeyPair>> {
+    let ca_pem = read_text(&pki.ca_cert())?;
+    let key_pem = read_text(&pki.ca_key())?;
+    let key = KeyPair::from_pem(&key_pem)?;
+    Ok(Issuer::from_ca_cert_pem(&ca_pem, key)?)
+}
+
+fn common_name(cn: &str) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, cn);
+    dn
+}
+
+/// An IP SAN for addresses, a DNS SAN otherwise.
+fn san(name: &str) -> Result<SanType> {
+    match name.parse::<IpAddr>() {
+        Ok(ip) => Ok(SanType::IpAddress(ip)),
+        Err(_) => Ok(SanType::DnsName(name.to_string().try_into()?)),
+    }
+}
+
+fn validate_hosts(hosts: &[String]) -> Result<()> {
+    for host in hosts {
+        if host.is_empty() || host.contains(|c: char| c.is_whitespace() || c == '/' || c == ',') {
+            return Err(Error::Usage(format!("invalid --hosts entry {host:?}: expected an IP address or DNS name")));
+        }
+    }
+    Ok(())
+}
+
+fn validate_client_name(name: &str) -> Result<()> {
+    let bad = name.is_empty() || name.starts_with('.') || name.contains(['/', '\\', '\0']) || name == "ca";
+    if bad {
+        return Err(Error::Usage(format!(
+            "invalid client name {name:?}: it names the certificate's CN and its file, so it must be non-empty, \
+             not start with '.', contain no '/', and not be \"ca\""
+        )));
+    }
+    Ok(())
+}
+
+/// Splits a `--hosts` list (`127.0.0.1,localhost`), dropping blanks.
+pub fn parse_hosts(list: &str) -> Vec<String> {
+    list.split(',').map(str::trim).filter(|h| !h.is_empty()).map(str::to_string).collect()
+}
+
+fn set_validity(params: &mut CertificateParams, validity: Duration) {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    // rcgen takes `time::OffsetDateTime`; build it from the epoch so this
+    // crate needs no direct `time` dependency.
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    let start = now.saturating_sub(BACKDATE);
+    params.not_before = epoch + start;
+    params.not_after = epoch + now + validity.max(DAY);
+}
+
+fn refuse_existing(paths: &[PathBuf]) -> Result<()> {
+    match paths.iter().find(|p| p.exists()) {
+        Some(path) => Err(Error::Exists { path: path.clone() }),
+        None => Ok(()),
+    }
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    fs::read_to_string(path).map_err(|e| Error::io(path, e))
+}
+
+fn write_public(path: &Path, contents: &str) -> Result<PathBuf> {
+    fs::write(path, contents).map_err(|e| Error::io(path, e))?;
+    Ok(path.to_path_buf())
+}
+
+/// Writes a private key readable by its owner only (mode 0600 on Unix).
+fn write_private(path: &Path, contents: &str) -> Result<PathBuf> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).map_err(|e| Error::io(path, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(fs::Permissions::from_mode(0o600)).map_err(|e| Error::io(path, e))?;
+    }
+    file.write_all(contents.as_bytes()).map_err(|e| Error::io(path, e))?;
+    Ok(path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests;

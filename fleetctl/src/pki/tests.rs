@@ -1,0 +1,164 @@
+use std::sync::Arc;
+
+use fleet_proto::tls::{common_name as cn_of, Identity};
+use rustls::client::danger::ServerCertVerifier;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use x509_parser::extensions::{GeneralName, ParsedExtension};
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use super::*;
+
+fn hosts() -> Vec<String> {
+    parse_hosts("127.0.0.1,localhost")
+}
+
+fn der(path: &Path) -> CertificateDer<'static> {
+    CertificateDer::from_pem_file(path).unwrap()
+}
+
+fn identity(path: &Path) -> Identity {
+    Identity::from_der(&der(path)).unwrap()
+}
+
+fn sans(path: &Path) -> Vec<String> {
+    let der = der(path);
+    let (_, cert) = X509Certificate::from_der(&der).unwrap();
+    let mut names = Vec::new();
+    for ext in cert.extensions() {
+        if let ParsedExtension::SubjectAlternativeName(san) = ext.parsed_extension() {
+            for name in &san.general_names {
+                match name {
+                    GeneralName::DNSName(d) => names.push(d.to_string()),
+                    GeneralName::IPAddress(ip) => names.push(format!("ip:{ip:?}")),
+                    other => names.push(format!("{other:?}")),
+                }
+            }
+        }
+    }
+    names
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn roots(pki: &PkiDir) -> Arc<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(der(&pki.ca_cert())).unwrap();
+    Arc::new(roots)
+}
+
+/// Verifies `cert` as a TLS server certificate for `name` under the PKI's CA.
+fn verify_server(pki: &PkiDir, cert: &Path, name: &str) -> Result<(), rustls::Error> {
+    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(roots(pki), provider()).build().unwrap();
+    let server_name = ServerName::try_from(name.to_string()).unwrap();
+    verifier.verify_server_cert(&der(cert), &[], &server_name, &[], UnixTime::now()).map(|_| ())
+}
+
+/// Verifies `cert` as a TLS client certificate under the PKI's CA.
+fn verify_client(pki: &PkiDir, cert: &Path) -> Result<(), rustls::Error> {
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(roots(pki), provider()).build().unwrap();
+    verifier.verify_client_cert(&der(cert), &[], UnixTime::now()).map(|_| ())
+}
+
+#[test]
+fn init_makes_every_file_with_the_right_identities() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = init(dir.path(), 3, &hosts(), false).unwrap();
+    assert_eq!(written.len(), 2 + 3 * 2 + 2 * 2);
+    let pki = PkiDir::new(dir.path());
+    assert_eq!(cn_of(&der(&pki.ca_cert())).unwrap(), CA_CN);
+    for id in 1..=3 {
+        assert_eq!(identity(&pki.node_cert(id)), Identity::Node(id));
+        assert!(pki.node_key(id).exists());
+    }
+    assert_eq!(identity(&pki.client_cert("admin")), Identity::Admin);
+    assert_eq!(identity(&pki.client_cert("viewer")), Identity::Viewer);
+    assert!(KeyPair::from_pem(&fs::read_to_string(pki.client_key("admin")).unwrap()).is_ok());
+}
+
+#[test]
+fn node_certs_carry_their_names_and_verify_for_both_roles() {
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 2, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    let names = sans(&pki.node_cert(2));
+    assert_eq!(names, vec!["node-2.fleet".to_string(), "ip:[127, 0, 0, 1]".to_string(), "localhost".to_string()]);
+    verify_server(&pki, &pki.node_cert(2), "node-2.fleet").unwrap();
+    verify_server(&pki, &pki.node_cert(2), "127.0.0.1").unwrap();
+    verify_server(&pki, &pki.node_cert(2), "localhost").unwrap();
+    assert!(verify_server(&pki, &pki.node_cert(2), "node-1.fleet").is_err());
+    verify_client(&pki, &pki.node_cert(1)).unwrap();
+    verify_client(&pki, &pki.client_cert("admin")).unwrap();
+    assert!(verify_server(&pki, &pki.client_cert("admin"), "localhost").is_err());
+}
+
+#[cfg(unix)]
+#[test]
+fn key_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 1, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    for key in [pki.ca_key(), pki.node_key(1), pki.client_key("admin"), pki.client_key("viewer")] {
+        let mode = fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", key.display());
+    }
+}
+
+#[test]
+fn init_refuses_to_overwrite_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 1, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    let before = fs::read(pki.ca_cert()).unwrap();
+    assert!(matches!(init(dir.path(), 1, &hosts(), false), Err(Error::Exists { .. })));
+    assert_eq!(fs::read(pki.ca_cert()).unwrap(), before);
+    init(dir.path(), 1, &hosts(), true).unwrap();
+    assert_ne!(fs::read(pki.ca_cert()).unwrap(), before);
+}
+
+#[test]
+fn issue_node_signs_with_the_existing_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 3, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    issue_node(dir.path(), 4, &parse_hosts("10.0.0.4,node4.example"), false).unwrap();
+    assert_eq!(identity(&pki.node_cert(4)), Identity::Node(4));
+    assert_eq!(sans(&pki.node_cert(4))[0], "node-4.fleet");
+    verify_server(&pki, &pki.node_cert(4), "node-4.fleet").unwrap();
+    verify_server(&pki, &pki.node_cert(4), "node4.example").unwrap();
+    verify_client(&pki, &pki.node_cert(4)).unwrap();
+    assert!(matches!(issue_node(dir.path(), 4, &hosts(), false), Err(Error::Exists { .. })));
+    issue_node(dir.path(), 4, &hosts(), true).unwrap();
+}
+
+#[test]
+fn issue_client_makes_any_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 1, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    issue_client(dir.path(), "intruder", false).unwrap();
+    assert_eq!(identity(&pki.client_cert("intruder")), Identity::Other("intruder".into()));
+    verify_client(&pki, &pki.client_cert("intruder")).unwrap();
+    issue_client(dir.path(), "system:fleet:member:east", false).unwrap();
+    assert_eq!(identity(&pki.client_cert("system:fleet:member:east")), Identity::Member("east".into()));
+    for bad in ["", "ca", "../x", ".hidden"] {
+        assert!(matches!(issue_client(dir.path(), bad, false), Err(Error::Usage(_))), "{bad:?}");
+    }
+    assert!(matches!(issue_client(dir.path(), "admin", false), Err(Error::Exists { .. })));
+}
+
+#[test]
+fn issuing_without_a_ca_names_the_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = issue_client(dir.path(), "x", false).unwrap_err();
+    assert!(err.to_string().contains("ca.pem"), "{err}");
+}
+
+#[test]
+fn zero_nodes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(init(dir.path(), 0, &hosts(), false), Err(Error::Usage(_))));
+}
