@@ -41,6 +41,29 @@ async fn a_write_sent_to_a_follower_is_readable_from_every_node() {
     }
 }
 
+/// Waits until node `id` lists every name in `acked`; returns what it lists.
+async fn wait_for_all(hub: &Hub, id: u64, acked: &BTreeSet<String>) -> BTreeSet<String> {
+    let client = hub.client(id).await;
+    eventually(&format!("node {id} has every acknowledged write"), Duration::from_secs(20), || {
+        let mut client = client.clone();
+        async move {
+            let names: BTreeSet<String> = list_configmaps(&mut client, NS, 0)
+                .await
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|o| o.metadata.name)
+                .collect();
+            let missing: Vec<_> = acked.difference(&names).collect();
+            if missing.is_empty() {
+                Ok(names)
+            } else {
+                Err(format!("missing {}: {:?}", missing.len(), &missing[..missing.len().min(5)]))
+            }
+        }
+    })
+    .await
+}
+
 /// Writes `cm-<i>` through any reachable node until `count` are acknowledged,
 /// recording each acknowledged name.
 async fn write_until(
@@ -94,26 +117,7 @@ async fn acknowledged_writes_survive_the_leader_being_killed() {
     let acked: BTreeSet<String> = acked.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
     assert_eq!(acked.len(), 300);
     for id in hub.running() {
-        let c = hub.client(id).await;
-        let present = eventually(&format!("node {id} has every acknowledged write"), Duration::from_secs(20), || {
-            let mut c = c.clone();
-            let acked = &acked;
-            async move {
-                let names: BTreeSet<String> = list_configmaps(&mut c, NS, 0)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .into_iter()
-                    .map(|o| o.metadata.name)
-                    .collect();
-                let missing: Vec<_> = acked.difference(&names).collect();
-                if missing.is_empty() {
-                    Ok(names)
-                } else {
-                    Err(format!("missing {}: {:?}", missing.len(), &missing[..missing.len().min(5)]))
-                }
-            }
-        })
-        .await;
+        let present = wait_for_all(&hub, id, &acked).await;
         assert!(acked.is_subset(&present));
     }
 }
@@ -227,24 +231,6 @@ async fn a_fourth_node_joins_as_voter_and_a_node_is_removed_while_serving() {
     let ids: BTreeSet<u64> = s.members.iter().map(|m| m.id).collect();
     assert!(!ids.contains(&victim) && ids.contains(&4) && ids.len() == 3, "{s:?}");
     let acked: BTreeSet<String> = acked.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
-    let c = hub.client(4).await;
-    let names: BTreeSet<String> = eventually("node 4 has every write", Duration::from_secs(20), || {
-        let mut c = c.clone();
-        let acked = &acked;
-        async move {
-            let names: BTreeSet<String> = list_configmaps(&mut c, NS, 0)
-                .await
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .map(|o| o.metadata.name)
-                .collect();
-            if acked.is_subset(&names) {
-                Ok(names)
-            } else {
-                Err(format!("{} of {}", names.len(), acked.len()))
-            }
-        }
-    })
-    .await;
+    let names = wait_for_all(&hub, 4, &acked).await;
     assert!(acked.is_subset(&names));
 }
