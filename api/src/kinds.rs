@@ -50,8 +50,12 @@ impl KindInfo {
     }
 }
 
-const FLEET_CLUSTER: &str = "cluster.kubernetes-fleet.io";
-const FLEET_PLACEMENT: &str = "placement.kubernetes-fleet.io";
+/// The API group of MemberCluster.
+pub const FLEET_CLUSTER_GROUP: &str = "cluster.kubernetes-fleet.io";
+const FLEET_CLUSTER: &str = FLEET_CLUSTER_GROUP;
+/// The API group of placements, snapshots, bindings and Work.
+pub const FLEET_PLACEMENT_GROUP: &str = "placement.kubernetes-fleet.io";
+const FLEET_PLACEMENT: &str = FLEET_PLACEMENT_GROUP;
 const OCM_CLUSTER: &str = "cluster.open-cluster-management.io";
 const CLUSTER_VERSIONS: &[&str] = &["v1beta1", "v1"];
 const PLACEMENT_VERSIONS: &[&str] = &["v1beta1", "v1", "v1alpha1"];

@@ -5,12 +5,17 @@
 //! [`selector`]s, multi-document [`parse`]ing, field-path [`validation`] and
 //! the name and label syntax rules in [`names`].
 
+pub mod conditions;
 pub mod kinds;
+pub mod member;
 pub mod names;
 pub mod object;
 pub mod parse;
+pub mod quantity;
 pub mod selector;
+pub mod typed;
 pub mod validation;
+pub mod work;
 
 pub use kinds::{KindInfo, Scope};
 pub use object::{Object, ObjectKey, ObjectMeta, OwnerReference};

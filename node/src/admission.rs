@@ -195,5 +195,6 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
     }
     object.strip_server_fields();
     validate_generic(&object, kind.scope).map_err(|e| e.to_string())?;
+    fleet_api::typed::prepare(&mut object).map_err(|e| e.to_string())?;
     Ok(object)
 }

@@ -1,0 +1,205 @@
+//! `MemberCluster`: a cluster of the fleet. An admin creates it (labels,
+//! taints); its agent fills the status through heartbeats.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::conditions::Condition;
+use crate::typed::{decode, encode};
+use crate::validation::{quote, FieldError, ValidationError};
+use crate::{names, Object};
+
+/// Every MemberCluster carries this label with its own name.
+pub const MEMBER_NAME_LABEL: &str = "kubernetes-fleet.io/member-name";
+/// `spec.heartbeatPeriodSeconds` when not given.
+pub const DEFAULT_HEARTBEAT_PERIOD_SECONDS: i64 = 60;
+/// Allowed heartbeat periods.
+pub const HEARTBEAT_PERIOD_RANGE: std::ops::RangeInclusive<i64> = 1..=600;
+/// Condition types of `status.conditions`.
+pub const CONDITION_JOINED: &str = "Joined";
+/// The cluster's agent heartbeats in time.
+pub const CONDITION_HEALTHY: &str = "Healthy";
+/// The agent could collect the cluster's properties.
+pub const CONDITION_PROPERTIES: &str = "PropertyCollectionSucceeded";
+
+/// The hub namespace holding a member's Work: `fleet-member-<cluster>`.
+pub fn member_namespace(cluster: &str) -> String {
+    format!("fleet-member-{cluster}")
+}
+
+/// A taint: clusters with taints get placements only when tolerated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Taint {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    pub effect: String,
+}
+
+/// `spec` of a MemberCluster.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemberClusterSpec {
+    /// KubeFleet's identity of the agent on the hub; accepted and kept for compatibility.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_period_seconds: Option<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<Taint>,
+}
+
+impl MemberClusterSpec {
+    /// The heartbeat period, defaulted.
+    pub fn heartbeat_period(&self) -> i64 {
+        self.heartbeat_period_seconds.unwrap_or(DEFAULT_HEARTBEAT_PERIOD_SECONDS)
+    }
+}
+
+/// One property value as reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PropertyValue {
+    pub value: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub observation_time: String,
+}
+
+/// Capacity, allocatable and available resources (`cpu`, `memory` quantities).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceUsage {
+    #[serde(default)]
+    pub capacity: BTreeMap<String, String>,
+    #[serde(default)]
+    pub allocatable: BTreeMap<String, String>,
+    #[serde(default)]
+    pub available: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub observation_time: String,
+}
+
+/// The status of one agent of the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentStatus {
+    #[serde(rename = "type")]
+    pub type_: String,
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub last_received_heartbeat: String,
+}
+
+/// `status` of a MemberCluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberClusterStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub properties: BTreeMap<String, PropertyValue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_usage: Option<ResourceUsage>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_status: Vec<AgentStatus>,
+}
+
+/// The spec of a stored MemberCluster (admission guarantees it decodes).
+pub fn spec_of(object: &Object) -> MemberClusterSpec {
+    object.spec().and_then(|s| decode(s, "spec").ok()).unwrap_or_default()
+}
+
+/// The status of a stored MemberCluster (empty if none yet).
+pub fn status_of(object: &Object) -> MemberClusterStatus {
+    object.status().and_then(|s| decode(s, "status").ok()).unwrap_or_default()
+}
+
+/// Writes a typed status into the object.
+pub fn set_status(object: &mut Object, status: &MemberClusterStatus) {
+    object.rest.insert("status".into(), encode(status));
+}
+
+/// A new MemberCluster with no labels (joining without one creates it).
+pub fn new_member_cluster(name: &str) -> Object {
+    let mut object = Object {
+        api_version: format!("{}/v1beta1", crate::kinds::FLEET_CLUSTER_GROUP),
+        kind: "MemberCluster".into(),
+        metadata: crate::ObjectMeta { name: name.to_string(), ..Default::default() },
+        rest: Default::default(),
+    };
+    object.rest.insert("spec".into(), Value::Object(Default::default()));
+    object.metadata.labels.insert(MEMBER_NAME_LABEL.into(), name.to_string());
+    object
+}
+
+/// Validates and defaults a MemberCluster: known fields only, heartbeat
+/// period in range (default 60), taints with effect `NoSchedule`, and the
+/// member-name label.
+pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
+    let mut errors = Vec::new();
+    let raw = object.spec().cloned().unwrap_or(Value::Object(Default::default()));
+    let mut spec: MemberClusterSpec = match decode(&raw, "spec") {
+        Ok(s) => s,
+        Err(e) => return ValidationError::check(&object.kind, &object.metadata.name, vec![e]),
+    };
+    let period = spec.heartbeat_period();
+    if !HEARTBEAT_PERIOD_RANGE.contains(&period) {
+        errors.push(FieldError::invalid("spec.heartbeatPeriodSeconds", period, "must be between 1 and 600 (seconds)"));
+    }
+    spec.heartbeat_period_seconds = Some(period);
+    for (i, taint) in spec.taints.iter().enumerate() {
+        let path = format!("spec.taints[{i}]");
+        if let Some(detail) = names::validate_label_key(&taint.key) {
+            errors.push(FieldError::invalid(format!("{path}.key"), quote(&taint.key), detail));
+        }
+        if let Some(detail) = names::validate_label_value(&taint.value) {
+            errors.push(FieldError::invalid(format!("{path}.value"), quote(&taint.value), detail));
+        }
+        if taint.effect != "NoSchedule" {
+            errors.push(FieldError::not_supported(format!("{path}.effect"), quote(&taint.effect), &["NoSchedule"]));
+        }
+    }
+    ValidationError::check(&object.kind, &object.metadata.name, errors)?;
+    object.rest.insert("spec".into(), encode(&spec));
+    let name = object.metadata.name.clone();
+    object.metadata.labels.insert(MEMBER_NAME_LABEL.into(), name);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn mc(spec: Value) -> Object {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.kubernetes-fleet.io/v1beta1", "kind": "MemberCluster",
+            "metadata": {"name": "east-1", "labels": {"region": "east"}}, "spec": spec
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn defaults_period_and_adds_the_member_name_label() {
+        let mut o = mc(json!({}));
+        prepare(&mut o).unwrap();
+        assert_eq!(spec_of(&o).heartbeat_period_seconds, Some(60));
+        assert_eq!(o.metadata.labels.get(MEMBER_NAME_LABEL).map(String::as_str), Some("east-1"));
+        assert_eq!(o.metadata.labels.get("region").map(String::as_str), Some("east"));
+    }
+
+    #[test]
+    fn refuses_out_of_range_periods_bad_effects_and_unknown_fields() {
+        let mut o = mc(json!({"heartbeatPeriodSeconds": 0, "taints": [{"key": "k", "effect": "NoExecute"}]}));
+        let e = prepare(&mut o).unwrap_err().to_string();
+        assert!(e.contains("spec.heartbeatPeriodSeconds: Invalid value: 0: must be between 1 and 600"), "{e}");
+        assert!(e.contains("spec.taints[0].effect: Unsupported value: \"NoExecute\""), "{e}");
+        let mut o = mc(json!({"heartbeatPeriod": 5}));
+        let e = prepare(&mut o).unwrap_err().to_string();
+        assert!(e.contains("heartbeatPeriod") && e.contains("unknown field"), "{e}");
+    }
+}

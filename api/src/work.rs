@@ -1,0 +1,214 @@
+//! `Work`: the manifests one member cluster must apply, in the hub namespace
+//! `fleet-member-<cluster>`, and the agent's report of how that went.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::conditions::Condition;
+use crate::typed::{decode, encode};
+use crate::validation::{quote, FieldError, ValidationError};
+use crate::Object;
+
+/// Work condition: every manifest was applied.
+pub const CONDITION_APPLIED: &str = "Applied";
+/// Work condition: every manifest is available (or untrackable).
+pub const CONDITION_AVAILABLE: &str = "Available";
+/// Reasons of the Work conditions (rollout.md).
+pub const REASON_ALL_APPLIED: &str = "AllManifestsApplied";
+/// Some manifest failed to apply.
+pub const REASON_SOME_NOT_APPLIED: &str = "SomeManifestsAreNotApplied";
+/// Every manifest is available.
+pub const REASON_ALL_AVAILABLE: &str = "AllManifestsAvailable";
+/// Some manifest is not available yet.
+pub const REASON_SOME_NOT_AVAILABLE: &str = "SomeManifestsAreNotAvailable";
+/// Everything is available or untrackable, at least one untrackable.
+pub const REASON_NOT_TRACKABLE: &str = "WorkNotTrackable";
+
+/// `spec.workload`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Workload {
+    #[serde(default)]
+    pub manifests: Vec<Value>,
+}
+
+/// `serverSideApplyConfig`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServerSideApplyConfig {
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// How the agent applies (rollout.md, "Apply strategy").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApplyStrategy {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison_option: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_to_apply: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_to_take_over: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_co_ownership: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_side_apply_config: Option<ServerSideApplyConfig>,
+}
+
+impl ApplyStrategy {
+    /// `ClientSideApply` (default), `ServerSideApply` or `ReportDiff`.
+    pub fn apply_type(&self) -> &str {
+        self.type_.as_deref().unwrap_or("ClientSideApply")
+    }
+}
+
+/// `spec` of a Work.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkSpec {
+    #[serde(default)]
+    pub workload: Workload,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply_strategy: Option<ApplyStrategy>,
+}
+
+/// Names one manifest of a Work in status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkResourceIdentifier {
+    pub ordinal: i64,
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    #[serde(default)]
+    pub name: String,
+}
+
+/// The conditions of one manifest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestCondition {
+    pub identifier: WorkResourceIdentifier,
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_details: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_details: Option<Value>,
+}
+
+/// `status` of a Work.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifest_conditions: Vec<ManifestCondition>,
+}
+
+/// The spec of a stored Work (admission guarantees it decodes).
+pub fn spec_of(object: &Object) -> WorkSpec {
+    object.spec().and_then(|s| decode(s, "spec").ok()).unwrap_or_default()
+}
+
+/// The status of a stored Work.
+pub fn status_of(object: &Object) -> WorkStatus {
+    object.status().and_then(|s| decode(s, "status").ok()).unwrap_or_default()
+}
+
+/// Writes a typed status into the object.
+pub fn set_status(object: &mut Object, status: &WorkStatus) {
+    object.rest.insert("status".into(), encode(status));
+}
+
+const APPLY_TYPES: &[&str] = &["ClientSideApply", "ServerSideApply", "ReportDiff"];
+const COMPARISONS: &[&str] = &["PartialComparison", "FullComparison"];
+const WHEN_TO_APPLY: &[&str] = &["Always", "IfNotDrifted"];
+const WHEN_TO_TAKE_OVER: &[&str] = &["Always", "IfNoDiff", "Never"];
+
+fn check_enum(errors: &mut Vec<FieldError>, path: &str, value: &Option<String>, allowed: &[&str]) {
+    if let Some(v) = value {
+        if !allowed.contains(&v.as_str()) {
+            errors.push(FieldError::not_supported(path, quote(v), allowed));
+        }
+    }
+}
+
+/// Validates a Work: known fields only, each manifest an object with
+/// `apiVersion`, `kind` and `metadata`, apply strategy values from the spec.
+pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
+    let raw = object.spec().cloned().unwrap_or(Value::Object(Default::default()));
+    let spec: WorkSpec = match decode(&raw, "spec") {
+        Ok(s) => s,
+        Err(e) => return ValidationError::check(&object.kind, &object.metadata.name, vec![e]),
+    };
+    let mut errors = Vec::new();
+    for (i, manifest) in spec.workload.manifests.iter().enumerate() {
+        let path = format!("spec.workload.manifests[{i}]");
+        let Some(map) = manifest.as_object() else {
+            errors.push(FieldError::invalid(path, "<value>", "must be an object"));
+            continue;
+        };
+        for field in ["apiVersion", "kind"] {
+            if map.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+                errors.push(FieldError::required(format!("{path}.{field}"), format!("{field} is required")));
+            }
+        }
+        if !map.get("metadata").is_some_and(Value::is_object) {
+            errors.push(FieldError::required(format!("{path}.metadata"), "metadata is required"));
+        }
+    }
+    if let Some(s) = &spec.apply_strategy {
+        check_enum(&mut errors, "spec.applyStrategy.type", &s.type_, APPLY_TYPES);
+        check_enum(&mut errors, "spec.applyStrategy.comparisonOption", &s.comparison_option, COMPARISONS);
+        check_enum(&mut errors, "spec.applyStrategy.whenToApply", &s.when_to_apply, WHEN_TO_APPLY);
+        check_enum(&mut errors, "spec.applyStrategy.whenToTakeOver", &s.when_to_take_over, WHEN_TO_TAKE_OVER);
+    }
+    ValidationError::check(&object.kind, &object.metadata.name, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn work(spec: Value) -> Object {
+        serde_json::from_value(json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+            "metadata": {"name": "w", "namespace": "fleet-member-a"}, "spec": spec
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn accepts_manifests_and_strategies_from_the_spec() {
+        let mut w = work(json!({"workload": {"manifests": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}}
+        ]}, "applyStrategy": {"type": "ServerSideApply", "serverSideApplyConfig": {"force": true}}}));
+        prepare(&mut w).unwrap();
+        assert_eq!(spec_of(&w).apply_strategy.unwrap().apply_type(), "ServerSideApply");
+    }
+
+    #[test]
+    fn names_every_bad_manifest_and_value() {
+        let mut w = work(json!({"workload": {"manifests": [{"kind": "ConfigMap", "metadata": {}}, 5]},
+            "applyStrategy": {"type": "Replace"}}));
+        let e = prepare(&mut w).unwrap_err().to_string();
+        assert!(e.contains("spec.workload.manifests[0].apiVersion: Required value"), "{e}");
+        assert!(e.contains("spec.workload.manifests[1]: Invalid value"), "{e}");
+        assert!(e.contains("spec.applyStrategy.type: Unsupported value: \"Replace\""), "{e}");
+        let mut w = work(json!({"workload": {"manifest": []}}));
+        assert!(prepare(&mut w).unwrap_err().to_string().contains("spec.workload.manifest"));
+    }
+}
