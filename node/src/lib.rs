@@ -69,7 +69,7 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
     let fleet = FleetServer::new(service::FleetService::new(consensus.clone(), stop_rx.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let peer = RaftPeerServer::new(PeerService::new(consensus.clone()))
+    let peer = RaftPeerServer::new(PeerService::new(consensus.clone(), None))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
 

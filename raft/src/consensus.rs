@@ -156,7 +156,7 @@ impl Consensus {
     /// Runs `local` on the leader: directly if this node leads, otherwise
     /// through the peer `method`. Retries while there is no leader or it
     /// moved, until the deadline.
-    async fn on_leader<Req, T, F, Fut>(&self, method: PeerMethod, request: &Req, local: F) -> Result<T, Error>
+    pub async fn on_leader<Req, T, F, Fut>(&self, method: PeerMethod, request: &Req, local: F) -> Result<T, Error>
     where
         Req: Serialize,
         T: Serialize + serde::de::DeserializeOwned,

@@ -13,8 +13,8 @@ pub mod peer_service;
 pub use consensus::{Consensus, RaftTuning};
 pub use error::Error;
 pub use log_store::LogStore;
-pub use network::{PeerNetwork, PeerTls};
-pub use peer_service::PeerService;
+pub use network::{PeerMethod, PeerNetwork, PeerTls};
+pub use peer_service::{MemberHandler, PeerService};
 
 /// The Raft instance of a node.
 pub type Raft = openraft::Raft<fleet_statemachine::TypeConfig>;

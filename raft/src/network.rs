@@ -50,6 +50,7 @@ pub enum PeerMethod {
     ReadIndex,
     ChangeMembership,
     NodeStatus,
+    Member,
 }
 
 impl PeerNetwork {
@@ -108,6 +109,7 @@ impl PeerNetwork {
             PeerMethod::ReadIndex => client.read_index(req).await,
             PeerMethod::ChangeMembership => client.change_membership(req).await,
             PeerMethod::NodeStatus => client.node_status(req).await,
+            PeerMethod::Member => client.member(req).await,
         }?;
         decode(&reply.into_inner().data).map_err(|e| tonic::Status::internal(e.to_string()))
     }

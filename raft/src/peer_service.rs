@@ -2,6 +2,8 @@
 //! the fleet CA, and Raft messages must claim the node id that certificate
 //! names: a node cannot vote or replicate as another.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use fleet_proto::peer::raft_peer_server::RaftPeer;
@@ -16,15 +18,25 @@ use tonic::{Request, Response, Status};
 use crate::codec::{decode, encode};
 use crate::consensus::{Consensus, MembershipChange, Routed};
 
+/// Leader-side handling of member calls (join, renewal, heartbeat) that a
+/// follower forwarded. Request and reply are opaque encoded bytes: the node
+/// defines them, consensus only carries them.
+pub trait MemberHandler: Send + Sync + 'static {
+    /// Handles one forwarded call.
+    fn handle(&self, request: Vec<u8>) -> Pin<Box<dyn Future<Output = Result<Vec<u8>, Status>> + Send + '_>>;
+}
+
 /// The gRPC `RaftPeer` service of one node.
 pub struct PeerService {
     consensus: Arc<Consensus>,
+    members: Option<Arc<dyn MemberHandler>>,
 }
 
 impl PeerService {
-    /// Serves peer traffic for this node's consensus.
-    pub fn new(consensus: Arc<Consensus>) -> PeerService {
-        PeerService { consensus }
+    /// Serves peer traffic for this node's consensus; `members` handles
+    /// forwarded member calls when this node leads.
+    pub fn new(consensus: Arc<Consensus>, members: Option<Arc<dyn MemberHandler>>) -> PeerService {
+        PeerService { consensus, members }
     }
 }
 
@@ -100,6 +112,14 @@ impl RaftPeer for PeerService {
         let change: MembershipChange = payload(request)?;
         let result: Result<(), Routed> = self.consensus.change_membership_on_leader(change).await;
         reply(&result)
+    }
+
+    async fn member(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
+        caller_node(&request)?;
+        let handler =
+            self.members.as_ref().ok_or_else(|| Status::unimplemented("this node handles no member calls"))?;
+        let data = handler.handle(request.into_inner().data).await?;
+        Ok(Response::new(Payload { data }))
     }
 
     async fn node_status(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
