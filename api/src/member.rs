@@ -170,6 +170,23 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     Ok(())
 }
 
+/// Property naming which target the agent applies to (`embedded` or `kubernetes`).
+pub const TARGET_PROPERTY: &str = "fleet.kubernetes-fleet.io/target";
+
+/// What an agent reports on every heartbeat.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatReport {
+    /// Property name → quantity (node count, costs, the target...).
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+    #[serde(default)]
+    pub resource_usage: ResourceUsage,
+    /// The agent's own conditions (e.g. whether it applies Work).
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,6 +49,24 @@ pub enum Command {
     /// Make the fleet's certificates.
     #[command(subcommand)]
     Pki(PkiCommand),
+    /// Bootstrap tokens for joining member clusters.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// `token`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a single-use token bound to one cluster name; prints the token,
+    /// then the CA fingerprint the agent should pin.
+    Create {
+        /// The member cluster that may join with it.
+        #[arg(long)]
+        cluster: String,
+        /// How long the token is valid (e.g. 30m, 1h, 2d).
+        #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+        ttl: std::time::Duration,
+    },
 }
 
 /// `apply`.

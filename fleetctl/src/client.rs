@@ -324,6 +324,18 @@ impl Client {
         Ok(WatchStream { inner, client: self.clone(), endpoint, done: false })
     }
 
+    /// Creates a single-use bootstrap token for member cluster `cluster`.
+    pub async fn create_token(&self, cluster: &str, ttl: std::time::Duration) -> Result<pb::CreateTokenResponse> {
+        let request = pb::CreateTokenRequest { cluster: cluster.to_string(), ttl_seconds: ttl.as_secs().max(1) };
+        let (response, _) = self
+            .call(|mut c| {
+                let request = request.clone();
+                async move { c.create_token(request).await }
+            })
+            .await?;
+        Ok(response)
+    }
+
     /// The hub cluster's membership and roles, as the answering node sees them.
     pub async fn cluster_status(&self) -> Result<ClusterStatus> {
         let (response, _) =

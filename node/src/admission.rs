@@ -170,6 +170,14 @@ pub fn admit(store: &Store, documents: Vec<Document>) -> Result<Vec<Object>, Sta
 /// Parses, resolves and validates one document for storing.
 pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
     let mut object = Object::from_json(bytes).map_err(|e| format!("not a valid object: {e}"))?;
+    if object.group() == crate::members::internal::INTERNAL_GROUP {
+        return Err(format!(
+            "{} {:?}: apiVersion: Forbidden: the group {} is written only by the hub itself",
+            object.kind,
+            object.metadata.name,
+            crate::members::internal::INTERNAL_GROUP
+        ));
+    }
     let kind = resolve_document(store, &object).map_err(|s| s.message().to_string())?;
     if let Some(info) = kinds::lookup_group_kind(&kind.group, &kind.kind) {
         if !object.api_version.is_empty() && !info.accepts_api_version(&object.api_version) {

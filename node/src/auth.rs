@@ -1,7 +1,9 @@
 //! Who may call what. The caller is the subject of its client certificate
-//! (verified against the fleet CA by TLS); every RPC checks it here.
+//! (verified against the fleet CA by TLS); every RPC checks it here. Member
+//! agents pass this gate only for the RPCs they use, and are then confined to
+//! their own Work by [`crate::members::authz`].
 
-use fleet_proto::tls::Identity;
+use fleet_proto::tls::{serial_hex, Identity};
 use tonic::{Request, Status};
 
 /// What an RPC needs.
@@ -9,39 +11,59 @@ use tonic::{Request, Status};
 pub enum Access {
     /// Get, list, watch, cluster status.
     Read,
-    /// Apply, delete, status writes, membership changes.
+    /// Apply, delete, status writes, membership changes, tokens.
     Write,
+    /// Heartbeats and certificate renewal: member agents only.
+    MemberOnly,
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub identity: Identity,
+    /// Serial (hex) of the certificate presented.
+    pub serial: String,
 }
 
 /// The caller's identity, from its verified client certificate.
-pub fn caller<T>(request: &Request<T>) -> Result<Identity, Status> {
+pub fn caller<T>(request: &Request<T>) -> Result<Caller, Status> {
     let certs = request.peer_certs().ok_or_else(|| {
         Status::unauthenticated("a client certificate signed by the fleet CA is required (see fleetctl --tls-dir)")
     })?;
     let cert = certs
         .first()
         .ok_or_else(|| Status::unauthenticated("a client certificate signed by the fleet CA is required"))?;
-    Identity::from_der(cert.as_ref()).map_err(|e| Status::unauthenticated(e.to_string()))
+    let identity = Identity::from_der(cert.as_ref()).map_err(|e| Status::unauthenticated(e.to_string()))?;
+    let serial = serial_hex(cert.as_ref()).map_err(|e| Status::unauthenticated(e.to_string()))?;
+    Ok(Caller { identity, serial })
 }
 
-/// Checks that the caller may perform `rpc` with `access`; returns who it is.
-pub fn authorize<T>(request: &Request<T>, rpc: &str, access: Access) -> Result<Identity, Status> {
-    let identity = caller(request)?;
-    let allowed = matches!((&identity, access), (Identity::Admin, _) | (Identity::Viewer, Access::Read));
+/// Checks that the caller may perform `rpc`; `members` says whether member
+/// agents may call it at all (their scope is checked afterwards).
+pub fn authorize<T>(request: &Request<T>, rpc: &str, access: Access, members: bool) -> Result<Caller, Status> {
+    let caller = caller(request)?;
+    let allowed = match (&caller.identity, access) {
+        (Identity::Member(_), _) => members,
+        (_, Access::MemberOnly) => false,
+        (Identity::Admin, _) => true,
+        (Identity::Viewer, Access::Read) => true,
+        _ => false,
+    };
     if allowed {
-        Ok(identity)
-    } else {
-        let why = match (&identity, access) {
-            (Identity::Viewer, Access::Write) => "viewer may only read".to_string(),
-            (Identity::Node(_), _) => "hub node certificates are for peer traffic only".to_string(),
-            (Identity::Member(_), _) => "member agents may not call this".to_string(),
-            _ => "this certificate names no Fleet role (admin, viewer)".to_string(),
-        };
-        Err(Status::permission_denied(format!(
-            "{identity:?} may not call {rpc}: {why}",
-            identity = identity.to_string()
-        )))
+        return Ok(caller);
     }
+    let why = match (&caller.identity, access) {
+        (_, Access::MemberOnly) => "only member agents call this".to_string(),
+        (Identity::Viewer, _) => "viewer may only read".to_string(),
+        (Identity::Node(_), _) => "hub node certificates are for peer traffic only".to_string(),
+        (Identity::Member(c), _) => {
+            format!(
+                "a member may only read the Work of namespace \"fleet-member-{c}\", write its status, and heartbeat"
+            )
+        }
+        _ => "this certificate names no Fleet role (admin, viewer)".to_string(),
+    };
+    Err(Status::permission_denied(format!("{:?} may not call {rpc}: {why}", caller.identity.to_string())))
 }
 
 #[cfg(test)]
@@ -51,7 +73,7 @@ mod tests {
     #[test]
     fn requests_without_a_certificate_are_unauthenticated() {
         let req = Request::new(());
-        let err = authorize(&req, "Get", Access::Read).unwrap_err();
+        let err = authorize(&req, "Get", Access::Read, false).unwrap_err();
         assert_eq!(err.code(), tonic::Code::Unauthenticated);
     }
 }

@@ -48,6 +48,9 @@ pub struct Args {
     /// Log entries kept behind a snapshot for slightly lagging followers.
     #[arg(long, default_value_t = 1_000)]
     pub keep_logs: u64,
+    /// Validity of member agent certificates (agents renew at two thirds).
+    #[arg(long, default_value = "30d", value_parser = humantime::parse_duration)]
+    pub member_cert_validity: std::time::Duration,
 }
 
 /// A validated node configuration.
@@ -61,6 +64,7 @@ pub struct NodeConfig {
     pub init: bool,
     pub http_listen: Option<SocketAddr>,
     pub tuning: RaftTuning,
+    pub member_cert_validity: std::time::Duration,
 }
 
 impl Args {
@@ -90,6 +94,7 @@ impl Args {
             peers,
             init: self.init,
             http_listen: self.http_listen,
+            member_cert_validity: self.member_cert_validity.max(std::time::Duration::from_secs(10)),
             tuning: RaftTuning {
                 heartbeat_ms: self.heartbeat_ms,
                 election_min_ms: self.election_timeout_ms,

@@ -6,11 +6,13 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod members;
 pub mod service;
 pub mod watch;
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 
 use fleet_proto::fleet::fleet_server::FleetServer;
 use fleet_proto::peer::raft_peer_server::RaftPeerServer;
@@ -66,10 +68,15 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
         // (and joining agents, which have no certificate yet, can reach us).
         .client_auth_optional(true);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let fleet = FleetServer::new(service::FleetService::new(consensus.clone(), stop_rx.clone()))
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let peer = RaftPeerServer::new(PeerService::new(consensus.clone(), None))
+    let signer = members::signer::Signer::load(&pki, config.member_cert_validity)?;
+    let fingerprint = fleet_proto::tls::fingerprint_pem(&ca_pem, "ca.pem")?;
+    let member_service = Arc::new(members::MemberService::new(consensus.clone(), signer, fingerprint));
+    tokio::spawn(members::health::run(consensus.clone(), member_service.arrivals.clone(), stop_rx.clone()));
+    let fleet =
+        FleetServer::new(service::FleetService::new(consensus.clone(), member_service.clone(), stop_rx.clone()))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let peer = RaftPeerServer::new(PeerService::new(consensus.clone(), Some(member_service)))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
 

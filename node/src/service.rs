@@ -9,8 +9,9 @@ use fleet_api::{LabelSelector, Object, ObjectKey};
 use fleet_proto::fleet::fleet_server::Fleet;
 use fleet_proto::fleet::{
     AddNodeRequest, ApplyRequest, ApplyResponse, ApplyResult, ClusterMember, ClusterStatusRequest,
-    ClusterStatusResponse, DeleteRequest, GetRequest, GetResponse, KindRef, ListRequest, ListResponse, ReadOptions,
-    RemoveNodeRequest, UpdateStatusRequest, WatchEvent, WatchRequest, WriteResponse,
+    ClusterStatusResponse, CreateTokenRequest, CreateTokenResponse, DeleteRequest, GetRequest, GetResponse,
+    HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, KindRef, ListRequest, ListResponse, ReadOptions,
+    RemoveNodeRequest, RenewCertificateRequest, UpdateStatusRequest, WatchEvent, WatchRequest, WriteResponse,
 };
 use fleet_raft::consensus::MembershipChange;
 use fleet_raft::Consensus;
@@ -19,8 +20,10 @@ use futures::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::admission::{self, Document, ResolvedKind};
-use crate::auth::{authorize, Access};
+use crate::auth::{authorize, Access, Caller};
 use crate::error::{raft_status, storage_status};
+use crate::members::authz;
+use crate::members::service::{MemberCall, MemberReply, MemberService};
 
 /// How long a read waits for this node to catch up with what the client has seen.
 const CATCH_UP: Duration = Duration::from_secs(5);
@@ -29,6 +32,7 @@ const CATCH_UP: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub struct FleetService {
     consensus: Arc<Consensus>,
+    members: Arc<MemberService>,
     /// Becomes true when the node shuts down: long-lived streams end then.
     stopping: tokio::sync::watch::Receiver<bool>,
 }
@@ -45,8 +49,51 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> +
 
 impl FleetService {
     /// A service over this node's consensus.
-    pub fn new(consensus: Arc<Consensus>, stopping: tokio::sync::watch::Receiver<bool>) -> FleetService {
-        FleetService { consensus, stopping }
+    pub fn new(
+        consensus: Arc<Consensus>,
+        members: Arc<MemberService>,
+        stopping: tokio::sync::watch::Receiver<bool>,
+    ) -> FleetService {
+        FleetService { consensus, members, stopping }
+    }
+
+    /// Confines a member agent to its own Work (no-op for other callers),
+    /// and checks its certificate is still one the hub issued. A follower
+    /// that has not yet seen a fresh credential catches up once and retries.
+    async fn member_scope(
+        &self,
+        caller: &Caller,
+        kind: &ResolvedKind,
+        namespace: &str,
+        rpc: &str,
+    ) -> Result<(), Status> {
+        let fleet_proto::tls::Identity::Member(cluster) = &caller.identity else { return Ok(()) };
+        authz::check_scope(cluster, kind, namespace, rpc)?;
+        self.member_credential(cluster, &caller.serial).await
+    }
+
+    async fn member_credential(&self, cluster: &str, serial: &str) -> Result<(), Status> {
+        let check = || {
+            let store = self.store();
+            let (c, s) = (cluster.to_string(), serial.to_string());
+            blocking(move || authz::check_credential(&store, &c, &s))
+        };
+        match check().await {
+            Ok(()) => Ok(()),
+            Err(first) => {
+                if self.consensus.linearizable_index().await.is_err() {
+                    return Err(first);
+                }
+                check().await
+            }
+        }
+    }
+
+    fn member_cluster(caller: &Caller) -> Result<&str, Status> {
+        match &caller.identity {
+            fleet_proto::tls::Identity::Member(c) => Ok(c),
+            other => Err(Status::permission_denied(format!("{other} is not a member agent"))),
+        }
     }
 
     fn store(&self) -> Arc<Store> {
@@ -118,7 +165,7 @@ type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, Status>> + Send>
 #[tonic::async_trait]
 impl Fleet for FleetService {
     async fn apply(&self, request: Request<ApplyRequest>) -> Result<Response<ApplyResponse>, Status> {
-        authorize(&request, "Apply", Access::Write)?;
+        authorize(&request, "Apply", Access::Write, false)?;
         let req = request.into_inner();
         if req.documents.is_empty() {
             return Err(Status::invalid_argument("documents: Required value: nothing to apply"));
@@ -147,28 +194,31 @@ impl Fleet for FleetService {
     }
 
     async fn update_status(&self, request: Request<UpdateStatusRequest>) -> Result<Response<WriteResponse>, Status> {
-        authorize(&request, "UpdateStatus", Access::Write)?;
+        let caller = authorize(&request, "UpdateStatus", Access::Write, true)?;
         let object = Object::from_json(&request.into_inner().object)
             .map_err(|e| Status::invalid_argument(format!("object: not a valid object: {e}")))?;
         let store = self.store();
-        let object = blocking(move || {
+        let (object, kind) = blocking(move || {
             let kind = admission::resolve_document(&store, &object)?;
             let mut object = object;
             object.metadata.namespace =
                 Some(kind.namespace_or_default(object.metadata.namespace.as_deref().unwrap_or("")))
                     .filter(|n| !n.is_empty());
-            Ok(object)
+            Ok((object, kind))
         })
         .await?;
+        let namespace = object.metadata.namespace.clone().unwrap_or_default();
+        self.member_scope(&caller, &kind, &namespace, "UpdateStatus").await?;
         let (index, outcomes) = self.propose(vec![Op::UpdateStatus { object }]).await?;
         let object = outcomes.into_iter().next().map(|o| o.object.to_json()).unwrap_or_default();
         Ok(Response::new(WriteResponse { object, resource_version: index }))
     }
 
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
-        authorize(&request, "Get", Access::Read)?;
+        let caller = authorize(&request, "Get", Access::Read, true)?;
         let req = request.into_inner();
         let kind = self.resolve(req.kind).await?;
+        self.member_scope(&caller, &kind, &kind.namespace_or_default(&req.namespace), "Get").await?;
         self.read_barrier(req.read.as_ref()).await?;
         let key = kind.key(&req.namespace, &req.name);
         let store = self.store();
@@ -179,9 +229,11 @@ impl Fleet for FleetService {
     }
 
     async fn list(&self, request: Request<ListRequest>) -> Result<Response<ListResponse>, Status> {
-        authorize(&request, "List", Access::Read)?;
+        let caller = authorize(&request, "List", Access::Read, true)?;
         let req = request.into_inner();
         let kind = self.resolve(req.kind).await?;
+        let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
+        self.member_scope(&caller, &kind, &scope_ns, "List").await?;
         let selector = parse_selector(&req.label_selector)?;
         self.read_barrier(req.read.as_ref()).await?;
         let namespace =
@@ -194,7 +246,7 @@ impl Fleet for FleetService {
     }
 
     async fn delete(&self, request: Request<DeleteRequest>) -> Result<Response<WriteResponse>, Status> {
-        authorize(&request, "Delete", Access::Write)?;
+        authorize(&request, "Delete", Access::Write, false)?;
         let req = request.into_inner();
         let kind = self.resolve(req.kind).await?;
         let key = kind.key(&req.namespace, &req.name);
@@ -211,9 +263,11 @@ impl Fleet for FleetService {
     type WatchStream = WatchStream;
 
     async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
-        authorize(&request, "Watch", Access::Read)?;
+        let caller = authorize(&request, "Watch", Access::Read, true)?;
         let req = request.into_inner();
         let kind = self.resolve(req.kind.clone()).await?;
+        let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
+        self.member_scope(&caller, &kind, &scope_ns, "Watch").await?;
         let selector = parse_selector(&req.label_selector)?;
         let floor = req.min_resource_version.max(req.resource_version);
         self.read_barrier(Some(&ReadOptions { min_resource_version: floor, consistent: false })).await?;
@@ -229,12 +283,12 @@ impl Fleet for FleetService {
         &self,
         request: Request<ClusterStatusRequest>,
     ) -> Result<Response<ClusterStatusResponse>, Status> {
-        authorize(&request, "ClusterStatus", Access::Read)?;
+        authorize(&request, "ClusterStatus", Access::Read, false)?;
         Ok(Response::new(self.status().await))
     }
 
     async fn add_node(&self, request: Request<AddNodeRequest>) -> Result<Response<ClusterStatusResponse>, Status> {
-        authorize(&request, "AddNode", Access::Write)?;
+        authorize(&request, "AddNode", Access::Write, false)?;
         let req = request.into_inner();
         if req.id == 0 || req.address.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).is_none() {
             return Err(Status::invalid_argument(format!(
@@ -253,9 +307,58 @@ impl Fleet for FleetService {
         &self,
         request: Request<RemoveNodeRequest>,
     ) -> Result<Response<ClusterStatusResponse>, Status> {
-        authorize(&request, "RemoveNode", Access::Write)?;
+        authorize(&request, "RemoveNode", Access::Write, false)?;
         let id = request.into_inner().id;
         self.consensus.change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;
         Ok(Response::new(self.status().await))
+    }
+
+    async fn create_token(
+        &self,
+        request: Request<CreateTokenRequest>,
+    ) -> Result<Response<CreateTokenResponse>, Status> {
+        authorize(&request, "CreateToken", Access::Write, false)?;
+        let req = request.into_inner();
+        let ttl = Duration::from_secs(if req.ttl_seconds == 0 { 3600 } else { req.ttl_seconds });
+        Ok(Response::new(self.members.create_token(&req.cluster, ttl).await?))
+    }
+
+    async fn join(&self, request: Request<JoinRequest>) -> Result<Response<JoinResponse>, Status> {
+        // No client certificate: the bootstrap token is the credential.
+        let req = request.into_inner();
+        let reply = self
+            .members
+            .call(MemberCall::Join { cluster: req.cluster, token: req.token, csr_pem: req.csr_pem })
+            .await?;
+        Ok(Response::new(MemberService::join_response(reply)?))
+    }
+
+    async fn renew_certificate(
+        &self,
+        request: Request<RenewCertificateRequest>,
+    ) -> Result<Response<JoinResponse>, Status> {
+        let caller = authorize(&request, "RenewCertificate", Access::MemberOnly, true)?;
+        let cluster = Self::member_cluster(&caller)?.to_string();
+        let call = MemberCall::Renew { cluster, serial: caller.serial, csr_pem: request.into_inner().csr_pem };
+        Ok(Response::new(MemberService::join_response(self.members.call(call).await?)?))
+    }
+
+    async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
+        let caller = authorize(&request, "Heartbeat", Access::MemberOnly, true)?;
+        let cluster = Self::member_cluster(&caller)?.to_string();
+        let req = request.into_inner();
+        if req.cluster != cluster {
+            return Err(Status::permission_denied(format!(
+                "system:fleet:member:{cluster} may not heartbeat for cluster {:?}",
+                req.cluster
+            )));
+        }
+        self.member_credential(&cluster, &caller.serial).await?;
+        match self.members.call(MemberCall::Heartbeat { cluster, report: req.report }).await? {
+            MemberReply::Heartbeat { period_seconds } => {
+                Ok(Response::new(HeartbeatResponse { heartbeat_period_seconds: period_seconds }))
+            }
+            MemberReply::Certificate { .. } => Err(Status::internal("unexpected reply to a heartbeat")),
+        }
     }
 }

@@ -112,6 +112,13 @@ pub fn common_name(der: &[u8]) -> Result<String, TlsError> {
     Ok(cn)
 }
 
+/// The serial number of a DER certificate, as lowercase hex: how the hub
+/// recognises which of a member's certificates is presented.
+pub fn serial_hex(der: &[u8]) -> Result<String, TlsError> {
+    let (_, cert) = X509Certificate::from_der(der).map_err(|e| TlsError::Parse(e.to_string()))?;
+    Ok(hex::encode(cert.raw_serial()))
+}
+
 /// The DNS name every certificate of node `id` carries, used as the TLS
 /// server name when a peer dials it.
 pub fn node_server_name(id: u64) -> String {

@@ -7,6 +7,7 @@ mod delete;
 mod describe;
 mod get;
 mod pki;
+mod token;
 
 use std::path::Path;
 
@@ -33,6 +34,7 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
         Command::Describe(args) => describe::run(&client, args, io).await,
         Command::Delete(args) => delete::run(&client, args, io).await,
         Command::Cluster(command) => cluster::run(&client, command, io).await,
+        Command::Token(command) => token::run(&client, command, io).await,
         Command::Pki(command) => pki::run(command, io),
     }
 }

@@ -281,6 +281,34 @@ impl Fleet for FakeNode {
         self.check(request.peer_certs())?;
         Err(Status::unimplemented("not in the fake"))
     }
+
+    async fn create_token(
+        &self,
+        request: Request<pb::CreateTokenRequest>,
+    ) -> Result<Response<pb::CreateTokenResponse>, Status> {
+        self.check(request.peer_certs())?;
+        let cluster = request.into_inner().cluster;
+        Ok(Response::new(pb::CreateTokenResponse {
+            token: format!("{cluster}.secret"),
+            ca_fingerprint: "sha256:00".into(),
+            expires_at: "2026-01-01T00:00:00Z".into(),
+        }))
+    }
+
+    async fn join(&self, _: Request<pb::JoinRequest>) -> Result<Response<pb::JoinResponse>, Status> {
+        Err(Status::unimplemented("not in the fake"))
+    }
+
+    async fn renew_certificate(
+        &self,
+        _: Request<pb::RenewCertificateRequest>,
+    ) -> Result<Response<pb::JoinResponse>, Status> {
+        Err(Status::unimplemented("not in the fake"))
+    }
+
+    async fn heartbeat(&self, _: Request<pb::HeartbeatRequest>) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        Err(Status::unimplemented("not in the fake"))
+    }
 }
 
 /// Starts fake node `id` on a loopback port with the PKI's node certificate;

@@ -1,0 +1,113 @@
+//! What a heartbeat means for a MemberCluster's status — a pure function, so
+//! the "write only on change" rule is testable: properties and usage are
+//! compared by value (not observation time), conditions by status and reason.
+
+use fleet_api::conditions::{set_condition, Condition};
+use fleet_api::member::{
+    AgentStatus, HeartbeatReport, MemberClusterStatus, PropertyValue, ResourceUsage, CONDITION_HEALTHY,
+    CONDITION_JOINED, CONDITION_PROPERTIES,
+};
+
+/// The agent entry type in `status.agentStatus`.
+pub const MEMBER_AGENT: &str = "MemberAgent";
+
+/// The status after a heartbeat, or `None` when nothing worth writing changed.
+pub fn after_heartbeat(
+    current: &MemberClusterStatus,
+    report: &HeartbeatReport,
+    now: &str,
+) -> Option<MemberClusterStatus> {
+    let mut next = current.clone();
+    let mut changed = false;
+    changed |= set_condition(
+        &mut next.conditions,
+        Condition::new(CONDITION_JOINED, true, "JoinSucceeded", "the member agent joined and heartbeats"),
+        now,
+    );
+    changed |= set_condition(
+        &mut next.conditions,
+        Condition::new(CONDITION_HEALTHY, true, "HeartbeatReceived", "the member agent heartbeats in time"),
+        now,
+    );
+    changed |= set_condition(
+        &mut next.conditions,
+        Condition::new(CONDITION_PROPERTIES, true, "PropertiesCollected", "properties and resource usage reported"),
+        now,
+    );
+    let values_now: Vec<(&String, &String)> = report.properties.iter().collect();
+    let values_before: Vec<(&String, &String)> = current.properties.iter().map(|(k, v)| (k, &v.value)).collect();
+    if values_now != values_before {
+        next.properties = report
+            .properties
+            .iter()
+            .map(|(k, v)| (k.clone(), PropertyValue { value: v.clone(), observation_time: now.to_string() }))
+            .collect();
+        changed = true;
+    }
+    let usage_before = current.resource_usage.clone().map(|u| ResourceUsage { observation_time: String::new(), ..u });
+    if usage_before.as_ref() != Some(&report.resource_usage) {
+        next.resource_usage =
+            Some(ResourceUsage { observation_time: now.to_string(), ..report.resource_usage.clone() });
+        changed = true;
+    }
+    let mut agent = current
+        .agent_status
+        .iter()
+        .find(|a| a.type_ == MEMBER_AGENT)
+        .cloned()
+        .unwrap_or(AgentStatus { type_: MEMBER_AGENT.into(), ..Default::default() });
+    for c in &report.conditions {
+        changed |= set_condition(&mut agent.conditions, c.clone(), now);
+    }
+    if !changed {
+        return None;
+    }
+    agent.last_received_heartbeat = now.to_string();
+    next.agent_status.retain(|a| a.type_ != MEMBER_AGENT);
+    next.agent_status.push(agent);
+    Some(next)
+}
+
+/// The status once heartbeats stopped: `Healthy=Unknown`/`HeartbeatTimeout`
+/// (placements stay), or `None` if it already says so.
+pub fn after_timeout(current: &MemberClusterStatus, silent_for_seconds: u64, now: &str) -> Option<MemberClusterStatus> {
+    let mut next = current.clone();
+    let message = format!("no heartbeat for {silent_for_seconds}s (more than 3 heartbeat periods)");
+    let already = next.conditions.iter().any(|c| c.type_ == CONDITION_HEALTHY && c.status == "Unknown");
+    if already {
+        return None;
+    }
+    set_condition(&mut next.conditions, Condition::unknown(CONDITION_HEALTHY, "HeartbeatTimeout", message), now);
+    Some(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(cpu: &str) -> HeartbeatReport {
+        let mut r = HeartbeatReport::default();
+        r.properties.insert("kubernetes-fleet.io/node-count".into(), "3".into());
+        r.resource_usage.available.insert("cpu".into(), cpu.into());
+        r
+    }
+
+    #[test]
+    fn a_steady_cluster_writes_nothing_after_the_first_heartbeat() {
+        let first = after_heartbeat(&MemberClusterStatus::default(), &report("4"), "t1").expect("first writes");
+        assert!(after_heartbeat(&first, &report("4"), "t2").is_none(), "no change, no write");
+        let moved = after_heartbeat(&first, &report("3500m"), "t3").expect("moved usage writes");
+        assert_eq!(moved.resource_usage.unwrap().available["cpu"], "3500m");
+    }
+
+    #[test]
+    fn timeout_marks_unknown_once_and_the_next_heartbeat_heals() {
+        let healthy = after_heartbeat(&MemberClusterStatus::default(), &report("4"), "t1").unwrap();
+        let late = after_timeout(&healthy, 40, "t2").expect("first timeout writes");
+        let h = late.conditions.iter().find(|c| c.type_ == CONDITION_HEALTHY).unwrap();
+        assert_eq!((h.status.as_str(), h.reason.as_str()), ("Unknown", "HeartbeatTimeout"));
+        assert!(after_timeout(&late, 50, "t3").is_none());
+        let back = after_heartbeat(&late, &report("4"), "t4").expect("heals");
+        assert!(back.conditions.iter().any(|c| c.type_ == CONDITION_HEALTHY && c.is_true()));
+    }
+}
