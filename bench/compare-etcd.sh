@@ -10,7 +10,9 @@
 # ("1 64 256"), BENCH_VALUE_SIZE (1024), BENCH_TMP (parent of the temp dir,
 # default $TMPDIR or /tmp: put it on the disk you want to measure),
 # BENCH_RESULTS (keep each run's JSON there), BENCH_SKIP_BUILD=1 (reuse
-# binaries), BENCH_KEEP=1 (keep the temp dir), CARGO_TARGET_DIR.
+# binaries), BENCH_KEEP=1 (keep the temp dir), CARGO_TARGET_DIR, and for
+# experiments BENCH_HUB_FLAGS / BENCH_ETCD_FLAGS (extra server flags; the
+# published table uses none: both systems run with their defaults).
 # Ports: etcd 23791-23793 (clients) and 23801-23803 (peers), hub 27101-27103;
 # override with ETCD_CLIENT_BASE, ETCD_PEER_BASE, HUB_BASE.
 set -euo pipefail
@@ -90,7 +92,7 @@ for i in 1 2 3; do
     --listen-client-urls "$client" --advertise-client-urls "$client" \
     --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
     --initial-cluster "$ETCD_CLUSTER" --initial-cluster-state new --initial-cluster-token fleet-bench \
-    --logger zap --log-outputs stderr --log-level warn \
+    --logger zap --log-outputs stderr --log-level warn ${BENCH_ETCD_FLAGS:-} \
     >"$DIR/etcd-$i.log" 2>&1 &
   PIDS+=($!)
 done
@@ -101,7 +103,7 @@ HUB_PEERS=1=127.0.0.1:$((HUB_BASE + 1)),2=127.0.0.1:$((HUB_BASE + 2)),3=127.0.0.
 HUB_ENDPOINTS=127.0.0.1:$((HUB_BASE + 1)),127.0.0.1:$((HUB_BASE + 2)),127.0.0.1:$((HUB_BASE + 3))
 for i in 1 2 3; do
   RUST_LOG=warn "$BIN/fleet-node" --id "$i" --listen "127.0.0.1:$((HUB_BASE + i))" --data-dir "$DIR/node-$i" \
-    --tls-dir "$DIR/pki" --peers "$HUB_PEERS" --init >"$DIR/node-$i.log" 2>&1 &
+    --tls-dir "$DIR/pki" --peers "$HUB_PEERS" --init ${BENCH_HUB_FLAGS:-} >"$DIR/node-$i.log" 2>&1 &
   PIDS+=($!)
 done
 

@@ -61,8 +61,10 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
     )
     .await?;
 
+    // The chain includes the CA so joining agents that pin it by fingerprint can find it.
+    let chain = [cert_pem.as_slice(), b"\n", ca_pem.as_slice()].concat();
     let tls = ServerTlsConfig::new()
-        .identity(Identity::from_pem(&cert_pem, &key_pem))
+        .identity(Identity::from_pem(chain, &key_pem))
         .client_ca_root(Certificate::from_pem(&ca_pem))
         // Unauthenticated callers get a clear gRPC error instead of a TLS alert
         // (and joining agents, which have no certificate yet, can reach us).

@@ -275,7 +275,12 @@ impl Fleet for FleetService {
             (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
         let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
         query.selector = selector;
-        let stream = crate::watch::start(self.store(), query, req.resource_version, self.stopping.clone()).await?;
+        let member = match &caller.identity {
+            fleet_proto::tls::Identity::Member(c) => Some(c.clone()),
+            _ => None,
+        };
+        let stream =
+            crate::watch::start(self.store(), query, req.resource_version, self.stopping.clone(), member).await?;
         Ok(Response::new(stream))
     }
 

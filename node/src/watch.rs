@@ -32,6 +32,7 @@ pub async fn start(
     query: ListQuery,
     from: u64,
     stopping: tokio::sync::watch::Receiver<bool>,
+    member: Option<String>,
 ) -> Result<Pin<Box<dyn Stream<Item = Result<WireEvent, Status>> + Send>>, Status> {
     let listed = from == 0;
     let (initial, from) = if listed {
@@ -62,7 +63,7 @@ pub async fn start(
                 return;
             }
         }
-        forward_live(tx, query, subscription.receiver, stopping).await;
+        forward_live(tx, query, subscription.receiver, stopping, member).await;
     });
     Ok(Box::pin(ReceiverStream::new(rx)))
 }
@@ -84,6 +85,7 @@ async fn forward_live(
     query: ListQuery,
     mut receiver: tokio::sync::broadcast::Receiver<HubMessage>,
     mut stopping: tokio::sync::watch::Receiver<bool>,
+    member: Option<String>,
 ) {
     loop {
         tokio::select! {
@@ -94,6 +96,13 @@ async fn forward_live(
             }
             message = receiver.recv() => match message {
                 Ok(HubMessage::Event(event)) => {
+                    if member.as_deref().is_some_and(|m| left_the_fleet(&event, m)) {
+                        let _ = tx.send(Err(Status::permission_denied(format!(
+                            "member cluster {:?} has left the fleet (its MemberCluster was deleted): credentials revoked",
+                            event.key.name
+                        )))).await;
+                        return;
+                    }
                     if !send_if_matching(&tx, &query, &event).await {
                         return;
                     }
@@ -120,4 +129,12 @@ async fn forward_live(
 /// `Send`, so it is dropped here rather than held by the caller's future).
 async fn stopped(stopping: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = stopping.wait_for(|stop| *stop).await.is_ok();
+}
+
+/// Whether `event` deletes the MemberCluster of `member`: its watches end then.
+fn left_the_fleet(event: &fleet_statemachine::WatchEvent, member: &str) -> bool {
+    event.event_type == fleet_statemachine::EventType::Deleted
+        && event.key.kind == "MemberCluster"
+        && event.key.group == fleet_api::kinds::FLEET_CLUSTER_GROUP
+        && event.key.name == member
 }

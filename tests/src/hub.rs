@@ -58,6 +58,7 @@ pub struct Hub {
     pub dir: TempDir,
     pub options: HubOptions,
     nodes: BTreeMap<u64, NodeProcess>,
+    agents: BTreeMap<String, Child>,
 }
 
 impl Hub {
@@ -66,7 +67,7 @@ impl Hub {
     pub async fn start(options: HubOptions) -> Hub {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut hub = Hub { dir, options: options.clone(), nodes: BTreeMap::new() };
+        let mut hub = Hub { dir, options: options.clone(), nodes: BTreeMap::new(), agents: BTreeMap::new() };
         let pki = hub.pki_dir();
         let out = hub.fleetctl(&[
             "pki",
@@ -231,6 +232,85 @@ impl Hub {
         .await
     }
 
+    /// The data dir of the agent of `cluster`.
+    pub fn agent_dir(&self, cluster: &str) -> PathBuf {
+        self.dir.path().join(format!("agent-{cluster}"))
+    }
+
+    /// The log file of the agent of `cluster`.
+    pub fn agent_log(&self, cluster: &str) -> PathBuf {
+        self.dir.path().join(format!("agent-{cluster}.log"))
+    }
+
+    /// Creates a bootstrap token for `cluster` with fleetctl: (token, CA fingerprint).
+    pub fn token(&self, cluster: &str, ttl: &str) -> (String, String) {
+        let out = self.fleetctl(&["token", "create", "--cluster", cluster, "--ttl", ttl]);
+        assert!(out.status.success(), "token create: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let mut lines = text.lines();
+        (lines.next().unwrap_or_default().to_string(), lines.next().unwrap_or_default().to_string())
+    }
+
+    /// Starts the agent of `cluster` (joining with a fresh token on its first
+    /// start), with extra flags such as `--sim-nodes`.
+    pub fn start_agent(&mut self, cluster: &str, extra: &[&str]) {
+        let dir = self.agent_dir(cluster);
+        let mut cmd = Command::new(binary("fleet-agent"));
+        cmd.args(["--cluster", cluster, "--hub", &self.endpoints()])
+            .arg("--data-dir")
+            .arg(&dir)
+            .args(["--sim-ready-delay", "300ms"])
+            .args(extra)
+            .env("RUST_LOG", std::env::var("FLEET_TEST_LOG").unwrap_or_else(|_| "info".into()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::options().create(true).append(true).open(self.agent_log(cluster)).expect("agent log"));
+        if !dir.join("tls").join("agent.pem").exists() {
+            let (token, fingerprint) = self.token(cluster, "10m");
+            cmd.args(["--token", &token, "--ca-fingerprint", &fingerprint]);
+        }
+        let child = cmd.spawn().expect("spawn fleet-agent");
+        self.agents.insert(cluster.to_string(), child);
+    }
+
+    /// SIGKILLs the agent of `cluster`.
+    pub fn kill_agent(&mut self, cluster: &str) {
+        if let Some(mut child) = self.agents.remove(cluster) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sends a signal (`STOP`, `CONT`, `TERM`) to the agent of `cluster`.
+    pub fn signal_agent(&self, cluster: &str, signal: &str) {
+        if let Some(child) = self.agents.get(cluster) {
+            let _ = Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status();
+        }
+    }
+
+    /// Whether the agent of `cluster` has exited, and how.
+    pub fn agent_exit(&mut self, cluster: &str) -> Option<std::process::ExitStatus> {
+        self.agents.get_mut(cluster).and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// Runs `fleet-agent inspect` on the agent's data dir.
+    pub fn inspect(&self, cluster: &str, args: &[&str]) -> Output {
+        Command::new(binary("fleet-agent"))
+            .arg("inspect")
+            .arg("--data-dir")
+            .arg(self.agent_dir(cluster))
+            .args(args)
+            .output()
+            .expect("fleet-agent inspect")
+    }
+
+    /// The last lines of an agent's log.
+    pub fn agent_log_tail(&self, cluster: &str) -> String {
+        let text = std::fs::read_to_string(self.agent_log(cluster)).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
     /// The last lines of node `id`'s log, for failure messages.
     pub fn log_tail(&self, id: u64) -> String {
         let text = std::fs::read_to_string(self.log_path(id)).unwrap_or_default();
@@ -250,6 +330,10 @@ pub fn connect(endpoint: &str, tls: ClientTlsConfig) -> FleetClient<Channel> {
 
 impl Drop for Hub {
     fn drop(&mut self) {
+        for child in self.agents.values_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         for node in self.nodes.values_mut() {
             if let Some(mut child) = node.child.take() {
                 let _ = child.kill();

@@ -68,3 +68,43 @@ pub async fn list_configmaps(
         .map(|b| Object::from_json(b).map_err(|e| tonic::Status::internal(e.to_string())))
         .collect()
 }
+
+/// Reads any object by kind name.
+pub async fn get(
+    client: &mut FleetClient<Channel>,
+    kind_name: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<Object, tonic::Status> {
+    let reply = client
+        .get(GetRequest {
+            kind: kind(kind_name),
+            namespace: namespace.into(),
+            name: name.into(),
+            read: Some(ReadOptions::default()),
+        })
+        .await?;
+    Object::from_json(&reply.into_inner().object).map_err(|e| tonic::Status::internal(e.to_string()))
+}
+
+/// A Work for `cluster` holding `manifests`.
+pub fn work(cluster: &str, name: &str, manifests: Vec<serde_json::Value>) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1beta1",
+        "kind": "Work",
+        "metadata": {"name": name, "namespace": format!("fleet-member-{cluster}")},
+        "spec": {"workload": {"manifests": manifests}},
+    }))
+    .unwrap_or_default()
+}
+
+/// The status of condition `type_` of an object's `status.conditions`, with its reason.
+pub fn condition(object: &Object, type_: &str) -> Option<(String, String, i64)> {
+    let conditions = object.status()?.get("conditions")?.as_array()?;
+    let c = conditions.iter().find(|c| c["type"] == type_)?;
+    Some((
+        c["status"].as_str().unwrap_or_default().to_string(),
+        c["reason"].as_str().unwrap_or_default().to_string(),
+        c["observedGeneration"].as_i64().unwrap_or(0),
+    ))
+}

@@ -1,0 +1,116 @@
+//! Flags of `fleet-agent` (CONTRACT.md).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// `fleet-agent`: join a Fleet hub and apply its Work to this cluster.
+#[derive(Debug, Parser)]
+#[command(name = "fleet-agent", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Subcommands besides running the agent.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show what the embedded target holds (also while the agent runs).
+    Inspect(InspectArgs),
+}
+
+/// Running the agent.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// This member cluster's name.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Hub endpoints, host:port[,host:port...]; any node will do.
+    #[arg(long, value_delimiter = ',')]
+    pub hub: Vec<String>,
+    /// The agent's state: identity (tls/), what it applied, the embedded cluster.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Bootstrap token (first start only).
+    #[arg(long)]
+    pub token: Option<String>,
+    /// The fleet CA certificate to trust when joining.
+    #[arg(long, conflicts_with = "ca_fingerprint")]
+    pub ca_file: Option<PathBuf>,
+    /// The fleet CA's fingerprint (sha256:HEX, as `fleetctl token create` prints).
+    #[arg(long)]
+    pub ca_fingerprint: Option<String>,
+    /// Apply to a real Kubernetes cluster with this kubeconfig.
+    #[arg(long, conflicts_with = "embedded")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Apply to the embedded simulated cluster (the default).
+    #[arg(long)]
+    pub embedded: bool,
+    /// The embedded target's size, costs and readiness (`--sim-*`).
+    #[command(flatten)]
+    pub sim: crate::target::embedded::SimArgs,
+}
+
+/// `fleet-agent inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The agent's data dir.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// Kind to show (any name fleetctl accepts); all kinds when omitted.
+    pub kind: Option<String>,
+    /// One object's name.
+    pub name: Option<String>,
+    /// Namespace.
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// All namespaces.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Output format: json, or a table when omitted.
+    #[arg(short = 'o', long)]
+    pub output: Option<String>,
+}
+
+/// A validated agent configuration.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub cluster: String,
+    pub hub: Vec<String>,
+    pub data_dir: PathBuf,
+    pub token: Option<String>,
+    pub ca_file: Option<PathBuf>,
+    pub ca_fingerprint: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Validates the flags needed to run.
+    pub fn config(&self) -> Result<AgentConfig, crate::AgentError> {
+        let missing = |flag: &str| crate::AgentError::Config(format!("{flag} is required to run the agent"));
+        let cluster = self.cluster.clone().ok_or_else(|| missing("--cluster"))?;
+        let data_dir = self.data_dir.clone().ok_or_else(|| missing("--data-dir"))?;
+        let hub: Vec<String> = self.hub.iter().map(|h| h.trim().to_string()).filter(|h| !h.is_empty()).collect();
+        if hub.is_empty() {
+            return Err(missing("--hub"));
+        }
+        if let Some(fp) = &self.ca_fingerprint {
+            if !fp.starts_with("sha256:") || fp.len() != 71 {
+                return Err(crate::AgentError::Config(format!(
+                    "--ca-fingerprint: Invalid value: {fp:?}: expected sha256: followed by 64 hex digits"
+                )));
+            }
+        }
+        Ok(AgentConfig {
+            cluster,
+            hub,
+            data_dir,
+            token: self.token.clone(),
+            ca_file: self.ca_file.clone(),
+            ca_fingerprint: self.ca_fingerprint.clone(),
+            kubeconfig: self.kubeconfig.clone(),
+        })
+    }
+}

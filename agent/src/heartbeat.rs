@@ -1,0 +1,62 @@
+//! Heartbeats: every `heartbeatPeriodSeconds` (as the hub tells it), with a
+//! little jitter so a fleet of agents does not beat in lockstep, carrying the
+//! target's properties and resource usage, to any hub node.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleet_proto::fleet::HeartbeatRequest;
+
+use crate::hub::Hub;
+use crate::target::Target;
+use crate::AgentError;
+
+/// Until the hub says otherwise.
+const INITIAL_PERIOD: Duration = Duration::from_secs(5);
+
+/// `period` ± 10 %, from a random draw.
+pub fn jittered(period: Duration) -> Duration {
+    let draw = (uuid::Uuid::new_v4().as_u128() % 2001) as f64 / 1000.0 - 1.0; // -1.0 ..= 1.0
+    period.mul_f64(1.0 + 0.1 * draw)
+}
+
+/// Heartbeats until the cluster leaves the fleet.
+pub async fn run<T: Target>(cluster: String, hub: Arc<Hub>, target: Arc<T>) -> Result<(), AgentError> {
+    let mut period = INITIAL_PERIOD;
+    loop {
+        let report = match target.report().await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("collecting properties failed: {e}");
+                fleet_api::member::HeartbeatReport::default()
+            }
+        };
+        let request =
+            HeartbeatRequest { cluster: cluster.clone(), report: serde_json::to_vec(&report).unwrap_or_default() };
+        match hub
+            .call(|mut c| {
+                let request = request.clone();
+                async move { c.heartbeat(request).await }
+            })
+            .await
+        {
+            Ok(reply) => period = Duration::from_secs(reply.heartbeat_period_seconds.max(1)),
+            Err(AgentError::Left(why)) => return Err(AgentError::Left(why)),
+            Err(e) => tracing::warn!("heartbeat failed: {e}"),
+        }
+        tokio::time::sleep(jittered(period)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_ten_percent() {
+        for _ in 0..1000 {
+            let d = jittered(Duration::from_secs(10));
+            assert!(d >= Duration::from_secs(9) && d <= Duration::from_secs(11), "{d:?}");
+        }
+    }
+}

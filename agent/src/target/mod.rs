@@ -1,0 +1,124 @@
+//! Where the agent applies Work: a *target*. Two exist behind this one trait:
+//! the embedded simulated cluster (default) and a real Kubernetes cluster.
+//! Every apply-strategy rule holds for both; availability is judged by one
+//! pure function over the live object ([`availability::availability`]).
+
+pub mod availability;
+pub mod embedded;
+
+use std::future::Future;
+
+use fleet_api::member::HeartbeatReport;
+use fleet_api::Object;
+use serde::{Deserialize, Serialize};
+
+/// Annotation on every object the agent created (or took over): the Work
+/// that placed it, as `<namespace>/<name>`. Only such objects are ever deleted.
+pub const OWNER_ANNOTATION: &str = "fleet.kubernetes-fleet.io/owner-work";
+
+/// Identifies one object on a member cluster.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ResourceId {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    /// Empty for cluster-scoped objects.
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ResourceId {
+    /// The identity of a manifest or live object.
+    pub fn of(object: &Object) -> ResourceId {
+        let version = match object.api_version.rsplit_once('/') {
+            Some((_, v)) => v.to_string(),
+            None => object.api_version.clone(),
+        };
+        ResourceId {
+            group: object.group().to_string(),
+            version,
+            kind: object.kind.clone(),
+            namespace: object.metadata.namespace.clone().unwrap_or_default(),
+            name: object.metadata.name.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for ResourceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let group = if self.group.is_empty() { String::new() } else { format!(".{}", self.group) };
+        if self.namespace.is_empty() {
+            write!(f, "{}{group} {:?}", self.kind, self.name)
+        } else {
+            write!(f, "{}{group} {:?} in namespace {:?}", self.kind, self.name, self.namespace)
+        }
+    }
+}
+
+/// How to apply (from the Work's apply strategy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyMode {
+    /// Replace the fields the manifest sets (kubectl apply semantics).
+    ClientSide,
+    /// Server-side apply with field manager `fleet-agent`.
+    ServerSide { force: bool },
+}
+
+/// One object to apply.
+#[derive(Debug, Clone)]
+pub struct ApplyRequest<'a> {
+    /// The manifest as the Work holds it.
+    pub manifest: &'a Object,
+    pub mode: ApplyMode,
+    /// `<namespace>/<name>` of the Work placing it; written to [`OWNER_ANNOTATION`].
+    pub owner: &'a str,
+}
+
+/// What applying did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ApplyOutcome {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+/// The result of a successful apply: what happened and the live object.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub outcome: ApplyOutcome,
+    pub live: Object,
+}
+
+/// Why a target operation failed. Messages name the object and say what
+/// would be accepted; they end up in Work status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    /// The manifest is not acceptable to the cluster (bad field, unknown kind...).
+    #[error("{0}")]
+    Invalid(String),
+    /// The object exists and belongs to someone else (another Work, or not Fleet).
+    #[error("{0}")]
+    Conflict(String),
+    /// The cluster could not be reached or failed; worth retrying.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// A member cluster the agent applies to.
+pub trait Target: Send + Sync + 'static {
+    /// `embedded` or `kubernetes` (reported as a property, shown by `get mc -o wide`).
+    fn name(&self) -> &'static str;
+
+    /// Creates or updates one object. Takes over nothing placed by another
+    /// Work ([`TargetError::Conflict`]).
+    fn apply(&self, request: ApplyRequest<'_>) -> impl Future<Output = Result<Applied, TargetError>> + Send;
+
+    /// The live object, if it exists.
+    fn get(&self, id: &ResourceId) -> impl Future<Output = Result<Option<Object>, TargetError>> + Send;
+
+    /// Deletes an object; `false` if it did not exist.
+    fn delete(&self, id: &ResourceId) -> impl Future<Output = Result<bool, TargetError>> + Send;
+
+    /// Properties and resource usage for the next heartbeat.
+    fn report(&self) -> impl Future<Output = Result<HeartbeatReport, TargetError>> + Send;
+}

@@ -1,0 +1,106 @@
+//! What the agent placed for each Work, kept durably in `DIR/ledger.json`:
+//! the generation it applied and the objects it created. It lets the agent
+//! delete exactly what a Work no longer holds (and only what Fleet created),
+//! and skip re-applying unchanged Work after a restart.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::target::ResourceId;
+use crate::AgentError;
+
+/// One Work's record.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The Work generation last applied completely (0: not yet).
+    pub generation: i64,
+    /// Objects this Work placed.
+    pub placed: Vec<ResourceId>,
+}
+
+/// All Works' records.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Ledger {
+    #[serde(skip)]
+    path: PathBuf,
+    works: BTreeMap<String, Entry>,
+}
+
+impl Ledger {
+    /// Loads the ledger of a data dir (empty if none yet).
+    pub fn load(data_dir: &Path) -> Result<Ledger, AgentError> {
+        let path = data_dir.join("ledger.json");
+        let mut ledger: Ledger = match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| AgentError::io(&path, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ledger::default(),
+            Err(e) => return Err(AgentError::io(&path, e)),
+        };
+        ledger.path = path;
+        Ok(ledger)
+    }
+
+    /// The record of a Work.
+    pub fn get(&self, work: &str) -> Option<&Entry> {
+        self.works.get(work)
+    }
+
+    /// Names of every recorded Work.
+    pub fn works(&self) -> Vec<String> {
+        self.works.keys().cloned().collect()
+    }
+
+    /// Records a Work (or forgets it with `None`), durably, if it changed.
+    pub fn set(&mut self, work: &str, entry: Option<Entry>) -> Result<(), AgentError> {
+        let changed = match &entry {
+            Some(e) => self.works.get(work) != Some(e),
+            None => self.works.contains_key(work),
+        };
+        if !changed {
+            return Ok(());
+        }
+        match entry {
+            Some(e) => self.works.insert(work.to_string(), e),
+            None => self.works.remove(work),
+        };
+        self.save()
+    }
+
+    fn save(&self) -> Result<(), AgentError> {
+        let bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        let tmp = self.path.with_extension("tmp");
+        {
+            let mut f = fs::File::create(&tmp).map_err(|e| AgentError::io(&tmp, e))?;
+            f.write_all(&bytes).and_then(|()| f.sync_all()).map_err(|e| AgentError::io(&tmp, e))?;
+        }
+        fs::rename(&tmp, &self.path).map_err(|e| AgentError::io(&self.path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn survives_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = Ledger::load(dir.path()).unwrap();
+        let id = ResourceId {
+            group: "".into(),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: "n".into(),
+            name: "c".into(),
+        };
+        ledger.set("w", Some(Entry { generation: 2, placed: vec![id.clone()] })).unwrap();
+        let again = Ledger::load(dir.path()).unwrap();
+        assert_eq!(again.get("w").unwrap().placed, vec![id]);
+        let mut again = again;
+        again.set("w", None).unwrap();
+        assert!(Ledger::load(dir.path()).unwrap().get("w").is_none());
+    }
+}
