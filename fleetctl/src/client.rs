@@ -336,6 +336,13 @@ impl Client {
         Ok(response)
     }
 
+    /// Milliseconds since each member's last heartbeat, as the leader saw it.
+    pub async fn member_heartbeats(&self) -> Result<std::collections::BTreeMap<String, u64>> {
+        let (response, _) =
+            self.call(|mut c| async move { c.member_heartbeats(pb::MemberHeartbeatsRequest {}).await }).await?;
+        Ok(response.age_millis.into_iter().collect())
+    }
+
     /// The hub cluster's membership and roles, as the answering node sees them.
     pub async fn cluster_status(&self) -> Result<ClusterStatus> {
         let (response, _) =

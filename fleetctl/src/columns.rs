@@ -31,6 +31,7 @@ impl std::fmt::Debug for Column {
 pub fn columns_for(kind: &str, wide: bool) -> Vec<Column> {
     match kind {
         "Event" => event_columns(),
+        "MemberCluster" => member_cluster_columns(wide),
         _ => generic_columns(wide),
     }
 }
@@ -59,6 +60,65 @@ fn event_columns() -> Vec<Column> {
         Column { header: "OBJECT", value: |o, _| involved_object(o) },
         Column { header: "MESSAGE", value: |o, _| str_field(o, &["message"]) },
     ]
+}
+
+/// `NAME`, `JOINED`, `AGE` (KubeFleet's printer columns); wide adds health,
+/// the target, size and usage, and the age of the last heartbeat.
+fn member_cluster_columns(wide: bool) -> Vec<Column> {
+    let mut columns = vec![name_column(), Column { header: "JOINED", value: |o, _| condition_status(o, "Joined") }];
+    if wide {
+        columns.extend([
+            Column { header: "HEALTHY", value: |o, _| condition_status(o, "Healthy") },
+            Column { header: "TARGET", value: |o, _| property(o, fleet_api::member::TARGET_PROPERTY) },
+            Column { header: "NODE-COUNT", value: |o, _| property(o, "kubernetes-fleet.io/node-count") },
+            Column { header: "CPU (AVAIL/ALLOC)", value: |o, _| usage(o, "cpu") },
+            Column { header: "MEMORY (AVAIL/ALLOC)", value: |o, _| usage(o, "memory") },
+            Column { header: "LAST-HEARTBEAT", value: |o, now| last_heartbeat(o, now) },
+        ]);
+    }
+    columns.push(age_column());
+    columns
+}
+
+/// The status of condition `type_` in `status.conditions`, or `Unknown`.
+fn condition_status(object: &Object, type_: &str) -> String {
+    object
+        .status()
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("Unknown")
+        .to_string()
+}
+
+fn property(object: &Object, name: &str) -> String {
+    let value =
+        object.status().and_then(|s| s.get("properties")).and_then(|p| p.get(name)).and_then(|p| p.get("value"));
+    value.and_then(Value::as_str).unwrap_or("<none>").to_string()
+}
+
+fn usage(object: &Object, resource: &str) -> String {
+    let usage = object.status().and_then(|s| s.get("resourceUsage"));
+    let get = |part: &str| {
+        usage.and_then(|u| u.get(part)).and_then(|p| p.get(resource)).and_then(Value::as_str).unwrap_or("?").to_string()
+    };
+    if usage.is_none() {
+        return "<none>".to_string();
+    }
+    format!("{}/{}", get("available"), get("allocatable"))
+}
+
+fn last_heartbeat(object: &Object, now: SystemTime) -> String {
+    let agents = object.status().and_then(|s| s.get("agentStatus")).and_then(Value::as_array);
+    let time = agents
+        .and_then(|a| a.iter().find(|x| x["type"] == "MemberAgent"))
+        .and_then(|a| a["lastReceivedHeartbeat"].as_str())
+        .map(str::to_string);
+    match time {
+        Some(t) => age(Some(&t), now),
+        None => "<none>".to_string(),
+    }
 }
 
 fn name_column() -> Column {

@@ -10,8 +10,9 @@ use fleet_proto::fleet::fleet_server::Fleet;
 use fleet_proto::fleet::{
     AddNodeRequest, ApplyRequest, ApplyResponse, ApplyResult, ClusterMember, ClusterStatusRequest,
     ClusterStatusResponse, CreateTokenRequest, CreateTokenResponse, DeleteRequest, GetRequest, GetResponse,
-    HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, KindRef, ListRequest, ListResponse, ReadOptions,
-    RemoveNodeRequest, RenewCertificateRequest, UpdateStatusRequest, WatchEvent, WatchRequest, WriteResponse,
+    HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, KindRef, ListRequest, ListResponse,
+    MemberHeartbeatsRequest, MemberHeartbeatsResponse, ReadOptions, RemoveNodeRequest, RenewCertificateRequest,
+    UpdateStatusRequest, WatchEvent, WatchRequest, WriteResponse,
 };
 use fleet_raft::consensus::MembershipChange;
 use fleet_raft::Consensus;
@@ -363,7 +364,20 @@ impl Fleet for FleetService {
             MemberReply::Heartbeat { period_seconds } => {
                 Ok(Response::new(HeartbeatResponse { heartbeat_period_seconds: period_seconds }))
             }
-            MemberReply::Certificate { .. } => Err(Status::internal("unexpected reply to a heartbeat")),
+            _ => Err(Status::internal("unexpected reply to a heartbeat")),
+        }
+    }
+
+    async fn member_heartbeats(
+        &self,
+        request: Request<MemberHeartbeatsRequest>,
+    ) -> Result<Response<MemberHeartbeatsResponse>, Status> {
+        authorize(&request, "MemberHeartbeats", Access::Read, false)?;
+        match self.members.call(MemberCall::Ages).await? {
+            MemberReply::Ages(age_millis) => {
+                Ok(Response::new(MemberHeartbeatsResponse { age_millis: age_millis.into_iter().collect() }))
+            }
+            _ => Err(Status::internal("unexpected reply to a heartbeat-age request")),
         }
     }
 }

@@ -366,3 +366,33 @@ async fn deleting_the_member_cluster_revokes_it_and_its_agent_stops() {
     assert_eq!(err.code(), tonic::Code::PermissionDenied);
     assert!(err.message().contains("has left the fleet"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_mc_wide_shows_health_target_size_usage_and_a_live_heartbeat_age() {
+    let mut hub = Hub::start(HubOptions::default()).await;
+    fast_member(&hub, "east").await;
+    hub.start_agent("east", &["--sim-nodes", "4", "--sim-allocatable", "cpu=2,memory=4Gi"]);
+    wait_condition(&hub, "mc", "", "east", "Healthy", "True").await;
+    let out = eventually("a wide row with usage", WAIT, || async {
+        let out = hub.fleetctl(&["get", "mc", "-o", "wide"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if text.contains("8/8") {
+            Ok(text)
+        } else {
+            Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)))
+        }
+    })
+    .await;
+    let header = out.lines().next().unwrap_or_default();
+    for column in ["NAME", "JOINED", "HEALTHY", "TARGET", "NODE-COUNT", "CPU (AVAIL/ALLOC)", "LAST-HEARTBEAT", "AGE"] {
+        assert!(header.contains(column), "{column} missing: {out}");
+    }
+    let row = out.lines().nth(1).unwrap_or_default();
+    assert!(row.contains("east") && row.contains("True") && row.contains("embedded") && row.contains(" 4 "), "{out}");
+    // Heartbeats every second: the age shown is live, not the last status write.
+    let age: String = row.split_whitespace().rev().nth(1).unwrap_or_default().to_string();
+    assert!(
+        age.ends_with('s') && age.trim_end_matches('s').parse::<u64>().is_ok_and(|s| s <= 3),
+        "age {age:?} in {out}"
+    );
+}

@@ -29,15 +29,22 @@ pub async fn run(client: &Client, args: GetArgs, io: &mut Io) -> Result<()> {
         return watch(client, query, name, &args, io).await;
     }
     let now = SystemTime::now();
+    let live_heartbeats = args.output == Some(OutputFormat::Wide) && kind.name == "MemberCluster";
     match name {
         Some(name) => {
             let namespace = kind.namespace_for(args.namespace.as_deref());
-            let object = client.get(&kind, &namespace, &name, args.consistent).await?;
+            let mut object = client.get(&kind, &namespace, &name, args.consistent).await?;
+            if live_heartbeats {
+                super::heartbeats::decorate(client, std::slice::from_mut(&mut object), now).await;
+            }
             let table = table_options(&kind, &args, std::slice::from_ref(&object));
             io.out(&render_objects(args.output, &[object], true, &table, now)?)
         }
         None => {
-            let list = client.list(&query).await?;
+            let mut list = client.list(&query).await?;
+            if live_heartbeats {
+                super::heartbeats::decorate(client, &mut list.items, now).await;
+            }
             let prints_table = !matches!(args.output, Some(OutputFormat::Json | OutputFormat::Yaml));
             if list.items.is_empty() && prints_table {
                 return io.err(&no_resources(&query));

@@ -6,6 +6,7 @@ mod cluster;
 mod delete;
 mod describe;
 mod get;
+mod heartbeats;
 mod pki;
 mod token;
 

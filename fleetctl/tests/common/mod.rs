@@ -309,6 +309,13 @@ impl Fleet for FakeNode {
     async fn heartbeat(&self, _: Request<pb::HeartbeatRequest>) -> Result<Response<pb::HeartbeatResponse>, Status> {
         Err(Status::unimplemented("not in the fake"))
     }
+
+    async fn member_heartbeats(
+        &self,
+        _: Request<pb::MemberHeartbeatsRequest>,
+    ) -> Result<Response<pb::MemberHeartbeatsResponse>, Status> {
+        Err(Status::unimplemented("not in the fake"))
+    }
 }
 
 /// Starts fake node `id` on a loopback port with the PKI's node certificate;

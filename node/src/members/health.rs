@@ -43,6 +43,11 @@ impl Arrivals {
         self.lock().last.insert(cluster.to_string(), Instant::now());
     }
 
+    /// How long ago each cluster was last heard of, by this leader.
+    pub fn ages(&self) -> std::collections::BTreeMap<String, Duration> {
+        self.lock().last.iter().map(|(c, t)| (c.clone(), t.elapsed())).collect()
+    }
+
     /// When `cluster` was last heard of (or when this node became leader).
     fn last_heard(&self, cluster: &str) -> Option<Instant> {
         let state = self.lock();

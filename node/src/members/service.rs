@@ -29,6 +29,7 @@ pub enum MemberCall {
     Join { cluster: String, token: String, csr_pem: String },
     Renew { cluster: String, serial: String, csr_pem: String },
     Heartbeat { cluster: String, report: Vec<u8> },
+    Ages,
 }
 
 /// The leader's answer.
@@ -36,6 +37,7 @@ pub enum MemberCall {
 pub enum MemberReply {
     Certificate { certificate_pem: String, ca_pem: String, expires_at: String },
     Heartbeat { period_seconds: u64 },
+    Ages(std::collections::BTreeMap<String, u64>),
 }
 
 /// A gRPC status that crossed the peer channel.
@@ -122,6 +124,9 @@ impl MemberService {
             MemberCall::Join { cluster, token, csr_pem } => self.join_on_leader(&cluster, &token, &csr_pem).await,
             MemberCall::Renew { cluster, serial, csr_pem } => self.renew_on_leader(&cluster, &serial, &csr_pem).await,
             MemberCall::Heartbeat { cluster, report } => self.heartbeat_on_leader(&cluster, &report).await,
+            MemberCall::Ages => Ok(MemberReply::Ages(
+                self.arrivals.ages().into_iter().map(|(c, d)| (c, d.as_millis() as u64)).collect(),
+            )),
         };
         Ok(result.map_err(WireStatus::from))
     }
@@ -236,7 +241,7 @@ impl MemberService {
             MemberReply::Certificate { certificate_pem, ca_pem, expires_at } => {
                 Ok(JoinResponse { certificate_pem, ca_pem, expires_at })
             }
-            MemberReply::Heartbeat { .. } => Err(Status::internal("unexpected reply to a certificate request")),
+            _ => Err(Status::internal("unexpected reply to a certificate request")),
         }
     }
 }
