@@ -40,11 +40,20 @@ pub struct HubOptions {
     pub keep_logs: u64,
     /// `--init` on every initial node (true) or on node 1 only (false).
     pub init_all: bool,
+    /// Extra flags for every node (e.g. `--member-cert-validity 12s`).
+    pub node_args: Vec<String>,
 }
 
 impl Default for HubOptions {
     fn default() -> Self {
-        HubOptions { nodes: 3, pki_nodes: 3, snapshot_logs: 10_000, keep_logs: 1_000, init_all: true }
+        HubOptions {
+            nodes: 3,
+            pki_nodes: 3,
+            snapshot_logs: 10_000,
+            keep_logs: 1_000,
+            init_all: true,
+            node_args: Vec::new(),
+        }
     }
 }
 
@@ -138,6 +147,7 @@ impl Hub {
             .args(["--heartbeat-ms", "50", "--election-timeout-ms", "300"])
             .args(["--snapshot-logs", &self.options.snapshot_logs.to_string()])
             .args(["--keep-logs", &self.options.keep_logs.to_string()])
+            .args(&self.options.node_args)
             .env("RUST_LOG", std::env::var("FLEET_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())

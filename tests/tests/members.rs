@@ -396,3 +396,84 @@ async fn get_mc_wide_shows_health_target_size_usage_and_a_live_heartbeat_age() {
         "age {age:?} in {out}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_renews_its_certificate_before_it_expires_and_keeps_working() {
+    let options =
+        HubOptions { node_args: vec!["--member-cert-validity".into(), "12s".into()], ..HubOptions::default() };
+    let mut hub = Hub::start(options).await;
+    fast_member(&hub, "east").await;
+    hub.start_agent("east", &[]);
+    wait_condition(&hub, "mc", "", "east", "Healthy", "True").await;
+    let cert_path = hub.agent_dir("east").join("tls").join("agent.pem");
+    let key_path = hub.agent_dir("east").join("tls").join("agent-key.pem");
+    let first = std::fs::read_to_string(&cert_path).unwrap_or_default();
+    let first_key = std::fs::read_to_string(&key_path).unwrap_or_default();
+    // Renewal is due at two thirds of 12 s.
+    eventually("a renewed certificate", WAIT, || {
+        let path = cert_path.clone();
+        let first = first.clone();
+        async move {
+            let now = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+            if now != first {
+                Ok(())
+            } else {
+                Err("unchanged".into())
+            }
+        }
+    })
+    .await;
+    assert_ne!(std::fs::read_to_string(&key_path).unwrap_or_default(), first_key, "renewal uses a new key");
+    // Past the first certificate's expiry, the agent still receives and applies Work.
+    let started = Instant::now();
+    eventually("the first certificate to expire", Duration::from_secs(20), || async move {
+        if started.elapsed() > Duration::from_secs(12) {
+            Ok(())
+        } else {
+            Err("not yet".to_string())
+        }
+    })
+    .await;
+    let mut admin = hub.client(1).await;
+    apply(&mut admin, vec![work("east", "after", app_manifests("1", false))]).await.expect("work");
+    wait_condition(&hub, "work", "fleet-member-east", "after", "Available", "True").await;
+    wait_condition(&hub, "mc", "", "east", "Healthy", "True").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_agent_does_not_rewrite_what_is_already_applied() {
+    let mut hub = Hub::start(HubOptions::default()).await;
+    hub.start_agent("east", &[]);
+    wait_condition(&hub, "mc", "", "east", "Joined", "True").await;
+    let mut admin = hub.client(1).await;
+    apply(&mut admin, vec![work("east", "app", app_manifests("1", true))]).await.expect("work");
+    wait_condition(&hub, "work", "fleet-member-east", "app", "Available", "True").await;
+    let versions = |hub: &Hub| -> Vec<(String, String)> {
+        let list = inspect_json(hub, "east", &["-A", "-o", "json"]).unwrap_or_default();
+        let mut v: Vec<(String, String)> = list["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|o| {
+                let id = format!("{}/{}/{}", o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]);
+                (id, o["metadata"]["resourceVersion"].to_string())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = versions(&hub);
+    assert!(before.iter().any(|(n, _)| n.ends_with("\"web\"")), "{before:?}");
+    hub.kill_agent("east");
+    hub.start_agent("east", &[]);
+    // A second Work proves the restarted agent has worked through its queue.
+    let mut manifests = app_manifests("1", false);
+    manifests[0]["metadata"]["name"] = json!("other");
+    manifests[1]["metadata"]["namespace"] = json!("other");
+    apply(&mut admin, vec![work("east", "zz-after-restart", manifests)]).await.expect("second work");
+    wait_condition(&hub, "work", "fleet-member-east", "zz-after-restart", "Available", "True").await;
+    let after: Vec<(String, String)> =
+        versions(&hub).into_iter().filter(|(n, _)| before.iter().any(|(b, _)| b == n)).collect();
+    assert_eq!(after, before, "objects of the unchanged Work were rewritten after the restart");
+}
