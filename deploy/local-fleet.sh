@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A local Fleet on this machine: builds the binaries, makes certificates,
-# starts a hub trio on 127.0.0.1:7001-7003, applies deploy/examples/.
+# starts a hub trio on 127.0.0.1:7001-7003 and three member agents on embedded
+# (simulated) clusters in regions east, west and central, applies deploy/examples/.
 #
 #   deploy/local-fleet.sh up      # build, start, apply the examples, print status
 #   deploy/local-fleet.sh status  # cluster status and what is stored
@@ -40,6 +41,7 @@ up() {
     sleep 0.1
   done
   "$BIN/fleetctl" cluster status
+  start_members
   "$BIN/fleetctl" apply -f deploy/examples/
   echo
   "$BIN/fleetctl" get namespaces
@@ -49,16 +51,48 @@ up() {
 Local hub running. Use it with:
   export FLEET_ENDPOINTS=$FLEET_ENDPOINTS FLEET_TLS_DIR=$FLEET_TLS_DIR
   $BIN/fleetctl get crp
-Logs: $STATE/node-*.log   Stop: deploy/local-fleet.sh down
+Look inside a member:  $BIN/fleet-agent inspect --data-dir $STATE/agent-east-1 -A
+Logs: $STATE/node-*.log, $STATE/agent-*.log   Stop: deploy/local-fleet.sh down
 TXT
+}
+
+# name region nodes: MemberCluster with labels, a token, then the agent.
+MEMBERS=("east-1 east 3" "west-1 west 4" "central-1 central 2")
+
+start_members() {
+  local m name region nodes token fp
+  for m in "${MEMBERS[@]}"; do
+    read -r name region nodes <<<"$m"
+    if [ -f "$STATE/agent-$name.pid" ] && kill -0 "$(cat "$STATE/agent-$name.pid")" 2>/dev/null; then continue; fi
+    printf 'apiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata:\n  name: %s\n  labels: {region: %s, environment: demo}\nspec:\n  heartbeatPeriodSeconds: 5\n' \
+      "$name" "$region" | "$BIN/fleetctl" apply -f - >/dev/null
+    local args=()
+    if [ ! -f "$STATE/agent-$name/tls/agent.pem" ]; then
+      { read -r token; read -r fp; } < <("$BIN/fleetctl" token create --cluster "$name" --ttl 10m 2>/dev/null)
+      args=(--token "$token" --ca-fingerprint "$fp")
+    fi
+    "$BIN/fleet-agent" --cluster "$name" --hub "$FLEET_ENDPOINTS" --data-dir "$STATE/agent-$name" \
+      --embedded --sim-nodes "$nodes" "${args[@]}" 2>>"$STATE/agent-$name.log" &
+    echo $! >"$STATE/agent-$name.pid"
+  done
+  echo "waiting for the members to join..."
+  for _ in $(seq 1 100); do
+    if [ "$("$BIN/fleetctl" get mc -o wide 2>/dev/null | grep -c ' True ')" -ge "${#MEMBERS[@]}" ]; then break; fi
+    sleep 0.2
+  done
+  "$BIN/fleetctl" get mc -o wide
 }
 
 status() {
   "$BIN/fleetctl" cluster status
+  "$BIN/fleetctl" get mc -o wide
   "$BIN/fleetctl" get namespaces
 }
 
 down() {
+  for pidfile in "$STATE"/agent-*.pid; do
+    [ -f "$pidfile" ] && kill -TERM "$(cat "$pidfile")" 2>/dev/null || true
+  done
   for i in 1 2 3; do
     if [ -f "$STATE/node-$i.pid" ]; then
       pid=$(cat "$STATE/node-$i.pid")

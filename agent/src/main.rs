@@ -3,6 +3,7 @@
 use clap::Parser;
 use fleet_agent::config::{Cli, Command};
 use fleet_agent::target::embedded::EmbeddedTarget;
+use fleet_agent::target::kubernetes::KubernetesTarget;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -28,14 +29,16 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let config = cli.run.config()?;
-    if config.kubeconfig.is_some() {
-        anyhow::bail!("--kubeconfig: the Kubernetes target is not available in this build yet; use --embedded");
-    }
-    let sim = cli.run.sim.to_config()?;
     std::fs::create_dir_all(&config.data_dir)?;
-    let target = EmbeddedTarget::open(&config.data_dir.join("embedded"), sim)?;
     let shutdown = shutdown_signal();
-    fleet_agent::run(config, target, shutdown).await?;
+    if let Some(kubeconfig) = config.kubeconfig.clone() {
+        let target = KubernetesTarget::connect(Some(&kubeconfig)).await?;
+        fleet_agent::run(config, target, shutdown).await?;
+    } else {
+        let sim = cli.run.sim.to_config()?;
+        let target = EmbeddedTarget::open(&config.data_dir.join("embedded"), sim)?;
+        fleet_agent::run(config, target, shutdown).await?;
+    }
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 
 pub mod availability;
 pub mod embedded;
+pub mod kubernetes;
 
 use std::future::Future;
 
