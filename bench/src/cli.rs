@@ -26,6 +26,8 @@ pub enum Command {
     /// Write one object through each endpoint; exit 0 when every write
     /// succeeded (scripts poll this to know a cluster is ready).
     Probe(ConnectArgs),
+    /// Time from applying a Work to its `Available` condition, on one member.
+    WorkLatency(WorkLatencyArgs),
 }
 
 /// The system under test.
@@ -101,4 +103,20 @@ pub struct PutArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: OutputFormat,
+}
+
+/// `work-latency`.
+#[derive(Debug, Args)]
+pub struct WorkLatencyArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// The member cluster whose namespace receives the Works.
+    #[arg(long)]
+    pub cluster: String,
+    /// How many Works to time, one after another.
+    #[arg(long, default_value_t = 20)]
+    pub count: usize,
+    /// Include a Deployment (then the simulated ready delay counts too).
+    #[arg(long)]
+    pub deployment: bool,
 }

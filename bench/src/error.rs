@@ -42,6 +42,9 @@ pub enum Error {
     #[error("latency histogram: {0}")]
     Histogram(String),
     /// A client task panicked or was cancelled.
+    #[error("hub: {0}")]
+    Hub(String),
+    /// The client task failed.
     #[error("client task failed: {0}")]
     Task(String),
     /// A probe write was refused.

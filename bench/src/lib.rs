@@ -8,6 +8,7 @@ pub mod error;
 pub mod load;
 pub mod payload;
 pub mod report;
+pub mod work_latency;
 pub mod writer;
 
 /// The subset of etcd's v3 API we drive (`etcdserverpb.KV/Put`), compiled

@@ -17,6 +17,7 @@ fn main() -> anyhow::Result<()> {
                     OutputFormat::Json => println!("{}", report.json()?),
                 }
             }
+            Command::WorkLatency(args) => print!("{}", fleet_bench::work_latency::run(&args).await?.text()),
             Command::Probe(args) => {
                 let endpoints = fleet_bench::probe(&args).await?;
                 println!("{}: wrote through {}", args.target.name(), endpoints.join(", "));

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_statemachine::{Command, OpOutcome, Response, StateMachine, Store};
+use fleet_statemachine::{Command, OpOutcome, Proposal, Response, StateMachine, Store};
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
 use openraft::{BasicNode, ChangeMembers, Config, ServerState, SnapshotPolicy};
 use serde::{Deserialize, Serialize};
@@ -92,6 +92,8 @@ pub struct Consensus {
     raft: Raft,
     network: PeerNetwork,
     store: Arc<Store>,
+    /// Writes waiting to be proposed together (group commit).
+    queue: tokio::sync::mpsc::Sender<crate::batcher::Pending>,
 }
 
 impl Consensus {
@@ -117,7 +119,10 @@ impl Consensus {
         let network = PeerNetwork::new(tls);
         let raft =
             Raft::new(id, Arc::new(config), network.clone(), log, sm).await.map_err(|e| Error::Raft(e.to_string()))?;
-        Ok(Arc::new(Consensus { id, raft, network, store }))
+        let (queue, pending) = tokio::sync::mpsc::channel(crate::batcher::QUEUE);
+        let consensus = Arc::new(Consensus { id, raft, network, store, queue });
+        tokio::spawn(crate::batcher::run(Arc::downgrade(&consensus), pending));
+        Ok(consensus)
     }
 
     /// This node's id.
@@ -200,16 +205,17 @@ impl Consensus {
     /// on this node right after sees it). Returns the log index and outcomes,
     /// or the state machine's refusal.
     pub async fn write(&self, command: Command) -> Result<(u64, Vec<OpOutcome>), Error> {
-        let response: Response =
-            self.on_leader(PeerMethod::Forward, &command, || self.write_on_leader(command.clone())).await?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.queue.send(crate::batcher::Pending { command, reply }).await.map_err(|_| Error::ShuttingDown)?;
+        let response: Response = answer.await.map_err(|_| Error::ShuttingDown)??;
         let (index, outcomes) = response.into_result()?;
         self.wait_applied(index, WRITE_DEADLINE).await?;
         Ok((index, outcomes))
     }
 
-    /// Commits a command on this node, which must be the leader.
-    pub async fn write_on_leader(&self, command: Command) -> Result<Response, Routed> {
-        match tokio::time::timeout(WRITE_DEADLINE, self.raft.client_write(command)).await {
+    /// Commits a batch of commands on this node, which must be the leader.
+    pub async fn write_on_leader(&self, proposal: Proposal) -> Result<Vec<Response>, Routed> {
+        match tokio::time::timeout(WRITE_DEADLINE, self.raft.client_write(proposal)).await {
             Ok(Ok(reply)) => Ok(reply.data),
             Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) => Err(Routed::NotLeader),
             Ok(Err(e)) => Err(Routed::Failed(e.to_string())),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use fleet_proto::peer::raft_peer_server::RaftPeer;
 use fleet_proto::peer::Payload;
 use fleet_proto::tls::Identity;
-use fleet_statemachine::{Command, TypeConfig};
+use fleet_statemachine::{Proposal, TypeConfig};
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -97,8 +97,8 @@ impl RaftPeer for PeerService {
 
     async fn forward(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
         caller_node(&request)?;
-        let command: Command = payload(request)?;
-        reply(&self.consensus.write_on_leader(command).await)
+        let proposal: Proposal = payload(request)?;
+        reply(&self.consensus.write_on_leader(proposal).await)
     }
 
     async fn read_index(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {

@@ -1,9 +1,13 @@
 //! Deterministic apply of committed entries.
 //!
-//! A command's ops run against an overlay of pending changes on top of the
-//! committed tables; only when every op succeeds is the overlay written.
-//! A refused command writes nothing but still advances `last_applied`, which
-//! is written in the same transaction as the data, together with membership.
+//! An entry carries a [`Proposal`]: several commands, each atomic on its own.
+//! They run in order against one overlay of pending changes on top of the
+//! committed tables; a refused command is rolled back from the overlay (an
+//! undo journal) and the others stand. The overlay is written once per entry,
+//! and watch events are derived per object from its state before and after
+//! the entry, so every event at a resourceVersion describes the state at that
+//! version. `last_applied` is written in the same transaction as the data,
+//! together with membership.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -12,7 +16,7 @@ use fleet_api::{Object, ObjectKey};
 use openraft::{EntryPayload, RaftLogId};
 use redb::{Durability, MultimapTable, ReadableMultimapTable, ReadableTable, Table};
 
-use crate::command::{Action, Command, Op, OpOutcome, Response, StoreError};
+use crate::command::{Action, Command, Op, OpOutcome, Proposal, Response, StoreError};
 use crate::error::Error;
 use crate::raft_types::{StoredMembership, TypeConfig};
 use crate::store::{decode_object, encode_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, OBJECTS, OWNERS};
@@ -25,7 +29,7 @@ impl Store {
     /// false the commit is not fsync'd: the Raft log still holds the entries
     /// (it is purged only behind a snapshot, and building a snapshot makes the
     /// state machine durable first), so a crash replays them.
-    pub fn apply_entries(&self, entries: Vec<Entry>, durable: bool) -> Result<Vec<Response>, Error> {
+    pub fn apply_entries(&self, entries: Vec<Entry>, durable: bool) -> Result<Vec<Vec<Response>>, Error> {
         let mut txn = self.db.begin_write()?;
         txn.set_durability(if durable { Durability::Immediate } else { Durability::None })?;
         let mut responses = Vec::with_capacity(entries.len());
@@ -39,23 +43,18 @@ impl Store {
                 let log_id = *entry.get_log_id();
                 last = Some(log_id);
                 match entry.payload {
-                    EntryPayload::Blank => responses.push(Response::Empty),
+                    EntryPayload::Blank => responses.push(Vec::new()),
                     EntryPayload::Membership(m) => {
                         let stored = StoredMembership::new(Some(log_id), m);
                         meta.insert(META_MEMBERSHIP, encode_meta(&stored)?.as_slice())?;
-                        responses.push(Response::Empty);
+                        responses.push(Vec::new());
                     }
-                    EntryPayload::Normal(command) => {
+                    EntryPayload::Normal(proposal) => {
                         let index = log_id.index;
                         let mut overlay = Overlay::default();
-                        match overlay.run(&objects, &owners, &command, index) {
-                            Ok(outcomes) => {
-                                overlay.flush(&mut objects, &mut owners, index, &mut events)?;
-                                responses.push(Response::Applied { index, outcomes });
-                            }
-                            Err(Refusal::Store(error)) => responses.push(Response::Refused { index, error }),
-                            Err(Refusal::Storage(e)) => return Err(e),
-                        }
+                        let replies = apply_proposal(&mut overlay, &objects, &owners, &proposal, index)?;
+                        overlay.flush(&mut objects, &mut owners, index, &mut events)?;
+                        responses.push(replies);
                     }
                 }
             }
@@ -89,22 +88,42 @@ impl<E: Into<Error>> From<E> for Refusal {
     }
 }
 
-/// A pending change of one object (`None` = deleted) and the event it makes.
-struct Change {
-    object: Option<Object>,
-    event: EventType,
+/// Applies every command of a proposal, each all-or-nothing.
+fn apply_proposal(
+    overlay: &mut Overlay,
+    objects: &Table<&str, &[u8]>,
+    owners: &MultimapTable<&str, &str>,
+    proposal: &Proposal,
+    index: u64,
+) -> Result<Vec<Response>, Error> {
+    let mut replies = Vec::with_capacity(proposal.commands.len());
+    for command in &proposal.commands {
+        let mark = overlay.mark();
+        match overlay.run(objects, owners, command, index) {
+            Ok(outcomes) => replies.push(Response::Applied { index, outcomes }),
+            Err(Refusal::Store(error)) => {
+                overlay.rollback(mark);
+                replies.push(Response::Refused { index, error });
+            }
+            Err(Refusal::Storage(e)) => return Err(e),
+        }
+    }
+    Ok(replies)
 }
 
-/// Changes of one command, not yet written.
+/// Changes of one entry, not yet written (`None` = deleted), with an undo
+/// journal so a refused command can be taken back.
 #[derive(Default)]
 struct Overlay {
-    changes: BTreeMap<String, Change>,
+    changes: BTreeMap<String, Option<Object>>,
+    /// (key, what `changes` held for it before) for every change, in order.
+    undo: Vec<(String, Option<Option<Object>>)>,
 }
 
 impl Overlay {
     fn get(&self, objects: &Table<&str, &[u8]>, key: &str) -> Result<Option<Object>, Refusal> {
         if let Some(change) = self.changes.get(key) {
-            return Ok(change.object.clone());
+            return Ok(change.clone());
         }
         match objects.get(key)? {
             Some(v) => Ok(Some(decode_object(key, v.value())?)),
@@ -112,14 +131,29 @@ impl Overlay {
         }
     }
 
-    fn put(&mut self, key: String, object: Object, existed: bool) {
-        let event = match self.changes.get(&key) {
-            // Created earlier in this command: still an addition for watchers.
-            Some(c) if c.event == EventType::Added => EventType::Added,
-            _ if existed => EventType::Modified,
-            _ => EventType::Added,
-        };
-        self.changes.insert(key, Change { object: Some(object), event });
+    fn set(&mut self, key: String, value: Option<Object>) {
+        let before = self.changes.insert(key.clone(), value);
+        self.undo.push((key, before));
+    }
+
+    fn put(&mut self, key: String, object: Object) {
+        self.set(key, Some(object));
+    }
+
+    /// Where the journal stands (before a command).
+    fn mark(&self) -> usize {
+        self.undo.len()
+    }
+
+    /// Takes back every change made since `mark`.
+    fn rollback(&mut self, mark: usize) {
+        while self.undo.len() > mark {
+            let Some((key, before)) = self.undo.pop() else { break };
+            match before {
+                Some(value) => self.changes.insert(key, value),
+                None => self.changes.remove(&key),
+            };
+        }
     }
 
     fn run(
@@ -207,7 +241,7 @@ impl Overlay {
         object.metadata.creation_timestamp = Some(now.to_string());
         object.metadata.deletion_timestamp = None;
         object.metadata.set_resource_version(index);
-        self.put(storage_key, object.clone(), false);
+        self.put(storage_key, object.clone());
         Ok(OpOutcome { action: Action::Created, object })
     }
 
@@ -238,7 +272,7 @@ impl Overlay {
             return OpOutcome { action: Action::Unchanged, object: existing };
         }
         updated.metadata.set_resource_version(index);
-        self.put(key, updated.clone(), true);
+        self.put(key, updated.clone());
         OpOutcome { action: Action::Configured, object: updated }
     }
 
@@ -255,7 +289,7 @@ impl Overlay {
     ) -> Result<(), Refusal> {
         let mut pending = vec![(key, object)];
         while let Some((key, object)) = pending.pop() {
-            self.changes.insert(key.clone(), Change { object: None, event: EventType::Deleted });
+            self.set(key.clone(), None);
             let uid = object.metadata.uid.clone();
             if uid.is_empty() {
                 continue;
@@ -271,7 +305,7 @@ impl Overlay {
                     pending.push((dep_key, dep));
                 } else {
                     dep.metadata.set_resource_version(index);
-                    self.put(dep_key, dep, true);
+                    self.put(dep_key, dep);
                 }
             }
         }
@@ -286,7 +320,7 @@ impl Overlay {
             keys.insert(value?.value().to_string());
         }
         for (key, change) in &self.changes {
-            if let Some(obj) = &change.object {
+            if let Some(obj) = change {
                 if obj.metadata.owner_references.iter().any(|r| r.uid == uid) {
                     keys.insert(key.clone());
                 }
@@ -295,7 +329,8 @@ impl Overlay {
         Ok(keys)
     }
 
-    /// Writes the changes and the owner index, and turns them into events.
+    /// Writes the changes and the owner index, and turns them into events:
+    /// one per object, from its state before the entry to its state after.
     fn flush(
         self,
         objects: &mut Table<&str, &[u8]>,
@@ -313,24 +348,25 @@ impl Overlay {
                     owners.remove(r.uid.as_str(), key.as_str())?;
                 }
             }
-            let event_object = match change.object {
-                Some(object) => {
+            let (event_type, event_object) = match (change, old) {
+                (Some(object), old) => {
                     objects.insert(key.as_str(), object.to_json().as_slice())?;
                     for r in &object.metadata.owner_references {
                         owners.insert(r.uid.as_str(), key.as_str())?;
                     }
-                    object
+                    let event_type = if old.is_some() { EventType::Modified } else { EventType::Added };
+                    (event_type, object)
                 }
-                None => {
+                (None, Some(mut last)) => {
                     objects.remove(key.as_str())?;
-                    // Created and deleted within one command: nobody saw it.
-                    let Some(mut last) = old else { continue };
                     last.metadata.set_resource_version(index);
-                    last
+                    (EventType::Deleted, last)
                 }
+                // Created and deleted within one entry: nobody saw it.
+                (None, None) => continue,
             };
             events.push(WatchEvent {
-                event_type: change.event,
+                event_type,
                 key: ObjectKey::of(&event_object),
                 object: Arc::new(event_object),
                 resource_version: index,

@@ -14,6 +14,14 @@ pub struct Command {
     pub ops: Vec<Op>,
 }
 
+/// What one Raft entry carries: commands from one or more clients, batched
+/// so many writes share one log append (one fsync). Each command succeeds or
+/// fails on its own; all of them share the entry's index as resourceVersion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub commands: Vec<Command>,
+}
+
 /// One operation on one object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Op {
@@ -92,8 +100,6 @@ pub enum StoreError {
 /// The outcome of a command, returned to the proposer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Response {
-    /// Membership and blank entries carry no command.
-    Empty,
     /// Every op applied; outcomes in op order. The log index is the
     /// `resourceVersion` of every object written.
     Applied { index: u64, outcomes: Vec<OpOutcome> },
@@ -107,7 +113,6 @@ impl Response {
         match self {
             Response::Applied { index, outcomes } => Ok((index, outcomes)),
             Response::Refused { error, .. } => Err(error),
-            Response::Empty => Ok((0, Vec::new())),
         }
     }
 }

@@ -14,7 +14,7 @@ pub mod state_machine;
 pub mod store;
 pub mod watch;
 
-pub use command::{Action, Command, Op, OpOutcome, Response, StoreError};
+pub use command::{Action, Command, Op, OpOutcome, Proposal, Response, StoreError};
 pub use error::Error;
 pub use raft_types::TypeConfig;
 pub use state_machine::StateMachine;

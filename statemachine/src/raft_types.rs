@@ -3,13 +3,13 @@
 
 use std::io::Cursor;
 
-use crate::command::{Command, Response};
+use crate::command::{Proposal, Response};
 
 openraft::declare_raft_types!(
     /// Fleet's Raft type configuration.
     pub TypeConfig:
-        D = Command,
-        R = Response,
+        D = Proposal,
+        R = Vec<Response>,
         NodeId = u64,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,

@@ -70,7 +70,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         blocking(ErrorVerb::Read, move || store.applied_state()).await
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Response>>, StorageError>
     where
         I: IntoIterator<Item = openraft::Entry<TypeConfig>> + Send,
         I::IntoIter: Send,

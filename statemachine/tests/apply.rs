@@ -1,7 +1,7 @@
 //! The deterministic apply rules, on a real redb file.
 
 use fleet_api::{Object, ObjectKey};
-use fleet_statemachine::{Action, Command, EventType, ListQuery, Op, Response, Store, StoreError};
+use fleet_statemachine::{Action, Command, EventType, ListQuery, Op, Proposal, Response, Store, StoreError};
 use openraft::{CommittedLeaderId, EntryPayload, LogId};
 use serde_json::json;
 
@@ -32,9 +32,11 @@ impl Harness {
         self.index += 1;
         let entry = openraft::Entry {
             log_id: LogId::new(CommittedLeaderId::new(1, 1), self.index),
-            payload: EntryPayload::Normal(Command { now: "2026-11-21T00:00:00Z".into(), ops }),
+            payload: EntryPayload::Normal(Proposal {
+                commands: vec![Command { now: "2026-11-21T00:00:00Z".into(), ops }],
+            }),
         };
-        self.store.apply_entries(vec![entry], self.index.is_multiple_of(2)).expect("apply").remove(0)
+        self.store.apply_entries(vec![entry], self.index.is_multiple_of(2)).expect("apply").remove(0).remove(0)
     }
 
     fn ok(&mut self, ops: Vec<Op>) -> Vec<fleet_statemachine::OpOutcome> {
@@ -177,4 +179,42 @@ fn lists_filter_by_namespace_and_labels() {
     assert_eq!(h.store.list(&query(None, "")).unwrap().0.len(), 3);
     let (web, index) = h.store.list(&query(None, "app=web")).unwrap();
     assert_eq!((web.len(), index), (1, 2));
+}
+
+#[test]
+fn commands_batched_in_one_entry_stand_or_fall_alone_and_emit_one_event_per_object() {
+    let mut h = Harness::new();
+    h.ok(vec![apply(cm("x", "1"))]);
+    let mut sub = h.store.hub().subscribe(h.index).expect("subscribe");
+    h.index += 1;
+    let mut stale = cm("y", "1");
+    stale.metadata.resource_version = "99".into();
+    let command = |ops: Vec<Op>| Command { now: "2026-11-21T00:00:01Z".into(), ops };
+    let entry = openraft::Entry {
+        log_id: LogId::new(CommittedLeaderId::new(1, 1), h.index),
+        payload: EntryPayload::Normal(Proposal {
+            commands: vec![
+                command(vec![apply(cm("x", "2"))]),
+                // Refused (stale precondition): its earlier op is taken back, the others stand.
+                command(vec![apply(cm("z", "1")), apply(stale)]),
+                command(vec![apply(cm("x", "3"))]),
+            ],
+        }),
+    };
+    let replies = h.store.apply_entries(vec![entry], false).expect("apply").remove(0);
+    assert!(matches!(replies[0], Response::Applied { .. }));
+    assert!(matches!(replies[1], Response::Refused { error: StoreError::NotFound { .. }, .. }));
+    assert!(matches!(replies[2], Response::Applied { .. }));
+    assert!(h.get("z").is_none(), "the refused command left nothing behind");
+    let x = h.get("x").expect("x");
+    assert_eq!(x.rest["data"]["k"], "3");
+    assert_eq!(x.metadata.generation, 3, "two spec changes, two generations");
+    // One event for x at this index, holding its final state.
+    let mut events = Vec::new();
+    while let Ok(fleet_statemachine::watch::HubMessage::Event(e)) = sub.receiver.try_recv() {
+        events.push(e);
+    }
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!((events[0].event_type, events[0].resource_version), (EventType::Modified, h.index));
+    assert_eq!(events[0].object.rest["data"]["k"], "3");
 }

@@ -477,3 +477,39 @@ async fn a_restarted_agent_does_not_rewrite_what_is_already_applied() {
         versions(&hub).into_iter().filter(|(n, _)| before.iter().any(|(b, _)| b == n)).collect();
     assert_eq!(after, before, "objects of the unchanged Work were rewritten after the restart");
 }
+
+/// The highest applied index any node reports.
+async fn applied_index(hub: &Hub) -> u64 {
+    let status = hub.status(1).await.expect("status");
+    status.members.iter().map(|m| m.last_applied).max().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_member_heartbeats_without_writing_to_the_hub() {
+    let mut hub = Hub::start(HubOptions::default()).await;
+    fast_member(&hub, "east").await;
+    hub.start_agent("east", &[]);
+    wait_condition(&hub, "mc", "", "east", "Healthy", "True").await;
+    // Let the first reports settle (joining, the first usage), then count.
+    let settled = Instant::now();
+    eventually("the first heartbeats", Duration::from_secs(10), || async move {
+        if settled.elapsed() > Duration::from_secs(3) {
+            Ok(())
+        } else {
+            Err("settling".to_string())
+        }
+    })
+    .await;
+    let before = applied_index(&hub).await;
+    let window = Instant::now();
+    eventually("five heartbeat periods", Duration::from_secs(10), || async move {
+        if window.elapsed() > Duration::from_secs(5) {
+            Ok(())
+        } else {
+            Err("watching".to_string())
+        }
+    })
+    .await;
+    let after = applied_index(&hub).await;
+    assert!(after - before <= 1, "{} Raft entries from 5 heartbeats of an idle member", after - before);
+}

@@ -44,8 +44,10 @@ pub fn after_heartbeat(
             .collect();
         changed = true;
     }
-    let usage_before = current.resource_usage.clone().map(|u| ResourceUsage { observation_time: String::new(), ..u });
-    if usage_before.as_ref() != Some(&report.resource_usage) {
+    // By value: observation times (set by whoever measured) never count as change.
+    let by_value = |u: &ResourceUsage| ResourceUsage { observation_time: String::new(), ..u.clone() };
+    let usage_now = by_value(&report.resource_usage);
+    if current.resource_usage.as_ref().map(by_value).as_ref() != Some(&usage_now) {
         next.resource_usage =
             Some(ResourceUsage { observation_time: now.to_string(), ..report.resource_usage.clone() });
         changed = true;
@@ -98,6 +100,16 @@ mod tests {
         assert!(after_heartbeat(&first, &report("4"), "t2").is_none(), "no change, no write");
         let moved = after_heartbeat(&first, &report("3500m"), "t3").expect("moved usage writes");
         assert_eq!(moved.resource_usage.unwrap().available["cpu"], "3500m");
+    }
+
+    #[test]
+    fn observation_times_alone_are_not_a_change() {
+        let mut a = report("4");
+        a.resource_usage.observation_time = "t1".into();
+        let first = after_heartbeat(&MemberClusterStatus::default(), &a, "t1").expect("first writes");
+        let mut b = report("4");
+        b.resource_usage.observation_time = "t2".into();
+        assert!(after_heartbeat(&first, &b, "t2").is_none());
     }
 
     #[test]
