@@ -17,6 +17,23 @@ use serde::{Deserialize, Serialize};
 /// that placed it, as `<namespace>/<name>`. Only such objects are ever deleted.
 pub const OWNER_ANNOTATION: &str = "fleet.kubernetes-fleet.io/owner-work";
 
+/// The ownership rule every target enforces: only the Work that placed an
+/// object may apply it again; anything else (another Work, or an object Fleet
+/// did not create) is a conflict, reported instead of fought over.
+pub fn check_owner(live: &Object, owner: &str) -> Result<(), TargetError> {
+    let id = ResourceId::of(live);
+    match live.metadata.annotations.get(OWNER_ANNOTATION) {
+        Some(current) if current == owner => Ok(()),
+        Some(current) => Err(TargetError::Conflict(format!(
+            "{id} is already placed on this cluster by Work {current:?}; Work {owner:?} cannot apply it too"
+        ))),
+        None => Err(TargetError::Conflict(format!(
+            "{id} already exists on this cluster and was not created by Fleet (no {OWNER_ANNOTATION} annotation); \
+             Work {owner:?} does not take it over"
+        ))),
+    }
+}
+
 /// Identifies one object on a member cluster.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ResourceId {

@@ -260,3 +260,67 @@ pub async fn remove_work<T: Target>(target: &T, previous: &Entry) -> Vec<Resourc
     }
     left
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::embedded::{EmbeddedTarget, SimConfig};
+    use serde_json::json;
+
+    fn work(manifests: Vec<serde_json::Value>) -> Object {
+        serde_json::from_value(json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+            "metadata": {"name": "w", "namespace": "fleet-member-a", "generation": 1},
+            "spec": {"workload": {"manifests": manifests}}
+        }))
+        .unwrap()
+    }
+
+    fn applied(status: &WorkStatus, ordinal: i64) -> (String, String) {
+        let m = status.manifest_conditions.iter().find(|m| m.identifier.ordinal == ordinal).unwrap();
+        let c = m.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).unwrap();
+        (c.status.clone(), c.reason.clone())
+    }
+
+    #[tokio::test]
+    async fn generate_name_and_duplicates_are_refused_with_reasons_and_the_rest_applies_in_waves() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = EmbeddedTarget::open(dir.path(), SimConfig::default()).unwrap();
+        // The ConfigMap comes before its Namespace in the Work: waves fix the order.
+        let w = work(vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}}),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "g-", "namespace": "n"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}}),
+        ]);
+        let out = apply_work(&target, &w, None, true, "t").await;
+        assert_eq!(applied(&out.status, 0), ("True".into(), "ManifestApplied".into()));
+        assert_eq!(applied(&out.status, 1), ("True".into(), "ManifestApplied".into()));
+        assert_eq!(applied(&out.status, 2), ("False".into(), "GenerateNameNotSupported".into()));
+        assert_eq!(applied(&out.status, 3), ("False".into(), "DuplicateManifest".into()));
+        let work_applied = out.status.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).unwrap();
+        assert_eq!((work_applied.status.as_str(), work_applied.reason.as_str()), ("False", REASON_SOME_NOT_APPLIED));
+        assert!(!out.settled);
+        assert_eq!(out.entry.placed.len(), 2, "{:?}", out.entry.placed);
+    }
+
+    #[tokio::test]
+    async fn manifests_dropped_from_a_work_are_deleted_in_reverse_waves() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = EmbeddedTarget::open(dir.path(), SimConfig::default()).unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}});
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}});
+        let first = apply_work(&target, &work(vec![ns.clone(), cm]), None, true, "t").await;
+        assert!(first.settled);
+        let second = apply_work(&target, &work(vec![ns]), Some(&first.entry), true, "t").await;
+        assert_eq!(second.entry.placed.len(), 1);
+        let id = ResourceId {
+            group: "".into(),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: "n".into(),
+            name: "c".into(),
+        };
+        assert!(target.get(&id).await.unwrap().is_none());
+    }
+}

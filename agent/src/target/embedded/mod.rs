@@ -49,7 +49,9 @@ pub use store::STORE_DIR;
 
 use self::simulate::{live_view, server_defaults, Allocated};
 use self::store::{format_time, Record, Store};
-use super::{Applied, ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError, OWNER_ANNOTATION};
+use super::{
+    check_owner, Applied, ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError, OWNER_ANNOTATION,
+};
 
 /// The value of [`TARGET_PROPERTY`] and of [`Target::name`].
 pub const TARGET_NAME: &str = "embedded";
@@ -399,21 +401,6 @@ fn desired_fields(manifest: &Object, owner: Option<&str>) -> Result<Map<String, 
     match serde_json::to_value(&manifest).map_err(|e| internal("encode", e))? {
         Value::Object(map) => Ok(map),
         _ => Err(internal("encode", "a manifest is not a JSON object")),
-    }
-}
-
-/// Only the Work that created an object may apply it.
-fn check_owner(live: &Object, owner: &str) -> Result<(), TargetError> {
-    let id = ResourceId::of(live);
-    match live.metadata.annotations.get(OWNER_ANNOTATION) {
-        Some(current) if current == owner => Ok(()),
-        Some(current) => Err(TargetError::Conflict(format!(
-            "{id} is already placed on this cluster by Work {current:?}; Work {owner:?} cannot apply it too"
-        ))),
-        None => Err(TargetError::Conflict(format!(
-            "{id} already exists on this cluster and was not created by Fleet (no {OWNER_ANNOTATION} annotation); \
-             Work {owner:?} does not take it over"
-        ))),
     }
 }
 

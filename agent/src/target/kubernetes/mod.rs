@@ -39,7 +39,9 @@ use serde_json::Value;
 
 use self::discovery::{ApiResource, Discovery};
 use self::errors::{is_not_found, map_error};
-use super::{Applied, ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError, OWNER_ANNOTATION};
+use super::{
+    check_owner, Applied, ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError, OWNER_ANNOTATION,
+};
 
 /// The value of [`fleet_api::member::TARGET_PROPERTY`] and of [`Target::name`].
 pub const TARGET_NAME: &str = "kubernetes";
@@ -160,20 +162,6 @@ fn apply_configuration(manifest: &Object, owner: &str, namespaced: bool) -> Obje
     desired
 }
 
-/// Only the Work that created an object may apply it (the rule of the embedded target).
-fn check_owner(live: &Object, id: &ResourceId, owner: &str) -> Result<(), TargetError> {
-    match live.metadata.annotations.get(OWNER_ANNOTATION) {
-        Some(current) if current == owner => Ok(()),
-        Some(current) => Err(TargetError::Conflict(format!(
-            "{id} is already placed on this cluster by Work {current:?}; Work {owner:?} cannot apply it too"
-        ))),
-        None => Err(TargetError::Conflict(format!(
-            "{id} already exists on this cluster and was not created by Fleet (no {OWNER_ANNOTATION} annotation); \
-             Work {owner:?} does not take it over"
-        ))),
-    }
-}
-
 impl Target for KubernetesTarget {
     fn name(&self) -> &'static str {
         TARGET_NAME
@@ -191,7 +179,7 @@ impl Target for KubernetesTarget {
         let located = self.locate(&id, "apply").await?.ok_or_else(|| not_served(&id))?;
         let before = self.read(&located, &id).await?;
         if let Some(live) = &before {
-            check_owner(live, &id, request.owner)?;
+            check_owner(live, request.owner)?;
         }
         let force = match request.mode {
             ApplyMode::ServerSide { force } => force,
@@ -276,22 +264,15 @@ mod tests {
 
     #[test]
     fn only_the_owning_work_may_apply() {
-        let id = ResourceId {
-            group: String::new(),
-            version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: "demo".into(),
-            name: "c".into(),
-        };
         let mut live: Object = serde_json::from_value(
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "demo"}}),
         )
         .unwrap();
-        let e = check_owner(&live, &id, "ns/a").unwrap_err();
+        let e = check_owner(&live, "ns/a").unwrap_err();
         assert!(matches!(&e, TargetError::Conflict(m) if m.contains("not created by Fleet")), "{e}");
         live.metadata.annotations.insert(OWNER_ANNOTATION.into(), "ns/b".into());
-        let e = check_owner(&live, &id, "ns/a").unwrap_err();
+        let e = check_owner(&live, "ns/a").unwrap_err();
         assert!(matches!(&e, TargetError::Conflict(m) if m.contains("\"ns/b\"")), "{e}");
-        check_owner(&live, &id, "ns/b").unwrap();
+        check_owner(&live, "ns/b").unwrap();
     }
 }
