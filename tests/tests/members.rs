@@ -345,6 +345,11 @@ async fn a_stopped_agent_turns_unhealthy_and_a_hub_restart_does_not() {
         }
     })
     .await;
+    // Every node restarted under the agent's watch (resumed, or relisted if
+    // its version left the history): new Work still arrives.
+    let mut admin = hub.client(2).await;
+    apply(&mut admin, vec![work("east", "after-restart", app_manifests("1", false))]).await.expect("work");
+    wait_condition(&hub, "work", "fleet-member-east", "after-restart", "Available", "True").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

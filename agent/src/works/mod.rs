@@ -236,3 +236,22 @@ fn handle_watch_error(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_expired_watch_relists_a_lost_node_moves_on_and_a_revoked_member_stops() {
+        let hub = Hub::new(vec!["a:1".into(), "b:2".into()], tonic::transport::ClientTlsConfig::new());
+        let mut rv = 42;
+        let expired = tonic::Status::failed_precondition("resourceVersion 42 is too old ...: expired, relist");
+        handle_watch_error(&hub, 0, &expired, &mut rv).unwrap();
+        assert_eq!(rv, 0, "expired: relist from scratch");
+        let mut rv = 42;
+        handle_watch_error(&hub, 0, &tonic::Status::unavailable("node down"), &mut rv).unwrap();
+        assert_eq!((rv, hub.endpoint()), (42, "b:2"), "resume from the same version on the next node");
+        let left = tonic::Status::permission_denied("member cluster \"a\" has left the fleet");
+        assert!(matches!(handle_watch_error(&hub, 1, &left, &mut rv), Err(AgentError::Left(_))));
+    }
+}
