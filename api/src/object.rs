@@ -108,11 +108,14 @@ impl Object {
         self.rest.get("status")
     }
 
-    /// Everything but `metadata` and `status`: what a change of makes a new
-    /// `generation`. For kinds without `spec` (ConfigMap `data`, ...) every
-    /// non-status field counts as spec.
-    pub fn spec_fields(&self) -> Map<String, Value> {
-        self.rest.iter().filter(|(k, _)| k.as_str() != "status").map(|(k, v)| (k.clone(), v.clone())).collect()
+    /// Whether everything but `metadata` and `status` is equal: what a change
+    /// of makes a new `generation`. For kinds without `spec` (ConfigMap
+    /// `data`, ...) every non-status field counts as spec. Compares in place.
+    pub fn same_spec(&self, other: &Object) -> bool {
+        let spec_len = |o: &Object| o.rest.len() - usize::from(o.rest.contains_key("status"));
+        // By key, not by position: equal whatever order the maps keep.
+        spec_len(self) == spec_len(other)
+            && self.rest.iter().filter(|(k, _)| k.as_str() != "status").all(|(k, v)| other.rest.get(k) == Some(v))
     }
 
     /// Drops the fields a user may not set (`uid`, `generation`,
@@ -231,6 +234,23 @@ mod tests {
         let key = ObjectKey::new("", "ConfigMap", "ns", "cm");
         assert_eq!(key.storage_key(), "/ConfigMap/ns/cm");
         assert_eq!(ObjectKey::from_storage_key(&key.storage_key()), Some(key));
+    }
+
+    #[test]
+    fn same_spec_ignores_status_and_metadata_only() {
+        let a: Object = serde_json::from_str(
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"1"},"status":{"x":1}}"#,
+        )
+        .unwrap();
+        let mut b = a.clone();
+        b.rest.insert("status".into(), serde_json::json!({"x": 2}));
+        b.metadata.labels.insert("l".into(), "v".into());
+        assert!(a.same_spec(&b));
+        b.rest.insert("data".into(), serde_json::json!({"k": "2"}));
+        assert!(!a.same_spec(&b));
+        b.rest.insert("data".into(), serde_json::json!({"k": "1"}));
+        b.rest.insert("extra".into(), serde_json::json!(true));
+        assert!(!a.same_spec(&b));
     }
 
     #[test]

@@ -261,7 +261,7 @@ impl Overlay {
         if let Some(status) = status {
             updated.rest.insert("status".into(), status);
         }
-        if updated.spec_fields() != existing.spec_fields() {
+        if !updated.same_spec(&existing) {
             updated.metadata.generation = existing.metadata.generation + 1;
         }
         Ok(self.finish_update(key, existing, updated, index))
