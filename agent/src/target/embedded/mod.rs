@@ -280,7 +280,7 @@ impl Inner {
         object.metadata.generation = current.metadata.generation;
         object.metadata.resource_version = current.metadata.resource_version.clone();
         let mut ready_at = record.ready_at.clone();
-        if object.spec_fields() != current.spec_fields() {
+        if !object.same_spec(&current) {
             object.metadata.generation += 1;
             ready_at = format_time(now + self.config.ready_delay);
         }
