@@ -11,6 +11,7 @@ pub mod member;
 pub mod names;
 pub mod object;
 pub mod parse;
+pub mod placement;
 pub mod quantity;
 pub mod selector;
 pub mod typed;

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::validation::{FieldError, ValidationError};
-use crate::{member, work, Object};
+use crate::{member, placement, work, Object};
 
 /// Decodes `value` (found at `path`) into `T`; a type error or an unknown
 /// field becomes a [`FieldError`] naming the exact field.
@@ -39,6 +39,10 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     match (object.group(), object.kind.as_str()) {
         (crate::kinds::FLEET_CLUSTER_GROUP, "MemberCluster") => member::prepare(object),
         (crate::kinds::FLEET_PLACEMENT_GROUP, "Work") => work::prepare(object),
+        (
+            crate::kinds::FLEET_PLACEMENT_GROUP,
+            placement::CLUSTER_RESOURCE_PLACEMENT | placement::RESOURCE_PLACEMENT,
+        ) => placement::prepare(object),
         _ => Ok(()),
     }
 }
