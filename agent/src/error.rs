@@ -23,6 +23,10 @@ pub enum AgentError {
     /// The hub refused or could not be reached.
     #[error("hub: {0}")]
     Hub(String),
+    /// The object written is no longer the one read (conflict) or is gone:
+    /// a newer version is on its way through the watch.
+    #[error("hub: {0}")]
+    Stale(String),
     /// The MemberCluster was deleted: the cluster left the fleet.
     #[error("this cluster has left the fleet: {0}")]
     Left(String),
@@ -37,12 +41,16 @@ impl AgentError {
         AgentError::Io { path: path.to_path_buf(), source }
     }
 
-    /// Classifies a hub status: a revoked member is `Left`, anything else `Hub`.
+    /// Classifies a hub status: a revoked member is `Left`, a conflict or a
+    /// vanished object `Stale`, anything else `Hub`.
     pub fn from_status(status: &tonic::Status) -> AgentError {
-        if status.code() == tonic::Code::PermissionDenied && status.message().contains("has left the fleet") {
-            AgentError::Left(status.message().to_string())
-        } else {
-            AgentError::Hub(format!("{:?}: {}", status.code(), status.message()))
+        let text = format!("{:?}: {}", status.code(), status.message());
+        match status.code() {
+            tonic::Code::PermissionDenied if status.message().contains("has left the fleet") => {
+                AgentError::Left(status.message().to_string())
+            }
+            tonic::Code::Aborted | tonic::Code::NotFound => AgentError::Stale(text),
+            _ => AgentError::Hub(text),
         }
     }
 }

@@ -139,7 +139,7 @@ async fn reconcile<T: Target>(
         {
             Ok(_) => {}
             // The Work changed meanwhile: its new version is on its way through the watch.
-            Err(AgentError::Hub(m)) if m.contains("Aborted") || m.contains("NotFound") => {}
+            Err(AgentError::Stale(_)) => {}
             Err(e) => return Err(e),
         }
     }
