@@ -5,6 +5,7 @@
 //! [`selector`]s, multi-document [`parse`]ing, field-path [`validation`] and
 //! the name and label syntax rules in [`names`].
 
+pub mod binding;
 pub mod conditions;
 pub mod kinds;
 pub mod member;
@@ -14,6 +15,7 @@ pub mod parse;
 pub mod placement;
 pub mod quantity;
 pub mod selector;
+pub mod snapshot;
 pub mod typed;
 pub mod validation;
 pub mod work;

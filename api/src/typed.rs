@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::validation::{FieldError, ValidationError};
-use crate::{member, placement, work, Object};
+use crate::{binding, member, placement, snapshot, work, Object};
 
 /// Decodes `value` (found at `path`) into `T`; a type error or an unknown
 /// field becomes a [`FieldError`] naming the exact field.
@@ -43,6 +43,16 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
             crate::kinds::FLEET_PLACEMENT_GROUP,
             placement::CLUSTER_RESOURCE_PLACEMENT | placement::RESOURCE_PLACEMENT,
         ) => placement::prepare(object),
+        (crate::kinds::FLEET_PLACEMENT_GROUP, binding::CLUSTER_RESOURCE_BINDING | binding::RESOURCE_BINDING) => {
+            binding::prepare(object)
+        }
+        (
+            crate::kinds::FLEET_PLACEMENT_GROUP,
+            snapshot::CLUSTER_RESOURCE_SNAPSHOT
+            | snapshot::RESOURCE_SNAPSHOT
+            | snapshot::CLUSTER_SCHEDULING_POLICY_SNAPSHOT
+            | snapshot::SCHEDULING_POLICY_SNAPSHOT,
+        ) => snapshot::prepare(object),
         _ => Ok(()),
     }
 }

@@ -19,11 +19,13 @@ use crate::validation::{quote, FieldError, ValidationError};
 use crate::Object;
 
 mod spec;
+mod status;
 #[cfg(test)]
 mod tests;
 mod validate;
 
 pub use spec::*;
+pub use status::*;
 
 /// Kind of the cluster-scoped placement.
 pub const CLUSTER_RESOURCE_PLACEMENT: &str = "ClusterResourcePlacement";
