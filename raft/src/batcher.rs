@@ -34,7 +34,7 @@ fn estimated_bytes(command: &Command) -> usize {
             Op::Create { object } | Op::Apply { object, .. } | Op::Update { object } | Op::UpdateStatus { object } => {
                 serde_json::to_vec(object).map(|v| v.len()).unwrap_or(0)
             }
-            Op::Delete { .. } => 64,
+            Op::Delete { .. } | Op::Check { .. } => 64,
         })
         .sum()
 }

@@ -212,6 +212,18 @@ impl Overlay {
                     self.delete_cascading(objects, owners, storage_key, existing, index)?;
                     OpOutcome { action: Action::Deleted, object: last }
                 }
+                Op::Check { key, resource_version } => {
+                    let existing = self
+                        .get(objects, &key.storage_key())?
+                        .ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
+                    let current = existing.metadata.resource_version_number().unwrap_or(0);
+                    if current != *resource_version {
+                        return Err(
+                            StoreError::Conflict { key: key.clone(), expected: *resource_version, current }.into()
+                        );
+                    }
+                    OpOutcome { action: Action::Unchanged, object: existing }
+                }
             };
             outcomes.push(outcome);
         }

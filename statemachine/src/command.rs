@@ -44,6 +44,11 @@ pub enum Op {
         /// Fails with a conflict unless the object is at this version.
         resource_version: Option<u64>,
     },
+    /// Changes nothing; fails with a conflict unless the object exists at
+    /// exactly this version. Controllers add it for every object their
+    /// decision was based on but do not write, so a decision made on a
+    /// stale view is refused as a whole.
+    Check { key: ObjectKey, resource_version: u64 },
 }
 
 /// What one op did.

@@ -106,20 +106,56 @@ impl Store {
 
     /// Lists objects, in storage-key order, with the applied index they were read at.
     pub fn list(&self, query: &ListQuery) -> Result<(Vec<Object>, u64), Error> {
+        let prefix = ObjectKey::prefix(&query.group, &query.kind, query.namespace.as_deref());
+        self.scan(&prefix, |_| true, |object| query.selector.as_ref().is_none_or(|s| s.matches(&object.metadata.labels)))
+    }
+
+    /// Objects of one kind in one namespace (`""` for cluster-scoped kinds)
+    /// whose names start with `name_prefix`: a range read, so a controller
+    /// finds one placement's snapshots and bindings (named after it) without
+    /// reading every placement's.
+    pub fn list_named_prefix(
+        &self,
+        group: &str,
+        kind: &str,
+        namespace: &str,
+        name_prefix: &str,
+    ) -> Result<(Vec<Object>, u64), Error> {
+        let prefix = format!("{}{name_prefix}", ObjectKey::prefix(group, kind, Some(namespace)));
+        self.scan(&prefix, |_| true, |_| true)
+    }
+
+    /// Every object stored in `namespace`, of any kind (a full scan of keys;
+    /// only matching objects are decoded).
+    pub fn namespace_contents(&self, namespace: &str) -> Result<(Vec<Object>, u64), Error> {
+        let wanted = |key: &str| key.splitn(4, '/').nth(2) == Some(namespace);
+        self.scan("", wanted, |_| true)
+    }
+
+    /// Reads, in key order, the objects whose key starts with `prefix` and
+    /// passes `key_filter`, keeping those passing `keep`.
+    fn scan(
+        &self,
+        prefix: &str,
+        key_filter: impl Fn(&str) -> bool,
+        keep: impl Fn(&Object) -> bool,
+    ) -> Result<(Vec<Object>, u64), Error> {
         let txn = self.db.begin_read()?;
         let objects = txn.open_table(OBJECTS)?;
         let meta = txn.open_table(META)?;
         let index = read_meta::<LogId>(&meta, META_LAST_APPLIED)?.map(|l| l.index).unwrap_or(0);
-        let prefix = ObjectKey::prefix(&query.group, &query.kind, query.namespace.as_deref());
         let mut out = Vec::new();
-        for row in objects.range(prefix.as_str()..)? {
+        for row in objects.range(prefix..)? {
             let (k, v) = row?;
             let k = k.value();
-            if !k.starts_with(&prefix) {
+            if !k.starts_with(prefix) {
                 break;
             }
+            if !key_filter(k) {
+                continue;
+            }
             let object = decode_object(k, v.value())?;
-            if query.selector.as_ref().is_none_or(|s| s.matches(&object.metadata.labels)) {
+            if keep(&object) {
                 out.push(object);
             }
         }

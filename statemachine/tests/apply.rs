@@ -120,6 +120,21 @@ fn a_refused_op_leaves_the_whole_command_unapplied() {
 }
 
 #[test]
+fn a_check_passes_only_at_the_read_version_and_writes_nothing() {
+    let mut h = Harness::new();
+    h.ok(vec![apply(cm("x", "1"))]);
+    let key = ObjectKey::new("", "ConfigMap", "a", "x");
+    let outcomes = h.ok(vec![Op::Check { key: key.clone(), resource_version: 1 }, apply(cm("y", "1"))]);
+    assert_eq!(outcomes[0].action, Action::Unchanged);
+    assert_eq!(h.get("x").unwrap().metadata.resource_version_number(), Some(1), "a check writes nothing");
+    let err = h.refused(vec![apply(cm("z", "1")), Op::Check { key, resource_version: 3 }]);
+    assert!(matches!(err, StoreError::Conflict { expected: 3, current: 1, .. }), "{err:?}");
+    assert!(h.get("z").is_none(), "a failed check refuses the whole command");
+    let gone = ObjectKey::new("", "ConfigMap", "a", "gone");
+    assert!(matches!(h.refused(vec![Op::Check { key: gone, resource_version: 1 }]), StoreError::NotFound { .. }));
+}
+
+#[test]
 fn deleting_an_owner_cascades_to_dependents_with_no_other_owner() {
     let mut h = Harness::new();
     let owner_ref = |uid: &str| json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": uid}]);
@@ -179,6 +194,11 @@ fn lists_filter_by_namespace_and_labels() {
     assert_eq!(h.store.list(&query(None, "")).unwrap().0.len(), 3);
     let (web, index) = h.store.list(&query(None, "app=web")).unwrap();
     assert_eq!((web.len(), index), (1, 2));
+    let names = |objects: Vec<Object>| objects.into_iter().map(|o| o.metadata.name).collect::<Vec<_>>();
+    let in_b = h.store.namespace_contents("b").unwrap().0;
+    assert_eq!(names(in_b), vec!["z"]);
+    let prefixed = h.store.list_named_prefix("", "ConfigMap", "a", "l").unwrap().0;
+    assert_eq!(names(prefixed), vec!["l"]);
 }
 
 #[test]
