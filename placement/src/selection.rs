@@ -1,1 +1,228 @@
-//! (being written)
+//! Which hub resources a placement selects (placement.md "Resource
+//! selection"), cleaned of server-set fields, deduplicated and in the stable
+//! order snapshots and hashes rely on.
+//!
+//! Selection reads the hub through [`ResourceSource`], so this module stays
+//! pure: the node implements the trait over its store, tests over a vector.
+//!
+//! Rules beyond the spec's wording, decided here:
+//! - a selector carrying both `name` and `labelSelector` (refused by
+//!   validation) matches only objects satisfying both;
+//! - objects a source returns that do not belong to the query (other kind,
+//!   other namespace, namespaced objects for a CRP) are dropped, so a sloppy
+//!   source cannot widen a placement;
+//! - cleaning also drops `finalizers` (no controller on a member cluster would
+//!   ever remove them), `generateName`, the kubectl last-applied annotation
+//!   and a Service's allocated `clusterIP`/`clusterIPs` (kept when `None`:
+//!   headless), all of which are specific to the cluster they came from.
+
+use std::collections::BTreeMap;
+
+use fleet_api::kinds::{lookup_group_kind, Scope, FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
+use fleet_api::placement::{PlacementSpec, ResourceIdentifier, ResourceSelector, NAMESPACE_ONLY, RESOURCE_PLACEMENT};
+use fleet_api::{Object, ObjectKey};
+use serde_json::Value;
+
+#[cfg(test)]
+mod tests;
+
+/// The Open Cluster Management group, whose kinds Fleet serves itself.
+const OCM_CLUSTER_GROUP: &str = "cluster.open-cluster-management.io";
+/// The annotation kubectl writes with the whole applied document.
+const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Where selection reads hub objects from (the node implements it over its store).
+pub trait ResourceSource {
+    /// Every object of `group`/`kind` (any version); `namespace` None = all (or cluster-scoped kinds).
+    fn list(&self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<Object>;
+    /// Every object stored in `namespace`, of any kind.
+    fn namespace_contents(&self, namespace: &str) -> Vec<Object>;
+}
+
+/// Whether a namespace is reserved (`kube-*`, `fleet-*`, `default`): such
+/// namespaces hold the hub's own machinery (e.g. `fleet-member-<cluster>`
+/// Work) and are never placed, nor is anything in them.
+pub fn is_reserved_namespace(name: &str) -> bool {
+    name == "default" || name.starts_with("kube-") || name.starts_with("fleet-")
+}
+
+/// Whether a group/kind is one Fleet itself serves (placements, snapshots,
+/// bindings, MemberClusters, OCM kinds, internal kinds, Events): copying those
+/// to members would make members run the hub's control plane, so they are
+/// never selected.
+pub fn is_fleet_kind(group: &str, kind: &str) -> bool {
+    group == FLEET_PLACEMENT_GROUP
+        || group == FLEET_CLUSTER_GROUP
+        || group.ends_with(".kubernetes-fleet.io")
+        || group.contains("fleet.internal")
+        || group == OCM_CLUSTER_GROUP
+        || (kind == "Event" && (group.is_empty() || group == "events.k8s.io"))
+}
+
+/// Whether an object may ever be selected, whatever the selector: not a Fleet
+/// kind, not being deleted, not in (or being) a reserved namespace.
+fn selectable(object: &Object) -> bool {
+    if is_fleet_kind(object.group(), &object.kind) || object.metadata.deletion_timestamp.is_some() {
+        return false;
+    }
+    if let Some(ns) = object.metadata.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        if is_reserved_namespace(ns) {
+            return false;
+        }
+    }
+    !(is_namespace(object) && is_reserved_namespace(&object.metadata.name))
+}
+
+/// Whether an object is a core Namespace.
+fn is_namespace(object: &Object) -> bool {
+    object.group().is_empty() && object.kind == "Namespace"
+}
+
+/// The object's namespace, `None` when absent or empty.
+fn namespace_of(object: &Object) -> Option<&str> {
+    object.metadata.namespace.as_deref().filter(|ns| !ns.is_empty())
+}
+
+/// Whether `object` is of the selector's group/kind and matches its name
+/// and label selector (neither given: every object of the kind).
+fn matches_selector(selector: &ResourceSelector, object: &Object) -> bool {
+    object.group() == selector.group
+        && object.kind == selector.kind
+        && selector.name.as_ref().is_none_or(|n| *n == object.metadata.name)
+        && selector.label_selector.as_ref().is_none_or(|s| s.matches(&object.metadata.labels))
+}
+
+/// A copy of `object` fit to be placed elsewhere: without the fields the hub
+/// set or that only make sense on the hub (see the module notes).
+pub fn clean(object: &Object) -> Object {
+    let mut out = object.clone();
+    let meta = &mut out.metadata;
+    meta.uid.clear();
+    meta.resource_version.clear();
+    meta.generation = 0;
+    meta.creation_timestamp = None;
+    meta.deletion_timestamp = None;
+    meta.owner_references.clear();
+    meta.finalizers.clear();
+    meta.generate_name = None;
+    meta.annotations.remove(LAST_APPLIED_ANNOTATION);
+    out.rest.remove("status");
+    out.rest.remove("managedFields");
+    if out.group().is_empty() && out.kind == "Service" {
+        if let Some(Value::Object(spec)) = out.rest.get_mut("spec") {
+            if spec.get("clusterIP").and_then(Value::as_str) != Some("None") {
+                spec.remove("clusterIP");
+                spec.remove("clusterIPs");
+            }
+        }
+    }
+    out
+}
+
+/// The position of an object in the selected list: Namespaces first, then by
+/// group/kind/namespace/name. Also the identity used to deduplicate.
+type OrderKey = (bool, ObjectKey);
+
+fn order_key(object: &Object) -> OrderKey {
+    (!is_namespace(object), ObjectKey::of(object))
+}
+
+/// Collects selected objects, deduplicated by identity (first one wins).
+#[derive(Default)]
+struct Selected(BTreeMap<OrderKey, Object>);
+
+impl Selected {
+    fn add(&mut self, object: Object) {
+        if selectable(&object) {
+            self.0.entry(order_key(&object)).or_insert_with(|| clean(&object));
+        }
+    }
+}
+
+/// Whether a kind is known (registry) to have `scope`.
+fn known_scope_is(group: &str, kind: &str, scope: Scope) -> bool {
+    lookup_group_kind(group, kind).is_some_and(|k| k.scope == scope)
+}
+
+/// One selector of a ClusterResourcePlacement: cluster-scoped objects; a
+/// Namespace brings its contents unless `NamespaceOnly`.
+fn select_cluster_scoped(selector: &ResourceSelector, source: &dyn ResourceSource, out: &mut Selected) {
+    if known_scope_is(&selector.group, &selector.kind, Scope::Namespaced) {
+        return;
+    }
+    let with_contents = selector.selection_scope.as_deref() != Some(NAMESPACE_ONLY);
+    for object in source.list(&selector.group, &selector.kind, None) {
+        if namespace_of(&object).is_some() || !matches_selector(selector, &object) || !selectable(&object) {
+            continue;
+        }
+        if is_namespace(&object) && with_contents {
+            let ns = object.metadata.name.clone();
+            for inner in source.namespace_contents(&ns) {
+                if namespace_of(&inner) == Some(ns.as_str()) {
+                    out.add(inner);
+                }
+            }
+        }
+        out.add(object);
+    }
+}
+
+/// One selector of a ResourcePlacement: namespaced objects of its namespace.
+fn select_namespaced(selector: &ResourceSelector, namespace: &str, source: &dyn ResourceSource, out: &mut Selected) {
+    if (selector.group.is_empty() && selector.kind == "Namespace")
+        || known_scope_is(&selector.group, &selector.kind, Scope::Cluster)
+    {
+        return;
+    }
+    for object in source.list(&selector.group, &selector.kind, Some(namespace)) {
+        if namespace_of(&object) == Some(namespace) && matches_selector(selector, &object) {
+            out.add(object);
+        }
+    }
+}
+
+/// The selected resources of a placement: cleaned, deduplicated, in stable order.
+///
+/// `placement_kind` is `ClusterResourcePlacement` or `ResourcePlacement`;
+/// `placement_namespace` is the RP's namespace (an RP without one, or in a
+/// reserved namespace, selects nothing).
+pub fn select_resources(
+    placement_kind: &str,
+    placement_namespace: Option<&str>,
+    spec: &PlacementSpec,
+    source: &dyn ResourceSource,
+) -> Vec<Object> {
+    let mut out = Selected::default();
+    for selector in &spec.resource_selectors {
+        if is_fleet_kind(&selector.group, &selector.kind) {
+            continue;
+        }
+        if placement_kind == RESOURCE_PLACEMENT {
+            match placement_namespace.filter(|ns| !ns.is_empty() && !is_reserved_namespace(ns)) {
+                Some(ns) => select_namespaced(selector, ns, source, &mut out),
+                None => return Vec::new(),
+            }
+        } else {
+            select_cluster_scoped(selector, source, &mut out);
+        }
+    }
+    out.0.into_values().collect()
+}
+
+/// Status identifiers of selected resources (group, version from apiVersion, kind, name, namespace),
+/// in the same order, for `status.selectedResources`.
+pub fn identifiers(resources: &[Object]) -> Vec<ResourceIdentifier> {
+    resources
+        .iter()
+        .map(|o| {
+            let version = o.api_version.rsplit_once('/').map_or(o.api_version.as_str(), |(_, v)| v);
+            ResourceIdentifier {
+                group: o.group().to_string(),
+                version: version.to_string(),
+                kind: o.kind.clone(),
+                name: o.metadata.name.clone(),
+                namespace: namespace_of(o).unwrap_or("").to_string(),
+            }
+        })
+        .collect()
+}

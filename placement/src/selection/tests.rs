@@ -1,0 +1,305 @@
+use fleet_api::placement::{ResourceSelector, CLUSTER_RESOURCE_PLACEMENT, NAMESPACE_WITH_RESOURCES};
+use fleet_api::LabelSelector;
+use serde_json::json;
+
+use super::*;
+
+/// A hub made of a vector of objects.
+struct Hub(Vec<Object>);
+
+impl ResourceSource for Hub {
+    fn list(&self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<Object> {
+        self.0
+            .iter()
+            .filter(|o| o.group() == group && o.kind == kind)
+            .filter(|o| namespace.is_none() || o.metadata.namespace.as_deref() == namespace)
+            .cloned()
+            .collect()
+    }
+
+    fn namespace_contents(&self, namespace: &str) -> Vec<Object> {
+        self.0.iter().filter(|o| o.metadata.namespace.as_deref() == Some(namespace)).cloned().collect()
+    }
+}
+
+fn obj(v: serde_json::Value) -> Object {
+    serde_json::from_value(v).unwrap()
+}
+
+fn ns(name: &str) -> Object {
+    obj(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+}
+
+fn ns_labelled(name: &str, k: &str, v: &str) -> Object {
+    obj(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {k: v}}}))
+}
+
+fn cm(namespace: &str, name: &str) -> Object {
+    obj(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": {"k": name}}),
+    )
+}
+
+fn cluster_role(name: &str) -> Object {
+    obj(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}}))
+}
+
+fn sel(group: &str, kind: &str) -> ResourceSelector {
+    ResourceSelector { group: group.into(), version: "v1".into(), kind: kind.into(), ..Default::default() }
+}
+
+fn named(group: &str, kind: &str, name: &str) -> ResourceSelector {
+    ResourceSelector { name: Some(name.into()), ..sel(group, kind) }
+}
+
+fn spec(selectors: Vec<ResourceSelector>) -> PlacementSpec {
+    PlacementSpec { resource_selectors: selectors, ..Default::default() }
+}
+
+fn crp(hub: &Hub, selectors: Vec<ResourceSelector>) -> Vec<Object> {
+    select_resources(CLUSTER_RESOURCE_PLACEMENT, None, &spec(selectors), hub)
+}
+
+fn rp(hub: &Hub, namespace: &str, selectors: Vec<ResourceSelector>) -> Vec<Object> {
+    select_resources(RESOURCE_PLACEMENT, Some(namespace), &spec(selectors), hub)
+}
+
+fn names(objects: &[Object]) -> Vec<String> {
+    objects
+        .iter()
+        .map(|o| match o.metadata.namespace.as_deref() {
+            Some(n) => format!("{}/{n}/{}", o.kind, o.metadata.name),
+            None => format!("{}/{}", o.kind, o.metadata.name),
+        })
+        .collect()
+}
+
+#[test]
+fn selects_by_name() {
+    let hub = Hub(vec![ns("web"), ns("db"), cm("web", "a")]);
+    let got = crp(
+        &hub,
+        vec![ResourceSelector { selection_scope: Some(NAMESPACE_ONLY.into()), ..named("", "Namespace", "web") }],
+    );
+    assert_eq!(names(&got), ["Namespace/web"]);
+}
+
+#[test]
+fn selects_by_label_selector() {
+    let hub = Hub(vec![ns_labelled("a", "env", "prod"), ns_labelled("b", "env", "dev"), ns("c")]);
+    let s = ResourceSelector {
+        label_selector: Some(LabelSelector::parse("env=prod").unwrap()),
+        selection_scope: Some(NAMESPACE_ONLY.into()),
+        ..sel("", "Namespace")
+    };
+    assert_eq!(names(&crp(&hub, vec![s])), ["Namespace/a"]);
+}
+
+#[test]
+fn selector_without_name_or_labels_selects_every_object_of_the_kind() {
+    let hub = Hub(vec![cluster_role("b"), cluster_role("a"), ns("x")]);
+    assert_eq!(
+        names(&crp(&hub, vec![sel("rbac.authorization.k8s.io", "ClusterRole")])),
+        ["ClusterRole/a", "ClusterRole/b"]
+    );
+}
+
+#[test]
+fn version_is_ignored_when_matching() {
+    let hub = Hub(vec![cluster_role("a")]);
+    let s = ResourceSelector { version: "v1beta1".into(), ..named("rbac.authorization.k8s.io", "ClusterRole", "a") };
+    assert_eq!(crp(&hub, vec![s]).len(), 1);
+}
+
+#[test]
+fn namespace_with_resources_brings_its_contents_namespace_only_does_not() {
+    let hub = Hub(vec![ns("web"), cm("web", "a"), cm("web", "b"), cm("other", "c"), ns("other")]);
+    let with =
+        ResourceSelector { selection_scope: Some(NAMESPACE_WITH_RESOURCES.into()), ..named("", "Namespace", "web") };
+    assert_eq!(names(&crp(&hub, vec![with])), ["Namespace/web", "ConfigMap/web/a", "ConfigMap/web/b"]);
+    // The default scope is NamespaceWithResources.
+    assert_eq!(crp(&hub, vec![named("", "Namespace", "web")]).len(), 3);
+    let only = ResourceSelector { selection_scope: Some(NAMESPACE_ONLY.into()), ..named("", "Namespace", "web") };
+    assert_eq!(names(&crp(&hub, vec![only])), ["Namespace/web"]);
+}
+
+#[test]
+fn reserved_namespaces_and_their_contents_are_skipped() {
+    let hub = Hub(vec![
+        ns("kube-system"),
+        ns("fleet-member-a"),
+        ns("default"),
+        ns("app"),
+        cm("kube-system", "x"),
+        cm("default", "y"),
+        cm("app", "z"),
+    ]);
+    assert_eq!(names(&crp(&hub, vec![sel("", "Namespace")])), ["Namespace/app", "ConfigMap/app/z"]);
+    assert!(rp(&hub, "default", vec![sel("", "ConfigMap")]).is_empty());
+    assert!(rp(&hub, "kube-system", vec![sel("", "ConfigMap")]).is_empty());
+    assert!(is_reserved_namespace("kube-public") && is_reserved_namespace("fleet-system"));
+    assert!(!is_reserved_namespace("kubernetes") && !is_reserved_namespace("defaults"));
+}
+
+#[test]
+fn fleet_kinds_are_never_selected() {
+    let crp_obj = obj(
+        json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourcePlacement", "metadata": {"name": "p"}}),
+    );
+    let mc = obj(
+        json!({"apiVersion": "cluster.kubernetes-fleet.io/v1beta1", "kind": "MemberCluster", "metadata": {"name": "m"}}),
+    );
+    let internal = obj(json!({"apiVersion": "x.fleet.internal/v1", "kind": "Lease", "metadata": {"name": "l"}}));
+    let mcs = obj(
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet", "metadata": {"name": "s"}}),
+    );
+    let rp_obj = obj(
+        json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ResourcePlacement", "metadata": {"name": "r", "namespace": "app"}}),
+    );
+    let event = obj(json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "app"}}));
+    let hub = Hub(vec![crp_obj, mc, internal, mcs, rp_obj, event, ns("app"), cm("app", "c")]);
+    let got = crp(
+        &hub,
+        vec![
+            sel(FLEET_PLACEMENT_GROUP, "ClusterResourcePlacement"),
+            sel(FLEET_CLUSTER_GROUP, "MemberCluster"),
+            sel("x.fleet.internal", "Lease"),
+            sel(OCM_CLUSTER_GROUP, "ManagedClusterSet"),
+            sel("", "Namespace"),
+        ],
+    );
+    // The namespace's RP and Event stay behind; its ConfigMap goes.
+    assert_eq!(names(&got), ["Namespace/app", "ConfigMap/app/c"]);
+    assert!(rp(&hub, "app", vec![sel("", "Event"), sel(FLEET_PLACEMENT_GROUP, "ResourcePlacement")]).is_empty());
+}
+
+#[test]
+fn objects_being_deleted_are_skipped() {
+    let mut gone = cm("app", "gone");
+    gone.metadata.deletion_timestamp = Some("2024-01-01T00:00:00Z".into());
+    let mut gone_ns = ns("old");
+    gone_ns.metadata.deletion_timestamp = Some("2024-01-01T00:00:00Z".into());
+    let hub = Hub(vec![ns("app"), gone, cm("app", "kept"), gone_ns, cm("old", "x")]);
+    assert_eq!(names(&crp(&hub, vec![sel("", "Namespace")])), ["Namespace/app", "ConfigMap/app/kept"]);
+}
+
+#[test]
+fn crp_ignores_namespaced_kinds_and_namespaced_objects() {
+    let odd =
+        obj(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "app"}}));
+    let global = obj(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "g"}}));
+    let hub = Hub(vec![cm("app", "a"), odd, global]);
+    assert!(crp(&hub, vec![sel("", "ConfigMap")]).is_empty());
+    // A kind of unknown scope: only the objects without a namespace.
+    assert_eq!(names(&crp(&hub, vec![sel("example.com", "Widget")])), ["Widget/g"]);
+}
+
+#[test]
+fn rp_selects_only_its_own_namespace() {
+    let hub = Hub(vec![ns("app"), cm("app", "a"), cm("other", "b"), cluster_role("r")]);
+    assert_eq!(names(&rp(&hub, "app", vec![sel("", "ConfigMap")])), ["ConfigMap/app/a"]);
+    assert!(rp(&hub, "app", vec![sel("", "Namespace")]).is_empty());
+    assert!(rp(&hub, "app", vec![sel("rbac.authorization.k8s.io", "ClusterRole")]).is_empty());
+    assert!(select_resources(RESOURCE_PLACEMENT, None, &spec(vec![sel("", "ConfigMap")]), &hub).is_empty());
+}
+
+#[test]
+fn rp_drops_objects_a_sloppy_source_returns_from_other_namespaces() {
+    struct Sloppy;
+    impl ResourceSource for Sloppy {
+        fn list(&self, _: &str, _: &str, _: Option<&str>) -> Vec<Object> {
+            vec![cm("app", "a"), cm("other", "b")]
+        }
+        fn namespace_contents(&self, _: &str) -> Vec<Object> {
+            Vec::new()
+        }
+    }
+    let got = select_resources(RESOURCE_PLACEMENT, Some("app"), &spec(vec![sel("", "ConfigMap")]), &Sloppy);
+    assert_eq!(names(&got), ["ConfigMap/app/a"]);
+}
+
+#[test]
+fn cleaning_removes_server_fields_and_status() {
+    let dirty = obj(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {
+            "name": "a", "namespace": "app", "uid": "u", "resourceVersion": "9", "generation": 2,
+            "creationTimestamp": "t", "finalizers": ["f"], "labels": {"keep": "me"},
+            "annotations": {"keep": "me", "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": "1"}]
+        },
+        "data": {"k": "v"}, "status": {"s": 1}, "managedFields": []
+    }));
+    let hub = Hub(vec![dirty]);
+    let got = rp(&hub, "app", vec![named("", "ConfigMap", "a")]);
+    let expected = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "a", "namespace": "app", "labels": {"keep": "me"}, "annotations": {"keep": "me"}},
+        "data": {"k": "v"}
+    });
+    assert_eq!(serde_json::to_value(&got[0]).unwrap(), expected);
+}
+
+#[test]
+fn cleaning_drops_allocated_service_ips_but_keeps_headless() {
+    let svc = |name: &str, ip: &str| {
+        obj(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "app"},
+            "spec": {"clusterIP": ip, "clusterIPs": [ip], "ports": [{"port": 80}]}}))
+    };
+    let got = clean(&svc("a", "10.0.0.1"));
+    assert_eq!(got.spec().unwrap(), &json!({"ports": [{"port": 80}]}));
+    let headless = clean(&svc("b", "None"));
+    assert_eq!(headless.spec().unwrap()["clusterIP"], "None");
+}
+
+#[test]
+fn order_is_namespaces_first_then_group_kind_namespace_name_and_duplicates_collapse() {
+    let deploy =
+        obj(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "b"}}));
+    let hub = Hub(vec![cm("b", "z"), deploy, cm("a", "y"), ns("b"), ns("a"), cluster_role("r")]);
+    let got = crp(
+        &hub,
+        vec![
+            sel("rbac.authorization.k8s.io", "ClusterRole"),
+            sel("", "Namespace"),
+            named("", "Namespace", "a"), // selects "a" a second time
+        ],
+    );
+    assert_eq!(
+        names(&got),
+        ["Namespace/a", "Namespace/b", "ConfigMap/a/y", "ConfigMap/b/z", "Deployment/b/d", "ClusterRole/r"]
+    );
+}
+
+#[test]
+fn a_selector_matching_nothing_selects_nothing() {
+    let hub = Hub(vec![ns("app")]);
+    assert!(crp(&hub, vec![named("", "Namespace", "missing")]).is_empty());
+    assert!(crp(&hub, vec![]).is_empty());
+}
+
+#[test]
+fn identifiers_split_api_version() {
+    let deploy =
+        obj(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "b"}}));
+    let ids = identifiers(&[ns("b"), deploy]);
+    assert_eq!(
+        ids,
+        [
+            ResourceIdentifier {
+                group: "".into(),
+                version: "v1".into(),
+                kind: "Namespace".into(),
+                name: "b".into(),
+                namespace: "".into()
+            },
+            ResourceIdentifier {
+                group: "apps".into(),
+                version: "v1".into(),
+                kind: "Deployment".into(),
+                name: "d".into(),
+                namespace: "b".into()
+            },
+        ]
+    );
+}
