@@ -1,6 +1,10 @@
 //! Which columns `get` prints for a kind. Per-kind column sets are added here
-//! (one match arm each); the printer only asks [`columns_for`].
+//! (one match arm each); the printer only asks [`columns_for`]. The placement
+//! kinds' columns live in [`placement`].
 
+pub mod placement;
+
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use fleet_api::Object;
@@ -9,14 +13,33 @@ use serde_json::Value;
 use crate::age::age;
 
 /// Computes one cell of a row.
-pub type CellFn = fn(&Object, SystemTime) -> String;
+pub type CellFn = fn(&Object, &RowContext<'_>) -> String;
+
+/// Facts about other objects that some columns show, fetched once per `get`
+/// (empty when the command did not need them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lookups {
+    /// The policy-index label of each placement's latest scheduling policy
+    /// snapshot, keyed by the placement's (namespace, name); the namespace is
+    /// empty for ClusterResourcePlacements.
+    pub latest_policy_index: BTreeMap<(String, String), String>,
+}
+
+/// What a cell is computed with besides its object.
+#[derive(Debug, Clone, Copy)]
+pub struct RowContext<'a> {
+    /// "Now", for ages.
+    pub now: SystemTime,
+    /// Facts fetched from other objects.
+    pub lookups: &'a Lookups,
+}
 
 /// One column of a `get` table.
 #[derive(Clone, Copy)]
 pub struct Column {
     /// The header, uppercase.
     pub header: &'static str,
-    /// The cell of an object, given the time "now" (for ages).
+    /// The cell of an object, given "now" (for ages) and the lookups.
     pub value: CellFn,
 }
 
@@ -32,6 +55,10 @@ pub fn columns_for(kind: &str, wide: bool) -> Vec<Column> {
     match kind {
         "Event" => event_columns(),
         "MemberCluster" => member_cluster_columns(wide),
+        "ClusterResourcePlacement" | "ResourcePlacement" => placement::placement_columns(wide),
+        "ClusterResourceBinding" | "ResourceBinding" => placement::binding_columns(wide),
+        "ClusterSchedulingPolicySnapshot" | "SchedulingPolicySnapshot" => placement::policy_snapshot_columns(wide),
+        "ClusterResourceSnapshot" | "ResourceSnapshot" => placement::resource_snapshot_columns(wide),
         _ => generic_columns(wide),
     }
 }
@@ -54,7 +81,7 @@ fn generic_columns(wide: bool) -> Vec<Column> {
 /// `LAST SEEN`, `TYPE`, `REASON`, `OBJECT`, `MESSAGE` (as kubectl).
 fn event_columns() -> Vec<Column> {
     vec![
-        Column { header: "LAST SEEN", value: |o, now| age(Some(&event_time(o)), now) },
+        Column { header: "LAST SEEN", value: |o, c| age(Some(&event_time(o)), c.now) },
         Column { header: "TYPE", value: |o, _| str_field(o, &["type"]) },
         Column { header: "REASON", value: |o, _| str_field(o, &["reason"]) },
         Column { header: "OBJECT", value: |o, _| involved_object(o) },
@@ -73,7 +100,7 @@ fn member_cluster_columns(wide: bool) -> Vec<Column> {
             Column { header: "NODE-COUNT", value: |o, _| property(o, "kubernetes-fleet.io/node-count") },
             Column { header: "CPU (AVAIL/ALLOC)", value: |o, _| usage(o, "cpu") },
             Column { header: "MEMORY (AVAIL/ALLOC)", value: |o, _| usage(o, "memory") },
-            Column { header: "LAST-HEARTBEAT", value: |o, now| last_heartbeat(o, now) },
+            Column { header: "LAST-HEARTBEAT", value: |o, c| last_heartbeat(o, c.now) },
         ]);
     }
     columns.push(age_column());
@@ -126,7 +153,7 @@ fn name_column() -> Column {
 }
 
 fn age_column() -> Column {
-    Column { header: "AGE", value: |o, now| age(o.metadata.creation_timestamp.as_deref(), now) }
+    Column { header: "AGE", value: |o, c| age(o.metadata.creation_timestamp.as_deref(), c.now) }
 }
 
 /// `k=v,k2=v2`, or `<none>`.
@@ -178,8 +205,8 @@ pub fn headers(columns: &[Column]) -> Vec<String> {
 }
 
 /// One row of cells for `object`.
-pub fn row(columns: &[Column], object: &Object, now: SystemTime) -> Vec<String> {
-    columns.iter().map(|c| (c.value)(object, now)).collect()
+pub fn row(columns: &[Column], object: &Object, context: &RowContext<'_>) -> Vec<String> {
+    columns.iter().map(|c| (c.value)(object, context)).collect()
 }
 
 #[cfg(test)]
@@ -196,14 +223,19 @@ mod tests {
         .unwrap()
     }
 
+    fn at(now: SystemTime) -> RowContext<'static> {
+        static NONE: Lookups = Lookups { latest_policy_index: BTreeMap::new() };
+        RowContext { now, lookups: &NONE }
+    }
+
     #[test]
     fn generic_and_wide_columns() {
-        let now = parse_timestamp("2024-05-01T10:12:00Z").unwrap();
+        let now = at(parse_timestamp("2024-05-01T10:12:00Z").unwrap());
         assert_eq!(headers(&columns_for("ConfigMap", false)), ["NAME", "AGE"]);
-        assert_eq!(row(&columns_for("ConfigMap", false), &cm(), now), ["a", "12m"]);
+        assert_eq!(row(&columns_for("ConfigMap", false), &cm(), &now), ["a", "12m"]);
         assert_eq!(headers(&columns_for("ConfigMap", true)), ["NAME", "AGE", "GENERATION", "LABELS"]);
-        assert_eq!(row(&columns_for("ConfigMap", true), &cm(), now), ["a", "12m", "2", "x=1,y=2"]);
-        assert_eq!((namespace_column().value)(&cm(), now), "app");
+        assert_eq!(row(&columns_for("ConfigMap", true), &cm(), &now), ["a", "12m", "2", "x=1,y=2"]);
+        assert_eq!((namespace_column().value)(&cm(), &now), "app");
     }
 
     #[test]
@@ -215,9 +247,9 @@ mod tests {
             "lastTimestamp": "2024-05-01T10:11:00Z"
         }))
         .unwrap();
-        let now = parse_timestamp("2024-05-01T10:12:00Z").unwrap();
+        let now = at(parse_timestamp("2024-05-01T10:12:00Z").unwrap());
         assert_eq!(
-            row(&columns_for("Event", false), &ev, now),
+            row(&columns_for("Event", false), &ev, &now),
             ["60s", "Normal", "Scheduled", "clusterresourceplacement/web", "picked 2 clusters"]
         );
     }

@@ -1,11 +1,16 @@
 //! `describe` text, like kubectl's generic describer: a header block, the
 //! metadata, every other field as indented key/value text, then the events.
 
-use std::collections::BTreeMap;
+pub mod placement;
+
+mod lines;
+
 use std::time::SystemTime;
 
 use fleet_api::Object;
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use lines::Lines;
 
 use crate::age::age;
 use crate::columns::{event_time, str_field};
@@ -16,6 +21,13 @@ const HEADER_METADATA: &[&str] = &["name", "namespace", "labels", "annotations"]
 
 /// Renders `object` and its `events` (already filtered to it) at `now`.
 pub fn render(object: &Object, events: &[Object], now: SystemTime) -> String {
+    let mut text = generic(object, &[]).finish();
+    text.push_str(&render_events(events, now));
+    text
+}
+
+/// The header block, the metadata and every top-level field except `skip`.
+fn generic(object: &Object, skip: &[&str]) -> Lines {
     let mut w = Lines::default();
     w.field(0, "Name", &object.metadata.name);
     w.field(0, "Namespace", object.metadata.namespace.as_deref().unwrap_or(""));
@@ -32,10 +44,12 @@ pub fn render(object: &Object, events: &[Object], now: SystemTime) -> String {
             w.content(1, &meta);
         }
     }
-    w.content(0, &object.rest);
-    let mut text = w.finish();
-    text.push_str(&render_events(events, now));
-    text
+    let mut rest = object.rest.clone();
+    for field in skip {
+        rest.remove(*field);
+    }
+    w.content(0, &rest);
+    w
 }
 
 /// `Events:` and a table of TYPE REASON AGE FROM MESSAGE (oldest first), or
@@ -137,108 +151,6 @@ fn split_camel_case(s: &str) -> Vec<String> {
         parts.push(current);
     }
     parts
-}
-
-/// Lines of `label:<TAB>value` text, aligned like Go's tabwriter (padding 2)
-/// over runs of consecutive lines that have a value.
-#[derive(Default)]
-struct Lines {
-    lines: Vec<(String, Option<String>)>,
-}
-
-impl Lines {
-    fn field(&mut self, level: usize, label: &str, value: &str) {
-        self.lines.push((format!("{}{label}:", indent(level)), Some(value.to_string())));
-    }
-
-    fn header(&mut self, level: usize, label: &str) {
-        self.lines.push((format!("{}{label}:", indent(level)), None));
-    }
-
-    fn plain(&mut self, level: usize, text: &str) {
-        self.lines.push((format!("{}{text}", indent(level)), None));
-    }
-
-    /// `Labels:  a=b` then one `k=v` per line below, or `<none>`.
-    fn map_multiline(&mut self, label: &str, map: &BTreeMap<String, String>) {
-        if map.is_empty() {
-            self.field(0, label, "<none>");
-            return;
-        }
-        for (i, (k, v)) in map.iter().enumerate() {
-            let text = format!("{k}={v}");
-            if i == 0 {
-                self.field(0, label, &text);
-            } else {
-                self.lines.push((String::new(), Some(text)));
-            }
-        }
-    }
-
-    /// Every field of `content`, sorted by name, nested maps and lists indented.
-    fn content(&mut self, level: usize, content: &Map<String, Value>) {
-        let mut fields: Vec<(&String, &Value)> = content.iter().collect();
-        fields.sort_by(|a, b| a.0.cmp(b.0));
-        for (field, value) in fields {
-            let label = smart_label(field);
-            match value {
-                Value::Object(map) => {
-                    self.header(level, &label);
-                    self.content(level + 1, map);
-                }
-                Value::Array(items) => {
-                    self.header(level, &label);
-                    for item in items {
-                        match item {
-                            Value::Object(map) => self.content(level + 1, map),
-                            other => self.plain(level + 1, &scalar(other)),
-                        }
-                    }
-                }
-                other => self.field(level, &label, &scalar(other)),
-            }
-        }
-    }
-
-    fn finish(self) -> String {
-        let mut text = String::new();
-        let mut i = 0;
-        while i < self.lines.len() {
-            let run_end = if self.lines[i].1.is_some() {
-                let mut j = i;
-                while j < self.lines.len() && self.lines[j].1.is_some() {
-                    j += 1;
-                }
-                j
-            } else {
-                i + 1
-            };
-            let width = self.lines[i..run_end].iter().map(|(l, _)| l.chars().count()).max().unwrap_or(0) + 2;
-            for (label, value) in &self.lines[i..run_end] {
-                let mut line = label.clone();
-                if let Some(value) = value {
-                    line.extend(std::iter::repeat_n(' ', width - label.chars().count()));
-                    line.push_str(value);
-                }
-                text.push_str(line.trim_end());
-                text.push('\n');
-            }
-            i = run_end;
-        }
-        text
-    }
-}
-
-fn indent(level: usize) -> String {
-    "  ".repeat(level)
-}
-
-fn scalar(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use fleet_api::Object;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::columns::{self, Column};
+use crate::columns::{self, Column, Lookups, RowContext};
 use crate::error::{Error, Result};
 use crate::kind::resource_name;
 use crate::table::{render_line, Table};
@@ -35,6 +35,8 @@ pub struct TableOptions {
     pub wide: bool,
     /// Put `NAMESPACE` first (`-A`).
     pub show_namespace: bool,
+    /// Facts from other objects some columns show (fetched once per `get`).
+    pub lookups: Lookups,
 }
 
 impl TableOptions {
@@ -91,9 +93,10 @@ pub fn render_objects(
 /// The table of `objects`.
 pub fn render_table(objects: &[Object], options: &TableOptions, now: SystemTime) -> Table {
     let columns = options.columns();
+    let context = RowContext { now, lookups: &options.lookups };
     let mut table = Table::new(columns::headers(&columns));
     for object in objects {
-        table.push(columns::row(&columns, object, now));
+        table.push(columns::row(&columns, object, &context));
     }
     table
 }
@@ -102,13 +105,15 @@ pub fn render_table(objects: &[Object], options: &TableOptions, now: SystemTime)
 pub struct WatchPrinter {
     format: Option<OutputFormat>,
     columns: Vec<Column>,
+    lookups: Lookups,
     widths: Option<Vec<usize>>,
 }
 
 impl WatchPrinter {
-    /// A printer for `format` with the table laid out by `table`.
+    /// A printer for `format` with the table laid out by `table` (whose
+    /// lookups stay as they were when the watch started).
     pub fn new(format: Option<OutputFormat>, table: &TableOptions) -> WatchPrinter {
-        WatchPrinter { format, columns: table.columns(), widths: None }
+        WatchPrinter { format, columns: table.columns(), lookups: table.lookups.clone(), widths: None }
     }
 
     /// The initial objects (as `ADDED` events in JSON mode). Empty when there
@@ -119,9 +124,10 @@ impl WatchPrinter {
                 if objects.is_empty() {
                     return Ok(String::new());
                 }
+                let context = RowContext { now, lookups: &self.lookups };
                 let mut table = Table::new(columns::headers(&self.columns));
                 for object in objects {
-                    table.push(columns::row(&self.columns, object, now));
+                    table.push(columns::row(&self.columns, object, &context));
                 }
                 self.widths = Some(table.widths());
                 Ok(table.render())
@@ -143,7 +149,7 @@ impl WatchPrinter {
         };
         match self.format {
             Some(OutputFormat::Wide) | None => {
-                let cells = columns::row(&self.columns, object, now);
+                let cells = columns::row(&self.columns, object, &RowContext { now, lookups: &self.lookups });
                 let mut text = String::new();
                 let widths = match &self.widths {
                     Some(widths) => widths.clone(),
@@ -197,7 +203,7 @@ mod tests {
     }
 
     fn opts(show_namespace: bool) -> TableOptions {
-        TableOptions { kind: "ConfigMap".into(), wide: false, show_namespace }
+        TableOptions { kind: "ConfigMap".into(), wide: false, show_namespace, lookups: Lookups::default() }
     }
 
     #[test]

@@ -286,3 +286,68 @@ async fn a_server_from_another_ca_is_not_trusted() {
     assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
     assert!(text.contains(&addr) && text.to_lowercase().contains("certificate"), "{text}");
 }
+
+fn placement_object(value: serde_json::Value) -> fleet_api::Object {
+    serde_json::from_value(value).unwrap()
+}
+
+#[tokio::test]
+async fn placements_show_their_scheduling_in_get_wide_and_describe() {
+    let dir = make_pki();
+    let shared = Shared::new();
+    let group = "placement.kubernetes-fleet.io/v1beta1";
+    shared.put(placement_object(serde_json::json!({
+        "apiVersion": group, "kind": "ClusterResourcePlacement",
+        "metadata": {"name": "web", "generation": 2},
+        "spec": {"policy": {"placementType": "PickN", "numberOfClusters": 1}},
+        "status": {
+            "observedResourceIndex": "0",
+            "selectedResources": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],
+            "conditions": [{"type": "ClusterResourcePlacementScheduled", "status": "True",
+                            "reason": "SchedulingPolicyFulfilled", "observedGeneration": 2}],
+            "placementStatuses": [{"clusterName": "east-1", "conditions": [{"type": "Scheduled", "status": "True",
+                "message": "Successfully scheduled resources for placement in east-1 (affinity score: 0, topology spread score: 0): picked by scheduling policy"}]}]
+        }
+    })));
+    for (index, latest) in [(0, false), (1, true)] {
+        shared.put(placement_object(serde_json::json!({
+            "apiVersion": group, "kind": "ClusterSchedulingPolicySnapshot",
+            "metadata": {"name": format!("web-{index}"), "labels": {
+                "kubernetes-fleet.io/parent-CRP": "web", "kubernetes-fleet.io/policy-index": index.to_string(),
+                "kubernetes-fleet.io/is-latest-snapshot": latest.to_string()}},
+            "status": {"targetClusters": [{"clusterName": format!("cluster-of-{index}"), "selected": true,
+                                           "clusterScore": {"affinityScore": 0, "topologySpreadScore": 0}}]}
+        })));
+    }
+    let (_node, addr) = start_node(dir.path(), 1, shared.clone()).await;
+    let d = dir.path();
+
+    let (r, out, _) = cli(d, &[&addr], &["get", "crp", "-o", "wide"], "").await;
+    r.unwrap();
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0][..4], ["NAME", "GEN", "SCHEDULED", "SCHEDULED-GEN"], "{out}");
+    let header = out.lines().next().unwrap();
+    let policy_at = header.find("POLICY-INDEX").unwrap();
+    let row = out.lines().nth(1).unwrap();
+    assert!(row.starts_with("web    2     True        2 "), "{out}");
+    assert_eq!(row[policy_at..].split_whitespace().next(), Some("1"), "{out}");
+
+    let (r, out, _) = cli(d, &[&addr], &["get", "crp", "web", "-o", "wide"], "").await;
+    r.unwrap();
+    assert_eq!(out.lines().nth(1).unwrap()[policy_at..].split_whitespace().next(), Some("1"), "{out}");
+
+    let (r, out, _) = cli(d, &[&addr], &["get", "csps"], "").await;
+    r.unwrap();
+    assert!(
+        out.starts_with("NAME    INDEX   LATEST   CLUSTERS-FOR   SCHEDULED   AGE\nweb-0   0       false    -"),
+        "{out}"
+    );
+
+    let (r, out, _) = cli(d, &[&addr], &["describe", "crp", "web"], "").await;
+    r.unwrap();
+    assert!(out.contains("  Selected Resources:\n    v1/Namespace   app\n"), "{out}");
+    assert!(out.contains("Latest Policy Snapshot:\n  Name: ") && out.contains(" web-1\n  Index: "), "{out}");
+    assert!(out.contains("    cluster-of-1   true "), "{out}");
+    assert!(!out.contains("cluster-of-0"), "{out}");
+    assert!(out.ends_with("Events:  <none>\n"), "{out}");
+}

@@ -2,17 +2,21 @@
 
 use std::time::SystemTime;
 
+use fleet_api::snapshot::{snapshot_kinds, PARENT_PLACEMENT_LABEL};
+use fleet_api::Object;
+
 use super::split_kind_name;
 use crate::cli::DescribeArgs;
 use crate::client::Client;
-use crate::describe::{involves, render};
+use crate::describe::{involves, placement, render};
 use crate::error::{Error, Result};
 use crate::io::Io;
 use crate::kind::{KindArg, DEFAULT_NAMESPACE};
 use crate::types::ListQuery;
 
 /// Prints the object and the Events about it (from its namespace, or
-/// `default` for cluster-scoped objects).
+/// `default` for cluster-scoped objects); for a placement, also its latest
+/// scheduling policy snapshot's decisions.
 pub async fn run(client: &Client, args: DescribeArgs, io: &mut Io) -> Result<()> {
     let (kind_name, name) = split_kind_name(&args.kind, args.name.clone())?;
     let name = name.ok_or_else(|| Error::Usage("describe needs KIND NAME".to_string()))?;
@@ -32,5 +36,28 @@ pub async fn run(client: &Client, args: DescribeArgs, io: &mut Io) -> Result<()>
             Vec::new()
         }
     };
+    if placement::is_placement_kind(&object.kind) {
+        let snapshots = policy_snapshots(client, &object, args.consistent, io).await?;
+        let latest = placement::latest_policy_snapshot(&object, &snapshots);
+        return io.out(&placement::render(&object, latest, &events, SystemTime::now()));
+    }
     io.out(&render(&object, &events, SystemTime::now()))
+}
+
+/// The scheduling policy snapshots of `placement` (a warning and none if
+/// they cannot be listed).
+async fn policy_snapshots(client: &Client, placement: &Object, consistent: bool, io: &mut Io) -> Result<Vec<Object>> {
+    let (_, policy_kind) = snapshot_kinds(&placement.kind);
+    let query = ListQuery {
+        consistent,
+        label_selector: format!("{PARENT_PLACEMENT_LABEL}={}", placement.metadata.name),
+        ..ListQuery::new(KindArg::resolve(policy_kind), placement.metadata.namespace.clone().unwrap_or_default())
+    };
+    match client.list(&query).await {
+        Ok(list) => Ok(list.items),
+        Err(e) => {
+            io.err(&format!("warning: cannot list scheduling policy snapshots: {e}\n"))?;
+            Ok(Vec::new())
+        }
+    }
 }

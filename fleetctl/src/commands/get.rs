@@ -2,11 +2,15 @@
 
 use std::time::SystemTime;
 
+use fleet_api::placement::{CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
+use fleet_api::snapshot::{snapshot_kinds, IS_LATEST_LABEL, PARENT_PLACEMENT_LABEL};
 use fleet_api::{LabelSelector, Object};
 
 use super::split_kind_name;
 use crate::cli::GetArgs;
 use crate::client::Client;
+use crate::columns::placement::latest_policy_indexes;
+use crate::columns::Lookups;
 use crate::error::{Error, Result};
 use crate::io::Io;
 use crate::kind::KindArg;
@@ -25,8 +29,9 @@ pub async fn run(client: &Client, args: GetArgs, io: &mut Io) -> Result<()> {
         return Err(Error::Usage("a label selector cannot be combined with a name".to_string()));
     }
     let query = list_query(&kind, &args, selector);
+    let lookups = lookups(client, &query, name.as_deref(), args.output).await;
     if args.watch {
-        return watch(client, query, name, &args, io).await;
+        return watch(client, query, name, &args, lookups, io).await;
     }
     let now = SystemTime::now();
     let live_heartbeats = args.output == Some(OutputFormat::Wide) && kind.name == "MemberCluster";
@@ -37,7 +42,7 @@ pub async fn run(client: &Client, args: GetArgs, io: &mut Io) -> Result<()> {
             if live_heartbeats {
                 super::heartbeats::decorate(client, std::slice::from_mut(&mut object), now).await;
             }
-            let table = table_options(&kind, &args, std::slice::from_ref(&object));
+            let table = table_options(&kind, &args, std::slice::from_ref(&object), lookups);
             io.out(&render_objects(args.output, &[object], true, &table, now)?)
         }
         None => {
@@ -49,14 +54,21 @@ pub async fn run(client: &Client, args: GetArgs, io: &mut Io) -> Result<()> {
             if list.items.is_empty() && prints_table {
                 return io.err(&no_resources(&query));
             }
-            let table = table_options(&kind, &args, &list.items);
+            let table = table_options(&kind, &args, &list.items, lookups);
             io.out(&render_objects(args.output, &list.items, false, &table, now)?)
         }
     }
 }
 
 /// Lists (or gets), prints, then follows the changes.
-async fn watch(client: &Client, query: ListQuery, name: Option<String>, args: &GetArgs, io: &mut Io) -> Result<()> {
+async fn watch(
+    client: &Client,
+    query: ListQuery,
+    name: Option<String>,
+    args: &GetArgs,
+    lookups: Lookups,
+    io: &mut Io,
+) -> Result<()> {
     if let Some(name) = &name {
         // Report a missing object as the server words it.
         let namespace = query.kind.namespace_for(args.namespace.as_deref());
@@ -64,7 +76,7 @@ async fn watch(client: &Client, query: ListQuery, name: Option<String>, args: &G
     }
     let kind = query.kind.clone();
     let (mut watcher, items) = Watcher::start(client.clone(), query.clone(), name).await?;
-    let table = table_options(&kind, args, &items);
+    let table = table_options(&kind, args, &items, lookups);
     let mut printer = WatchPrinter::new(args.output, &table);
     if items.is_empty() && !matches!(args.output, Some(OutputFormat::Json | OutputFormat::Yaml)) {
         io.err(&no_resources(&query))?;
@@ -74,6 +86,38 @@ async fn watch(client: &Client, query: ListQuery, name: Option<String>, args: &G
         let event = watcher.next().await?;
         io.out(&printer.event(&event, SystemTime::now())?)?;
     }
+}
+
+/// What the columns need from other objects: for `get crp|rp -o wide`, the
+/// latest scheduling policy snapshots (one list, in the namespaces the `get`
+/// covers), for `POLICY-INDEX`. A failure leaves the column empty.
+async fn lookups(client: &Client, query: &ListQuery, name: Option<&str>, output: Option<OutputFormat>) -> Lookups {
+    match latest_policy_snapshot_query(query, name, output) {
+        Some(snapshots) => match client.list(&snapshots).await {
+            Ok(list) => latest_policy_indexes(&list.items),
+            Err(_) => Lookups::default(),
+        },
+        None => Lookups::default(),
+    }
+}
+
+/// The list of latest policy snapshots `-o wide` of placements needs, if any.
+fn latest_policy_snapshot_query(
+    query: &ListQuery,
+    name: Option<&str>,
+    output: Option<OutputFormat>,
+) -> Option<ListQuery> {
+    let placement_kind = query.kind.kind();
+    if output != Some(OutputFormat::Wide) || ![CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT].contains(&placement_kind)
+    {
+        return None;
+    }
+    let (_, policy_kind) = snapshot_kinds(placement_kind);
+    let mut label_selector = format!("{IS_LATEST_LABEL}=true");
+    if let Some(name) = name {
+        label_selector.push_str(&format!(",{PARENT_PLACEMENT_LABEL}={name}"));
+    }
+    Some(ListQuery { kind: KindArg::resolve(policy_kind), label_selector, ..query.clone() })
 }
 
 /// What to list: `-A` is every namespace; `-n` one namespace (ignored for
@@ -92,7 +136,7 @@ fn list_query(kind: &KindArg, args: &GetArgs, label_selector: String) -> ListQue
 
 /// The table layout: `NAMESPACE` first with `-A`, or for a kind of unknown
 /// scope listed without `-n` when some objects have a namespace.
-fn table_options(kind: &KindArg, args: &GetArgs, objects: &[Object]) -> TableOptions {
+fn table_options(kind: &KindArg, args: &GetArgs, objects: &[Object], lookups: Lookups) -> TableOptions {
     let unknown_scope_across_namespaces = kind.namespaced().is_none()
         && args.namespace.is_none()
         && objects.iter().any(|o| o.metadata.namespace.as_deref().is_some_and(|ns| !ns.is_empty()));
@@ -100,6 +144,7 @@ fn table_options(kind: &KindArg, args: &GetArgs, objects: &[Object]) -> TableOpt
         kind: kind.kind().to_string(),
         wide: args.output == Some(OutputFormat::Wide),
         show_namespace: args.all_namespaces || unknown_scope_across_namespaces,
+        lookups,
     }
 }
 
@@ -164,9 +209,27 @@ mod tests {
     }
 
     #[test]
+    fn wide_placements_list_the_latest_policy_snapshots() {
+        let a = args(&["rp", "-n", "app", "-o", "wide"]);
+        let q = list_query(&KindArg::resolve(&a.kind), &a, String::new());
+        let s = latest_policy_snapshot_query(&q, None, a.output).unwrap();
+        assert_eq!((s.kind.name.as_str(), s.namespace.as_str()), ("SchedulingPolicySnapshot", "app"));
+        assert_eq!(s.label_selector, "kubernetes-fleet.io/is-latest-snapshot=true");
+        let a = args(&["crp", "web", "-o", "wide"]);
+        let q = list_query(&KindArg::resolve(&a.kind), &a, String::new());
+        let s = latest_policy_snapshot_query(&q, Some("web"), a.output).unwrap();
+        assert_eq!(s.kind.name, "ClusterSchedulingPolicySnapshot");
+        assert_eq!(s.label_selector, "kubernetes-fleet.io/is-latest-snapshot=true,kubernetes-fleet.io/parent-CRP=web");
+        assert!(check_selector(&s.label_selector).is_ok());
+        assert!(latest_policy_snapshot_query(&q, Some("web"), None).is_none());
+        let a = args(&["cm", "-o", "wide"]);
+        assert!(latest_policy_snapshot_query(&query(&["cm"]), None, a.output).is_none());
+    }
+
+    #[test]
     fn namespace_column_for_all_namespaces() {
         let a = args(&["cm", "-A", "-o", "wide"]);
-        let t = table_options(&KindArg::resolve("cm"), &a, &[]);
+        let t = table_options(&KindArg::resolve("cm"), &a, &[], Lookups::default());
         assert!(t.show_namespace && t.wide);
         assert_eq!(t.kind, "ConfigMap");
     }

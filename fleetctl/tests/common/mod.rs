@@ -171,11 +171,14 @@ impl Fleet for FakeNode {
         let req = request.into_inner();
         self.record_read(req.read.as_ref());
         let kind = kind_name(&req.kind);
+        let selector = fleet_api::LabelSelector::parse(&req.label_selector)
+            .map_err(|e| Status::invalid_argument(format!("bad label selector: {e}")))?;
         let store = self.shared.store.lock().unwrap();
         let items = store
             .objects
             .values()
             .filter(|o| matches(o, &kind, &req.namespace, req.all_namespaces))
+            .filter(|o| selector.matches(&o.metadata.labels))
             .map(Object::to_json)
             .collect();
         Ok(Response::new(pb::ListResponse { items, resource_version: store.rv }))
