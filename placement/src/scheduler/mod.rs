@@ -121,7 +121,9 @@ pub enum BindingAction {
 pub struct SchedulingOutcome {
     /// Selected, with scores; reason [`REASON_PICKED`]; sorted by cluster name.
     pub chosen: Vec<ClusterDecision>,
-    /// Candidates not picked, best first, with their scores.
+    /// Candidates not picked, best first, with their scores: the best
+    /// [`MAX_NOT_CHOSEN_REPORTED`] only (all a status shows; building every
+    /// one would dominate a pass over 10,000 clusters).
     pub not_chosen: Vec<ClusterDecision>,
     /// Filtered, ineligible or missing clusters, sorted by name, with the filter's reason.
     pub filtered: Vec<ClusterDecision>,

@@ -10,7 +10,10 @@ use fleet_api::placement::{PICK_FIXED, PICK_N};
 
 use super::bindings::{find_cluster, BindingIndex};
 use super::framework::Framework;
-use super::{not_chosen_reason, SchedulingOutcome, SchedulingRequest, MESSAGE_FULFILLED, REASON_PICKED};
+use super::plugins::FnvBuild;
+use super::{
+    not_chosen_reason, SchedulingOutcome, SchedulingRequest, MAX_NOT_CHOSEN_REPORTED, MESSAGE_FULFILLED, REASON_PICKED,
+};
 use crate::cluster::ClusterInfo;
 
 /// What a policy chose, before binding changes are derived.
@@ -185,8 +188,15 @@ fn pick_n(
     }
     chosen.sort_unstable_by_key(|c| c.0);
 
+    // Only the best few not picked are reported: select them in O(n), then sort those.
     let mut rest = result.allowed;
-    rest.sort_unstable_by_key(|&(pos, spread)| (Reverse(spread), Reverse(scores[pos].affinity_score), Reverse(pos)));
+    let best_first =
+        |&(pos, spread): &(usize, i64)| (Reverse(spread), Reverse(scores[pos].affinity_score), Reverse(pos));
+    if rest.len() > MAX_NOT_CHOSEN_REPORTED {
+        rest.select_nth_unstable_by_key(MAX_NOT_CHOSEN_REPORTED - 1, best_first);
+        rest.truncate(MAX_NOT_CHOSEN_REPORTED);
+    }
+    rest.sort_unstable_by_key(best_first);
     let not_chosen_list = rest
         .iter()
         .map(|&(pos, spread)| {
@@ -236,17 +246,27 @@ fn pick_best(
     scores: &[ClusterScore],
     need: usize,
 ) -> PickResult {
-    let mut order: Vec<usize> = (0..candidates.len()).collect();
-    order.sort_unstable_by_key(|&pos| (Reverse(scores[pos].affinity_score), Reverse(candidates[pos])));
+    // Best first: affinity score, then the larger name. Candidates are in name
+    // order, so a position stands for the name; both fit one packed key.
+    let mut order: Vec<u64> = (0..candidates.len()).map(|pos| rank_key(scores[pos].affinity_score, pos)).collect();
+    let by_rank = |a: &u64, b: &u64| b.cmp(a);
 
     if !fw.has_pickers() {
+        // Only the first `need` (and the few not-chosen reported after them) need an order.
+        let ordered = need.saturating_add(MAX_NOT_CHOSEN_REPORTED).min(order.len());
+        if ordered < order.len() {
+            order.select_nth_unstable_by(ordered, by_rank);
+        }
+        order[..ordered].sort_unstable_by(by_rank);
         let take = need.min(order.len());
         return PickResult {
-            picked: order[..take].iter().map(|&pos| (pos, 0)).collect(),
-            allowed: order[take..].iter().map(|&pos| (pos, 0)).collect(),
+            picked: order[..take].iter().map(|&key| (key_pos(key), 0)).collect(),
+            allowed: order[take..].iter().map(|&key| (key_pos(key), 0)).collect(),
             rejected: Vec::new(),
         };
     }
+    order.sort_unstable_by(by_rank);
+    let order: Vec<usize> = order.into_iter().map(key_pos).collect();
 
     fw.prepare_pick(clusters, kept, candidates);
     let mut keys: Vec<u32> = Vec::new();
@@ -258,7 +278,7 @@ fn pick_best(
     }
     let mut groups: Vec<Vec<usize>> = Vec::new();
     {
-        let mut group_of: HashMap<&[u32], usize> = HashMap::new();
+        let mut group_of: HashMap<&[u32], usize, FnvBuild> = HashMap::default();
         for (j, &pos) in order.iter().enumerate() {
             let key = &keys[bounds[j]..bounds[j + 1]];
             let g = *group_of.entry(key).or_insert_with(|| {
@@ -301,4 +321,17 @@ fn pick_best(
         }
     }
     PickResult { picked, allowed, rejected }
+}
+
+/// A sort key ordering by affinity score, then position (both ascending as
+/// numbers): the score, biased to unsigned, in the high half.
+fn rank_key(affinity: i64, pos: usize) -> u64 {
+    let clamped = affinity.clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+    let biased = (clamped - i64::from(i32::MIN)) as u64;
+    (biased << 32) | (pos as u64 & 0xFFFF_FFFF)
+}
+
+/// The position packed by [`rank_key`].
+fn key_pos(key: u64) -> usize {
+    (key & 0xFFFF_FFFF) as usize
 }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use fleet_api::placement::TopologySpreadConstraint;
 
+use super::FnvBuild;
 use crate::cluster::ClusterInfo;
 use crate::scheduler::framework::{PickPlugin, PickVerdict};
 
@@ -96,7 +97,7 @@ impl PickPlugin for TopologySpread<'_> {
 
     fn prepare(&mut self, clusters: &[&ClusterInfo], kept: &[usize], candidates: &[usize]) {
         for c in &mut self.constraints {
-            let mut ids: HashMap<&str, u32> = HashMap::new();
+            let mut ids: HashMap<&str, u32, FnvBuild> = HashMap::default();
             c.domain_of = vec![NO_DOMAIN; clusters.len()];
             for &i in kept.iter().chain(candidates) {
                 if let Some(value) = clusters[i].labels.get(c.key) {
