@@ -95,9 +95,19 @@ impl ClusterInfo {
         }
     }
 
+    /// Why the cluster may not receive new placements, if so. A leaving
+    /// cluster is never eligible, even when `ineligible` was left empty.
+    pub fn ineligible_reason(&self) -> Option<&str> {
+        match &self.ineligible {
+            Some(why) => Some(why),
+            None if self.leaving => Some(REASON_LEAVING),
+            None => None,
+        }
+    }
+
     /// Whether the cluster may receive new placements.
     pub fn is_eligible(&self) -> bool {
-        self.ineligible.is_none()
+        self.ineligible_reason().is_none()
     }
 }
 

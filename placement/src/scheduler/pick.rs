@@ -110,7 +110,7 @@ fn pick_fixed(
             chosen.push((i, picked(name, b.score)));
             continue;
         }
-        match (fw.filter(c), &c.ineligible) {
+        match (fw.filter(c), c.ineligible_reason()) {
             (Ok(()), _) => chosen.push((i, picked(name, None))),
             (Err(_), Some(why)) => rejected.push(filtered(name, format!("cluster \"{name}\" is not eligible: {why}"))),
             (Err(reason), None) => rejected.push(filtered(name, format!("cluster \"{name}\": {reason}"))),

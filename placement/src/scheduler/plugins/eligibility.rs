@@ -14,7 +14,7 @@ impl FilterPlugin for Eligibility {
     }
 
     fn filter(&self, cluster: &ClusterInfo) -> Result<(), String> {
-        match &cluster.ineligible {
+        match cluster.ineligible_reason() {
             Some(why) => Err(format!("cluster is not eligible: {why}")),
             None => Ok(()),
         }

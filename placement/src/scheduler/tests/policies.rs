@@ -285,3 +285,14 @@ fn target_clusters_lists_chosen_then_20_not_chosen_then_filtered() {
     let many: Vec<ClusterInfo> = (0..1500).map(|i| ineligible(cluster(&format!("x{i}"), &[]), "no")).collect();
     assert_eq!(run(&pick_n(1), None, &many, &[]).target_clusters().len(), 1000);
 }
+
+#[test]
+fn a_leaving_cluster_is_never_eligible_even_without_a_reason() {
+    let mut c = cluster("a", &[]);
+    c.leaving = true;
+    let out = run(&pick_n(1), None, &[c.clone()], &[]);
+    assert_eq!(reason_of(&out.filtered, "a"), "cluster is not eligible: cluster is leaving");
+    let fixed = policy(json!({"placementType": "PickFixed", "clusterNames": ["a"]}));
+    let out = run(&fixed, None, &[c], &[]);
+    assert_eq!(reason_of(&out.filtered, "a"), "cluster \"a\" is not eligible: cluster is leaving");
+}
