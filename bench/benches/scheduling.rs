@@ -1,0 +1,124 @@
+//! Criterion benchmarks of the pure scheduler (`fleet-placement`): one PickN
+//! pass over a large fleet, and a whole-fleet reschedule (1,000 placements
+//! over 1,000 clusters). Clusters and policies are generated
+//! deterministically; run with `cargo bench -p fleet-bench --bench scheduling`.
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use fleet_api::member::Taint;
+use fleet_api::placement::PlacementPolicy;
+use fleet_api::quantity::Quantity;
+use fleet_placement::cluster::ClusterInfo;
+use fleet_placement::scheduler::{schedule, SchedulingRequest};
+use serde_json::json;
+
+const NODES: &str = "kubernetes-fleet.io/node-count";
+const CPU: &str = "resources.kubernetes-fleet.io/available-cpu";
+
+/// A deterministic fleet: 10 regions, 30 zones (3 per region), labels for
+/// the selectors, properties, some taints and some unhealthy clusters.
+fn fleet(count: usize) -> Vec<ClusterInfo> {
+    (0..count)
+        .map(|i| {
+            let mut c = ClusterInfo { name: format!("member-{i:05}"), ..Default::default() };
+            let labels = [
+                ("region", format!("r{}", i % 10)),
+                ("zone", format!("z{}", i % 30)),
+                ("env", if i % 4 == 0 { "dev" } else { "prod" }.to_string()),
+                ("tier", if i % 3 == 0 { "gold" } else { "silver" }.to_string()),
+                ("kubernetes-fleet.io/member-name", format!("member-{i:05}")),
+            ];
+            c.labels = labels.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            c.properties.insert(NODES.into(), Quantity::from_units(1 + (i % 20) as i64));
+            c.properties.insert(CPU.into(), Quantity::from_units(((i * 7919) % 1000) as i64));
+            if i % 20 == 7 {
+                c.taints.push(Taint { key: "maintenance".into(), value: "true".into(), effect: "NoSchedule".into() });
+            }
+            if i % 50 == 3 {
+                c.taints.push(Taint { key: "dedicated".into(), value: "gpu".into(), effect: "NoSchedule".into() });
+            }
+            if i % 97 == 5 {
+                c.ineligible = Some("cluster is not healthy (HeartbeatTimeout)".into());
+            }
+            c
+        })
+        .collect()
+}
+
+/// PickN(n): two required terms (labels + properties), a preferred label
+/// term and a property sorter, spread over region (hard) and zone (soft),
+/// tolerating `dedicated`.
+fn policy(n: i64, min_nodes: i64) -> PlacementPolicy {
+    serde_json::from_value(json!({
+        "placementType": "PickN",
+        "numberOfClusters": n,
+        "affinity": {"clusterAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"clusterSelectorTerms": [
+                {"labelSelector": {"matchLabels": {"env": "prod"}},
+                 "propertySelector": {"matchExpressions": [{"name": NODES, "operator": "Ge", "values": [min_nodes.to_string()]}]}},
+                {"labelSelector": {"matchExpressions": [{"key": "region", "operator": "In", "values": ["r1", "r2"]}]},
+                 "propertySelector": {"matchExpressions": [{"name": CPU, "operator": "Gt", "values": ["100"]}]}}
+            ]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 20, "preference": {"labelSelector": {"matchLabels": {"tier": "gold"}}}},
+                {"weight": 30, "preference": {"propertySorter": {"name": CPU, "sortOrder": "Descending"}}}
+            ]
+        }},
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "region", "whenUnsatisfiable": "DoNotSchedule"},
+            {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
+        ],
+        "tolerations": [{"key": "dedicated", "operator": "Exists"}]
+    }))
+    .unwrap_or_default()
+}
+
+fn pick_n(c: &mut Criterion) {
+    let mut group = c.benchmark_group("schedule_pick_n_100");
+    let p = policy(100, 3);
+    for count in [1_000usize, 10_000] {
+        let clusters = fleet(count);
+        group.throughput(Throughput::Elements(count as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(count), &clusters, |b, clusters| {
+            b.iter(|| {
+                let request = SchedulingRequest {
+                    policy: &p,
+                    number_of_clusters: None,
+                    policy_snapshot: "bench-0",
+                    clusters,
+                    bindings: &[],
+                };
+                black_box(schedule(black_box(&request)))
+            })
+        });
+    }
+    group.finish();
+}
+
+fn fleet_reschedule(c: &mut Criterion) {
+    let mut group = c.benchmark_group("reschedule_fleet");
+    group.sample_size(10);
+    let clusters = fleet(1_000);
+    let policies: Vec<PlacementPolicy> = (0..1_000).map(|i| policy(1 + i % 100, 1 + i % 10)).collect();
+    group.throughput(Throughput::Elements(policies.len() as u64));
+    group.bench_function("1000_placements_x_1000_clusters", |b| {
+        b.iter(|| {
+            for (i, p) in policies.iter().enumerate() {
+                let snapshot = format!("placement-{i}-0");
+                let request = SchedulingRequest {
+                    policy: p,
+                    number_of_clusters: None,
+                    policy_snapshot: &snapshot,
+                    clusters: &clusters,
+                    bindings: &[],
+                };
+                black_box(schedule(black_box(&request)));
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, pick_n, fleet_reschedule);
+criterion_main!(benches);

@@ -1,0 +1,337 @@
+//! The three ways of choosing (PickAll, PickFixed, PickN) on top of the
+//! framework's stages, and the one-at-a-time pick loop for pick-dependent
+//! plugins.
+
+use std::cmp::Reverse;
+use std::collections::HashMap;
+
+use fleet_api::binding::{ClusterDecision, ClusterScore, STATE_BOUND};
+use fleet_api::placement::{PICK_FIXED, PICK_N};
+
+use super::bindings::{find_cluster, BindingIndex};
+use super::framework::Framework;
+use super::plugins::FnvBuild;
+use super::{
+    not_chosen_reason, SchedulingOutcome, SchedulingRequest, MAX_NOT_CHOSEN_REPORTED, MESSAGE_FULFILLED, REASON_PICKED,
+};
+use crate::cluster::ClusterInfo;
+
+/// What a policy chose, before binding changes are derived.
+struct Selection {
+    /// Cluster index and decision, in name order.
+    chosen: Vec<(usize, ClusterDecision)>,
+    not_chosen: Vec<ClusterDecision>,
+    /// In name order.
+    filtered: Vec<ClusterDecision>,
+    fulfilled: bool,
+    message: String,
+}
+
+/// One pass: sort the clusters, index the bindings, choose, derive actions.
+pub(crate) fn run(fw: &mut Framework, request: &SchedulingRequest) -> SchedulingOutcome {
+    let mut clusters: Vec<&ClusterInfo> = request.clusters.iter().collect();
+    clusters.sort_by(|a, b| a.name.cmp(&b.name));
+    clusters.dedup_by(|a, b| a.name == b.name);
+    let index = BindingIndex::new(request.bindings, &clusters, request.policy_snapshot);
+    let selection = match request.policy.placement_type() {
+        PICK_FIXED => pick_fixed(fw, request, &clusters, &index),
+        PICK_N => pick_n(fw, request, &clusters, &index),
+        _ => pick_all(fw, &clusters, &index),
+    };
+    let actions = index.actions(&clusters, &selection.chosen);
+    SchedulingOutcome {
+        chosen: selection.chosen.into_iter().map(|(_, d)| d).collect(),
+        not_chosen: selection.not_chosen,
+        filtered: selection.filtered,
+        fulfilled: selection.fulfilled,
+        message: selection.message,
+        actions,
+    }
+}
+
+fn picked(name: &str, score: Option<ClusterScore>) -> ClusterDecision {
+    ClusterDecision {
+        cluster_name: name.to_string(),
+        selected: true,
+        cluster_score: score,
+        reason: REASON_PICKED.into(),
+    }
+}
+
+fn filtered(name: &str, reason: String) -> ClusterDecision {
+    ClusterDecision { cluster_name: name.to_string(), selected: false, cluster_score: None, reason }
+}
+
+fn not_chosen(name: &str, score: ClusterScore) -> ClusterDecision {
+    ClusterDecision {
+        cluster_name: name.to_string(),
+        selected: false,
+        cluster_score: Some(score),
+        reason: not_chosen_reason(&score),
+    }
+}
+
+/// PickAll: the kept clusters and every candidate that passes the filters.
+fn pick_all(fw: &Framework, clusters: &[&ClusterInfo], index: &BindingIndex) -> Selection {
+    let mut chosen = Vec::new();
+    let mut rejected = Vec::new();
+    for (i, c) in clusters.iter().enumerate() {
+        if let Some(b) = index.kept(i, c) {
+            chosen.push((i, picked(&c.name, b.score)));
+            continue;
+        }
+        match fw.filter(c) {
+            Ok(()) => chosen.push((i, picked(&c.name, None))),
+            Err(reason) => rejected.push(filtered(&c.name, reason)),
+        }
+    }
+    Selection { chosen, not_chosen: Vec::new(), filtered: rejected, fulfilled: true, message: MESSAGE_FULFILLED.into() }
+}
+
+/// PickFixed: the listed clusters that exist and are eligible or kept.
+fn pick_fixed(
+    fw: &Framework,
+    request: &SchedulingRequest,
+    clusters: &[&ClusterInfo],
+    index: &BindingIndex,
+) -> Selection {
+    let mut names: Vec<&str> = request.policy.cluster_names.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut chosen = Vec::new();
+    let mut rejected = Vec::new();
+    for name in &names {
+        let Some(i) = find_cluster(clusters, name) else {
+            rejected.push(filtered(name, format!("cluster \"{name}\" is not found")));
+            continue;
+        };
+        let c = clusters[i];
+        if let Some(b) = index.kept(i, c) {
+            chosen.push((i, picked(name, b.score)));
+            continue;
+        }
+        match (fw.filter(c), c.ineligible_reason()) {
+            (Ok(()), _) => chosen.push((i, picked(name, None))),
+            (Err(_), Some(why)) => rejected.push(filtered(name, format!("cluster \"{name}\" is not eligible: {why}"))),
+            (Err(reason), None) => rejected.push(filtered(name, format!("cluster \"{name}\": {reason}"))),
+        }
+    }
+    let fulfilled = rejected.is_empty();
+    let message = if fulfilled {
+        MESSAGE_FULFILLED.to_string()
+    } else {
+        let missing: Vec<&str> = rejected.iter().map(|d| d.reason.as_str()).collect();
+        format!(
+            "could not find all the clusters needed: want {}, found {} ({})",
+            names.len(),
+            chosen.len(),
+            missing.join("; ")
+        )
+    };
+    Selection { chosen, not_chosen: Vec::new(), filtered: rejected, fulfilled, message }
+}
+
+/// PickN: keep what is placed (dropping the lowest first on scale-in), then
+/// add the best candidates until N.
+fn pick_n(
+    fw: &mut Framework,
+    request: &SchedulingRequest,
+    clusters: &[&ClusterInfo],
+    index: &BindingIndex,
+) -> Selection {
+    let want = request.number_of_clusters.or(request.policy.number_of_clusters).unwrap_or(0).max(0);
+    let n = usize::try_from(want).unwrap_or(usize::MAX);
+
+    // Kept clusters, and scale-in.
+    let mut kept: Vec<(usize, Option<ClusterScore>, bool)> = clusters
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| index.kept(i, c).map(|b| (i, b.score, b.state == STATE_BOUND)))
+        .collect();
+    let mut is_kept = vec![false; clusters.len()];
+    if kept.len() > n {
+        kept.sort_by_key(|&(i, score, bound)| {
+            let s = score.unwrap_or_default();
+            (bound, s.topology_spread_score, s.affinity_score, i)
+        });
+        kept.drain(..kept.len() - n);
+        kept.sort_unstable_by_key(|k| k.0);
+    }
+    for k in &kept {
+        is_kept[k.0] = true;
+    }
+
+    // Filters.
+    let mut candidates = Vec::new();
+    let mut rejected: Vec<(usize, ClusterDecision)> = Vec::new();
+    for (i, c) in clusters.iter().enumerate() {
+        if is_kept[i] {
+            continue;
+        }
+        match fw.filter(c) {
+            Ok(()) => candidates.push(i),
+            Err(reason) => rejected.push((i, filtered(&c.name, reason))),
+        }
+    }
+
+    // Scores, sort, pick.
+    let scores = fw.score(clusters, &candidates);
+    let kept_indices: Vec<usize> = kept.iter().map(|k| k.0).collect();
+    let need = n.saturating_sub(kept.len());
+    let result = pick_best(fw, clusters, &kept_indices, &candidates, &scores, need);
+
+    let mut chosen: Vec<(usize, ClusterDecision)> =
+        kept.iter().map(|&(i, score, _)| (i, picked(&clusters[i].name, score))).collect();
+    for &(pos, spread) in &result.picked {
+        let score = ClusterScore { topology_spread_score: spread, ..scores[pos] };
+        chosen.push((candidates[pos], picked(&clusters[candidates[pos]].name, Some(score))));
+    }
+    chosen.sort_unstable_by_key(|c| c.0);
+
+    // Only the best few not picked are reported: select them in O(n), then sort those.
+    let mut rest = result.allowed;
+    let best_first =
+        |&(pos, spread): &(usize, i64)| (Reverse(spread), Reverse(scores[pos].affinity_score), Reverse(pos));
+    if rest.len() > MAX_NOT_CHOSEN_REPORTED {
+        rest.select_nth_unstable_by_key(MAX_NOT_CHOSEN_REPORTED - 1, best_first);
+        rest.truncate(MAX_NOT_CHOSEN_REPORTED);
+    }
+    rest.sort_unstable_by_key(best_first);
+    let not_chosen_list = rest
+        .iter()
+        .map(|&(pos, spread)| {
+            let score = ClusterScore { topology_spread_score: spread, ..scores[pos] };
+            not_chosen(&clusters[candidates[pos]].name, score)
+        })
+        .collect();
+    for (pos, reason) in result.rejected {
+        rejected.push((candidates[pos], filtered(&clusters[candidates[pos]].name, reason)));
+    }
+    rejected.sort_by_key(|r| r.0);
+
+    let fulfilled = chosen.len() == n;
+    let message = if fulfilled {
+        MESSAGE_FULFILLED.to_string()
+    } else {
+        format!("could not find all the clusters needed: want {want}, found {}", chosen.len())
+    };
+    Selection {
+        chosen,
+        not_chosen: not_chosen_list,
+        filtered: rejected.into_iter().map(|r| r.1).collect(),
+        fulfilled,
+        message,
+    }
+}
+
+/// The pick loop's result; positions index the candidate list.
+struct PickResult {
+    /// Picked, in pick order, with the topology spread score at pick time.
+    picked: Vec<(usize, i64)>,
+    /// Not picked, allowed at the end, with their final spread score.
+    allowed: Vec<(usize, i64)>,
+    /// Not picked and rejected by a pick-dependent plugin at the end.
+    rejected: Vec<(usize, String)>,
+}
+
+/// Picks up to `need` candidates: best topology spread score, then affinity
+/// score, then the larger name (cluster index). With pick-dependent plugins
+/// the candidates are grouped by class key, each group kept in (affinity,
+/// name) order, and every step judges one head per group.
+fn pick_best(
+    fw: &mut Framework,
+    clusters: &[&ClusterInfo],
+    kept: &[usize],
+    candidates: &[usize],
+    scores: &[ClusterScore],
+    need: usize,
+) -> PickResult {
+    // Best first: affinity score, then the larger name. Candidates are in name
+    // order, so a position stands for the name; both fit one packed key.
+    let mut order: Vec<u64> = (0..candidates.len()).map(|pos| rank_key(scores[pos].affinity_score, pos)).collect();
+    let by_rank = |a: &u64, b: &u64| b.cmp(a);
+
+    if !fw.has_pickers() {
+        // Only the first `need` (and the few not-chosen reported after them) need an order.
+        let ordered = need.saturating_add(MAX_NOT_CHOSEN_REPORTED).min(order.len());
+        if ordered < order.len() {
+            order.select_nth_unstable_by(ordered, by_rank);
+        }
+        order[..ordered].sort_unstable_by(by_rank);
+        let take = need.min(order.len());
+        return PickResult {
+            picked: order[..take].iter().map(|&key| (key_pos(key), 0)).collect(),
+            allowed: order[take..].iter().map(|&key| (key_pos(key), 0)).collect(),
+            rejected: Vec::new(),
+        };
+    }
+    order.sort_unstable_by(by_rank);
+    let order: Vec<usize> = order.into_iter().map(key_pos).collect();
+
+    fw.prepare_pick(clusters, kept, candidates);
+    let mut keys: Vec<u32> = Vec::new();
+    let mut bounds: Vec<usize> = Vec::with_capacity(order.len() + 1);
+    bounds.push(0);
+    for &pos in &order {
+        fw.class_key(candidates[pos], &mut keys);
+        bounds.push(keys.len());
+    }
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    {
+        let mut group_of: HashMap<&[u32], usize, FnvBuild> = HashMap::default();
+        for (j, &pos) in order.iter().enumerate() {
+            let key = &keys[bounds[j]..bounds[j + 1]];
+            let g = *group_of.entry(key).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push(pos);
+        }
+    }
+
+    let mut heads = vec![0usize; groups.len()];
+    let mut picked = Vec::with_capacity(need.min(order.len()));
+    while picked.len() < need {
+        let mut best: Option<((i64, i64, usize), usize)> = None;
+        for (g, members) in groups.iter().enumerate() {
+            let Some(&pos) = members.get(heads[g]) else { continue };
+            let Some(spread) = fw.evaluate(candidates[pos]) else { continue };
+            let rank = (spread, scores[pos].affinity_score, candidates[pos]);
+            if best.is_none_or(|(b, _)| rank > b) {
+                best = Some((rank, g));
+            }
+        }
+        let Some(((spread, _, cluster), g)) = best else { break };
+        picked.push((groups[g][heads[g]], spread));
+        heads[g] += 1;
+        fw.place(cluster);
+    }
+
+    let mut allowed = Vec::new();
+    let mut rejected = Vec::new();
+    for (g, members) in groups.iter().enumerate() {
+        let rest = &members[heads[g].min(members.len())..];
+        let Some(&first) = rest.first() else { continue };
+        match fw.evaluate(candidates[first]) {
+            Some(spread) => allowed.extend(rest.iter().map(|&pos| (pos, spread))),
+            None => {
+                let reason = fw.reject_reason(candidates[first]);
+                rejected.extend(rest.iter().map(|&pos| (pos, reason.clone())));
+            }
+        }
+    }
+    PickResult { picked, allowed, rejected }
+}
+
+/// A sort key ordering by affinity score, then position (both ascending as
+/// numbers): the score, biased to unsigned, in the high half.
+fn rank_key(affinity: i64, pos: usize) -> u64 {
+    let clamped = affinity.clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+    let biased = (clamped - i64::from(i32::MIN)) as u64;
+    (biased << 32) | (pos as u64 & 0xFFFF_FFFF)
+}
+
+/// The position packed by [`rank_key`].
+fn key_pos(key: u64) -> usize {
+    (key & 0xFFFF_FFFF) as usize
+}

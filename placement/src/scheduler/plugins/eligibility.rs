@@ -1,0 +1,22 @@
+//! Eligibility: only joined, healthy, non-leaving clusters get new placements.
+
+use crate::cluster::ClusterInfo;
+use crate::scheduler::framework::FilterPlugin;
+
+/// Filters out clusters that are not eligible (members.md), with the reason
+/// `cluster is not eligible: <why>`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Eligibility;
+
+impl FilterPlugin for Eligibility {
+    fn name(&self) -> &'static str {
+        "Eligibility"
+    }
+
+    fn filter(&self, cluster: &ClusterInfo) -> Result<(), String> {
+        match cluster.ineligible_reason() {
+            Some(why) => Err(format!("cluster is not eligible: {why}")),
+            None => Ok(()),
+        }
+    }
+}

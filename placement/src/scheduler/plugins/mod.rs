@@ -1,0 +1,13 @@
+//! One plugin per scheduling concern.
+
+mod affinity;
+mod eligibility;
+mod hash;
+mod taints;
+mod topology;
+
+pub use affinity::{sorter_share, PreferredAffinity, RequiredAffinity, REASON_NO_TERM_MATCHES};
+pub use eligibility::Eligibility;
+pub use hash::{Fnv, FnvBuild};
+pub use taints::{taint_text, tolerates, Taints};
+pub use topology::{TopologySpread, SCHEDULE_ANYWAY_PENALTY};

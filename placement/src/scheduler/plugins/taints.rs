@@ -1,0 +1,58 @@
+//! Taints and tolerations: a tainted cluster gets placements only from
+//! policies that tolerate every one of its taints.
+
+use fleet_api::member::Taint;
+use fleet_api::placement::Toleration;
+
+use crate::cluster::ClusterInfo;
+use crate::scheduler::framework::FilterPlugin;
+
+/// Filters out clusters with a taint that no toleration matches.
+#[derive(Debug, Clone, Copy)]
+pub struct Taints<'a> {
+    tolerations: &'a [Toleration],
+}
+
+impl<'a> Taints<'a> {
+    /// The filter for a policy's tolerations.
+    pub fn new(tolerations: &'a [Toleration]) -> Taints<'a> {
+        Taints { tolerations }
+    }
+}
+
+/// Whether `toleration` matches `taint`: keys equal (or an empty key with
+/// `Exists`), `Exists` or equal values under `Equal` (the default), and the
+/// effect equal or empty (any).
+pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+    let exists = toleration.operator() == "Exists";
+    let key = toleration.key == taint.key || (toleration.key.is_empty() && exists);
+    let value = match toleration.operator() {
+        "Exists" => true,
+        "Equal" => toleration.value == taint.value,
+        _ => false,
+    };
+    let effect = toleration.effect.is_empty() || toleration.effect == taint.effect;
+    key && value && effect
+}
+
+/// A taint as written in messages: `key=value:effect` (`key:effect` without a value).
+pub fn taint_text(taint: &Taint) -> String {
+    if taint.value.is_empty() {
+        format!("{}:{}", taint.key, taint.effect)
+    } else {
+        format!("{}={}:{}", taint.key, taint.value, taint.effect)
+    }
+}
+
+impl FilterPlugin for Taints<'_> {
+    fn name(&self) -> &'static str {
+        "TaintToleration"
+    }
+
+    fn filter(&self, cluster: &ClusterInfo) -> Result<(), String> {
+        match cluster.taints.iter().find(|taint| !self.tolerations.iter().any(|t| tolerates(t, taint))) {
+            Some(taint) => Err(format!("cluster has taint \"{}\" that is not tolerated", taint_text(taint))),
+            None => Ok(()),
+        }
+    }
+}

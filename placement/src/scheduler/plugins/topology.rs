@@ -1,0 +1,151 @@
+//! Topology spread (PickN): keep the chosen clusters spread over the values
+//! (domains) of a label. Its verdicts depend on what was picked before, so it
+//! is a [`PickPlugin`].
+
+use std::collections::HashMap;
+
+use fleet_api::placement::TopologySpreadConstraint;
+
+use super::FnvBuild;
+use crate::cluster::ClusterInfo;
+use crate::scheduler::framework::{PickPlugin, PickVerdict};
+
+/// The score of a placement that breaks a `ScheduleAnyway` constraint.
+pub const SCHEDULE_ANYWAY_PENALTY: i64 = -1000;
+/// Domain id of a cluster without the topology key.
+const NO_DOMAIN: u32 = u32::MAX;
+
+/// One constraint and its running counts.
+#[derive(Debug, Clone)]
+struct Constraint<'a> {
+    key: &'a str,
+    max_skew: i64,
+    hard: bool,
+    /// Per cluster (pass index): its domain, or [`NO_DOMAIN`].
+    domain_of: Vec<u32>,
+    /// Picked (or kept) clusters per domain.
+    counts: Vec<i64>,
+    max: i64,
+    min: i64,
+    /// How many domains hold `min`.
+    at_min: usize,
+}
+
+impl Constraint<'_> {
+    fn recount(&mut self) {
+        self.max = self.counts.iter().copied().max().unwrap_or(0);
+        self.min = self.counts.iter().copied().min().unwrap_or(0);
+        self.at_min = self.counts.iter().filter(|&&c| c == self.min).count();
+    }
+
+    /// `None` when placing on `cluster` breaks the constraint, else its score.
+    fn judge(&self, cluster: usize) -> Option<i64> {
+        let Some(&d) = self.domain_of.get(cluster).filter(|&&d| d != NO_DOMAIN) else {
+            return Some(0);
+        };
+        let count = self.counts[d as usize];
+        let skew = self.max - self.min;
+        let new_max = self.max.max(count + 1);
+        let new_min = if count == self.min && self.at_min == 1 { self.min + 1 } else { self.min };
+        let new_skew = new_max - new_min;
+        // A placement that lowers the skew is always allowed: otherwise kept
+        // clusters that are already out of balance would block every pick.
+        if new_skew > self.max_skew && new_skew >= skew {
+            return if self.hard { None } else { Some(SCHEDULE_ANYWAY_PENALTY) };
+        }
+        Some(match new_skew.cmp(&skew) {
+            std::cmp::Ordering::Less => 1,
+            std::cmp::Ordering::Equal => 0,
+            std::cmp::Ordering::Greater => -1,
+        })
+    }
+}
+
+/// Topology spread constraints: `DoNotSchedule` ones reject a placement that
+/// would push the skew over `maxSkew`, `ScheduleAnyway` ones score it −1000;
+/// otherwise +1 / 0 / −1 as the skew falls, stays or rises. Scores of several
+/// constraints add up.
+#[derive(Debug, Clone)]
+pub struct TopologySpread<'a> {
+    constraints: Vec<Constraint<'a>>,
+}
+
+impl<'a> TopologySpread<'a> {
+    /// The plugin for a policy's (defaulted) constraints.
+    pub fn new(constraints: &'a [TopologySpreadConstraint]) -> TopologySpread<'a> {
+        let constraints = constraints
+            .iter()
+            .map(|c| Constraint {
+                key: &c.topology_key,
+                max_skew: c.max_skew.unwrap_or(1).max(1),
+                hard: c.when_unsatisfiable.as_deref() != Some("ScheduleAnyway"),
+                domain_of: Vec::new(),
+                counts: Vec::new(),
+                max: 0,
+                min: 0,
+                at_min: 0,
+            })
+            .collect();
+        TopologySpread { constraints }
+    }
+}
+
+impl PickPlugin for TopologySpread<'_> {
+    fn name(&self) -> &'static str {
+        "TopologySpread"
+    }
+
+    fn prepare(&mut self, clusters: &[&ClusterInfo], kept: &[usize], candidates: &[usize]) {
+        for c in &mut self.constraints {
+            let mut ids: HashMap<&str, u32, FnvBuild> = HashMap::default();
+            c.domain_of = vec![NO_DOMAIN; clusters.len()];
+            for &i in kept.iter().chain(candidates) {
+                if let Some(value) = clusters[i].labels.get(c.key) {
+                    let next = ids.len() as u32;
+                    c.domain_of[i] = *ids.entry(value.as_str()).or_insert(next);
+                }
+            }
+            c.counts = vec![0; ids.len()];
+            for &i in kept {
+                if let Some(&d) = c.domain_of.get(i).filter(|&&d| d != NO_DOMAIN) {
+                    c.counts[d as usize] += 1;
+                }
+            }
+            c.recount();
+        }
+    }
+
+    fn class_key(&self, cluster: usize, key: &mut Vec<u32>) {
+        key.extend(self.constraints.iter().map(|c| c.domain_of.get(cluster).copied().unwrap_or(NO_DOMAIN)));
+    }
+
+    fn evaluate(&self, cluster: usize) -> PickVerdict {
+        let mut total = 0i64;
+        for c in &self.constraints {
+            match c.judge(cluster) {
+                Some(s) => total = total.saturating_add(s),
+                None => return PickVerdict::Reject,
+            }
+        }
+        PickVerdict::Score(total)
+    }
+
+    fn reject_reason(&self, cluster: usize) -> String {
+        match self.constraints.iter().find(|c| c.judge(cluster).is_none()) {
+            Some(c) => format!(
+                "placing on the cluster would violate topology spread constraint (topologyKey \"{}\", maxSkew {})",
+                c.key, c.max_skew
+            ),
+            None => String::new(),
+        }
+    }
+
+    fn place(&mut self, cluster: usize) {
+        for c in &mut self.constraints {
+            if let Some(&d) = c.domain_of.get(cluster).filter(|&&d| d != NO_DOMAIN) {
+                c.counts[d as usize] += 1;
+                c.recount();
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Topology spread constraints.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::*;
+
+fn spread(n: i64, constraints: serde_json::Value) -> PlacementPolicy {
+    policy(json!({"placementType": "PickN", "numberOfClusters": n, "topologySpreadConstraints": constraints}))
+}
+
+/// Chosen clusters per value of `key`.
+fn per_domain(out: &SchedulingOutcome, clusters: &[ClusterInfo], key: &str) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for d in &out.chosen {
+        let c = clusters.iter().find(|c| c.name == d.cluster_name).unwrap();
+        *counts.entry(c.labels.get(key).cloned().unwrap_or_default()).or_default() += 1;
+    }
+    counts
+}
+
+fn regional(regions: &[(&str, usize)]) -> Vec<ClusterInfo> {
+    let mut v = Vec::new();
+    for (region, count) in regions {
+        for i in 0..*count {
+            v.push(cluster(&format!("{region}-{i}"), &[("region", region)]));
+        }
+    }
+    v
+}
+
+#[test]
+fn do_not_schedule_spreads_five_over_three_regions_as_2_2_1() {
+    let clusters = regional(&[("east", 4), ("west", 4), ("north", 4)]);
+    // A strong preference for east must not break the spread.
+    let mut p = spread(5, json!([{"maxSkew": 1, "topologyKey": "region", "whenUnsatisfiable": "DoNotSchedule"}]));
+    p.affinity = Some(
+        serde_json::from_value(json!({"clusterAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "preference": {"labelSelector": {"matchLabels": {"region": "east"}}}}]}}))
+        .unwrap(),
+    );
+    let out = run(&p, None, &clusters, &[]);
+    assert!(out.fulfilled, "{}", out.message);
+    let counts: Vec<usize> = per_domain(&out, &clusters, "region").into_values().collect();
+    let mut sorted = counts.clone();
+    sorted.sort();
+    assert_eq!(sorted, [1, 2, 2], "{counts:?}");
+    assert_eq!(per_domain(&out, &clusters, "region")["east"], 2, "east is preferred when the spread allows");
+}
+
+#[test]
+fn do_not_schedule_filters_clusters_that_would_exceed_max_skew() {
+    let clusters = regional(&[("east", 3), ("west", 1)]);
+    let p = spread(4, json!([{"maxSkew": 1, "topologyKey": "region"}]));
+    let out = run(&p, None, &clusters, &[]);
+    assert_eq!(out.chosen.len(), 3);
+    assert!(!out.fulfilled);
+    assert_eq!(out.message, "could not find all the clusters needed: want 4, found 3");
+    assert_eq!(out.filtered.len(), 1);
+    assert_eq!(
+        out.filtered[0].reason,
+        "placing on the cluster would violate topology spread constraint (topologyKey \"region\", maxSkew 1)"
+    );
+}
+
+#[test]
+fn schedule_anyway_scores_a_violation_minus_1000_but_still_picks() {
+    let clusters = regional(&[("east", 3), ("west", 1)]);
+    let p = spread(4, json!([{"maxSkew": 1, "topologyKey": "region", "whenUnsatisfiable": "ScheduleAnyway"}]));
+    let out = run(&p, None, &clusters, &[]);
+    assert!(out.fulfilled);
+    let spreads: Vec<i64> = out.chosen.iter().map(|d| d.cluster_score.unwrap().topology_spread_score).collect();
+    assert!(spreads.contains(&-1000), "{spreads:?}");
+}
+
+#[test]
+fn spread_score_is_plus_one_lowering_minus_one_raising_zero_unchanged() {
+    let clusters = regional(&[("east", 1), ("west", 1)]);
+    let p = spread(2, json!([{"maxSkew": 2, "topologyKey": "region"}]));
+    let out = run(&p, None, &clusters, &[]);
+    // First pick raises the skew 0 → 1 (−1), the second lowers it 1 → 0 (+1).
+    let mut spreads: Vec<i64> = out.chosen.iter().map(|d| d.cluster_score.unwrap().topology_spread_score).collect();
+    spreads.sort();
+    assert_eq!(spreads, [-1, 1]);
+    // A single domain never changes skew: 0.
+    let one = regional(&[("east", 2)]);
+    let out = run(&spread(2, json!([{"topologyKey": "region"}])), None, &one, &[]);
+    assert!(out.chosen.iter().all(|d| d.cluster_score.unwrap().topology_spread_score == 0));
+}
+
+#[test]
+fn clusters_without_the_topology_key_score_zero_and_are_never_filtered() {
+    let mut clusters = regional(&[("east", 3), ("west", 1)]);
+    clusters.push(cluster("plain-a", &[]));
+    clusters.push(cluster("plain-b", &[]));
+    let out = run(&spread(6, json!([{"topologyKey": "region"}])), None, &clusters, &[]);
+    assert_eq!(out.chosen.len(), 5, "a third east cluster would make the skew 2");
+    for name in ["plain-a", "plain-b"] {
+        let d = out.chosen.iter().find(|d| d.cluster_name == name).unwrap();
+        assert_eq!(d.cluster_score.unwrap().topology_spread_score, 0);
+    }
+}
+
+#[test]
+fn kept_clusters_count_from_the_start() {
+    let clusters = regional(&[("east", 3), ("west", 3)]);
+    let bindings =
+        [binding("east-0", STATE_BOUND, SNAP, score(0, 0)), binding("east-1", STATE_BOUND, SNAP, score(0, 0))];
+    let out = run(&spread(4, json!([{"topologyKey": "region"}])), None, &clusters, &bindings);
+    assert_eq!(per_domain(&out, &clusters, "region")["west"], 2);
+    assert!(out.fulfilled);
+}
+
+#[test]
+fn an_unbalanced_start_may_still_be_improved() {
+    // Three kept in east (skew 3 already): a west pick lowers the skew and is allowed.
+    let clusters = regional(&[("east", 3), ("west", 3)]);
+    let bindings: Vec<ExistingBinding> =
+        (0..3).map(|i| binding(&format!("east-{i}"), STATE_BOUND, SNAP, score(0, 0))).collect();
+    let out = run(&spread(5, json!([{"topologyKey": "region"}])), None, &clusters, &bindings);
+    assert_eq!(per_domain(&out, &clusters, "region")["west"], 2);
+}
+
+#[test]
+fn several_constraints_add_up_and_any_do_not_schedule_rejects() {
+    let mut clusters = Vec::new();
+    for (region, zones) in [("east", ["e1", "e2"]), ("west", ["w1", "w2"])] {
+        for zone in zones {
+            for i in 0..2 {
+                clusters.push(cluster(&format!("{zone}-{i}"), &[("region", region), ("zone", zone)]));
+            }
+        }
+    }
+    let p = spread(4, json!([{"topologyKey": "region"}, {"topologyKey": "zone"}]));
+    let out = run(&p, None, &clusters, &[]);
+    assert!(out.fulfilled);
+    assert!(per_domain(&out, &clusters, "zone").values().all(|&c| c == 1));
+    assert!(per_domain(&out, &clusters, "region").values().all(|&c| c == 2));
+}
