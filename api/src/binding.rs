@@ -160,7 +160,10 @@ mod tests {
         }));
         prepare(&mut b).unwrap();
         let spec = spec_of(&b);
-        assert_eq!(spec.cluster_decision.cluster_score, Some(ClusterScore { affinity_score: 3, topology_spread_score: -1 }));
+        assert_eq!(
+            spec.cluster_decision.cluster_score,
+            Some(ClusterScore { affinity_score: 3, topology_spread_score: -1 })
+        );
         assert!(spec.is_active());
         let mut bad = binding(json!({"state": "Gone"}));
         let e = prepare(&mut bad).unwrap_err().to_string();

@@ -204,5 +204,19 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
     object.strip_server_fields();
     validate_generic(&object, kind.scope).map_err(|e| e.to_string())?;
     fleet_api::typed::prepare(&mut object).map_err(|e| e.to_string())?;
+    check_update(store, &object)?;
     Ok(object)
+}
+
+/// The rules about what may change in an update (placementType, only added
+/// tolerations), checked against the stored object as this node has it.
+fn check_update(store: &Store, object: &Object) -> Result<(), String> {
+    if !fleet_api::placement::is_placement(object) {
+        return Ok(());
+    }
+    let (stored, _) = store.get(&ObjectKey::of(object)).map_err(|e| e.to_string())?;
+    match stored {
+        Some(old) => fleet_api::placement::check_update(&old, object).map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
 }

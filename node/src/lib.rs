@@ -4,6 +4,7 @@
 pub mod admission;
 pub mod auth;
 pub mod config;
+pub mod controllers;
 pub mod error;
 pub mod http;
 pub mod members;
@@ -74,6 +75,7 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
     let fingerprint = fleet_proto::tls::fingerprint_pem(&ca_pem, "ca.pem")?;
     let member_service = Arc::new(members::MemberService::new(consensus.clone(), signer, fingerprint));
     tokio::spawn(members::health::run(consensus.clone(), member_service.arrivals.clone(), stop_rx.clone()));
+    tokio::spawn(controllers::run(consensus.clone(), stop_rx.clone()));
     let fleet =
         FleetServer::new(service::FleetService::new(consensus.clone(), member_service.clone(), stop_rx.clone()))
             .max_decoding_message_size(MAX_MESSAGE_BYTES)

@@ -19,4 +19,4 @@ pub use error::Error;
 pub use raft_types::TypeConfig;
 pub use state_machine::StateMachine;
 pub use store::{ListQuery, Store};
-pub use watch::{EventType, WatchEvent, WatchHub};
+pub use watch::{EventType, HubMessage, WatchEvent, WatchHub};

@@ -107,7 +107,11 @@ impl Store {
     /// Lists objects, in storage-key order, with the applied index they were read at.
     pub fn list(&self, query: &ListQuery) -> Result<(Vec<Object>, u64), Error> {
         let prefix = ObjectKey::prefix(&query.group, &query.kind, query.namespace.as_deref());
-        self.scan(&prefix, |_| true, |object| query.selector.as_ref().is_none_or(|s| s.matches(&object.metadata.labels)))
+        self.scan(
+            &prefix,
+            |_| true,
+            |object| query.selector.as_ref().is_none_or(|s| s.matches(&object.metadata.labels)),
+        )
     }
 
     /// Objects of one kind in one namespace (`""` for cluster-scoped kinds)
@@ -128,7 +132,7 @@ impl Store {
     /// Every object stored in `namespace`, of any kind (a full scan of keys;
     /// only matching objects are decoded).
     pub fn namespace_contents(&self, namespace: &str) -> Result<(Vec<Object>, u64), Error> {
-        let wanted = |key: &str| key.splitn(4, '/').nth(2) == Some(namespace);
+        let wanted = |key: &str| key.split('/').nth(2) == Some(namespace);
         self.scan("", wanted, |_| true)
     }
 

@@ -1,0 +1,219 @@
+//! Turns the state machine's watch events into placement keys for the work
+//! queue: a placement's own changes, its snapshots' and bindings' changes,
+//! member cluster changes that can move a scheduling decision, and changes
+//! of hub resources a placement's selectors may select.
+//!
+//! The feed keeps soft state rebuilt at every resync: each placement's
+//! resource selectors and whether its policy reads cluster properties, and
+//! each cluster's scheduling-relevant view (to tell a property-only change
+//! from one that matters to every placement).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
+use fleet_api::placement::{self as placement_api, PlacementSpec, CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
+use fleet_api::snapshot::PARENT_PLACEMENT_LABEL;
+use fleet_api::{binding, snapshot, Object, ObjectKey};
+use fleet_placement::cluster::ClusterInfo;
+use fleet_raft::Consensus;
+use fleet_statemachine::{EventType, HubMessage, ListQuery, Store, WatchEvent};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::queue::WorkQueue;
+
+/// What the feed remembers of a placement.
+struct PlacementEntry {
+    spec: PlacementSpec,
+    reads_properties: bool,
+}
+
+/// What the feed remembers of a cluster: (the part every placement cares
+/// about, the properties).
+type ClusterView = (String, String);
+
+struct Feed {
+    queue: Arc<WorkQueue<ObjectKey>>,
+    placements: BTreeMap<ObjectKey, PlacementEntry>,
+    clusters: HashMap<String, ClusterView>,
+}
+
+/// Follows the store's events for the whole leadership session.
+pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>) {
+    let store = consensus.store().clone();
+    let mut feed = Feed { queue, placements: BTreeMap::new(), clusters: HashMap::new() };
+    loop {
+        // Subscribe first, then list: nothing falls between the two.
+        let from = store.applied_index();
+        let mut subscription = match store.hub().subscribe(from) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!("controller feed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        if let Err(e) = feed.resync(&store) {
+            tracing::warn!("controller resync failed: {e}");
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            continue;
+        }
+        for event in subscription.backlog.drain(..) {
+            feed.on_event(&event);
+        }
+        loop {
+            match subscription.receiver.recv().await {
+                Ok(HubMessage::Event(event)) => feed.on_event(&event),
+                Ok(HubMessage::Reset { .. }) | Err(RecvError::Lagged(_)) => break,
+                Err(RecvError::Closed) => return,
+            }
+        }
+        tracing::info!("controller feed fell behind or the state was replaced: resyncing");
+    }
+}
+
+impl Feed {
+    /// Rebuilds the soft state from the store and queues every placement.
+    fn resync(&mut self, store: &Store) -> Result<(), fleet_statemachine::Error> {
+        self.placements.clear();
+        self.clusters.clear();
+        for kind in [CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT] {
+            let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
+            for placement in store.list(&query)?.0 {
+                self.remember_placement(&placement);
+                self.queue.add(ObjectKey::of(&placement));
+            }
+        }
+        let query = ListQuery { group: FLEET_CLUSTER_GROUP.into(), kind: "MemberCluster".into(), ..Default::default() };
+        for cluster in store.list(&query)?.0 {
+            self.clusters.insert(cluster.metadata.name.clone(), cluster_view(&cluster));
+        }
+        Ok(())
+    }
+
+    fn remember_placement(&mut self, placement: &Object) {
+        let spec = placement_api::spec_of(placement);
+        let reads_properties = policy_reads_properties(&spec);
+        self.placements.insert(ObjectKey::of(placement), PlacementEntry { spec, reads_properties });
+    }
+
+    fn on_event(&mut self, event: &WatchEvent) {
+        let object = &event.object;
+        let group = event.key.group.as_str();
+        let kind = event.key.kind.as_str();
+        if group == FLEET_PLACEMENT_GROUP && matches!(kind, CLUSTER_RESOURCE_PLACEMENT | RESOURCE_PLACEMENT) {
+            if event.event_type == EventType::Deleted {
+                self.placements.remove(&event.key);
+            } else {
+                self.remember_placement(object);
+                self.queue.add(event.key.clone());
+            }
+        } else if group == FLEET_PLACEMENT_GROUP && is_placement_child(kind) {
+            if let Some(parent) = parent_of(object) {
+                if self.placements.contains_key(&parent) {
+                    self.queue.add(parent);
+                }
+            }
+        } else if group == FLEET_CLUSTER_GROUP && kind == "MemberCluster" {
+            self.on_cluster(event);
+        } else if is_hub_resource(group, kind) {
+            let keys: Vec<ObjectKey> = self
+                .placements
+                .iter()
+                .filter(|(k, p)| may_select(k, &p.spec, &event.key))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in keys {
+                self.queue.add(key);
+            }
+        }
+    }
+
+    fn on_cluster(&mut self, event: &WatchEvent) {
+        let name = event.key.name.clone();
+        let (everyone, properties_only) = if event.event_type == EventType::Deleted {
+            self.clusters.remove(&name);
+            (true, false)
+        } else {
+            let view = cluster_view(&event.object);
+            let previous = self.clusters.insert(name, view.clone());
+            match previous {
+                None => (true, false),
+                Some(old) if old.0 != view.0 => (true, false),
+                Some(old) => (false, old.1 != view.1),
+            }
+        };
+        for (key, placement) in &self.placements {
+            if everyone || (properties_only && placement.reads_properties) {
+                self.queue.add(key.clone());
+            }
+        }
+    }
+}
+
+/// The scheduling-relevant view of a cluster, as comparable strings.
+fn cluster_view(object: &Object) -> ClusterView {
+    let info = ClusterInfo::from_member(object);
+    let general = format!("{:?}|{:?}|{:?}|{}", info.labels, info.taints, info.ineligible, info.leaving);
+    (general, format!("{:?}", info.properties))
+}
+
+/// Whether a policy's decisions depend on cluster properties (selectors or
+/// sorters), so property changes must wake it.
+fn policy_reads_properties(spec: &PlacementSpec) -> bool {
+    let affinity = spec.policy.as_ref().and_then(|p| p.affinity.as_ref()).and_then(|a| a.cluster_affinity.as_ref());
+    let Some(affinity) = affinity else { return false };
+    let required = affinity.required_during_scheduling_ignored_during_execution.iter();
+    let terms = required.flat_map(|r| r.cluster_selector_terms.iter());
+    let preferred = affinity.preferred_during_scheduling_ignored_during_execution.iter().map(|p| &p.preference);
+    terms.chain(preferred).any(|t| t.property_selector.is_some() || t.property_sorter.is_some())
+}
+
+fn is_placement_child(kind: &str) -> bool {
+    matches!(
+        kind,
+        binding::CLUSTER_RESOURCE_BINDING
+            | binding::RESOURCE_BINDING
+            | snapshot::CLUSTER_RESOURCE_SNAPSHOT
+            | snapshot::RESOURCE_SNAPSHOT
+            | snapshot::CLUSTER_SCHEDULING_POLICY_SNAPSHOT
+            | snapshot::SCHEDULING_POLICY_SNAPSHOT
+    )
+}
+
+/// The key of the placement a snapshot or binding belongs to.
+fn parent_of(child: &Object) -> Option<ObjectKey> {
+    let name = child.metadata.labels.get(PARENT_PLACEMENT_LABEL)?;
+    match child.metadata.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => Some(ObjectKey::new(FLEET_PLACEMENT_GROUP, RESOURCE_PLACEMENT, ns, name)),
+        _ => Some(ObjectKey::new(FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT, "", name)),
+    }
+}
+
+/// Whether an object of this group/kind can ever be placed (not a Fleet or
+/// OCM object, not an Event, not internal).
+fn is_hub_resource(group: &str, kind: &str) -> bool {
+    !(group == FLEET_PLACEMENT_GROUP
+        || group == FLEET_CLUSTER_GROUP
+        || group == "cluster.open-cluster-management.io"
+        || group.contains("fleet.internal")
+        || (group.is_empty() && kind == "Event"))
+}
+
+/// Whether a change of the object at `key` may change what the placement at
+/// `placement` selects (cheap over-approximation; the reconcile decides).
+fn may_select(placement: &ObjectKey, spec: &PlacementSpec, key: &ObjectKey) -> bool {
+    let namespaced_placement = placement.kind == RESOURCE_PLACEMENT;
+    if namespaced_placement && key.namespace != placement.namespace {
+        return false;
+    }
+    spec.resource_selectors.iter().any(|s| {
+        let same_kind = s.group == key.group && s.kind == key.kind;
+        let brings_contents = !namespaced_placement
+            && s.group.is_empty()
+            && s.kind == "Namespace"
+            && !key.namespace.is_empty()
+            && s.selection_scope.as_deref() != Some(placement_api::NAMESPACE_ONLY);
+        same_kind || brings_contents
+    })
+}

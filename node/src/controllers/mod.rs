@@ -1,0 +1,156 @@
+//! Leader-only controllers: level-triggered reconcile loops fed by the local
+//! state machine's watch events through a deduplicating work queue.
+//!
+//! A node runs them only while it leads. On gaining leadership it first
+//! waits until its state machine has applied everything committed before
+//! (a read-index round), then resyncs every placement; on losing it, the
+//! session is cancelled. Every write a controller makes is conditional on
+//! the versions it read, so a deposed leader's late write is refused.
+
+pub mod events;
+mod feed;
+pub mod placement;
+pub mod queue;
+mod view;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleet_api::ObjectKey;
+use fleet_raft::Consensus;
+use fleet_statemachine::{Command, StoreError};
+use tokio::task::JoinSet;
+
+use crate::service::now_rfc3339;
+use queue::WorkQueue;
+
+/// Placements reconciled at once.
+const WORKERS: usize = 4;
+/// Most steps of one reconcile before the key is requeued (lets others in).
+const MAX_STEPS: usize = 8;
+/// Retry delay after a conflict (someone wrote in between: re-read soon).
+const CONFLICT_RETRY: Duration = Duration::from_millis(20);
+/// Retry delay after any other failure.
+const ERROR_RETRY: Duration = Duration::from_millis(500);
+
+/// What can stop a reconcile.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// Reading the local store failed.
+    #[error(transparent)]
+    Store(#[from] fleet_statemachine::Error),
+    /// A write failed (refused, or no leader).
+    #[error(transparent)]
+    Raft(#[from] fleet_raft::Error),
+    /// A blocking task died.
+    #[error("controller task failed: {0}")]
+    Task(String),
+}
+
+impl ControllerError {
+    /// Whether the write lost a race (precondition or existence changed).
+    fn is_conflict(&self) -> bool {
+        matches!(
+            self,
+            ControllerError::Raft(fleet_raft::Error::Refused(
+                StoreError::Conflict { .. } | StoreError::AlreadyExists { .. } | StoreError::NotFound { .. }
+            ))
+        )
+    }
+}
+
+/// Runs the controllers whenever this node leads, until `stopping`.
+pub async fn run(consensus: Arc<Consensus>, mut stopping: tokio::sync::watch::Receiver<bool>) {
+    let id = consensus.id();
+    let mut metrics = consensus.raft().metrics();
+    loop {
+        let leading = { metrics.borrow_and_update().current_leader == Some(id) };
+        if leading {
+            tracing::info!(id, "leading: starting controllers");
+            let session = tokio::spawn(lead(consensus.clone()));
+            loop {
+                tokio::select! {
+                    changed = metrics.changed() => {
+                        if changed.is_err() || metrics.borrow_and_update().current_leader != Some(id) {
+                            break;
+                        }
+                    }
+                    _ = stopping.changed() => {
+                        session.abort();
+                        return;
+                    }
+                }
+            }
+            session.abort();
+            tracing::info!(id, "no longer leading: controllers stopped");
+        } else {
+            tokio::select! {
+                changed = metrics.changed() => if changed.is_err() { return },
+                _ = stopping.changed() => return,
+            }
+        }
+    }
+}
+
+/// One leadership session: catch up, resync, then follow events.
+async fn lead(consensus: Arc<Consensus>) {
+    // Everything committed by earlier leaders must be applied here before
+    // we read: a read-index round gives the index to wait for.
+    loop {
+        match consensus.linearizable_index().await {
+            Ok(_) => break,
+            Err(e) => {
+                tracing::debug!("controllers waiting for the read index: {e}");
+                tokio::time::sleep(ERROR_RETRY).await;
+            }
+        }
+    }
+    let queue: Arc<WorkQueue<ObjectKey>> = Arc::new(WorkQueue::new());
+    let mut tasks = JoinSet::new();
+    for _ in 0..WORKERS {
+        tasks.spawn(worker(consensus.clone(), queue.clone()));
+    }
+    tasks.spawn(events::collect_expired(consensus.clone()));
+    tasks.spawn(feed::follow(consensus.clone(), queue.clone()));
+    // The session ends when aborted (leadership lost); tasks die with the set.
+    while tasks.join_next().await.is_some() {}
+}
+
+/// Takes keys off the queue and reconciles them.
+async fn worker(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>) {
+    loop {
+        let key = queue.next().await;
+        match reconcile(&consensus, &key).await {
+            Ok(true) => {}
+            // Added while held: queued again when done.
+            Ok(false) => queue.add(key.clone()),
+            Err(e) if e.is_conflict() => {
+                tracing::debug!(placement = %key, "reconcile lost a race, retrying: {e}");
+                queue.add_after(key.clone(), CONFLICT_RETRY);
+            }
+            Err(e) => {
+                tracing::warn!(placement = %key, "reconcile failed, retrying: {e}");
+                queue.add_after(key.clone(), ERROR_RETRY);
+            }
+        }
+        queue.done(&key);
+    }
+}
+
+/// Runs steps until the placement is up to date (`true`) or the step budget
+/// is spent (`false`: requeue).
+async fn reconcile(consensus: &Arc<Consensus>, key: &ObjectKey) -> Result<bool, ControllerError> {
+    for _ in 0..MAX_STEPS {
+        let store = consensus.store().clone();
+        let read_key = key.clone();
+        let now = now_rfc3339();
+        let step_now = now.clone();
+        let step = tokio::task::spawn_blocking(move || placement::next_step(&store, &read_key, &step_now))
+            .await
+            .map_err(|e| ControllerError::Task(e.to_string()))??;
+        let Some(step) = step else { return Ok(true) };
+        consensus.write(Command { now, ops: step.ops }).await?;
+        events::record(consensus, &step.placement, step.events).await;
+    }
+    Ok(false)
+}

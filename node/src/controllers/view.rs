@@ -1,0 +1,79 @@
+//! The controllers' reads of the local store: a placement's snapshots and
+//! bindings (found by name prefix, then by parent label), the fleet's
+//! clusters, and hub resources for selection.
+
+use std::cell::RefCell;
+
+use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
+use fleet_api::snapshot::PARENT_PLACEMENT_LABEL;
+use fleet_api::Object;
+use fleet_placement::selection::ResourceSource;
+use fleet_statemachine::{ListQuery, Store};
+
+use super::ControllerError;
+
+/// The objects of `kind` (in the placement's namespace) that belong to
+/// `placement`: named `<placement>-...` and labelled with it as parent.
+pub fn children(store: &Store, placement: &Object, kind: &str) -> Result<Vec<Object>, ControllerError> {
+    let namespace = placement.metadata.namespace.as_deref().unwrap_or("");
+    let name = &placement.metadata.name;
+    let (objects, _) = store.list_named_prefix(FLEET_PLACEMENT_GROUP, kind, namespace, &format!("{name}-"))?;
+    Ok(objects.into_iter().filter(|o| o.metadata.labels.get(PARENT_PLACEMENT_LABEL) == Some(name)).collect())
+}
+
+/// Every MemberCluster.
+pub fn member_clusters(store: &Store) -> Result<Vec<Object>, ControllerError> {
+    let query =
+        ListQuery { group: FLEET_CLUSTER_GROUP.into(), kind: "MemberCluster".into(), namespace: None, selector: None };
+    Ok(store.list(&query)?.0)
+}
+
+/// Hub resources for selection, read from the store. The trait cannot fail,
+/// so the first storage error is kept and must be checked with
+/// [`StoreSource::finish`]: a selection made while reads failed is thrown
+/// away, never snapshotted.
+pub struct StoreSource<'a> {
+    store: &'a Store,
+    error: RefCell<Option<fleet_statemachine::Error>>,
+}
+
+impl<'a> StoreSource<'a> {
+    /// A source over `store`.
+    pub fn new(store: &'a Store) -> StoreSource<'a> {
+        StoreSource { store, error: RefCell::new(None) }
+    }
+
+    /// The first read error, if any.
+    pub fn finish(self) -> Result<(), ControllerError> {
+        match self.error.into_inner() {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    fn keep(&self, result: Result<(Vec<Object>, u64), fleet_statemachine::Error>) -> Vec<Object> {
+        match result {
+            Ok((objects, _)) => objects,
+            Err(e) => {
+                self.error.borrow_mut().get_or_insert(e);
+                Vec::new()
+            }
+        }
+    }
+}
+
+impl ResourceSource for StoreSource<'_> {
+    fn list(&self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<Object> {
+        let query = ListQuery {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            namespace: namespace.map(str::to_string),
+            selector: None,
+        };
+        self.keep(self.store.list(&query))
+    }
+
+    fn namespace_contents(&self, namespace: &str) -> Vec<Object> {
+        self.keep(self.store.namespace_contents(namespace))
+    }
+}

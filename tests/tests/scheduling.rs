@@ -1,0 +1,267 @@
+//! Placement scheduling journeys on a real trio with real agents on embedded
+//! targets of different labels and sizes: KubeFleet YAML applied unchanged
+//! with fleetctl, decisions read back as bindings and statuses.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fleet_api::Object;
+use fleet_proto::fleet::{ListRequest, ReadOptions};
+use fleet_tests::objects::{condition, get, kind};
+use fleet_tests::{eventually, Hub, HubOptions};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A member cluster of the test fleet: name, labels, nodes, CPUs per node.
+struct Member {
+    name: &'static str,
+    labels: &'static [(&'static str, &'static str)],
+    nodes: u32,
+    cpu: u32,
+}
+
+/// Six clusters over three regions; available CPU = nodes × CPUs (as
+/// allocatable) and differs for each, so sorters have a strict order:
+/// central-1 (64) > west-1 (40) > east-2 (24) > east-1 (12) > west-2 (8) > central-2 (4).
+const FLEET: &[Member] = &[
+    Member { name: "east-1", labels: &[("region", "east"), ("env", "prod")], nodes: 3, cpu: 4 },
+    Member { name: "east-2", labels: &[("region", "east"), ("env", "prod")], nodes: 6, cpu: 4 },
+    Member { name: "west-1", labels: &[("region", "west"), ("env", "prod")], nodes: 5, cpu: 8 },
+    Member { name: "west-2", labels: &[("region", "west"), ("env", "dev")], nodes: 2, cpu: 4 },
+    Member { name: "central-1", labels: &[("region", "central"), ("env", "prod")], nodes: 8, cpu: 8 },
+    Member { name: "central-2", labels: &[("region", "central"), ("env", "dev")], nodes: 1, cpu: 4 },
+];
+
+fn member_yaml(m: &Member, taints: &str) -> String {
+    let labels: Vec<String> = m.labels.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    format!(
+        "apiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata:\n  name: {}\n  labels: {{{}}}\nspec:\n  heartbeatPeriodSeconds: 1\n{taints}",
+        m.name,
+        labels.join(", ")
+    )
+}
+
+fn apply_yaml(hub: &Hub, yaml: &str) {
+    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(yaml));
+    assert!(out.status.success(), "apply failed: {}\n{yaml}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Starts the hub and the given members (labels applied before joining, CPU
+/// allocatable = capacity), and waits until all report their properties.
+async fn fleet(members: &[&Member]) -> Hub {
+    let mut hub = Hub::start(HubOptions::default()).await;
+    for m in members {
+        apply_yaml(&hub, &member_yaml(m, ""));
+        let nodes = m.nodes.to_string();
+        let capacity = format!("cpu={},memory=16Gi", m.cpu);
+        let allocatable = format!("cpu={},memory=16Gi", m.cpu);
+        hub.start_agent(
+            m.name,
+            &["--sim-nodes", &nodes, "--sim-capacity", &capacity, "--sim-allocatable", &allocatable],
+        );
+    }
+    for m in members {
+        let admin = hub.client(hub.running()[0]).await;
+        eventually(&format!("{} joined, healthy, with properties", m.name), WAIT, || {
+            let mut admin = admin.clone();
+            async move {
+                let mc = get(&mut admin, "mc", "", m.name).await.map_err(|e| e.to_string())?;
+                let healthy = condition(&mc, "Healthy").is_some_and(|c| c.0 == "True");
+                let joined = condition(&mc, "Joined").is_some_and(|c| c.0 == "True");
+                let has_cpu = mc.status().and_then(|s| s.pointer("/resourceUsage/available/cpu")).is_some();
+                if healthy && joined && has_cpu {
+                    Ok(())
+                } else {
+                    Err(format!("{:?}", mc.status()))
+                }
+            }
+        })
+        .await;
+    }
+    hub
+}
+
+async fn list(hub: &Hub, kind_name: &str, selector: &str) -> Result<Vec<Object>, String> {
+    let mut admin = hub.client(hub.running()[0]).await;
+    let reply = admin
+        .list(ListRequest {
+            kind: kind(kind_name),
+            namespace: String::new(),
+            all_namespaces: true,
+            label_selector: selector.into(),
+            read: Some(ReadOptions::default()),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    reply.into_inner().items.iter().map(|b| Object::from_json(b).map_err(|e| e.to_string())).collect()
+}
+
+/// A placement's bindings by target cluster: (state, binding uid).
+async fn bindings(hub: &Hub, placement: &str) -> Result<BTreeMap<String, (String, String)>, String> {
+    let objects = list(hub, "crb", &format!("kubernetes-fleet.io/parent-CRP={placement}")).await?;
+    let mut out = BTreeMap::new();
+    for b in objects {
+        let spec = fleet_api::binding::spec_of(&b);
+        if out.insert(spec.target_cluster.clone(), (spec.state, b.metadata.uid.clone())).is_some() {
+            return Err(format!("two bindings for cluster {}", spec.target_cluster));
+        }
+    }
+    Ok(out)
+}
+
+/// Waits until exactly `expected` clusters have active bindings and the
+/// placement's Scheduled condition is `fulfilled`; returns the bindings.
+async fn wait_chosen(
+    hub: &Hub,
+    placement: &str,
+    expected: &[&str],
+    fulfilled: bool,
+) -> BTreeMap<String, (String, String)> {
+    let want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+    eventually(&format!("{placement} scheduled on {expected:?}"), WAIT, || async {
+        let all = bindings(hub, placement).await?;
+        let mut active: Vec<String> =
+            all.iter().filter(|(_, (state, _))| state != "Unscheduled").map(|(c, _)| c.clone()).collect();
+        active.sort();
+        let mut want = want.clone();
+        want.sort();
+        let mut admin = hub.client(hub.running()[0]).await;
+        let crp = get(&mut admin, "crp", "", placement).await.map_err(|e| e.to_string())?;
+        let scheduled = condition(&crp, "ClusterResourcePlacementScheduled");
+        let status_ok =
+            scheduled.as_ref().is_some_and(|c| (c.0 == "True") == fulfilled && c.2 == crp.metadata.generation);
+        if active == want && status_ok {
+            Ok(all)
+        } else {
+            Err(format!("active {active:?}, condition {scheduled:?}"))
+        }
+    })
+    .await
+}
+
+fn crp(name: &str, policy: &str) -> String {
+    format!(
+        "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacement\nmetadata:\n  name: {name}\nspec:\n  resourceSelectors:\n    - group: \"\"\n      version: v1\n      kind: Namespace\n      name: app\n  policy:\n{policy}"
+    )
+}
+
+const NAMESPACE: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: app\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_choose_clusters_by_name_label_property_sorter_and_spread() {
+    let members: Vec<&Member> = FLEET.iter().collect();
+    let hub = fleet(&members).await;
+    apply_yaml(&hub, NAMESPACE);
+
+    // PickFixed with a missing name: unfulfilled, the others placed.
+    apply_yaml(&hub, &crp("fixed", "    placementType: PickFixed\n    clusterNames: [east-1, west-2, nowhere]\n"));
+    wait_chosen(&hub, "fixed", &["east-1", "west-2"], false).await;
+    let mut admin = hub.client(hub.running()[0]).await;
+    let fixed = get(&mut admin, "crp", "", "fixed").await.expect("fixed");
+    let text = serde_json::to_string(fixed.status().expect("status")).unwrap_or_default();
+    assert!(text.contains("cluster \\\"nowhere\\\" is not found"), "{text}");
+    let policy_snapshot = get(&mut admin, "csps", "", "fixed-0").await.expect("policy snapshot");
+    assert_eq!(condition(&policy_snapshot, "Scheduled").map(|c| c.1), Some("SchedulingPolicyUnfulfilled".into()));
+
+    // PickAll by label and by property.
+    let by_label = "    placementType: PickAll\n    affinity:\n      clusterAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n          clusterSelectorTerms:\n            - labelSelector:\n                matchLabels: {env: prod}\n";
+    apply_yaml(&hub, &crp("all-prod", by_label));
+    wait_chosen(&hub, "all-prod", &["central-1", "east-1", "east-2", "west-1"], true).await;
+    let by_property = "    placementType: PickAll\n    affinity:\n      clusterAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n          clusterSelectorTerms:\n            - propertySelector:\n                matchExpressions:\n                  - {name: kubernetes.azure.com/node-count, operator: Ge, values: [\"5\"]}\n";
+    apply_yaml(&hub, &crp("all-big", by_property));
+    wait_chosen(&hub, "all-big", &["central-1", "east-2", "west-1"], true).await;
+
+    // PickN by sorter (KubeFleet's older spelling metricSorter accepted).
+    let sorter = |n: u32| {
+        format!("    placementType: PickN\n    numberOfClusters: {n}\n    affinity:\n      clusterAffinity:\n        preferredDuringSchedulingIgnoredDuringExecution:\n          - weight: 20\n            preference:\n              metricSorter: {{name: resources.kubernetes-fleet.io/available-cpu, sortOrder: Descending}}\n")
+    };
+    apply_yaml(&hub, &crp("top", &sorter(2)));
+    let before = wait_chosen(&hub, "top", &["central-1", "west-1"], true).await;
+
+    // Scale-out only adds (and keeps the very same bindings).
+    apply_yaml(&hub, &crp("top", &sorter(4)));
+    let after = wait_chosen(&hub, "top", &["central-1", "east-1", "east-2", "west-1"], true).await;
+    for (cluster, binding) in &before {
+        assert_eq!(after.get(cluster), Some(binding), "scale-out must keep {cluster}'s binding");
+    }
+    let top_policy = list(&hub, "csps", "kubernetes-fleet.io/parent-CRP=top").await.expect("policy snapshots");
+    assert_eq!(top_policy.len(), 1, "a numberOfClusters change makes no new policy snapshot");
+
+    // Scale beyond the fleet: all chosen, unfulfilled.
+    apply_yaml(&hub, &crp("top", &sorter(8)));
+    wait_chosen(&hub, "top", &["central-1", "central-2", "east-1", "east-2", "west-1", "west-2"], false).await;
+
+    // PickN with topology spread over regions: one per region.
+    let spread = "    placementType: PickN\n    numberOfClusters: 3\n    topologySpreadConstraints:\n      - {maxSkew: 1, topologyKey: region, whenUnsatisfiable: DoNotSchedule}\n    affinity:\n      clusterAffinity:\n        preferredDuringSchedulingIgnoredDuringExecution:\n          - weight: 50\n            preference:\n              propertySorter: {name: resources.kubernetes-fleet.io/available-cpu, sortOrder: Descending}\n";
+    apply_yaml(&hub, &crp("spread", spread));
+    wait_chosen(&hub, "spread", &["central-1", "east-2", "west-1"], true).await;
+
+    // A policy change reschedules and keeps the clusters chosen again.
+    let dev_first = "    placementType: PickN\n    numberOfClusters: 2\n    affinity:\n      clusterAffinity:\n        preferredDuringSchedulingIgnoredDuringExecution:\n          - weight: 100\n            preference:\n              labelSelector:\n                matchLabels: {env: dev}\n          - weight: 20\n            preference:\n              propertySorter: {name: resources.kubernetes-fleet.io/available-cpu, sortOrder: Descending}\n";
+    let old = bindings(&hub, "top").await.expect("top bindings");
+    apply_yaml(&hub, &crp("top", dev_first));
+    let new = wait_chosen(&hub, "top", &["central-2", "west-2"], true).await;
+    for cluster in ["central-2", "west-2"] {
+        assert_eq!(new[cluster].1, old[cluster].1, "{cluster} was chosen before and again: same binding");
+    }
+    let top_policy = list(&hub, "csps", "kubernetes-fleet.io/parent-CRP=top").await.expect("policy snapshots");
+    assert_eq!(top_policy.len(), 2, "a policy change makes a new policy snapshot");
+
+    // describe shows the decision with its scores.
+    let out = hub.fleetctl(&["describe", "crp", "top"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("affinity score: 100"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taints_repel_new_placements_only_and_a_cluster_that_leaves_is_replaced() {
+    let members: Vec<&Member> = FLEET.iter().filter(|m| m.labels.contains(&("env", "prod"))).collect();
+    let hub = fleet(&members).await;
+    apply_yaml(&hub, NAMESPACE);
+    let taint = "  taints:\n    - {key: maintenance, value: \"true\", effect: NoSchedule}\n";
+    apply_yaml(&hub, &member_yaml(members[0], taint)); // east-1 tainted
+
+    let all = "    placementType: PickAll\n";
+    apply_yaml(&hub, &crp("plain", all));
+    wait_chosen(&hub, "plain", &["central-1", "east-2", "west-1"], true).await;
+    let tolerating = "    placementType: PickAll\n    tolerations:\n      - {key: maintenance, operator: Exists}\n";
+    apply_yaml(&hub, &crp("tolerant", tolerating));
+    wait_chosen(&hub, "tolerant", &["central-1", "east-1", "east-2", "west-1"], true).await;
+
+    // Tainting a chosen cluster does not evict it.
+    let west = members.iter().find(|m| m.name == "west-1").expect("west-1");
+    apply_yaml(&hub, &member_yaml(west, taint));
+    let n = "    placementType: PickN\n    numberOfClusters: 2\n    affinity:\n      clusterAffinity:\n        preferredDuringSchedulingIgnoredDuringExecution:\n          - weight: 20\n            preference:\n              propertySorter: {name: resources.kubernetes-fleet.io/available-cpu, sortOrder: Descending}\n";
+    apply_yaml(&hub, &crp("pair", n));
+    // west-1 (tainted now) is not a candidate: central-1 and east-2.
+    wait_chosen(&hub, "pair", &["central-1", "east-2"], true).await;
+    // plain keeps west-1 although it is tainted now.
+    wait_chosen(&hub, "plain", &["central-1", "east-2", "west-1"], true).await;
+
+    // A chosen cluster leaves: PickN replaces it, PickAll drops it.
+    let out = hub.fleetctl(&["delete", "mc", "east-2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // east-1 is tainted and west-1 too: nothing can replace east-2.
+    wait_chosen(&hub, "pair", &["central-1"], false).await;
+    wait_chosen(&hub, "plain", &["central-1", "west-1"], true).await;
+    // Lifting the taint on east-1 lets PickN fill the gap.
+    apply_yaml(&hub, &member_yaml(members[0], ""));
+    wait_chosen(&hub, "pair", &["central-1", "east-1"], true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_finishes_scheduling_with_the_same_result() {
+    let members: Vec<&Member> = FLEET.iter().collect();
+    let mut hub = fleet(&members).await;
+    apply_yaml(&hub, NAMESPACE);
+    let sorter = "    placementType: PickN\n    numberOfClusters: 3\n    affinity:\n      clusterAffinity:\n        preferredDuringSchedulingIgnoredDuringExecution:\n          - weight: 20\n            preference:\n              propertySorter: {name: resources.kubernetes-fleet.io/available-cpu, sortOrder: Descending}\n";
+    let many: String = (0..8).map(|i| crp(&format!("p{i}"), sorter)).collect::<Vec<_>>().join("\n---\n");
+    let leader = hub.wait_leader().await;
+    apply_yaml(&hub, &many);
+    // Kill the leader while it is (most likely) in the middle of these.
+    hub.kill(leader);
+    hub.wait_leader().await;
+    for i in 0..8 {
+        wait_chosen(&hub, &format!("p{i}"), &["central-1", "east-2", "west-1"], true).await;
+    }
+}
