@@ -291,6 +291,7 @@ fn pick_best(
 
     let mut heads = vec![0usize; groups.len()];
     let mut picked = Vec::with_capacity(need.min(order.len()));
+    let mut leftovers = None;
     while picked.len() < need {
         let mut best: Option<((i64, i64, usize), usize)> = None;
         for (g, members) in groups.iter().enumerate() {
@@ -304,9 +305,23 @@ fn pick_best(
         let Some(((spread, _, cluster), g)) = best else { break };
         picked.push((groups[g][heads[g]], spread));
         heads[g] += 1;
+        if picked.len() == need {
+            // The others are judged in the round they lost (before the last
+            // placement), so their reported scores explain why they lost.
+            leftovers = Some(judge_rest(fw, candidates, &groups, &heads));
+        }
         fw.place(cluster);
     }
+    let (allowed, rejected) = leftovers.unwrap_or_else(|| judge_rest(fw, candidates, &groups, &heads));
+    PickResult { picked, allowed, rejected }
+}
 
+/// Not-picked candidates: (allowed with their spread score, rejected with why).
+type Leftovers = (Vec<(usize, i64)>, Vec<(usize, String)>);
+
+/// Candidates not picked (each group from its head on), as allowed with
+/// their spread score or rejected with the reason, in the current state.
+fn judge_rest(fw: &Framework, candidates: &[usize], groups: &[Vec<usize>], heads: &[usize]) -> Leftovers {
     let mut allowed = Vec::new();
     let mut rejected = Vec::new();
     for (g, members) in groups.iter().enumerate() {
@@ -320,7 +335,7 @@ fn pick_best(
             }
         }
     }
-    PickResult { picked, allowed, rejected }
+    (allowed, rejected)
 }
 
 /// A sort key ordering by affinity score, then position (both ascending as

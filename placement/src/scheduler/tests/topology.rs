@@ -139,3 +139,20 @@ fn several_constraints_add_up_and_any_do_not_schedule_rejects() {
     assert!(per_domain(&out, &clusters, "zone").values().all(|&c| c == 1));
     assert!(per_domain(&out, &clusters, "region").values().all(|&c| c == 2));
 }
+
+#[test]
+fn clusters_not_chosen_report_the_scores_of_the_round_they_lost() {
+    // One cluster per region, N = 2: the first pick raises the skew (−1 for
+    // all; the tie goes to the larger name, west), the second keeps it (0 for
+    // east and central; east wins on name). central lost that round with 0,
+    // not with the +1 it would get after east was placed.
+    let clusters = regional(&[("east", 1), ("west", 1), ("central", 1)]);
+    let p = spread(2, json!([{"maxSkew": 1, "topologyKey": "region"}]));
+    let out = run(&p, None, &clusters, &[]);
+    let chosen: Vec<&str> = out.chosen.iter().map(|d| d.cluster_name.as_str()).collect();
+    assert_eq!(chosen, ["east-0", "west-0"]);
+    assert_eq!(out.not_chosen.len(), 1);
+    assert_eq!(out.not_chosen[0].cluster_name, "central-0");
+    assert_eq!(out.not_chosen[0].cluster_score, score(0, 0));
+    assert_eq!(out.not_chosen[0].reason, "does not score high enough (affinity score: 0, topology spread score: 0)");
+}
