@@ -207,6 +207,25 @@ async fn policies_choose_clusters_by_name_label_property_sorter_and_spread() {
     let top_policy = list(&hub, "csps", "kubernetes-fleet.io/parent-CRP=top").await.expect("policy snapshots");
     assert_eq!(top_policy.len(), 2, "a policy change makes a new policy snapshot");
 
+    // Changing only the resources makes a new resource snapshot and never reschedules.
+    let before = bindings(&hub, "top").await.expect("top bindings");
+    apply_yaml(&hub, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: app\ndata: {k: v}\n");
+    let admin = hub.client(hub.running()[0]).await;
+    eventually("a second resource snapshot for top", WAIT, || {
+        let mut admin = admin.clone();
+        async move {
+            let crp = get(&mut admin, "crp", "", "top").await.map_err(|e| e.to_string())?;
+            let index = crp.status().and_then(|s| s.get("observedResourceIndex")).cloned();
+            let selected = crp.status().and_then(|s| s.get("selectedResources")).map(|v| v.to_string());
+            match (index, selected) {
+                (Some(i), Some(sel)) if i == "1" && sel.contains("extra") => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        }
+    })
+    .await;
+    assert_eq!(bindings(&hub, "top").await.expect("top bindings"), before, "a resource change never reschedules");
+
     // describe shows the decision with its scores.
     let out = hub.fleetctl(&["describe", "crp", "top"]);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -235,13 +254,22 @@ async fn taints_repel_new_placements_only_and_a_cluster_that_leaves_is_replaced(
     apply_yaml(&hub, &crp("pair", n));
     // west-1 (tainted now) is not a candidate: central-1 and east-2.
     wait_chosen(&hub, "pair", &["central-1", "east-2"], true).await;
+    // Tolerating the taint, smallest available CPU first: east-1 and east-2.
+    let small = "    placementType: PickN\n    numberOfClusters: 2\n    tolerations:\n      - {key: maintenance, operator: Exists}\n    affinity:\n      clusterAffinity:\n        preferredDuringSchedulingIgnoredDuringExecution:\n          - weight: 20\n            preference:\n              propertySorter: {name: resources.kubernetes-fleet.io/available-cpu, sortOrder: Ascending}\n";
+    apply_yaml(&hub, &crp("small", small));
+    let small_before = wait_chosen(&hub, "small", &["east-1", "east-2"], true).await;
     // plain keeps west-1 although it is tainted now.
     wait_chosen(&hub, "plain", &["central-1", "east-2", "west-1"], true).await;
 
     // A chosen cluster leaves: PickN replaces it, PickAll drops it.
     let out = hub.fleetctl(&["delete", "mc", "east-2"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    // east-1 is tainted and west-1 too: nothing can replace east-2.
+    // The tolerant placement replaces east-2 with the next smallest at once
+    // and keeps east-1 as it was.
+    let small_after = wait_chosen(&hub, "small", &["east-1", "west-1"], true).await;
+    assert_eq!(small_after["east-1"], small_before["east-1"], "the cluster that stayed keeps its binding");
+    assert_eq!(small_after["east-2"].0, "Unscheduled", "the binding of the cluster that left is unscheduled");
+    // east-1 is tainted and west-1 too: nothing can replace east-2 in pair.
     wait_chosen(&hub, "pair", &["central-1"], false).await;
     wait_chosen(&hub, "plain", &["central-1", "west-1"], true).await;
     // Lifting the taint on east-1 lets PickN fill the gap.
