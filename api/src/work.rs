@@ -73,6 +73,25 @@ pub struct WorkSpec {
     pub workload: Workload,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apply_strategy: Option<ApplyStrategy>,
+    /// What happens to the applied objects when the Work is deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_options: Option<DeleteOptions>,
+}
+
+/// `spec.deleteOptions` of a Work (from the placement's `deleteStrategy`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeleteOptions {
+    /// `Delete` (default: the objects go with the Work) or `Abandon` (they stay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub propagation_policy: Option<String>,
+}
+
+impl WorkSpec {
+    /// Whether deleting this Work leaves its objects on the member cluster.
+    pub fn abandons_on_delete(&self) -> bool {
+        self.delete_options.as_ref().and_then(|d| d.propagation_policy.as_deref()) == Some("Abandon")
+    }
 }
 
 /// Names one manifest of a Work in status.
@@ -174,6 +193,9 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
         check_enum(&mut errors, "spec.applyStrategy.comparisonOption", &s.comparison_option, COMPARISONS);
         check_enum(&mut errors, "spec.applyStrategy.whenToApply", &s.when_to_apply, WHEN_TO_APPLY);
         check_enum(&mut errors, "spec.applyStrategy.whenToTakeOver", &s.when_to_take_over, WHEN_TO_TAKE_OVER);
+    }
+    if let Some(d) = &spec.delete_options {
+        check_enum(&mut errors, "spec.deleteOptions.propagationPolicy", &d.propagation_policy, &["Delete", "Abandon"]);
     }
     ValidationError::check(&object.kind, &object.metadata.name, errors)
 }
