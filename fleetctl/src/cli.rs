@@ -52,6 +52,36 @@ pub enum Command {
     /// Bootstrap tokens for joining member clusters.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Follow the rollout of a placement.
+    #[command(subcommand)]
+    Rollout(RolloutCommand),
+}
+
+/// `rollout ...`.
+#[derive(Debug, Subcommand)]
+pub enum RolloutCommand {
+    /// Show how far a placement's rollout got on each chosen cluster; exits 0
+    /// once the placement is Available at its current generation, non-zero
+    /// (with what is pending or failed) otherwise.
+    Status(RolloutStatusArgs),
+}
+
+/// `rollout status`.
+#[derive(Debug, Args)]
+pub struct RolloutStatusArgs {
+    /// The placement kind: crp (ClusterResourcePlacement) or rp (ResourcePlacement); KIND/NAME also works.
+    pub kind: String,
+    /// The placement's name.
+    pub name: Option<String>,
+    /// The namespace of a ResourcePlacement (default: "default").
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Watch until the rollout completes (exit 0), fails or times out (exit 1).
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// With -w: how long to wait (e.g. 90s, 10m).
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
 }
 
 /// `token`.
@@ -268,6 +298,24 @@ mod tests {
         assert!(Cli::try_parse_from(["fleetctl", "delete", "cm", "x", "-f", "a.yaml"]).is_err());
         let cli = Cli::try_parse_from(["fleetctl", "cluster", "status", "-o", "json"]).unwrap();
         assert!(matches!(cli.command, Command::Cluster(ClusterCommand::Status(ClusterOutput { output: Some(_) }))));
+        let cli =
+            Cli::try_parse_from(["fleetctl", "rollout", "status", "rp", "app", "-n", "ns", "-w", "--timeout", "90s"])
+                .unwrap();
+        match cli.command {
+            Command::Rollout(RolloutCommand::Status(r)) => {
+                assert_eq!(
+                    (r.kind.as_str(), r.name.as_deref(), r.namespace.as_deref()),
+                    ("rp", Some("app"), Some("ns"))
+                );
+                assert!(r.watch);
+                assert_eq!(r.timeout, Duration::from_secs(90));
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from(["fleetctl", "rollout", "status", "crp/web"]).unwrap();
+        assert!(
+            matches!(cli.command, Command::Rollout(RolloutCommand::Status(r)) if !r.watch && r.timeout == Duration::from_secs(600))
+        );
         let cli = Cli::try_parse_from(["fleetctl", "pki", "init", "--dir", "p"]).unwrap();
         assert!(matches!(cli.command, Command::Pki(PkiCommand::Init { nodes: 3, .. })));
     }

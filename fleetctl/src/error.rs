@@ -97,6 +97,13 @@ pub enum Error {
         /// The existing file.
         path: PathBuf,
     },
+    /// `rollout status`: the rollout failed; the message names the cluster and object.
+    #[error("{0}")]
+    RolloutFailed(String),
+    /// `rollout status`: the rollout is not complete (without `-w`, or when
+    /// `--timeout` passed); the message says what is pending.
+    #[error("{0}")]
+    RolloutIncomplete(String),
     /// Some objects of a multi-object command failed; each failure was already printed.
     #[error("{failed} of {total} objects failed")]
     Partial {

@@ -11,12 +11,19 @@ pub struct Io {
     stdin: Box<dyn Read + Send>,
     out: Box<dyn Write + Send>,
     err: Box<dyn Write + Send>,
+    terminal: bool,
 }
 
 impl Io {
     /// The process's stdin, stdout and stderr.
     pub fn std() -> Io {
-        Io { stdin: Box::new(std::io::stdin()), out: Box::new(std::io::stdout()), err: Box::new(std::io::stderr()) }
+        use std::io::IsTerminal;
+        Io {
+            stdin: Box::new(std::io::stdin()),
+            out: Box::new(std::io::stdout()),
+            err: Box::new(std::io::stderr()),
+            terminal: std::io::stdout().is_terminal(),
+        }
     }
 
     /// Reads `stdin` from memory and captures stdout and stderr.
@@ -26,8 +33,15 @@ impl Io {
             stdin: Box::new(std::io::Cursor::new(stdin.into())),
             out: Box::new(SharedBuffer(captured.out.clone())),
             err: Box::new(SharedBuffer(captured.err.clone())),
+            terminal: false,
         };
         (io, captured)
+    }
+
+    /// Whether stdout is the process's stdout and a terminal (for progress
+    /// bars drawn in place); never for captured output.
+    pub fn is_terminal(&self) -> bool {
+        self.terminal
     }
 
     /// Writes to stdout and flushes (watch output appears as it happens).

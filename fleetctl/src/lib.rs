@@ -6,6 +6,7 @@
 //! - [`watch::Watcher`]: a watch that resumes across node failures and relists
 //!   when its history expired.
 //! - [`pki`]: making the fleet's CA and certificates.
+//! - [`rollout`]: a placement's rollout progress, decided from its status.
 //! - [`run`] / [`run_args`]: the commands, printing to an [`Io`].
 
 pub mod age;
@@ -21,6 +22,7 @@ pub mod io;
 pub mod kind;
 pub mod output;
 pub mod pki;
+pub mod rollout;
 pub mod table;
 pub mod types;
 pub mod watch;

@@ -9,6 +9,9 @@ use fleetctl::{error_text, Cli, Error, Io};
 fn main() -> ExitCode {
     fleetctl::install_crypto_provider();
     let cli = Cli::parse();
+    // An interrupted `rollout status -w` did not see the rollout complete:
+    // scripts waiting on it must not go on as if it had.
+    let interrupt_fails = matches!(cli.command, fleetctl::cli::Command::Rollout(_));
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start tokio") {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -20,7 +23,10 @@ fn main() -> ExitCode {
         let mut io = Io::std();
         tokio::select! {
             result = fleetctl::run(cli, &mut io) => result,
-            _ = tokio::signal::ctrl_c() => Ok(()),
+            _ = tokio::signal::ctrl_c() => match interrupt_fails {
+                true => Err(Error::RolloutIncomplete("interrupted before the rollout completed".to_string())),
+                false => Ok(()),
+            },
         }
     });
     match result {

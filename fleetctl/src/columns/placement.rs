@@ -12,9 +12,16 @@ use serde_json::Value;
 
 use super::{age_column, name_column, str_field, Column, Lookups};
 
+/// Per-cluster condition: the cluster's resources were applied.
+pub const PER_CLUSTER_APPLIED: &str = "Applied";
+/// Per-cluster condition: the cluster's resources are available.
+pub const PER_CLUSTER_AVAILABLE: &str = "Available";
+
 /// `NAME`, `GEN`, `SCHEDULED`, `SCHEDULED-GEN`, `AVAILABLE`, `AVAILABLE-GEN`,
-/// `AGE` (KubeFleet's columns); wide adds `TYPE`, `N`, `CLUSTERS`,
-/// `RESOURCE-INDEX` and `POLICY-INDEX` before `AGE`.
+/// `AGE` (KubeFleet's columns); wide adds `TYPE`, `N`, `CLUSTERS` (chosen
+/// clusters), `APPLIED-CLUSTERS` and `AVAILABLE-CLUSTERS` (how many of them
+/// have the resources applied / available), `RESOURCE-INDEX` and
+/// `POLICY-INDEX` before `AGE`.
 pub fn placement_columns(wide: bool) -> Vec<Column> {
     let mut columns = vec![
         name_column(),
@@ -35,6 +42,14 @@ pub fn placement_columns(wide: bool) -> Vec<Column> {
             Column { header: "TYPE", value: |o, _| placement_type(o) },
             Column { header: "N", value: |o, _| number_of_clusters(o) },
             Column { header: "CLUSTERS", value: |o, _| scheduled_clusters(o).to_string() },
+            Column {
+                header: "APPLIED-CLUSTERS",
+                value: |o, _| clusters_with_true_condition(o, PER_CLUSTER_APPLIED).to_string(),
+            },
+            Column {
+                header: "AVAILABLE-CLUSTERS",
+                value: |o, _| clusters_with_true_condition(o, PER_CLUSTER_AVAILABLE).to_string(),
+            },
             Column { header: "RESOURCE-INDEX", value: |o, _| str_field(o, &["status", "observedResourceIndex"]) },
             Column {
                 header: "POLICY-INDEX",
@@ -191,6 +206,13 @@ fn number_of_clusters(object: &Object) -> String {
 
 /// How many `status.placementStatuses` entries have a True `Scheduled` condition.
 pub fn scheduled_clusters(object: &Object) -> usize {
+    clusters_with_true_condition(object, PER_CLUSTER_SCHEDULED)
+}
+
+/// How many `status.placementStatuses` entries have a True condition of
+/// type `type_` (`Scheduled`, `Applied`, `Available`, ...), whatever its
+/// observed generation.
+pub fn clusters_with_true_condition(object: &Object, type_: &str) -> usize {
     let entries = object.status().and_then(|s| s.get("placementStatuses")).and_then(Value::as_array);
     entries
         .into_iter()
@@ -198,7 +220,7 @@ pub fn scheduled_clusters(object: &Object) -> usize {
         .filter(|entry| {
             entry["conditions"]
                 .as_array()
-                .is_some_and(|cs| cs.iter().any(|c| c["type"] == PER_CLUSTER_SCHEDULED && c["status"] == "True"))
+                .is_some_and(|cs| cs.iter().any(|c| c["type"] == type_ && c["status"] == "True"))
         })
         .count()
 }
@@ -257,9 +279,13 @@ mod tests {
                 "conditions": [{"type": "ClusterResourcePlacementScheduled", "status": "True",
                                 "reason": "SchedulingPolicyFulfilled", "observedGeneration": 3}],
                 "placementStatuses": [
-                    {"clusterName": "east-1", "conditions": [{"type": "Scheduled", "status": "True"}]},
+                    {"clusterName": "east-1", "conditions": [{"type": "Scheduled", "status": "True"},
+                                                             {"type": "Applied", "status": "True"},
+                                                             {"type": "Available", "status": "True"}]},
                     {"clusterName": "west-1", "conditions": [{"type": "Scheduled", "status": "False"}]},
-                    {"clusterName": "west-2", "conditions": [{"type": "Scheduled", "status": "True"}]}
+                    {"clusterName": "west-2", "conditions": [{"type": "Scheduled", "status": "True"},
+                                                             {"type": "Applied", "status": "True"},
+                                                             {"type": "Available", "status": "False"}]}
                 ]
             }
         }))
@@ -324,12 +350,17 @@ mod tests {
                 "TYPE",
                 "N",
                 "CLUSTERS",
+                "APPLIED-CLUSTERS",
+                "AVAILABLE-CLUSTERS",
                 "RESOURCE-INDEX",
                 "POLICY-INDEX",
                 "AGE"
             ]
         );
-        assert_eq!(row(&columns, &crp(), &c), ["web", "3", "True", "3", "", "", "PickN", "2", "2", "1", "1", "12m"]);
+        assert_eq!(
+            row(&columns, &crp(), &c),
+            ["web", "3", "True", "3", "", "", "PickN", "2", "2", "2", "1", "1", "1", "12m"]
+        );
         let bare = obj(json!({
             "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ResourcePlacement",
             "metadata": {"name": "app", "namespace": "ns", "generation": 1, "creationTimestamp": "2024-05-01T10:00:00Z"},
@@ -338,7 +369,7 @@ mod tests {
         }));
         assert_eq!(
             row(&columns_for("ResourcePlacement", true), &bare, &c),
-            ["app", "1", "", "", "False", "1", "PickAll", "-", "0", "", "", "12m"]
+            ["app", "1", "", "", "False", "1", "PickAll", "-", "0", "0", "0", "", "", "12m"]
         );
     }
 

@@ -8,6 +8,7 @@ mod describe;
 mod get;
 mod heartbeats;
 mod pki;
+mod rollout;
 mod token;
 
 use std::path::Path;
@@ -21,7 +22,8 @@ use crate::io::Io;
 pub use cluster::status_table;
 
 /// Runs a parsed command line. `get -w` runs until its future is dropped or
-/// the watch fails.
+/// the watch fails; `rollout status -w` until the rollout is decided or
+/// its timeout passes.
 pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
     let Cli { endpoints, tls_dir, user, request_timeout, command } = cli;
     if let Command::Pki(command) = command {
@@ -36,6 +38,7 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
         Command::Delete(args) => delete::run(&client, args, io).await,
         Command::Cluster(command) => cluster::run(&client, command, io).await,
         Command::Token(command) => token::run(&client, command, io).await,
+        Command::Rollout(command) => rollout::run(&client, command, io).await,
         Command::Pki(command) => pki::run(command, io),
     }
 }

@@ -21,7 +21,7 @@ use crate::table::{render_line, Table};
 /// generic describer would, so fields added later still show).
 const KNOWN_STATUS: &[&str] = &["conditions", "observedResourceIndex", "placementStatuses", "selectedResources"];
 /// The per-cluster fields shown specially.
-const KNOWN_PER_CLUSTER: &[&str] = &["clusterName", "conditions", "observedResourceIndex"];
+const KNOWN_PER_CLUSTER: &[&str] = &["clusterName", "conditions", "failedPlacements", "observedResourceIndex"];
 
 /// Whether `kind` is a placement kind this describer handles.
 pub fn is_placement_kind(kind: &str) -> bool {
@@ -90,17 +90,22 @@ fn status_section(w: &mut Lines, status: &Map<String, Value>, now: SystemTime) {
     w.content(1, &others);
 }
 
-/// One `status.placementStatuses` entry: `Cluster:  NAME`, then its
-/// conditions (whose `Scheduled` message carries the scores) and any other
-/// fields.
+/// One `status.placementStatuses` entry: `Cluster:  NAME`, the resource
+/// index it has, its conditions (whose `Scheduled` message carries the
+/// scores), the objects that failed there, then any other fields.
 fn per_cluster(w: &mut Lines, entry: &Value, now: SystemTime) {
     let field = |name: &str| entry.get(name).map(scalar).unwrap_or_default();
     w.field(2, "Cluster", &field("clusterName"));
     let resource_index = field("observedResourceIndex");
-    if !resource_index.is_empty() {
-        w.field(3, "Observed Resource Index", &resource_index);
-    }
+    w.field(3, "Observed Resource Index", if resource_index.is_empty() { "<none>" } else { &resource_index });
     conditions(w, 3, entry.get("conditions"), now);
+    match entry.get("failedPlacements").and_then(Value::as_array).filter(|f| !f.is_empty()) {
+        None => w.field(3, "Failed Placements", "<none>"),
+        Some(failed) => {
+            w.header(3, "Failed Placements");
+            w.table(4, &failed_placement_table(failed));
+        }
+    }
     if let Some(map) = entry.as_object() {
         let others: Map<String, Value> = map
             .iter()
@@ -138,22 +143,50 @@ fn conditions(w: &mut Lines, level: usize, conditions: Option<&Value>, now: Syst
 /// `group/version/kind   namespace/name` per selected resource, aligned
 /// (`v1/Namespace` for the core group, no namespace for cluster-scoped ones).
 pub fn selected_resource_lines(resources: &[Value]) -> Vec<String> {
-    let rows: Vec<Vec<String>> = resources
-        .iter()
-        .map(|r| {
-            let field = |name: &str| r.get(name).map(scalar).unwrap_or_default();
-            let (group, version, namespace) = (field("group"), field("version"), field("namespace"));
-            let gvk = if group.is_empty() {
-                format!("{version}/{}", field("kind"))
-            } else {
-                format!("{group}/{version}/{}", field("kind"))
-            };
-            let name = if namespace.is_empty() { field("name") } else { format!("{namespace}/{}", field("name")) };
-            vec![gvk, name]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = resources.iter().map(|r| vec![gvk_of(r), namespaced_name_of(r)]).collect();
     let width = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
     rows.iter().map(|r| render_line(r, &[width])).collect()
+}
+
+/// `group/version/kind` of a resource identifier (`v1/Kind` for the core
+/// group, just `Kind` without a version).
+pub fn gvk_of(resource: &Value) -> String {
+    let field = |name: &str| resource.get(name).map(scalar).unwrap_or_default();
+    let (group, version, kind) = (field("group"), field("version"), field("kind"));
+    match (group.is_empty(), version.is_empty()) {
+        (_, true) => kind,
+        (true, false) => format!("{version}/{kind}"),
+        (false, false) => format!("{group}/{version}/{kind}"),
+    }
+}
+
+/// `namespace/name` of a resource identifier, `name` when cluster-scoped.
+pub fn namespaced_name_of(resource: &Value) -> String {
+    let field = |name: &str| resource.get(name).map(scalar).unwrap_or_default();
+    let namespace = field("namespace");
+    if namespace.is_empty() {
+        field("name")
+    } else {
+        format!("{namespace}/{}", field("name"))
+    }
+}
+
+/// KIND NAMESPACE/NAME CONDITION REASON MESSAGE, one row per failed
+/// placement (`CONDITION` as `Type=Status`, e.g. `Applied=False`).
+pub fn failed_placement_table(failed: &[Value]) -> Table {
+    let mut table = Table::new(["KIND", "NAMESPACE/NAME", "CONDITION", "REASON", "MESSAGE"]);
+    for object in failed {
+        let condition = |name: &str| object.get("condition").and_then(|c| c.get(name)).map(scalar).unwrap_or_default();
+        let (type_, status) = (condition("type"), condition("status"));
+        table.push(vec![
+            gvk_of(object),
+            namespaced_name_of(object),
+            if status.is_empty() { type_ } else { format!("{type_}={status}") },
+            condition("reason"),
+            condition("message"),
+        ]);
+    }
+    table
 }
 
 /// `Latest Policy Snapshot:` with its name, index, PickN count, the
@@ -320,10 +353,12 @@ Status:
     TYPE                                STATUS   REASON                      GEN   LAST TRANSITION   MESSAGE
     ClusterResourcePlacementScheduled   True     SchedulingPolicyFulfilled   2     9m                found all the clusters needed as specified by the scheduling policy
   Placement Statuses:
-    Cluster:  east-1
+    Cluster:                    east-1
+      Observed Resource Index:  <none>
       Conditions:
         TYPE        STATUS   REASON      GEN   LAST TRANSITION   MESSAGE
         Scheduled   True     Scheduled   2     9m                Successfully scheduled resources for placement in east-1 (affinity score: 5, topology spread score: 0): picked by scheduling policy
+      Failed Placements:  <none>
   Selected Resources:
     v1/Namespace         app
     apps/v1/Deployment   app/web
@@ -375,10 +410,57 @@ Events:  <none>
     #[test]
     fn unknown_status_fields_are_still_shown() {
         let mut placement = crp();
-        placement.rest["status"]["placementStatuses"][0]["failedPlacements"] = json!([{"kind": "ConfigMap"}]);
+        placement.rest["status"]["placementStatuses"][0]["driftedPlacements"] = json!([{"kind": "ConfigMap"}]);
         placement.rest["status"]["rolloutNote"] = json!("later");
         let text = render(&placement, None, &[], SystemTime::now());
-        assert!(text.contains("      Failed Placements:\n        Kind:  ConfigMap\n"), "{text}");
+        assert!(text.contains("      Drifted Placements:\n        Kind:  ConfigMap\n"), "{text}");
         assert!(text.contains("\n  Rollout Note:") && text.contains(" later\nLatest Policy Snapshot:"), "{text}");
+    }
+
+    #[test]
+    fn per_cluster_blocks_show_every_condition_the_index_and_failed_placements() {
+        let condition = |type_: &str, status: &str, reason: &str| {
+            json!({"type": type_, "status": status, "reason": reason, "observedGeneration": 2,
+                   "lastTransitionTime": "2024-05-01T10:05:00Z", "message": ""})
+        };
+        let mut placement = crp();
+        placement.rest["status"]["placementStatuses"][0] = json!({
+            "clusterName": "east-1",
+            "observedResourceIndex": "3",
+            "conditions": [
+                condition("Scheduled", "True", "Scheduled"),
+                condition("RolloutStarted", "True", "RolloutStarted"),
+                condition("Overridden", "True", "NoOverrideSpecified"),
+                condition("WorkSynchronized", "True", "WorkSynchronized"),
+                condition("Applied", "False", "ApplyFailed"),
+            ],
+            "failedPlacements": [
+                {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "app", "name": "web",
+                 "condition": {"type": "Applied", "status": "False", "reason": "ManifestApplyFailed",
+                               "message": "field is immutable"}},
+                {"version": "v1", "kind": "Namespace", "name": "app",
+                 "condition": {"type": "Available", "status": "Unknown"}}
+            ]
+        });
+        let now = parse_timestamp("2024-05-01T10:10:00Z").unwrap();
+        let text = render(&placement, None, &[], now);
+        let expected = "\
+  Placement Statuses:
+    Cluster:                    east-1
+      Observed Resource Index:  3
+      Conditions:
+        TYPE               STATUS   REASON                GEN   LAST TRANSITION   MESSAGE
+        Scheduled          True     Scheduled             2     5m
+        RolloutStarted     True     RolloutStarted        2     5m
+        Overridden         True     NoOverrideSpecified   2     5m
+        WorkSynchronized   True     WorkSynchronized      2     5m
+        Applied            False    ApplyFailed           2     5m
+      Failed Placements:
+        KIND                 NAMESPACE/NAME   CONDITION           REASON                MESSAGE
+        apps/v1/Deployment   app/web          Applied=False       ManifestApplyFailed   field is immutable
+        v1/Namespace         app              Available=Unknown
+  Selected Resources:
+";
+        assert!(text.contains(expected), "{text}");
     }
 }

@@ -1,0 +1,293 @@
+//! `rollout status` of a placement, decided from the placement's status
+//! alone: how far each chosen cluster got (its [`Stage`]), and whether the
+//! rollout is complete, failed or still in progress ([`Outcome`]). Pure
+//! functions of the object; [`render`] turns the result into text.
+//!
+//! A condition counts only when it is current: its `observedGeneration` is
+//! the placement's `metadata.generation` (or absent). A stale condition is
+//! treated as not reported yet, so an old failure or an old success does not
+//! decide the rollout of a newer generation.
+
+pub mod render;
+
+use fleet_api::Object;
+use serde_json::Value;
+
+use crate::describe::placement::{gvk_of, namespaced_name_of};
+
+/// The per-cluster condition types, in the order a rollout sets them.
+pub const CONDITION_ORDER: [&str; 6] =
+    ["Scheduled", "RolloutStarted", "Overridden", "WorkSynchronized", "Applied", "Available"];
+
+/// How many pending clusters an in-progress message names.
+const NAMED_CLUSTERS: usize = 3;
+
+/// How far one cluster got: the last of the per-cluster conditions, in
+/// rollout order, that is True (each earlier one being True too), or
+/// [`Stage::Failed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    /// Not even `Scheduled` is True yet.
+    Pending,
+    /// Chosen by the scheduler.
+    Scheduled,
+    /// The rollout reached it.
+    RolloutStarted,
+    /// Overrides were applied to its copy of the resources.
+    Overridden,
+    /// Its Works hold the latest resources.
+    WorkSynchronized,
+    /// The member applied the resources.
+    Applied,
+    /// The resources are available on the member.
+    Available,
+    /// `Applied` or `Overridden` is False: the rollout failed there.
+    Failed,
+}
+
+impl Stage {
+    /// The word printed for the stage (the condition type, `Pending` or `Failed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Pending => "Pending",
+            Stage::Scheduled => "Scheduled",
+            Stage::RolloutStarted => "RolloutStarted",
+            Stage::Overridden => "Overridden",
+            Stage::WorkSynchronized => "WorkSynchronized",
+            Stage::Applied => "Applied",
+            Stage::Available => "Available",
+            Stage::Failed => "Failed",
+        }
+    }
+
+    /// The stage reached when condition `type_` (of [`CONDITION_ORDER`]) is True.
+    fn reached_by(type_: &str) -> Stage {
+        match type_ {
+            "Scheduled" => Stage::Scheduled,
+            "RolloutStarted" => Stage::RolloutStarted,
+            "Overridden" => Stage::Overridden,
+            "WorkSynchronized" => Stage::WorkSynchronized,
+            "Applied" => Stage::Applied,
+            "Available" => Stage::Available,
+            _ => Stage::Pending,
+        }
+    }
+}
+
+/// One chosen cluster's progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterProgress {
+    /// The member cluster.
+    pub cluster: String,
+    /// The resource index the cluster has (`observedResourceIndex`), if reported.
+    pub resource_index: Option<String>,
+    /// How far it got.
+    pub stage: Stage,
+    /// Why it is not further (empty once Available): the first failed
+    /// placement, else the blocking condition, else `waiting for TYPE`.
+    pub detail: String,
+}
+
+/// Whether the rollout is over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The placement's `...Available` condition is True at its generation.
+    Complete,
+    /// A cluster (or the placement) reports a failure; the text names it.
+    Failed(String),
+    /// Neither yet; the text says what is pending.
+    InProgress(String),
+}
+
+/// The rollout of one placement, as its status tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// `clusterresourceplacement "web"`, for messages.
+    pub placement: String,
+    /// The placement's `metadata.generation`.
+    pub generation: i64,
+    /// The latest resource index (`status.observedResourceIndex`), if reported.
+    pub latest_index: Option<String>,
+    /// One entry per chosen cluster, in the status's order.
+    pub clusters: Vec<ClusterProgress>,
+    /// Complete, failed or in progress.
+    pub outcome: Outcome,
+}
+
+impl Progress {
+    /// How many clusters are [`Stage::Available`].
+    pub fn available(&self) -> usize {
+        self.clusters.iter().filter(|c| c.stage == Stage::Available).count()
+    }
+
+    /// `N/M clusters available`.
+    pub fn summary(&self) -> String {
+        format!("{}/{} clusters available", self.available(), self.clusters.len())
+    }
+}
+
+/// The rollout progress of a ClusterResourcePlacement or ResourcePlacement.
+pub fn progress(placement: &Object) -> Progress {
+    let generation = placement.metadata.generation;
+    let status = placement.status();
+    let latest_index = status.and_then(|s| s.get("observedResourceIndex")).map(text).filter(|s| !s.is_empty());
+    let clusters: Vec<ClusterProgress> = status
+        .and_then(|s| s.get("placementStatuses"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|entry| cluster_progress(entry, generation))
+        .collect();
+    let name = format!("{} {:?}", placement.kind.to_ascii_lowercase(), placement.metadata.name);
+    let conditions = status.and_then(|s| s.get("conditions")).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let outcome = outcome(&placement.kind, conditions, generation, &clusters);
+    Progress { placement: name, generation, latest_index, clusters, outcome }
+}
+
+/// One `placementStatuses` entry's progress at `generation`.
+pub fn cluster_progress(entry: &Value, generation: i64) -> ClusterProgress {
+    let conditions = entry.get("conditions").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let failed = entry.get("failedPlacements").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let mut stage = Stage::Pending;
+    let mut detail = String::new();
+    for type_ in CONDITION_ORDER {
+        match current_condition(conditions, type_, generation) {
+            Some(c) if c["status"] == "True" => stage = Stage::reached_by(type_),
+            Some(c) => {
+                if is_failure(type_, c) {
+                    stage = Stage::Failed;
+                }
+                detail = match failed.first() {
+                    Some(object) => failed_placement_text(object),
+                    None => condition_text(c),
+                };
+                break;
+            }
+            None => {
+                detail = format!("waiting for {type_}");
+                break;
+            }
+        }
+    }
+    ClusterProgress {
+        cluster: entry.get("clusterName").map(text).unwrap_or_default(),
+        resource_index: entry.get("observedResourceIndex").map(text).filter(|s| !s.is_empty()),
+        stage,
+        detail,
+    }
+}
+
+/// Whether a condition that is not True means the rollout failed: `Applied`
+/// or `Overridden` False, unless the reason says it is only pending.
+fn is_failure(type_: &str, condition: &Value) -> bool {
+    let reason = condition["reason"].as_str().unwrap_or("");
+    condition["status"] == "False"
+        && matches!(type_, "Applied" | "Overridden")
+        && !reason.ends_with("Pending")
+        && !reason.ends_with("Unknown")
+}
+
+/// The placement's outcome from its own conditions and its clusters'.
+fn outcome(kind: &str, conditions: &[Value], generation: i64, clusters: &[ClusterProgress]) -> Outcome {
+    let failed: Vec<&ClusterProgress> = clusters.iter().filter(|c| c.stage == Stage::Failed).collect();
+    if let Some(first) = failed.first() {
+        let mut message = format!("cluster {}: {}", first.cluster, first.detail);
+        if failed.len() > 1 {
+            message.push_str(&format!(" (and {} more failed clusters)", failed.len() - 1));
+        }
+        return Outcome::Failed(message);
+    }
+    for type_ in ["Overridden", "Applied"] {
+        let full = format!("{kind}{type_}");
+        if let Some(c) = current_condition(conditions, &full, generation).filter(|c| is_failure(type_, c)) {
+            return Outcome::Failed(condition_text(c));
+        }
+    }
+    let available_type = format!("{kind}Available");
+    let available = conditions.iter().find(|c| c["type"] == available_type.as_str());
+    if available.is_some_and(|c| c["status"] == "True") {
+        if current_condition(conditions, &available_type, generation).is_some() {
+            return Outcome::Complete;
+        }
+        let observed = available.and_then(|c| c.get("observedGeneration")).map(text).unwrap_or_default();
+        return Outcome::InProgress(format!(
+            "waiting for generation {generation} to be observed (the status is of generation {observed})"
+        ));
+    }
+    Outcome::InProgress(pending_text(kind, conditions, generation, clusters))
+}
+
+/// What an in-progress rollout waits for: `N/M clusters available`, the
+/// first clusters not available yet, and the first placement condition not True.
+fn pending_text(kind: &str, conditions: &[Value], generation: i64, clusters: &[ClusterProgress]) -> String {
+    let available = clusters.iter().filter(|c| c.stage == Stage::Available).count();
+    let mut parts = vec![format!("{available}/{} clusters available", clusters.len())];
+    let waiting: Vec<String> = clusters
+        .iter()
+        .filter(|c| c.stage != Stage::Available)
+        .map(|c| format!("{} ({})", c.cluster, c.stage.as_str()))
+        .collect();
+    if !waiting.is_empty() {
+        let mut names = waiting[..waiting.len().min(NAMED_CLUSTERS)].join(", ");
+        if waiting.len() > NAMED_CLUSTERS {
+            names.push_str(&format!(" and {} more", waiting.len() - NAMED_CLUSTERS));
+        }
+        parts.push(format!("waiting for {names}"));
+    }
+    let blocking = CONDITION_ORDER.iter().map(|t| format!("{kind}{t}")).find_map(|type_| {
+        match current_condition(conditions, &type_, generation) {
+            Some(c) if c["status"] == "True" => None,
+            Some(c) => Some(condition_text(c)),
+            None => Some(format!("{type_} not reported yet")),
+        }
+    });
+    parts.extend(blocking);
+    parts.join("; ")
+}
+
+/// Condition `type_` of `conditions` if it is of `generation` (or says no generation).
+fn current_condition<'a>(conditions: &'a [Value], type_: &str, generation: i64) -> Option<&'a Value> {
+    conditions
+        .iter()
+        .find(|c| c["type"] == type_)
+        .filter(|c| c.get("observedGeneration").and_then(Value::as_i64).is_none_or(|g| g == generation))
+}
+
+/// `Type=Status (Reason): message`, leaving out what is empty.
+pub fn condition_text(condition: &Value) -> String {
+    let field = |name: &str| condition.get(name).map(text).unwrap_or_default();
+    let mut out = format!("{}={}", field("type"), field("status"));
+    let reason = field("reason");
+    if !reason.is_empty() {
+        out.push_str(&format!(" ({reason})"));
+    }
+    let message = field("message");
+    if !message.is_empty() {
+        out.push_str(&format!(": {message}"));
+    }
+    out
+}
+
+/// `group/version/Kind namespace/name: Type=Status (Reason): message` of a
+/// `failedPlacements` entry.
+pub fn failed_placement_text(object: &Value) -> String {
+    let condition = object.get("condition").map_or_else(String::new, condition_text);
+    let name = format!("{} {}", gvk_of(object), namespaced_name_of(object));
+    if condition.is_empty() {
+        name
+    } else {
+        format!("{name}: {condition}")
+    }
+}
+
+/// A scalar as text (strings unquoted, null empty).
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
