@@ -29,6 +29,12 @@
 //!   are deleted first, then ready stale Bound ones are updated, by cluster
 //!   name. So the plan never takes the ready count below
 //!   `N − maxUnavailable` (nor lower than it already was);
+//! - `maxToRemove = ready − (min(N, active) − maxUnavailable)`, active being
+//!   the Scheduled and Bound bindings: while the scheduler cannot find N
+//!   clusters (PickN unfulfilled, PickFixed naming absent clusters) the
+//!   rollout does not insist on N ready ones, so ready Unscheduled bindings
+//!   are not kept forever for clusters that will never come; when N are
+//!   chosen this is the spec's formula;
 //! - failed stale Bound bindings are always updated (rule 1) — a special case
 //!   of the previous rule, listed first;
 //! - both budgets are computed from the counts before this pass's actions
@@ -132,6 +138,9 @@ pub struct RolloutLimits {
     pub max_surge: usize,
     /// `unavailablePeriodSeconds`.
     pub unavailable_period_seconds: i64,
+    /// The ready count a pass must not go below by its own actions:
+    /// `min(N, active) − maxUnavailable` (≥ 0).
+    pub min_available: usize,
 }
 
 /// N: PickN → `numberOfClusters` (`number_of_clusters` wins over the
@@ -153,20 +162,22 @@ fn int_or_percent(value: Option<&fleet_api::placement::IntOrString>, default: In
     value.and_then(|v| IntOrPercent::from_int_or_string(v).ok()).unwrap_or(default)
 }
 
-/// The limits of a rolling update on `target` clusters.
-pub fn rollout_limits(config: &RollingUpdateConfig, target: usize) -> RolloutLimits {
+/// The limits of a rolling update on `target` clusters, `active` of which
+/// are chosen (Scheduled or Bound) now.
+pub fn rollout_limits(config: &RollingUpdateConfig, target: usize, active: usize) -> RolloutLimits {
     let unavailable = int_or_percent(config.max_unavailable.as_ref(), DEFAULT_MAX_UNAVAILABLE).scaled(target);
     let max_unavailable = if target > 0 { unavailable.max(1) } else { unavailable };
     let max_surge = int_or_percent(config.max_surge.as_ref(), DEFAULT_MAX_SURGE).scaled(target);
     let unavailable_period_seconds = config.unavailable_period_seconds.unwrap_or(DEFAULT_UNAVAILABLE_PERIOD_SECONDS);
-    RolloutLimits { target, max_unavailable, max_surge, unavailable_period_seconds }
+    let min_available = target.min(active).saturating_sub(max_unavailable);
+    RolloutLimits { target, max_unavailable, max_surge, unavailable_period_seconds, min_available }
 }
 
 /// The limits of `input`'s pass.
 pub fn limits_of(input: &RolloutInput) -> RolloutLimits {
     let active = input.bindings.iter().filter(|b| b.state == STATE_SCHEDULED || b.state == STATE_BOUND).count();
     let target = target_number(input.policy, input.number_of_clusters, active);
-    rollout_limits(&input.strategy.rolling_update.clone().unwrap_or_default(), target)
+    rollout_limits(&input.strategy.rolling_update.clone().unwrap_or_default(), target, active)
 }
 
 /// One pass of the rolling update; see the module documentation for the
@@ -213,8 +224,7 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
         }
     }
 
-    let min_available = limits.target as i64 - limits.max_unavailable as i64;
-    let mut max_to_remove = usize::try_from(ready as i64 - min_available).unwrap_or(0);
+    let mut max_to_remove = ready.saturating_sub(limits.min_available);
     let max_to_add = (limits.target + limits.max_surge).saturating_sub(ready + in_progress);
 
     let update = |b: &RolloutBinding| RolloutAction::Update { binding: b.name.clone(), resource_snapshot: latest.into() };
