@@ -227,7 +227,8 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
     let mut max_to_remove = ready.saturating_sub(limits.min_available);
     let max_to_add = (limits.target + limits.max_surge).saturating_sub(ready + in_progress);
 
-    let update = |b: &RolloutBinding| RolloutAction::Update { binding: b.name.clone(), resource_snapshot: latest.into() };
+    let update =
+        |b: &RolloutBinding| RolloutAction::Update { binding: b.name.clone(), resource_snapshot: latest.into() };
     let delete = |b: &RolloutBinding| RolloutAction::Delete { binding: b.name.clone() };
     let mut actions: Vec<RolloutAction> = failed_updates.into_iter().map(update).collect();
     actions.extend(free_deletes.into_iter().map(delete));

@@ -59,9 +59,10 @@ pub fn readiness(expected_resource_index: u64, works: &[Object], expected_work_c
     let matching: Vec<&Object> =
         works.iter().filter(|w| w.metadata.labels.get(PARENT_RESOURCE_INDEX_LABEL) == Some(&index)).collect();
     let statuses: Vec<_> = matching.iter().map(|w| status_of(w)).collect();
-    let failed = matching.iter().zip(&statuses).any(|(w, s)| {
-        current(w, &s.conditions, CONDITION_APPLIED).is_some_and(|c| c.status == "False")
-    });
+    let failed = matching
+        .iter()
+        .zip(&statuses)
+        .any(|(w, s)| current(w, &s.conditions, CONDITION_APPLIED).is_some_and(|c| c.status == "False"));
     if failed {
         return Readiness::Failed;
     }

@@ -185,13 +185,17 @@ fn first_rollout_binds_every_scheduled_binding() {
     let s = strategy(pct(25), pct(25), 60);
     let p = plan(&policy("PickN", Some(8), 0), &s, &bindings, 0);
     assert_eq!(bound(&p).len(), 8);
-    assert!(p.actions.iter().all(|a| matches!(a, RolloutAction::Bind { resource_snapshot, .. } if resource_snapshot == "web-1-snapshot")));
+    assert!(p
+        .actions
+        .iter()
+        .all(|a| matches!(a, RolloutAction::Bind { resource_snapshot, .. } if resource_snapshot == "web-1-snapshot")));
 }
 
 #[test]
 fn max_surge_bounds_new_clusters_above_n() {
     // N = 4, surge 1: 4 ready + 2 new Scheduled (scheduler over-picked) → one bound.
-    let mut bindings: Vec<_> = (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::Ready)).collect();
+    let mut bindings: Vec<_> =
+        (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::Ready)).collect();
     bindings.push(b("c4", STATE_SCHEDULED, "", Readiness::InProgress));
     bindings.push(b("c5", STATE_SCHEDULED, "", Readiness::InProgress));
     let s = strategy(IntOrString::Int(1), IntOrString::Int(1), 60);
@@ -209,22 +213,30 @@ fn max_surge_bounds_new_clusters_above_n() {
 
 #[test]
 fn scale_out_binds_only_the_new_cluster() {
-    let mut bindings: Vec<_> = (0..3).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::Ready)).collect();
+    let mut bindings: Vec<_> =
+        (0..3).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::Ready)).collect();
     bindings.push(b("c3", STATE_SCHEDULED, "", Readiness::InProgress));
     let s = strategy(pct(25), pct(25), 60);
     let p = plan(&policy("PickN", Some(4), 0), &s, &bindings, 0);
-    assert_eq!(p.actions, vec![RolloutAction::Bind { binding: "web-c3".into(), resource_snapshot: "web-1-snapshot".into() }]);
+    assert_eq!(
+        p.actions,
+        vec![RolloutAction::Bind { binding: "web-c3".into(), resource_snapshot: "web-1-snapshot".into() }]
+    );
 }
 
 #[test]
 fn failed_stale_bindings_are_always_updated() {
     // Everything is unavailable (no budget), yet failed stale ones move on.
-    let mut bindings: Vec<_> = (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-0-snapshot", Readiness::InProgress)).collect();
+    let mut bindings: Vec<_> =
+        (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-0-snapshot", Readiness::InProgress)).collect();
     bindings[2].readiness = Readiness::Failed;
     bindings.push(b("c9", STATE_BOUND, "web-1-snapshot", Readiness::Failed));
     let s = strategy(IntOrString::Int(1), IntOrString::Int(1), 60);
     let p = plan(&policy("PickAll", None, 0), &s, &bindings, 0);
-    assert_eq!(p.actions[0], RolloutAction::Update { binding: "web-c2".into(), resource_snapshot: "web-1-snapshot".into() });
+    assert_eq!(
+        p.actions[0],
+        RolloutAction::Update { binding: "web-c2".into(), resource_snapshot: "web-1-snapshot".into() }
+    );
     assert!(!updated(&p).contains(&"web-c9".to_string()), "a failed binding on the latest snapshot stays");
 }
 
@@ -241,7 +253,8 @@ fn not_ready_stale_bindings_are_updated_without_spending_the_budget() {
 #[test]
 fn unscheduled_deletion_is_bounded_by_max_to_remove_and_comes_first() {
     // N = 4 (PickN), 4 ready Bound stale + 3 ready Unscheduled: ready 7, min available 3 → remove 4.
-    let mut bindings: Vec<_> = (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-0-snapshot", Readiness::Ready)).collect();
+    let mut bindings: Vec<_> =
+        (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-0-snapshot", Readiness::Ready)).collect();
     for c in ["u1", "u2", "u3"] {
         bindings.push(b(c, STATE_UNSCHEDULED, "web-0-snapshot", Readiness::Ready));
     }
@@ -260,7 +273,8 @@ fn unscheduled_deletion_is_bounded_by_max_to_remove_and_comes_first() {
 
 #[test]
 fn not_ready_unscheduled_bindings_are_deleted_freely() {
-    let mut bindings: Vec<_> = (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::InProgress)).collect();
+    let mut bindings: Vec<_> =
+        (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::InProgress)).collect();
     bindings.push(b("u1", STATE_UNSCHEDULED, "web-0-snapshot", Readiness::Failed));
     bindings.push(b("u2", STATE_UNSCHEDULED, "web-0-snapshot", Readiness::InProgress));
     let s = strategy(IntOrString::Int(1), IntOrString::Int(1), 60);

@@ -26,7 +26,12 @@ const T0: &str = "2024-05-01T10:00:00Z";
 const T1: &str = "2024-05-01T10:00:30Z";
 
 fn ok(name: &str, index: u64) -> Object {
-    work(name, index, 2, &[("Applied", "True", "AllManifestsApplied", 2, T0), ("Available", "True", "AllManifestsAvailable", 2, T0)])
+    work(
+        name,
+        index,
+        2,
+        &[("Applied", "True", "AllManifestsApplied", 2, T0), ("Available", "True", "AllManifestsAvailable", 2, T0)],
+    )
 }
 
 #[test]
@@ -48,7 +53,12 @@ fn works_of_another_index_do_not_count() {
 
 #[test]
 fn conditions_of_an_older_generation_do_not_count() {
-    let stale = work("w", 3, 3, &[("Applied", "True", "AllManifestsApplied", 2, T0), ("Available", "True", "AllManifestsAvailable", 2, T0)]);
+    let stale = work(
+        "w",
+        3,
+        3,
+        &[("Applied", "True", "AllManifestsApplied", 2, T0), ("Available", "True", "AllManifestsAvailable", 2, T0)],
+    );
     assert_eq!(readiness(3, &[stale], 1), Readiness::InProgress);
     let stale_failure = work("w", 3, 3, &[("Applied", "False", "SomeManifestsAreNotApplied", 2, T0)]);
     assert_eq!(readiness(3, &[stale_failure], 1), Readiness::InProgress);
@@ -56,7 +66,15 @@ fn conditions_of_an_older_generation_do_not_count() {
 
 #[test]
 fn not_available_yet_is_in_progress() {
-    let w = work("w", 3, 2, &[("Applied", "True", "AllManifestsApplied", 2, T0), ("Available", "False", "SomeManifestsAreNotAvailable", 2, T0)]);
+    let w = work(
+        "w",
+        3,
+        2,
+        &[
+            ("Applied", "True", "AllManifestsApplied", 2, T0),
+            ("Available", "False", "SomeManifestsAreNotAvailable", 2, T0),
+        ],
+    );
     assert_eq!(readiness(3, &[w], 1), Readiness::InProgress);
     let w = work("w", 3, 2, &[("Applied", "True", "AllManifestsApplied", 2, T0)]);
     assert_eq!(readiness(3, &[w], 1), Readiness::InProgress);
@@ -71,7 +89,12 @@ fn applied_false_at_the_current_generation_is_failed() {
 
 #[test]
 fn not_trackable_reports_the_later_transition_time() {
-    let untrackable = work("w-1", 3, 2, &[("Applied", "True", "AllManifestsApplied", 2, T1), ("Available", "True", "WorkNotTrackable", 2, T0)]);
+    let untrackable = work(
+        "w-1",
+        3,
+        2,
+        &[("Applied", "True", "AllManifestsApplied", 2, T1), ("Available", "True", "WorkNotTrackable", 2, T0)],
+    );
     let since = unix_seconds(T1).unwrap();
     assert_eq!(readiness(3, &[ok("w", 3), untrackable], 2), Readiness::NotTrackable { available_since: since });
     let r = Readiness::NotTrackable { available_since: since };

@@ -56,14 +56,10 @@ fn summarize(type_: &str, t: &Tally, external: bool) -> (Option<bool>, &'static 
         OVERRIDDEN if t.false_ > 0 => {
             (Some(false), REASON_OVERRIDE_FAILED, format!("Failed to override resources in {bad}"))
         }
-        OVERRIDDEN if t.unknown > 0 => {
-            (None, REASON_OVERRIDE_PENDING, format!("Overriding is pending in {pending}"))
+        OVERRIDDEN if t.unknown > 0 => (None, REASON_OVERRIDE_PENDING, format!("Overriding is pending in {pending}")),
+        OVERRIDDEN if t.overridden == 0 => {
+            (Some(true), REASON_NO_OVERRIDE, format!("There are no override rules for the selected resources in {all}"))
         }
-        OVERRIDDEN if t.overridden == 0 => (
-            Some(true),
-            REASON_NO_OVERRIDE,
-            format!("There are no override rules for the selected resources in {all}"),
-        ),
         OVERRIDDEN => {
             (Some(true), REASON_OVERRIDDEN, format!("The selected resources are successfully overridden in {all}"))
         }

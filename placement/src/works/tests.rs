@@ -31,7 +31,8 @@ fn binding(kind: &str, apply: Option<Value>) -> Object {
 }
 
 fn snapshot(name: &str, sub: Option<usize>, resources: Value) -> Object {
-    let mut o = object(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourceSnapshot",
+    let mut o =
+        object(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourceSnapshot",
         "metadata": {"name": name, "labels": {"kubernetes-fleet.io/resource-index": "2"}},
         "spec": {"selectedResources": resources}}));
     match sub {
@@ -78,7 +79,10 @@ fn labels_and_owner_name_the_placement_binding_and_index() {
     assert!(!labels.contains_key(PARENT_NAMESPACE_LABEL));
     let owner = &works[0].metadata.owner_references;
     assert_eq!(owner.len(), 1);
-    assert_eq!((owner[0].kind.as_str(), owner[0].name.as_str(), owner[0].uid.as_str()), ("ClusterResourceBinding", "web-east-x1", "b-uid"));
+    assert_eq!(
+        (owner[0].kind.as_str(), owner[0].name.as_str(), owner[0].uid.as_str()),
+        ("ClusterResourceBinding", "web-east-x1", "b-uid")
+    );
     assert_eq!(owner[0].controller, Some(true));
     let rp_works = desired_works(&rp(), &binding("ResourceBinding", None), &group());
     assert_eq!(rp_works[0].metadata.name, "shop.web-work");
@@ -95,8 +99,11 @@ fn apply_and_delete_strategies_are_carried_over() {
     assert_eq!(spec.apply_strategy.and_then(|s| s.when_to_apply).as_deref(), Some("IfNotDrifted"));
     assert!(work_spec_of(&works[0]).abandons_on_delete());
     // The binding's own strategy wins; no delete strategy means Delete.
-    let works = desired_works(&crp(json!({"applyStrategy": {"type": "ServerSideApply"}})),
-        &binding("ClusterResourceBinding", Some(json!({"type": "ReportDiff"}))), &group());
+    let works = desired_works(
+        &crp(json!({"applyStrategy": {"type": "ServerSideApply"}})),
+        &binding("ClusterResourceBinding", Some(json!({"type": "ReportDiff"}))),
+        &group(),
+    );
     let spec = work_spec_of(&works[0]);
     assert_eq!(spec.apply_strategy.map(|s| s.apply_type().to_string()).as_deref(), Some("ReportDiff"));
     assert_eq!(spec.delete_options.and_then(|d| d.propagation_policy).as_deref(), Some("Delete"));
@@ -148,6 +155,10 @@ fn plan_deletes_works_no_longer_needed() {
     let changes = plan_works(&desired[..1], &existing);
     assert_eq!(
         changes,
-        vec![WorkChange::Delete { namespace: "fleet-member-east".into(), name: "web-work-1".into(), resource_version: "7".into() }]
+        vec![WorkChange::Delete {
+            namespace: "fleet-member-east".into(),
+            name: "web-work-1".into(),
+            resource_version: "7".into()
+        }]
     );
 }
