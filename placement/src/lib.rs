@@ -8,9 +8,18 @@
 //! - [`snapshot`]: resource and policy snapshots — content, hashing, splitting,
 //!   naming — and the changes that keep them current;
 //! - [`scheduler`]: the framework (eligibility → filters → scores → sort →
-//!   pick) and its plugins, producing decisions and binding changes.
+//!   pick) and its plugins, producing decisions and binding changes;
+//! - [`rollout`]: the rolling update planner (readiness of a binding from its
+//!   Works; which bindings to bind, update or delete in a pass);
+//! - [`works`]: the Works a Bound binding needs and the changes to the
+//!   stored ones;
+//! - [`status`]: folding bindings and Works into per-cluster placement
+//!   statuses and the placement's conditions.
 
 pub mod cluster;
+pub mod rollout;
 pub mod scheduler;
 pub mod selection;
 pub mod snapshot;
+pub mod status;
+pub mod works;

@@ -1,0 +1,114 @@
+//! A binding's readiness from its Works, and RFC 3339 times.
+
+use fleet_api::Object;
+use serde_json::{json, Value};
+
+use super::*;
+
+/// A Work of resource index `index` at `generation` with the given
+/// (type, status, reason, observedGeneration, lastTransitionTime) conditions.
+pub(super) fn work(name: &str, index: u64, generation: i64, conditions: &[(&str, &str, &str, i64, &str)]) -> Object {
+    let conditions: Vec<Value> = conditions
+        .iter()
+        .map(|(t, s, r, g, at)| json!({"type": t, "status": s, "reason": r, "observedGeneration": g, "lastTransitionTime": at}))
+        .collect();
+    serde_json::from_value(json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+        "metadata": {"name": name, "namespace": "fleet-member-a", "generation": generation,
+            "labels": {"kubernetes-fleet.io/parent-resource-snapshot-index": index.to_string()}},
+        "spec": {"workload": {"manifests": []}},
+        "status": {"conditions": conditions}
+    }))
+    .unwrap()
+}
+
+const T0: &str = "2024-05-01T10:00:00Z";
+const T1: &str = "2024-05-01T10:00:30Z";
+
+fn ok(name: &str, index: u64) -> Object {
+    work(
+        name,
+        index,
+        2,
+        &[("Applied", "True", "AllManifestsApplied", 2, T0), ("Available", "True", "AllManifestsAvailable", 2, T0)],
+    )
+}
+
+#[test]
+fn ready_when_every_work_of_the_index_is_applied_and_available() {
+    assert_eq!(readiness(3, &[ok("w", 3), ok("w-1", 3)], 2), Readiness::Ready);
+}
+
+#[test]
+fn in_progress_without_works_or_with_missing_parts() {
+    assert_eq!(readiness(3, &[], 1), Readiness::InProgress);
+    assert_eq!(readiness(3, &[], 0), Readiness::InProgress, "no Work is never ready");
+    assert_eq!(readiness(3, &[ok("w", 3)], 2), Readiness::InProgress);
+}
+
+#[test]
+fn works_of_another_index_do_not_count() {
+    assert_eq!(readiness(3, &[ok("w", 2)], 1), Readiness::InProgress);
+}
+
+#[test]
+fn conditions_of_an_older_generation_do_not_count() {
+    let stale = work(
+        "w",
+        3,
+        3,
+        &[("Applied", "True", "AllManifestsApplied", 2, T0), ("Available", "True", "AllManifestsAvailable", 2, T0)],
+    );
+    assert_eq!(readiness(3, &[stale], 1), Readiness::InProgress);
+    let stale_failure = work("w", 3, 3, &[("Applied", "False", "SomeManifestsAreNotApplied", 2, T0)]);
+    assert_eq!(readiness(3, &[stale_failure], 1), Readiness::InProgress);
+}
+
+#[test]
+fn not_available_yet_is_in_progress() {
+    let w = work(
+        "w",
+        3,
+        2,
+        &[
+            ("Applied", "True", "AllManifestsApplied", 2, T0),
+            ("Available", "False", "SomeManifestsAreNotAvailable", 2, T0),
+        ],
+    );
+    assert_eq!(readiness(3, &[w], 1), Readiness::InProgress);
+    let w = work("w", 3, 2, &[("Applied", "True", "AllManifestsApplied", 2, T0)]);
+    assert_eq!(readiness(3, &[w], 1), Readiness::InProgress);
+}
+
+#[test]
+fn applied_false_at_the_current_generation_is_failed() {
+    let failed = work("w-1", 3, 2, &[("Applied", "False", "SomeManifestsAreNotApplied", 2, T0)]);
+    assert_eq!(readiness(3, &[ok("w", 3), failed.clone()], 2), Readiness::Failed);
+    assert_eq!(readiness(3, &[failed], 2), Readiness::Failed, "even with a part missing");
+}
+
+#[test]
+fn not_trackable_reports_the_later_transition_time() {
+    let untrackable = work(
+        "w-1",
+        3,
+        2,
+        &[("Applied", "True", "AllManifestsApplied", 2, T1), ("Available", "True", "WorkNotTrackable", 2, T0)],
+    );
+    let since = unix_seconds(T1).unwrap();
+    assert_eq!(readiness(3, &[ok("w", 3), untrackable], 2), Readiness::NotTrackable { available_since: since });
+    let r = Readiness::NotTrackable { available_since: since };
+    assert!(!r.is_ready(since + 59, 60) && r.is_ready(since + 60, 60));
+}
+
+#[test]
+fn parses_rfc3339_times() {
+    assert_eq!(unix_seconds("1970-01-01T00:00:00Z"), Some(0));
+    assert_eq!(unix_seconds("2024-05-01T10:00:00Z"), Some(1_714_557_600));
+    assert_eq!(unix_seconds("2024-05-01T10:00:00.123Z"), Some(1_714_557_600));
+    assert_eq!(unix_seconds("2024-05-01T12:00:00+02:00"), Some(1_714_557_600));
+    assert_eq!(unix_seconds("2000-02-29T00:00:00Z"), Some(951_782_400));
+    for bad in ["", "yesterday", "2024-13-01T00:00:00Z", "2024-05-01T10:00:00", "2024-05-01T10:00:00+0200"] {
+        assert_eq!(unix_seconds(bad), None, "{bad}");
+    }
+}

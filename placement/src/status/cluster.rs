@@ -1,0 +1,149 @@
+//! One chosen cluster's entry in `status.placementStatuses`.
+
+use fleet_api::binding::{spec_of as binding_spec_of, STATE_BOUND};
+use fleet_api::conditions::{find, Condition};
+use fleet_api::placement::{PerClusterStatus, PER_CLUSTER_SCHEDULED};
+use fleet_api::work::{status_of, ManifestCondition, CONDITION_APPLIED, CONDITION_AVAILABLE};
+use fleet_api::Object;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::works::{PARENT_BINDING_LABEL, PARENT_RESOURCE_INDEX_LABEL};
+
+/// The index of a group's first snapshot from its name
+/// (`<placement>-<index>-snapshot`), if it has that shape.
+pub fn snapshot_index_of_name(name: &str) -> Option<u64> {
+    let (_, index) = name.strip_suffix("-snapshot")?.rsplit_once('-')?;
+    index.parse().ok()
+}
+
+/// A Work condition that speaks for the Work's current generation.
+fn current<'a>(work: &Object, conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    find(conditions, type_).filter(|c| c.observed_generation.unwrap_or(0) == work.metadata.generation)
+}
+
+/// The manifests of `works` whose condition `type_` is False, as
+/// `failedPlacements` entries (at most [`MAX_FAILED_PLACEMENTS`]).
+fn failed_placements(works: &[&Object], type_: &str) -> Vec<Value> {
+    let mut manifests: Vec<ManifestCondition> = works.iter().flat_map(|w| status_of(w).manifest_conditions).collect();
+    manifests.sort_by(|a, b| a.identifier.cmp(&b.identifier));
+    manifests
+        .iter()
+        .filter_map(|m| {
+            let condition = find(&m.conditions, type_).filter(|c| c.status == "False")?;
+            let id = &m.identifier;
+            let mut entry = json!({"group": id.group, "version": id.version, "kind": id.kind, "name": id.name});
+            if !id.namespace.is_empty() {
+                entry["namespace"] = json!(id.namespace);
+            }
+            entry["condition"] = fleet_api::typed::encode(condition);
+            Some(entry)
+        })
+        .take(MAX_FAILED_PLACEMENTS)
+        .collect()
+}
+
+/// The cluster's rollout conditions in order, stopping after the first that
+/// is not True, and its failed placements.
+fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (Vec<Condition>, Vec<Value>) {
+    let mut out = Vec::new();
+    let latest_ok = facts.latest_resource_index.is_none_or(|latest| bound == Some(latest));
+    if bound.is_none() || !latest_ok {
+        let message = "The resources cannot be updated to the latest because of the rollout strategy";
+        out.push(Condition::new(ROLLOUT_STARTED, false, REASON_ROLLOUT_NOT_STARTED, message));
+        return (observe(out, generation), Vec::new());
+    }
+    let index = bound.map(|i| i.to_string()).unwrap_or_default();
+    let started = "Detected the new changes on the resources and started the rollout process";
+    out.push(Condition::new(ROLLOUT_STARTED, true, REASON_ROLLOUT_STARTED, started));
+    let no_override = "No override rules are configured for the selected resources";
+    out.push(Condition::new(OVERRIDDEN, true, REASON_NO_OVERRIDE, no_override));
+
+    let binding_name = &facts.binding.metadata.name;
+    let label_ok = |w: &Object, label: &str, want: &str| w.metadata.labels.get(label).is_some_and(|v| v == want);
+    let current_works: Vec<&Object> = facts
+        .works
+        .iter()
+        .filter(|w| label_ok(w, PARENT_RESOURCE_INDEX_LABEL, &index) && label_ok(w, PARENT_BINDING_LABEL, binding_name))
+        .collect();
+    let synced = current_works.len() == facts.works.len() && current_works.len() >= facts.expected_works.max(1);
+    if !synced {
+        let message = format!(
+            "{} of {} work object(s) are synchronized to resource snapshot index {index}",
+            current_works.len(),
+            facts.expected_works.max(1)
+        );
+        out.push(Condition::new(WORK_SYNCHRONIZED, false, REASON_WORK_NOT_SYNCHRONIZED, message));
+        return (observe(out, generation), Vec::new());
+    }
+    let message = "All of the works are synchronized to the latest";
+    out.push(Condition::new(WORK_SYNCHRONIZED, true, REASON_WORK_SYNCHRONIZED, message));
+
+    let statuses: Vec<_> = current_works.iter().map(|w| (*w, status_of(w))).collect();
+    let applied: Vec<Option<&Condition>> =
+        statuses.iter().map(|(w, s)| current(w, &s.conditions, CONDITION_APPLIED)).collect();
+    if let Some((w, _)) = statuses.iter().zip(&applied).find(|(_, c)| c.is_some_and(|c| c.status == "False")) {
+        let message = format!("Work object {} has failed to apply", w.0.metadata.name);
+        out.push(Condition::new(APPLIED, false, REASON_APPLY_FAILED, message));
+        return (observe(out, generation), failed_placements(&current_works, CONDITION_APPLIED));
+    }
+    if let Some(((w, _), _)) = statuses.iter().zip(&applied).find(|(_, c)| !c.is_some_and(Condition::is_true)) {
+        let message = format!("Work object {} is not yet applied", w.metadata.name);
+        out.push(Condition::unknown(APPLIED, REASON_APPLY_PENDING, message));
+        return (observe(out, generation), Vec::new());
+    }
+    out.push(Condition::new(APPLIED, true, REASON_APPLY_SUCCEEDED, "All corresponding work objects are applied"));
+
+    let available: Vec<Option<&Condition>> =
+        statuses.iter().map(|(w, s)| current(w, &s.conditions, CONDITION_AVAILABLE)).collect();
+    if let Some(((w, _), _)) = statuses.iter().zip(&available).find(|(_, c)| !c.is_some_and(Condition::is_true)) {
+        let message = format!("Work object {} is not yet available", w.metadata.name);
+        out.push(Condition::new(AVAILABLE, false, REASON_NOT_AVAILABLE, message));
+        return (observe(out, generation), failed_placements(&current_works, CONDITION_AVAILABLE));
+    }
+    let untrackable = statuses
+        .iter()
+        .zip(&available)
+        .find(|(_, c)| c.is_some_and(|c| c.reason == fleet_api::work::REASON_NOT_TRACKABLE));
+    match untrackable {
+        Some(((w, _), _)) => {
+            let message = format!("The availability of work object {} is not trackable", w.metadata.name);
+            out.push(Condition::new(AVAILABLE, true, REASON_NOT_TRACKABLE, message));
+        }
+        None => {
+            let message = "All corresponding work objects are available";
+            out.push(Condition::new(AVAILABLE, true, REASON_AVAILABLE, message));
+        }
+    }
+    (observe(out, generation), Vec::new())
+}
+
+/// Every condition with `observedGeneration` = `generation`.
+fn observe(conditions: Vec<Condition>, generation: i64) -> Vec<Condition> {
+    conditions.into_iter().map(|c| c.observing(generation)).collect()
+}
+
+/// Updates one chosen cluster's entry: keeps its `Scheduled` condition (set
+/// by the scheduler), sets `RolloutStarted`, `Overridden`
+/// (`NoOverrideSpecified`), `WorkSynchronized`, `Applied` and `Available`
+/// with rollout.md's reasons and `observedGeneration` = `generation` —
+/// each only while the ones before are True (later ones are removed) —,
+/// `observedResourceIndex` = the binding's bound index, and
+/// `failedPlacements` (≤ 100). Transition times move only when a status does.
+pub fn fold_cluster(entry: &mut PerClusterStatus, facts: &ClusterRollout, generation: i64, now: &str) {
+    let spec = binding_spec_of(facts.binding);
+    let bound = (spec.state == STATE_BOUND).then(|| snapshot_index_of_name(&spec.resource_snapshot_name)).flatten();
+    entry.cluster_name = facts.cluster.to_string();
+    entry.observed_resource_index = bound.map(|i| i.to_string()).unwrap_or_default();
+    let (computed, failed) = conditions(facts, bound, generation);
+    let old = std::mem::take(&mut entry.conditions);
+    entry.conditions.extend(find(&old, PER_CLUSTER_SCHEDULED).cloned());
+    entry.conditions.extend(computed.into_iter().map(|c| carried(&old, c, now)));
+    let ours = |t: &str| t == PER_CLUSTER_SCHEDULED || ROLLOUT_CONDITIONS.contains(&t);
+    entry.conditions.extend(old.iter().filter(|c| !ours(&c.type_)).cloned());
+    if failed.is_empty() {
+        entry.rest.remove("failedPlacements");
+    } else {
+        entry.rest.insert("failedPlacements".into(), Value::Array(failed));
+    }
+}

@@ -1,0 +1,120 @@
+//! Placement status folding (rollout.md "Placement status"): each chosen
+//! cluster's entry in `status.placementStatuses` from its binding and Works
+//! ([`fold_cluster`]), and the placement's own conditions from those entries
+//! ([`fold_placement`]).
+//!
+//! Decisions beyond the spec's wording:
+//! - a cluster's entry reads its bound index from the binding's
+//!   `resourceSnapshotName` (`<placement>-<index>-snapshot`);
+//! - per cluster, `Available` keeps KubeFleet's reason `WorkNotTrackable`
+//!   when a Work reports it (the placement-level condition still says
+//!   `ResourceAvailable`), so a user can see why a rollout waited;
+//! - per cluster, Applied is Unknown/`ApplyPending` until every Work reports
+//!   at its generation; Available is False/`ResourceNotAvailableYet` until
+//!   every Work is available;
+//! - `failedPlacements` lists manifests whose `Applied` is False when the
+//!   cluster's Applied is False, and (as KubeFleet does) manifests whose
+//!   `Available` is False when the cluster's Available is False; at most 100;
+//! - at placement level False wins over Unknown: one failed cluster makes
+//!   the condition False even while others are pending;
+//! - the chain stops after the first condition that is not True; a
+//!   `Scheduled` condition that is Unknown (pending) stops it at once, a False
+//!   one (unfulfilled) does not, since the chosen clusters still roll out;
+//! - with no chosen clusters every condition after `Scheduled` is vacuously
+//!   True (messages count 0 clusters);
+//! - with `strategy.type: External`, clusters not yet rolled out make
+//!   `RolloutStarted` Unknown/`RolloutStartedUnknown` rather than False.
+
+mod cluster;
+mod summary;
+#[cfg(test)]
+mod tests_cluster;
+#[cfg(test)]
+mod tests_summary;
+
+use fleet_api::conditions::{find, Condition};
+use fleet_api::Object;
+
+pub use cluster::{fold_cluster, snapshot_index_of_name};
+pub use summary::fold_placement;
+
+/// Per-cluster (and placement-suffix) condition: the binding is bound to the latest snapshot.
+pub const ROLLOUT_STARTED: &str = "RolloutStarted";
+/// Overrides were applied (none exist yet: always `NoOverrideSpecified`).
+pub const OVERRIDDEN: &str = "Overridden";
+/// The binding's Works exist for its bound snapshot.
+pub const WORK_SYNCHRONIZED: &str = "WorkSynchronized";
+/// The Works were applied on the member cluster.
+pub const APPLIED: &str = "Applied";
+/// The applied resources are available.
+pub const AVAILABLE: &str = "Available";
+/// The conditions after `Scheduled`, in order.
+pub const ROLLOUT_CONDITIONS: [&str; 5] = [ROLLOUT_STARTED, OVERRIDDEN, WORK_SYNCHRONIZED, APPLIED, AVAILABLE];
+
+/// Reason: the binding is bound to the latest snapshot.
+pub const REASON_ROLLOUT_STARTED: &str = "RolloutStarted";
+/// Reason: the rollout strategy holds the binding back.
+pub const REASON_ROLLOUT_NOT_STARTED: &str = "RolloutNotStartedYet";
+/// Reason: rollout state unknown (external strategy).
+pub const REASON_ROLLOUT_UNKNOWN: &str = "RolloutStartedUnknown";
+/// Reason: no override applies.
+pub const REASON_NO_OVERRIDE: &str = "NoOverrideSpecified";
+/// Reason: overrides applied.
+pub const REASON_OVERRIDDEN: &str = "OverriddenSucceeded";
+/// Reason: an override failed.
+pub const REASON_OVERRIDE_FAILED: &str = "OverriddenFailed";
+/// Reason: overriding not done yet.
+pub const REASON_OVERRIDE_PENDING: &str = "OverriddenPending";
+/// Reason: Works are current.
+pub const REASON_WORK_SYNCHRONIZED: &str = "WorkSynchronized";
+/// Reason: Works are missing or stale.
+pub const REASON_WORK_NOT_SYNCHRONIZED: &str = "WorkNotSynchronizedYet";
+/// Reason: applied.
+pub const REASON_APPLY_SUCCEEDED: &str = "ApplySucceeded";
+/// Reason: some apply failed.
+pub const REASON_APPLY_FAILED: &str = "ApplyFailed";
+/// Reason: apply not reported yet.
+pub const REASON_APPLY_PENDING: &str = "ApplyPending";
+/// Reason: available.
+pub const REASON_AVAILABLE: &str = "ResourceAvailable";
+/// Reason: not available yet.
+pub const REASON_NOT_AVAILABLE: &str = "ResourceNotAvailableYet";
+/// Per-cluster reason: available, but some resource's availability is not trackable.
+pub const REASON_NOT_TRACKABLE: &str = fleet_api::work::REASON_NOT_TRACKABLE;
+/// Most entries in `failedPlacements`.
+pub const MAX_FAILED_PLACEMENTS: usize = 100;
+
+/// The per-cluster rollout facts the node gathers for one chosen cluster.
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterRollout<'a> {
+    /// The cluster's name.
+    pub cluster: &'a str,
+    /// The cluster's binding.
+    pub binding: &'a Object,
+    /// The binding's Works (any order).
+    pub works: &'a [Object],
+    /// Index of the latest resource snapshot group, if known.
+    pub latest_resource_index: Option<u64>,
+    /// How many Works the bound group needs (its number of snapshots; 0 is
+    /// read as 1).
+    pub expected_works: usize,
+}
+
+/// `condition` with its transition time kept from `old` when the status did
+/// not change, `now` otherwise (`set_condition`'s rule).
+fn carried(old: &[Condition], mut condition: Condition, now: &str) -> Condition {
+    condition.last_transition_time = match find(old, &condition.type_) {
+        Some(existing) if existing.status == condition.status => existing.last_transition_time.clone(),
+        _ => now.to_string(),
+    };
+    condition
+}
+
+/// `1 cluster`, `3 clusters`.
+fn clusters(n: usize) -> String {
+    if n == 1 {
+        "1 cluster".to_string()
+    } else {
+        format!("{n} clusters")
+    }
+}

@@ -1,0 +1,199 @@
+//! One chosen cluster's status entry.
+
+use fleet_api::conditions::{find, Condition};
+use fleet_api::placement::PerClusterStatus;
+use fleet_api::Object;
+use serde_json::{json, Value};
+
+use super::*;
+
+pub(super) fn binding(state: &str, snapshot: &str) -> Object {
+    serde_json::from_value(
+        json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourceBinding",
+        "metadata": {"name": "web-east"}, "spec": {"state": state, "targetCluster": "east",
+            "resourceSnapshotName": snapshot, "schedulingPolicySnapshotName": "web-0"}}),
+    )
+    .unwrap()
+}
+
+/// A Work of `binding` web-east for `index` at generation 1 with
+/// (type, status, reason) conditions observed at 1 and manifest conditions.
+pub(super) fn work(name: &str, index: u64, conditions: &[(&str, &str, &str)], manifests: Value) -> Object {
+    let conditions: Vec<Value> = conditions
+        .iter()
+        .map(|(t, s, r)| json!({"type": t, "status": s, "reason": r, "observedGeneration": 1, "lastTransitionTime": "t0"}))
+        .collect();
+    serde_json::from_value(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+        "metadata": {"name": name, "namespace": "fleet-member-east", "generation": 1, "labels": {
+            "kubernetes-fleet.io/parent-resource-binding": "web-east",
+            "kubernetes-fleet.io/parent-resource-snapshot-index": index.to_string()}},
+        "spec": {"workload": {"manifests": []}},
+        "status": {"conditions": conditions, "manifestConditions": manifests}}))
+    .unwrap()
+}
+
+pub(super) const OK: &[(&str, &str, &str)] =
+    &[("Applied", "True", "AllManifestsApplied"), ("Available", "True", "AllManifestsAvailable")];
+
+fn scheduled_entry() -> PerClusterStatus {
+    PerClusterStatus {
+        cluster_name: "east".into(),
+        conditions: vec![Condition {
+            last_transition_time: "t0".into(),
+            ..Condition::new("Scheduled", true, "Scheduled", "picked")
+        }],
+        ..Default::default()
+    }
+}
+
+fn fold(binding: &Object, works: &[Object], latest: Option<u64>, expected: usize) -> PerClusterStatus {
+    let mut entry = scheduled_entry();
+    let facts =
+        ClusterRollout { cluster: "east", binding, works, latest_resource_index: latest, expected_works: expected };
+    fold_cluster(&mut entry, &facts, 5, "t1");
+    entry
+}
+
+fn summary(entry: &PerClusterStatus) -> Vec<(String, String, String)> {
+    entry.conditions.iter().map(|c| (c.type_.clone(), c.status.clone(), c.reason.clone())).collect()
+}
+
+fn s(t: &str, st: &str, r: &str) -> (String, String, String) {
+    (t.into(), st.into(), r.into())
+}
+
+#[test]
+fn a_rolled_out_cluster_has_every_condition_true() {
+    let b = binding("Bound", "web-2-snapshot");
+    let entry = fold(&b, &[work("web-work", 2, OK, json!([])), work("web-work-1", 2, OK, json!([]))], Some(2), 2);
+    assert_eq!(
+        summary(&entry),
+        vec![
+            s("Scheduled", "True", "Scheduled"),
+            s("RolloutStarted", "True", "RolloutStarted"),
+            s("Overridden", "True", "NoOverrideSpecified"),
+            s("WorkSynchronized", "True", "WorkSynchronized"),
+            s("Applied", "True", "ApplySucceeded"),
+            s("Available", "True", "ResourceAvailable"),
+        ]
+    );
+    assert_eq!(entry.observed_resource_index, "2");
+    assert!(entry.conditions[1..].iter().all(|c| c.observed_generation == Some(5) && c.last_transition_time == "t1"));
+    assert_eq!(entry.conditions[0].last_transition_time, "t0", "Scheduled is kept as it was");
+    assert!(!entry.rest.contains_key("failedPlacements"));
+}
+
+#[test]
+fn not_bound_to_the_latest_stops_at_rollout_started() {
+    let entry = fold(&binding("Bound", "web-1-snapshot"), &[work("web-work", 1, OK, json!([]))], Some(2), 1);
+    assert_eq!(summary(&entry)[1..], [s("RolloutStarted", "False", "RolloutNotStartedYet")]);
+    assert_eq!(entry.observed_resource_index, "1");
+    let entry = fold(&binding("Scheduled", ""), &[], Some(2), 1);
+    assert_eq!(summary(&entry)[1..], [s("RolloutStarted", "False", "RolloutNotStartedYet")]);
+    assert_eq!(entry.observed_resource_index, "");
+}
+
+#[test]
+fn missing_or_stale_works_are_not_synchronized() {
+    let b = binding("Bound", "web-2-snapshot");
+    let entry = fold(&b, &[work("web-work", 2, OK, json!([]))], Some(2), 2);
+    assert_eq!(summary(&entry).last(), Some(&s("WorkSynchronized", "False", "WorkNotSynchronizedYet")));
+    let entry = fold(&b, &[work("web-work", 1, OK, json!([]))], Some(2), 1);
+    assert_eq!(summary(&entry).last(), Some(&s("WorkSynchronized", "False", "WorkNotSynchronizedYet")));
+    assert_eq!(summary(&entry).len(), 4);
+}
+
+#[test]
+fn apply_pending_and_failed() {
+    let b = binding("Bound", "web-2-snapshot");
+    let entry = fold(&b, &[work("web-work", 2, &[], json!([]))], Some(2), 1);
+    assert_eq!(summary(&entry).last(), Some(&s("Applied", "Unknown", "ApplyPending")));
+    let manifests = json!([
+        {"identifier": {"ordinal": 0, "group": "apps", "version": "v1", "kind": "Deployment", "namespace": "app", "name": "web"},
+         "conditions": [{"type": "Applied", "status": "False", "reason": "Conflict", "message": "owned elsewhere"}]},
+        {"identifier": {"ordinal": 1, "version": "v1", "kind": "ConfigMap", "namespace": "app", "name": "cfg"},
+         "conditions": [{"type": "Applied", "status": "True", "reason": "Applied"}]}
+    ]);
+    let failed = work("web-work", 2, &[("Applied", "False", "SomeManifestsAreNotApplied")], manifests);
+    let entry = fold(&b, &[failed], Some(2), 1);
+    assert_eq!(summary(&entry).last(), Some(&s("Applied", "False", "ApplyFailed")));
+    assert_eq!(
+        entry.rest.get("failedPlacements"),
+        Some(&json!([{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "app", "name": "web",
+            "condition": {"type": "Applied", "status": "False", "reason": "Conflict", "message": "owned elsewhere"}}]))
+    );
+    // Once fixed, the list goes away.
+    let entry2 = {
+        let mut e = entry.clone();
+        let works = [work("web-work", 2, OK, json!([]))];
+        let facts = ClusterRollout {
+            cluster: "east",
+            binding: &b,
+            works: &works,
+            latest_resource_index: Some(2),
+            expected_works: 1,
+        };
+        fold_cluster(&mut e, &facts, 5, "t2");
+        e
+    };
+    assert!(!entry2.rest.contains_key("failedPlacements"));
+    assert_eq!(find(&entry2.conditions, "Applied").map(|c| c.last_transition_time.as_str()), Some("t2"));
+    assert_eq!(find(&entry2.conditions, "RolloutStarted").map(|c| c.last_transition_time.as_str()), Some("t1"));
+}
+
+#[test]
+fn not_available_yet_and_not_trackable() {
+    let b = binding("Bound", "web-2-snapshot");
+    let pending = work(
+        "web-work",
+        2,
+        &[("Applied", "True", "AllManifestsApplied"), ("Available", "False", "SomeManifestsAreNotAvailable")],
+        json!([]),
+    );
+    let entry = fold(&b, &[pending], Some(2), 1);
+    assert_eq!(summary(&entry).last(), Some(&s("Available", "False", "ResourceNotAvailableYet")));
+    let untrackable = work(
+        "web-work",
+        2,
+        &[("Applied", "True", "AllManifestsApplied"), ("Available", "True", "WorkNotTrackable")],
+        json!([]),
+    );
+    let entry = fold(&b, &[untrackable], Some(2), 1);
+    assert_eq!(summary(&entry).last(), Some(&s("Available", "True", "WorkNotTrackable")));
+}
+
+#[test]
+fn failed_placements_are_capped_at_100() {
+    let manifests: Vec<Value> = (0..150)
+        .map(|i| json!({"identifier": {"ordinal": i, "version": "v1", "kind": "ConfigMap", "namespace": "app", "name": format!("c{i}")},
+            "conditions": [{"type": "Applied", "status": "False", "reason": "Bad"}]}))
+        .collect();
+    let failed = work("web-work", 2, &[("Applied", "False", "SomeManifestsAreNotApplied")], Value::Array(manifests));
+    let entry = fold(&binding("Bound", "web-2-snapshot"), &[failed], Some(2), 1);
+    assert_eq!(entry.rest.get("failedPlacements").and_then(Value::as_array).map(Vec::len), Some(100));
+}
+
+#[test]
+fn later_conditions_are_removed_when_an_earlier_one_turns_false() {
+    let b = binding("Bound", "web-2-snapshot");
+    let mut entry = fold(&b, &[work("web-work", 2, OK, json!([]))], Some(2), 1);
+    assert_eq!(entry.conditions.len(), 6);
+    let works = [work("web-work", 2, OK, json!([]))];
+    let facts = ClusterRollout {
+        cluster: "east",
+        binding: &b,
+        works: &works,
+        latest_resource_index: Some(3),
+        expected_works: 1,
+    };
+    fold_cluster(&mut entry, &facts, 6, "t2");
+    assert_eq!(summary(&entry)[1..], [s("RolloutStarted", "False", "RolloutNotStartedYet")]);
+}
+
+#[test]
+fn snapshot_index_from_name() {
+    assert_eq!(snapshot_index_of_name("web-12-snapshot"), Some(12));
+    assert_eq!(snapshot_index_of_name("my-web-0-snapshot"), Some(0));
+    assert_eq!(snapshot_index_of_name("web-1-2"), None);
+    assert_eq!(snapshot_index_of_name(""), None);
+}
