@@ -181,8 +181,8 @@ async fn policies_choose_clusters_by_name_label_property_sorter_and_spread() {
     // Scale-out only adds (and keeps the very same bindings).
     apply_yaml(&hub, &crp("top", &sorter(4)));
     let after = wait_chosen(&hub, "top", &["central-1", "east-1", "east-2", "west-1"], true).await;
-    for (cluster, binding) in &before {
-        assert_eq!(after.get(cluster), Some(binding), "scale-out must keep {cluster}'s binding");
+    for (cluster, (_, uid)) in &before {
+        assert_eq!(after.get(cluster).map(|b| &b.1), Some(uid), "scale-out must keep {cluster}'s binding");
     }
     let top_policy = list(&hub, "csps", "kubernetes-fleet.io/parent-CRP=top").await.expect("policy snapshots");
     assert_eq!(top_policy.len(), 1, "a numberOfClusters change makes no new policy snapshot");
@@ -224,7 +224,9 @@ async fn policies_choose_clusters_by_name_label_property_sorter_and_spread() {
         }
     })
     .await;
-    assert_eq!(bindings(&hub, "top").await.expect("top bindings"), before, "a resource change never reschedules");
+    let uids = |b: BTreeMap<String, (String, String)>| b.into_iter().map(|(c, (_, uid))| (c, uid)).collect::<Vec<_>>();
+    let after = bindings(&hub, "top").await.expect("top bindings");
+    assert_eq!(uids(after), uids(before), "a resource change never reschedules");
 
     // describe shows the decision with its scores.
     let out = hub.fleetctl(&["describe", "crp", "top"]);
@@ -268,7 +270,10 @@ async fn taints_repel_new_placements_only_and_a_cluster_that_leaves_is_replaced(
     // and keeps east-1 as it was.
     let small_after = wait_chosen(&hub, "small", &["east-1", "west-1"], true).await;
     assert_eq!(small_after["east-1"], small_before["east-1"], "the cluster that stayed keeps its binding");
-    assert_eq!(small_after["east-2"].0, "Unscheduled", "the binding of the cluster that left is unscheduled");
+    assert!(
+        small_after.get("east-2").is_none_or(|b| b.0 == "Unscheduled"),
+        "the binding of the cluster that left is unscheduled (then deleted by the rollout): {small_after:?}"
+    );
     // east-1 is tainted and west-1 too: nothing can replace east-2 in pair.
     wait_chosen(&hub, "pair", &["central-1"], false).await;
     wait_chosen(&hub, "plain", &["central-1", "west-1"], true).await;

@@ -108,6 +108,12 @@ impl Feed {
                 self.remember_placement(object);
                 self.queue.add(event.key.clone());
             }
+        } else if group == FLEET_PLACEMENT_GROUP && kind == "Work" {
+            if let Some(parent) = parent_of_work(object) {
+                if self.placements.contains_key(&parent) {
+                    self.queue.add(parent);
+                }
+            }
         } else if group == FLEET_PLACEMENT_GROUP && is_placement_child(kind) {
             if let Some(parent) = parent_of(object) {
                 if self.placements.contains_key(&parent) {
@@ -187,6 +193,16 @@ fn parent_of(child: &Object) -> Option<ObjectKey> {
     match child.metadata.namespace.as_deref() {
         Some(ns) if !ns.is_empty() => Some(ObjectKey::new(FLEET_PLACEMENT_GROUP, RESOURCE_PLACEMENT, ns, name)),
         _ => Some(ObjectKey::new(FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT, "", name)),
+    }
+}
+
+/// The key of the placement a Work was rendered for (Works live in the
+/// member's namespace; an RP's carry its namespace in a label).
+fn parent_of_work(work: &Object) -> Option<ObjectKey> {
+    let name = work.metadata.labels.get(PARENT_PLACEMENT_LABEL)?;
+    match work.metadata.labels.get(fleet_placement::works::PARENT_NAMESPACE_LABEL) {
+        Some(ns) => Some(ObjectKey::new(FLEET_PLACEMENT_GROUP, RESOURCE_PLACEMENT, ns, name)),
+        None => Some(ObjectKey::new(FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT, "", name)),
     }
 }
 

@@ -121,9 +121,10 @@ async fn worker(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>) {
     loop {
         let key = queue.next().await;
         match reconcile(&consensus, &key).await {
-            Ok(true) => {}
+            Ok(Pass::Done { recheck_after: None }) => {}
+            Ok(Pass::Done { recheck_after: Some(delay) }) => queue.add_after(key.clone(), delay),
             // Added while held: queued again when done.
-            Ok(false) => queue.add(key.clone()),
+            Ok(Pass::MoreSteps) => queue.add(key.clone()),
             Err(e) if e.is_conflict() => {
                 tracing::debug!(placement = %key, "reconcile lost a race, retrying: {e}");
                 queue.add_after(key.clone(), CONFLICT_RETRY);
@@ -137,20 +138,39 @@ async fn worker(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>) {
     }
 }
 
-/// Runs steps until the placement is up to date (`true`) or the step budget
-/// is spent (`false`: requeue).
-async fn reconcile(consensus: &Arc<Consensus>, key: &ObjectKey) -> Result<bool, ControllerError> {
+/// How a reconcile ended.
+enum Pass {
+    /// Up to date (look again after this long, if time alone matters).
+    Done { recheck_after: Option<Duration> },
+    /// The step budget is spent; requeue to let other keys in.
+    MoreSteps,
+}
+
+/// Runs steps until the placement is up to date or the step budget is spent.
+async fn reconcile(consensus: &Arc<Consensus>, key: &ObjectKey) -> Result<Pass, ControllerError> {
     for _ in 0..MAX_STEPS {
         let store = consensus.store().clone();
         let read_key = key.clone();
         let now = now_rfc3339();
         let step_now = now.clone();
-        let step = tokio::task::spawn_blocking(move || placement::next_step(&store, &read_key, &step_now))
+        let unix_now = unix_seconds();
+        let next = tokio::task::spawn_blocking(move || placement::next_step(&store, &read_key, &step_now, unix_now))
             .await
             .map_err(|e| ControllerError::Task(e.to_string()))??;
-        let Some(step) = step else { return Ok(true) };
+        let step = match next {
+            placement::Next::Write(step) => *step,
+            placement::Next::Done { recheck_after } => return Ok(Pass::Done { recheck_after }),
+        };
         consensus.write(Command { now, ops: step.ops }).await?;
         events::record(consensus, &step.placement, step.events).await;
     }
-    Ok(false)
+    Ok(Pass::MoreSteps)
+}
+
+/// Seconds since the Unix epoch (the controllers' clock for rollout timing).
+fn unix_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }

@@ -1,0 +1,121 @@
+//! The placement controller's reconcile: for one ClusterResourcePlacement or
+//! ResourcePlacement, the next atomic step that brings the store closer to
+//! what the `placement` crate says it should be, in this order:
+//!
+//! 1. policy snapshots (a new one when the policy changed; the
+//!    number-of-clusters annotation when only the count changed);
+//! 2. resource snapshots (a new group when the selected content changed;
+//!    history pruned);
+//! 3. scheduling: binding creates/updates/unschedules and the policy
+//!    snapshot's status;
+//! 4. rollout: bindings bound to (or moved onto) the latest resource
+//!    snapshot, unscheduled ones deleted, within the strategy's limits;
+//! 5. Work: each bound binding's Works rendered into its cluster's namespace;
+//! 6. status: the placement's conditions and per-cluster entries.
+//!
+//! Each step is one command carrying, besides its writes, a `Check` of the
+//! objects it read and does not write, so a step computed on a stale view is
+//! refused whole and recomputed. The steps run one after another until none
+//! has anything to do.
+
+mod objects;
+mod rollout;
+mod scheduling;
+mod snapshots;
+mod status;
+mod works;
+
+use std::time::Duration;
+
+use fleet_api::placement::{self as placement_api, PlacementSpec};
+use fleet_api::snapshot as snapshot_api;
+use fleet_api::{binding, Object, ObjectKey};
+use fleet_placement::selection;
+use fleet_statemachine::{Op, Store};
+
+pub use scheduling::binding_name;
+
+use super::events::EventNote;
+use super::view::{self, StoreSource};
+use super::ControllerError;
+
+/// One atomic step of a placement's reconcile.
+pub struct Step {
+    /// The command's ops (writes and checks).
+    pub ops: Vec<Op>,
+    /// What to record about the placement once the step committed.
+    pub events: Vec<EventNote>,
+    /// The placement as read (the events' involved object).
+    pub placement: Object,
+}
+
+/// What the reconcile should do next.
+pub enum Next {
+    /// Commit this step, then look again.
+    Write(Box<Step>),
+    /// Up to date; look again after this long if time alone can change
+    /// something (an unavailable period ending).
+    Done { recheck_after: Option<Duration> },
+}
+
+/// Everything a pass reads about one placement.
+pub struct View {
+    pub placement: Object,
+    pub spec: PlacementSpec,
+    pub policy_snapshots: Vec<Object>,
+    pub resource_snapshots: Vec<Object>,
+    pub selected: Vec<Object>,
+    pub bindings: Vec<Object>,
+}
+
+impl View {
+    /// Reads the placement at `key` and its children; `None` if it is gone.
+    fn read(store: &Store, key: &ObjectKey) -> Result<Option<View>, ControllerError> {
+        let Some(placement) = store.get(key)?.0 else { return Ok(None) };
+        if placement.metadata.deletion_timestamp.is_some() {
+            return Ok(None);
+        }
+        let (resource_kind, policy_kind) = snapshot_api::snapshot_kinds(&placement.kind);
+        let spec = placement_api::spec_of(&placement);
+        let source = StoreSource::new(store);
+        let selected =
+            selection::select_resources(&placement.kind, placement.metadata.namespace.as_deref(), &spec, &source);
+        source.finish()?;
+        Ok(Some(View {
+            policy_snapshots: view::children(store, &placement, policy_kind)?,
+            resource_snapshots: view::children(store, &placement, resource_kind)?,
+            bindings: view::children(store, &placement, binding::binding_kind(&placement.kind))?,
+            selected,
+            spec,
+            placement,
+        }))
+    }
+}
+
+/// The next step for the placement at `key`. `now` is RFC 3339 for
+/// conditions; `unix_now` the same instant in seconds for rollout timing.
+pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Result<Next, ControllerError> {
+    let Some(view) = View::read(store, key)? else { return Ok(Next::Done { recheck_after: None }) };
+    if let Some(step) = snapshots::policy_step(&view).or_else(|| snapshots::resource_step(&view)) {
+        return Ok(Next::Write(Box::new(step)));
+    }
+    let Some(scheduled) = scheduling::schedule(store, &view, now)? else {
+        return Ok(Next::Done { recheck_after: None });
+    };
+    if let Some(step) = scheduled.step {
+        return Ok(Next::Write(Box::new(step)));
+    }
+    let works = works::read(store, &view)?;
+    let rollout = rollout::plan(&view, &scheduled, &works, unix_now);
+    if let Some(step) = rollout.step {
+        return Ok(Next::Write(Box::new(step)));
+    }
+    if let Some(step) = works::sync_step(&view, &works) {
+        return Ok(Next::Write(Box::new(step)));
+    }
+    if let Some(step) = status::step(&view, &scheduled, &works, now) {
+        return Ok(Next::Write(Box::new(step)));
+    }
+    let recheck_after = rollout.recheck_at.map(|at| Duration::from_secs(u64::try_from(at - unix_now).unwrap_or(0).max(1)));
+    Ok(Next::Done { recheck_after })
+}

@@ -1,0 +1,41 @@
+//! Small builders shared by the placement controller's steps.
+
+use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
+use fleet_api::{Object, ObjectKey, OwnerReference};
+use fleet_statemachine::Op;
+
+/// A check that `object` is still at the version read.
+pub fn check(object: &Object) -> Op {
+    Op::Check { key: ObjectKey::of(object), resource_version: object.metadata.resource_version_number().unwrap_or(0) }
+}
+
+/// A delete conditional on the version read.
+pub fn delete(object: &Object) -> Op {
+    Op::Delete { key: ObjectKey::of(object), resource_version: object.metadata.resource_version_number() }
+}
+
+/// The controller reference from a placement's children to it (deleting
+/// the placement deletes them).
+pub fn owner_reference(placement: &Object) -> OwnerReference {
+    OwnerReference {
+        api_version: placement.api_version.clone(),
+        kind: placement.kind.clone(),
+        name: placement.metadata.name.clone(),
+        uid: placement.metadata.uid.clone(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// Gives a new object the uid the proposer decides.
+pub fn with_uid(mut object: Object) -> Object {
+    if object.metadata.uid.is_empty() {
+        object.metadata.uid = uuid::Uuid::new_v4().to_string();
+    }
+    object
+}
+
+/// The key of a Fleet placement-group object.
+pub fn placement_group_key(kind: &str, namespace: &str, name: &str) -> ObjectKey {
+    ObjectKey::new(FLEET_PLACEMENT_GROUP, kind, namespace, name)
+}

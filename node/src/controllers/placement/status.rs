@@ -1,0 +1,150 @@
+//! Step 6: the placement's status — its six conditions in order, one entry
+//! per chosen cluster (plus PickFixed's failed ones), the selected resources
+//! and the latest resource index — written only when something changed, so
+//! a burst of Work status updates becomes one placement status write.
+
+use fleet_api::binding;
+use fleet_api::conditions::{find, set_condition, Condition};
+use fleet_api::placement::{
+    self as placement_api, scheduled_condition_type, PerClusterStatus, PlacementStatus, EXTERNAL,
+    PER_CLUSTER_SCHEDULED, PICK_FIXED,
+};
+use fleet_api::Object;
+use fleet_placement::selection;
+use fleet_placement::snapshot;
+use fleet_placement::status::{self as status_fold, ClusterRollout};
+use fleet_statemachine::Op;
+
+use super::scheduling::{scheduled_message, Scheduled};
+use super::works::{bound_group, BindingWorks};
+use super::{Step, View};
+use crate::controllers::events::EventNote;
+
+/// Placement-level transitions worth an event: (condition suffix, reason).
+const MILESTONES: &[(&str, &str)] = &[
+    ("Scheduled", "PlacementScheduleSuccess"),
+    ("RolloutStarted", "PlacementRolloutStarted"),
+    ("WorkSynchronized", "PlacementWorkSynchronized"),
+    ("Applied", "PlacementApplied"),
+    ("Available", "PlacementRolloutCompleted"),
+];
+
+/// The status write, if the status changed.
+pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, now: &str) -> Option<Step> {
+    let placement = &view.placement;
+    let generation = placement.metadata.generation;
+    let current = placement_api::status_of(placement);
+    let mut status = current.clone();
+    let latest_index = snapshot::latest_resource_index(&view.resource_snapshots);
+    status.selected_resources = selection::identifiers(&view.selected);
+    status.observed_resource_index = latest_index.map(|i| i.to_string()).unwrap_or_default();
+    status.placement_statuses = per_cluster(view, scheduled, works, &current, latest_index, now);
+
+    let (fulfilled, reason, message) = scheduled.verdict();
+    let type_ = scheduled_condition_type(&placement.kind);
+    let scheduled_condition = Condition::new(&type_, fulfilled, reason, message).observing(generation);
+    let mut scheduled_now = current.conditions.clone();
+    set_condition(&mut scheduled_now, scheduled_condition, now);
+    let scheduled_condition = find(&scheduled_now, &type_).cloned()?;
+    let external = view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL);
+    status.conditions = status_fold::fold_placement(
+        &placement.kind,
+        generation,
+        &scheduled_condition,
+        &status.placement_statuses,
+        external,
+        &current.conditions,
+        now,
+    );
+    if status == current {
+        return None;
+    }
+    let events = milestone_events(&placement.kind, &current, &status);
+    let mut updated = placement.clone();
+    placement_api::set_status(&mut updated, &status);
+    Some(Step { ops: vec![Op::UpdateStatus { object: updated }], events, placement: placement.clone() })
+}
+
+/// One entry per chosen cluster (its binding's rollout folded in), then
+/// PickFixed's listed clusters that could not be chosen.
+fn per_cluster(
+    view: &View,
+    scheduled: &Scheduled,
+    works: &BindingWorks,
+    current: &PlacementStatus,
+    latest_index: Option<u64>,
+    now: &str,
+) -> Vec<PerClusterStatus> {
+    let generation = view.placement.metadata.generation;
+    let existing = |cluster: &str| {
+        current
+            .placement_statuses
+            .iter()
+            .find(|e| e.cluster_name == cluster)
+            .cloned()
+            .unwrap_or_else(|| PerClusterStatus { cluster_name: cluster.to_string(), ..Default::default() })
+    };
+    let mut entries = Vec::new();
+    for decision in &scheduled.outcome.chosen {
+        let cluster = decision.cluster_name.as_str();
+        let mut entry = existing(cluster);
+        let message = format!("Successfully {}", scheduled_message(cluster, decision));
+        let condition = Condition::new(PER_CLUSTER_SCHEDULED, true, "Scheduled", message).observing(generation);
+        set_condition(&mut entry.conditions, condition, now);
+        if let Some(b) = active_binding(&view.bindings, cluster) {
+            let no_works = Vec::new();
+            let expected_works = bound_group(view, &binding::spec_of(b)).map(|(_, g)| g.len()).unwrap_or(1);
+            let facts = ClusterRollout {
+                cluster,
+                binding: b,
+                works: works.get(&b.metadata.name).unwrap_or(&no_works),
+                latest_resource_index: latest_index,
+                expected_works,
+            };
+            status_fold::fold_cluster(&mut entry, &facts, generation, now);
+        }
+        entries.push(entry);
+    }
+    if scheduled.policy.placement_type() == PICK_FIXED {
+        for decision in scheduled.outcome.filtered.iter().filter(|d| scheduled.policy.cluster_names.contains(&d.cluster_name)) {
+            let mut entry = existing(&decision.cluster_name);
+            entry.conditions.retain(|c| c.type_ == PER_CLUSTER_SCHEDULED);
+            let condition = Condition::new(PER_CLUSTER_SCHEDULED, false, "ScheduleFailed", decision.reason.clone())
+                .observing(generation);
+            set_condition(&mut entry.conditions, condition, now);
+            entries.push(entry);
+        }
+    }
+    entries
+}
+
+/// The Scheduled or Bound binding of `cluster`.
+fn active_binding<'a>(bindings: &'a [Object], cluster: &str) -> Option<&'a Object> {
+    bindings.iter().find(|b| {
+        let spec = binding::spec_of(b);
+        spec.target_cluster == cluster && spec.is_active()
+    })
+}
+
+/// Events for placement conditions that just became True, and for a newly
+/// failed apply.
+fn milestone_events(kind: &str, before: &PlacementStatus, after: &PlacementStatus) -> Vec<EventNote> {
+    let mut events = Vec::new();
+    let was_true = |type_: &str| find(&before.conditions, type_).is_some_and(Condition::is_true);
+    for (suffix, reason) in MILESTONES {
+        let type_ = format!("{kind}{suffix}");
+        if let Some(c) = find(&after.conditions, &type_) {
+            if c.is_true() && !was_true(&type_) {
+                events.push(EventNote::normal(reason, c.message.clone()));
+            }
+        }
+    }
+    let applied = format!("{kind}Applied");
+    if let Some(c) = find(&after.conditions, &applied) {
+        let failed_before = find(&before.conditions, &applied).is_some_and(|b| b.status == "False");
+        if c.status == "False" && !failed_before {
+            events.push(EventNote::warning("PlacementApplyFailed", c.message.clone()));
+        }
+    }
+    events
+}
