@@ -144,6 +144,32 @@ pub fn progress(placement: &Object) -> Progress {
     Progress { placement: name, generation, latest_index, clusters, outcome }
 }
 
+/// Holds a complete rollout back until the placement and every chosen
+/// cluster report `latest` (the newest resource snapshot's index, when known):
+/// right after a resource change the status still describes the previous
+/// snapshot, which must not count as done.
+pub fn require_latest_index(mut progress: Progress, latest: Option<u64>) -> Progress {
+    let Some(latest) = latest else { return progress };
+    if progress.outcome != Outcome::Complete {
+        return progress;
+    }
+    let want = latest.to_string();
+    let behind: Vec<&str> = progress
+        .clusters
+        .iter()
+        .filter(|c| c.resource_index.as_deref() != Some(want.as_str()))
+        .map(|c| c.cluster.as_str())
+        .collect();
+    if progress.latest_index.as_deref() != Some(want.as_str()) || !behind.is_empty() {
+        let mut why = format!("waiting for resource index {latest} to be rolled out");
+        if !behind.is_empty() {
+            why.push_str(&format!(" (clusters behind: {})", behind.join(", ")));
+        }
+        progress.outcome = Outcome::InProgress(why);
+    }
+    progress
+}
+
 /// One `placementStatuses` entry's progress at `generation`.
 pub fn cluster_progress(entry: &Value, generation: i64) -> ClusterProgress {
     let conditions = entry.get("conditions").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);

@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use fleet_api::snapshot::{index_of, snapshot_kinds, IS_LATEST_LABEL, PARENT_PLACEMENT_LABEL, RESOURCE_INDEX_LABEL};
 use fleet_api::Object;
 use tokio::time::Instant;
 
@@ -20,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::io::Io;
 use crate::kind::KindArg;
 use crate::rollout::render::{success_line, verdict_text, PlainPrinter, TerminalBars};
-use crate::rollout::{progress, Outcome, Progress};
+use crate::rollout::{progress, require_latest_index, Outcome, Progress};
 use crate::types::{EventType, ListQuery};
 use crate::watch::Watcher;
 
@@ -76,7 +77,7 @@ async fn status(client: &Client, args: RolloutStatusArgs, io: &mut Io) -> Result
     let placement = client.get(&kind, &namespace, &name, false).await?;
     let mut display = Display::new(io);
     if !args.watch {
-        let progress = progress(&placement);
+        let progress = require_latest_index(progress(&placement), latest_resource_index(client, &placement).await);
         display.show(&progress, io)?;
         display.finish();
         return conclude(&progress, io);
@@ -85,7 +86,7 @@ async fn status(client: &Client, args: RolloutStatusArgs, io: &mut Io) -> Result
     let query = ListQuery::new(kind, namespace);
     let (watcher, items) = Watcher::start(client.clone(), query, Some(name.clone())).await?;
     let current = items.into_iter().next().unwrap_or(placement);
-    let result = follow(watcher, current, deadline, args.timeout, &mut display, io).await;
+    let result = follow(client, watcher, current, deadline, args.timeout, &mut display, io).await;
     display.finish();
     conclude(&result?, io)
 }
@@ -93,6 +94,7 @@ async fn status(client: &Client, args: RolloutStatusArgs, io: &mut Io) -> Result
 /// Re-renders on every change of the placement until the rollout is
 /// decided (returning its last progress) or `deadline` passes.
 async fn follow(
+    client: &Client,
     mut watcher: Watcher,
     mut placement: Object,
     deadline: Instant,
@@ -101,7 +103,7 @@ async fn follow(
     io: &mut Io,
 ) -> Result<Progress> {
     loop {
-        let progress = progress(&placement);
+        let progress = require_latest_index(progress(&placement), latest_resource_index(client, &placement).await);
         display.show(&progress, io)?;
         let pending = match &progress.outcome {
             Outcome::InProgress(why) => why.clone(),
@@ -125,6 +127,17 @@ async fn follow(
             (_, None) => {}
         }
     }
+}
+
+/// The index of the placement's newest resource snapshot, if it can be read
+/// (a failed read leaves the check to the placement's own status).
+async fn latest_resource_index(client: &Client, placement: &Object) -> Option<u64> {
+    let (resource_kind, _) = snapshot_kinds(&placement.kind);
+    let mut query =
+        ListQuery::new(KindArg::resolve(resource_kind), placement.metadata.namespace.clone().unwrap_or_default());
+    query.label_selector = format!("{PARENT_PLACEMENT_LABEL}={},{IS_LATEST_LABEL}=true", placement.metadata.name);
+    let list = client.list(&query).await.ok()?;
+    list.items.iter().filter_map(|s| index_of(s, RESOURCE_INDEX_LABEL)).max()
 }
 
 /// Success (printed) when the rollout is complete, else the error saying

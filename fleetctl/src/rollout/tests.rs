@@ -206,3 +206,18 @@ fn terminal_bars_follow_the_clusters() {
     bars.update(&progress(&fewer));
     bars.finish();
 }
+
+#[test]
+fn a_complete_status_of_an_older_resource_index_is_still_in_progress() {
+    let clusters =
+        json!([{"clusterName": "east-1", "observedResourceIndex": "0", "conditions": conditions(6, None, 4)}]);
+    let mut object = placement(CRP, 4, placement_conditions(CRP, 6, 4), clusters);
+    object.rest.get_mut("status").unwrap()["observedResourceIndex"] = json!("0");
+    assert_eq!(progress(&object).outcome, Outcome::Complete);
+    let held = require_latest_index(progress(&object), Some(1));
+    assert!(
+        matches!(&held.outcome, Outcome::InProgress(why) if why.contains("resource index 1") && why.contains("east-1"))
+    );
+    assert_eq!(require_latest_index(progress(&object), Some(0)).outcome, Outcome::Complete);
+    assert_eq!(require_latest_index(progress(&object), None).outcome, Outcome::Complete);
+}
