@@ -28,6 +28,9 @@ pub enum Command {
     Probe(ConnectArgs),
     /// Time from applying a Work to its `Available` condition, on one member.
     WorkLatency(WorkLatencyArgs),
+    /// Time from applying a ClusterResourcePlacement to its `Scheduled`
+    /// condition for that generation, one placement after another.
+    PlacementLatency(PlacementLatencyArgs),
 }
 
 /// The system under test.
@@ -108,6 +111,7 @@ pub struct PutArgs {
 /// `work-latency`.
 #[derive(Debug, Args)]
 pub struct WorkLatencyArgs {
+    /// Endpoints and transport (only the first endpoint is used).
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// The member cluster whose namespace receives the Works.
@@ -119,4 +123,28 @@ pub struct WorkLatencyArgs {
     /// Include a Deployment (then the simulated ready delay counts too).
     #[arg(long)]
     pub deployment: bool,
+}
+
+/// Flags of `fleet-bench placement-latency`.
+#[derive(Debug, Args)]
+pub struct PlacementLatencyArgs {
+    /// Endpoints and transport (only the first endpoint is used).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// How many placements to time, one after another.
+    #[arg(long, default_value_t = 50)]
+    pub count: usize,
+    /// `numberOfClusters` of each (PickN) placement.
+    #[arg(long, default_value_t = 3)]
+    pub clusters: u32,
+    /// The Namespace the placements select; applied first (and deleted at the
+    /// end if this run created it).
+    #[arg(long, default_value = "fleet-bench")]
+    pub namespace: String,
+    /// Keep the placements (and the namespace) instead of deleting them.
+    #[arg(long)]
+    pub keep: bool,
+    /// How long one placement may take to be scheduled before the run fails.
+    #[arg(long, default_value_t = 60)]
+    pub timeout_seconds: u64,
 }

@@ -38,6 +38,23 @@ pub enum Error {
     /// A request document could not be encoded.
     #[error("cannot encode the request document: {0}")]
     Encode(#[from] serde_json::Error),
+    /// An object the hub returned could not be decoded.
+    #[error("cannot decode {what}: {source}")]
+    Decode {
+        /// What was being decoded.
+        what: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Something the benchmark waits for did not happen in time.
+    #[error("{what}: not seen within {after:?}")]
+    Deadline {
+        /// What was awaited.
+        what: String,
+        /// How long the benchmark waited.
+        after: std::time::Duration,
+    },
     /// Latency histograms could not be built or merged.
     #[error("latency histogram: {0}")]
     Histogram(String),

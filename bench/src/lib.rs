@@ -7,6 +7,7 @@ pub mod connect;
 pub mod error;
 pub mod load;
 pub mod payload;
+pub mod placement_latency;
 pub mod report;
 pub mod work_latency;
 pub mod writer;

@@ -18,6 +18,9 @@ fn main() -> anyhow::Result<()> {
                 }
             }
             Command::WorkLatency(args) => print!("{}", fleet_bench::work_latency::run(&args).await?.text()),
+            Command::PlacementLatency(args) => {
+                print!("{}", fleet_bench::placement_latency::run(&args).await?.text())
+            }
             Command::Probe(args) => {
                 let endpoints = fleet_bench::probe(&args).await?;
                 println!("{}: wrote through {}", args.target.name(), endpoints.join(", "));

@@ -262,10 +262,16 @@ async fn measure(
         let reply = client.apply(ApplyRequest { documents: vec![document], sources: vec![] }).await.map_err(hub)?;
         let replied = Instant::now();
         names.push(name.clone());
-        let stored = reply.into_inner().results.first().map(|r| Object::from_json(&r.object)).transpose()?;
-        let generation = stored.map(|p| p.metadata.generation).ok_or_else(|| {
-            Error::Hub(format!("the Apply of placement {name} returned no object"))
-        })?;
+        let stored = reply
+            .into_inner()
+            .results
+            .first()
+            .map(|r| Object::from_json(&r.object))
+            .transpose()
+            .map_err(|source| Error::Decode { what: format!("the stored placement {name}"), source })?;
+        let generation = stored
+            .map(|p| p.metadata.generation)
+            .ok_or_else(|| Error::Hub(format!("the Apply of placement {name} returned no object")))?;
         let wait = async {
             while let Some(seen) = rx.recv().await {
                 let seen = seen?;
@@ -308,10 +314,12 @@ async fn clean_up(
         targets.push(("namespaces", args.namespace.as_str()));
     }
     for (plural, name) in targets {
-        let request = DeleteRequest { kind: kind(plural), namespace: String::new(), name: name.into(), resource_version: 0 };
+        let request =
+            DeleteRequest { kind: kind(plural), namespace: String::new(), name: name.into(), resource_version: 0 };
         if let Err(status) = client.delete(request).await {
             if status.code() != tonic::Code::NotFound && first_error.is_none() {
-                first_error = Some(Error::Hub(format!("delete {plural}/{name}: {:?}: {}", status.code(), status.message())));
+                first_error =
+                    Some(Error::Hub(format!("delete {plural}/{name}: {:?}: {}", status.code(), status.message())));
             }
         }
     }
@@ -325,7 +333,8 @@ mod tests {
     fn placement(generation: i64, conditions: Value) -> Object {
         let mut doc = placement_document("p", "ns", 3, "r");
         doc["metadata"]["generation"] = json!(generation);
-        doc["status"] = json!({"conditions": conditions, "placementStatuses": [{"clusterName": "a"}, {"clusterName": "b"}]});
+        doc["status"] =
+            json!({"conditions": conditions, "placementStatuses": [{"clusterName": "a"}, {"clusterName": "b"}]});
         Object::from_json(&serde_json::to_vec(&doc).unwrap()).unwrap()
     }
 
@@ -345,8 +354,8 @@ mod tests {
         let doc = placement_document("p", "ns", 4, "r");
         assert_eq!(doc["spec"]["policy"]["numberOfClusters"], 4);
         assert_eq!(doc["spec"]["policy"]["topologySpreadConstraints"][0]["topologyKey"], "region");
-        let sorter = &doc["spec"]["policy"]["affinity"]["clusterAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
-            [0]["preference"]["propertySorter"];
+        let sorter = &doc["spec"]["policy"]["affinity"]["clusterAffinity"]
+            ["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"]["propertySorter"];
         assert_eq!(sorter["name"], AVAILABLE_CPU);
         assert_eq!(sorter["sortOrder"], "Descending");
         assert_eq!(doc["spec"]["resourceSelectors"][0]["name"], "ns");

@@ -21,6 +21,7 @@ const PER_WORK_DEADLINE: Duration = Duration::from_secs(60);
 /// The measured latencies, in milliseconds, in run order.
 #[derive(Debug, Clone)]
 pub struct Latencies {
+    /// One latency per sample, in milliseconds.
     pub samples_ms: Vec<f64>,
 }
 
@@ -39,6 +40,17 @@ impl Latencies {
             n if n % 2 == 1 => s[n / 2],
             n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
         }
+    }
+
+    /// The nearest-rank `q`-quantile (`0.9` = p90): the smallest sample with
+    /// at least `q` of all samples at or below it.
+    pub fn percentile(&self, q: f64) -> f64 {
+        let s = self.sorted();
+        if s.is_empty() {
+            return 0.0;
+        }
+        let rank = (q.clamp(0.0, 1.0) * s.len() as f64).ceil() as usize;
+        s[rank.clamp(1, s.len()) - 1]
     }
 
     /// The slowest sample.
@@ -155,5 +167,10 @@ mod tests {
         assert_eq!(Latencies { samples_ms: vec![3.0, 1.0, 2.0] }.median(), 2.0);
         assert_eq!(Latencies { samples_ms: vec![4.0, 1.0, 2.0, 3.0] }.median(), 2.5);
         assert_eq!(Latencies { samples_ms: vec![4.0, 1.0] }.max(), 4.0);
+        let ten = Latencies { samples_ms: (1..=10).rev().map(f64::from).collect() };
+        assert_eq!(ten.percentile(0.9), 9.0);
+        assert_eq!(ten.percentile(0.5), 5.0);
+        assert_eq!(ten.percentile(1.0), 10.0);
+        assert_eq!(ten.percentile(0.0), 1.0);
     }
 }
