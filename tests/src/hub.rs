@@ -329,6 +329,16 @@ impl Hub {
     }
 }
 
+/// An admin client of `endpoint` with the certificates of `pki` (for tasks
+/// that outlive a borrow of the hub).
+pub fn admin_client(endpoint: &str, pki: &std::path::Path) -> FleetClient<Channel> {
+    let read = |name: &str| std::fs::read(pki.join(name)).unwrap_or_default();
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read("ca.pem")))
+        .identity(Identity::from_pem(read("admin.pem"), read("admin-key.pem")));
+    connect(endpoint, tls)
+}
+
 /// A lazily connecting mTLS client of one endpoint.
 pub fn connect(endpoint: &str, tls: ClientTlsConfig) -> FleetClient<Channel> {
     let channel = Endpoint::from_shared(format!("https://{endpoint}"))

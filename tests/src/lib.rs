@@ -6,6 +6,7 @@
 //! The binaries must be built first (`cargo build --bins`); the harness finds
 //! them next to the test executable's directory (`target/<profile>/`).
 
+pub mod fleet;
 pub mod hub;
 pub mod objects;
 pub mod poll;

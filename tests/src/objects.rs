@@ -108,3 +108,22 @@ pub fn condition(object: &Object, type_: &str) -> Option<(String, String, i64)> 
         c["observedGeneration"].as_i64().unwrap_or(0),
     ))
 }
+
+/// Lists objects of a kind (by name) in every namespace, with a `-l` selector.
+pub async fn list_all(
+    client: &mut FleetClient<Channel>,
+    kind_name: &str,
+    selector: &str,
+) -> Result<Vec<Object>, String> {
+    let reply = client
+        .list(ListRequest {
+            kind: kind(kind_name),
+            namespace: String::new(),
+            all_namespaces: true,
+            label_selector: selector.into(),
+            read: Some(ReadOptions::default()),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    reply.into_inner().items.iter().map(|b| Object::from_json(b).map_err(|e| e.to_string())).collect()
+}

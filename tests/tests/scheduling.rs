@@ -3,22 +3,10 @@
 //! with fleetctl, decisions read back as bindings and statuses.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use fleet_api::Object;
-use fleet_proto::fleet::{ListRequest, ReadOptions};
-use fleet_tests::objects::{condition, get, kind};
-use fleet_tests::{eventually, Hub, HubOptions};
-
-const WAIT: Duration = Duration::from_secs(30);
-
-/// A member cluster of the test fleet: name, labels, nodes, CPUs per node.
-struct Member {
-    name: &'static str,
-    labels: &'static [(&'static str, &'static str)],
-    nodes: u32,
-    cpu: u32,
-}
+use fleet_tests::fleet::{apply_yaml, bindings, fleet, list, member_yaml, Member, WAIT};
+use fleet_tests::objects::{condition, get};
+use fleet_tests::{eventually, Hub};
 
 /// Six clusters over three regions; available CPU = nodes × CPUs (as
 /// allocatable) and differs for each, so sorters have a strict order:
@@ -31,83 +19,6 @@ const FLEET: &[Member] = &[
     Member { name: "central-1", labels: &[("region", "central"), ("env", "prod")], nodes: 8, cpu: 8 },
     Member { name: "central-2", labels: &[("region", "central"), ("env", "dev")], nodes: 1, cpu: 4 },
 ];
-
-fn member_yaml(m: &Member, taints: &str) -> String {
-    let labels: Vec<String> = m.labels.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    format!(
-        "apiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata:\n  name: {}\n  labels: {{{}}}\nspec:\n  heartbeatPeriodSeconds: 1\n{taints}",
-        m.name,
-        labels.join(", ")
-    )
-}
-
-fn apply_yaml(hub: &Hub, yaml: &str) {
-    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(yaml));
-    assert!(out.status.success(), "apply failed: {}\n{yaml}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// Starts the hub and the given members (labels applied before joining, CPU
-/// allocatable = capacity), and waits until all report their properties.
-async fn fleet(members: &[&Member]) -> Hub {
-    let mut hub = Hub::start(HubOptions::default()).await;
-    for m in members {
-        apply_yaml(&hub, &member_yaml(m, ""));
-        let nodes = m.nodes.to_string();
-        let capacity = format!("cpu={},memory=16Gi", m.cpu);
-        let allocatable = format!("cpu={},memory=16Gi", m.cpu);
-        hub.start_agent(
-            m.name,
-            &["--sim-nodes", &nodes, "--sim-capacity", &capacity, "--sim-allocatable", &allocatable],
-        );
-    }
-    for m in members {
-        let admin = hub.client(hub.running()[0]).await;
-        eventually(&format!("{} joined, healthy, with properties", m.name), WAIT, || {
-            let mut admin = admin.clone();
-            async move {
-                let mc = get(&mut admin, "mc", "", m.name).await.map_err(|e| e.to_string())?;
-                let healthy = condition(&mc, "Healthy").is_some_and(|c| c.0 == "True");
-                let joined = condition(&mc, "Joined").is_some_and(|c| c.0 == "True");
-                let has_cpu = mc.status().and_then(|s| s.pointer("/resourceUsage/available/cpu")).is_some();
-                if healthy && joined && has_cpu {
-                    Ok(())
-                } else {
-                    Err(format!("{:?}", mc.status()))
-                }
-            }
-        })
-        .await;
-    }
-    hub
-}
-
-async fn list(hub: &Hub, kind_name: &str, selector: &str) -> Result<Vec<Object>, String> {
-    let mut admin = hub.client(hub.running()[0]).await;
-    let reply = admin
-        .list(ListRequest {
-            kind: kind(kind_name),
-            namespace: String::new(),
-            all_namespaces: true,
-            label_selector: selector.into(),
-            read: Some(ReadOptions::default()),
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    reply.into_inner().items.iter().map(|b| Object::from_json(b).map_err(|e| e.to_string())).collect()
-}
-
-/// A placement's bindings by target cluster: (state, binding uid).
-async fn bindings(hub: &Hub, placement: &str) -> Result<BTreeMap<String, (String, String)>, String> {
-    let objects = list(hub, "crb", &format!("kubernetes-fleet.io/parent-CRP={placement}")).await?;
-    let mut out = BTreeMap::new();
-    for b in objects {
-        let spec = fleet_api::binding::spec_of(&b);
-        if out.insert(spec.target_cluster.clone(), (spec.state, b.metadata.uid.clone())).is_some() {
-            return Err(format!("two bindings for cluster {}", spec.target_cluster));
-        }
-    }
-    Ok(out)
-}
 
 /// Waits until exactly `expected` clusters have active bindings and the
 /// placement's Scheduled condition is `fulfilled`; returns the bindings.

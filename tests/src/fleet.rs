@@ -1,0 +1,92 @@
+//! A test fleet: a hub trio plus agents on embedded targets with labels and
+//! sizes, and helpers to apply YAML through fleetctl and read placements'
+//! bindings.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fleet_api::Object;
+
+use crate::objects::{condition, get};
+use crate::{eventually, Hub, HubOptions};
+
+/// How long fleet-level waits may take.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// A member cluster of the test fleet: name, labels, nodes, CPUs per node.
+pub struct Member {
+    pub name: &'static str,
+    pub labels: &'static [(&'static str, &'static str)],
+    pub nodes: u32,
+    pub cpu: u32,
+}
+
+/// A MemberCluster document for `m` heartbeating every second, with `taints` (YAML lines under spec).
+pub fn member_yaml(m: &Member, taints: &str) -> String {
+    let labels: Vec<String> = m.labels.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    format!(
+        "apiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata:\n  name: {}\n  labels: {{{}}}\nspec:\n  heartbeatPeriodSeconds: 1\n{taints}",
+        m.name,
+        labels.join(", ")
+    )
+}
+
+/// Applies YAML through `fleetctl apply -f -`; panics with fleetctl's error.
+pub fn apply_yaml(hub: &Hub, yaml: &str) {
+    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(yaml));
+    assert!(out.status.success(), "apply failed: {}\n{yaml}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Starts the hub and the given members (labels applied before joining, CPU
+/// allocatable = capacity), and waits until all report their properties.
+pub async fn fleet(members: &[&Member]) -> Hub {
+    let mut hub = Hub::start(HubOptions::default()).await;
+    for m in members {
+        apply_yaml(&hub, &member_yaml(m, ""));
+        let nodes = m.nodes.to_string();
+        let capacity = format!("cpu={},memory=16Gi", m.cpu);
+        let allocatable = format!("cpu={},memory=16Gi", m.cpu);
+        hub.start_agent(
+            m.name,
+            &["--sim-nodes", &nodes, "--sim-capacity", &capacity, "--sim-allocatable", &allocatable],
+        );
+    }
+    for m in members {
+        let admin = hub.client(hub.running()[0]).await;
+        eventually(&format!("{} joined, healthy, with properties", m.name), WAIT, || {
+            let mut admin = admin.clone();
+            async move {
+                let mc = get(&mut admin, "mc", "", m.name).await.map_err(|e| e.to_string())?;
+                let healthy = condition(&mc, "Healthy").is_some_and(|c| c.0 == "True");
+                let joined = condition(&mc, "Joined").is_some_and(|c| c.0 == "True");
+                let has_cpu = mc.status().and_then(|s| s.pointer("/resourceUsage/available/cpu")).is_some();
+                if healthy && joined && has_cpu {
+                    Ok(())
+                } else {
+                    Err(format!("{:?}", mc.status()))
+                }
+            }
+        })
+        .await;
+    }
+    hub
+}
+
+/// Lists objects of a kind in every namespace, with a `-l` selector.
+pub async fn list(hub: &Hub, kind_name: &str, selector: &str) -> Result<Vec<Object>, String> {
+    let mut admin = hub.client(hub.running()[0]).await;
+    crate::objects::list_all(&mut admin, kind_name, selector).await
+}
+
+/// A placement's bindings by target cluster: (state, binding uid).
+pub async fn bindings(hub: &Hub, placement: &str) -> Result<BTreeMap<String, (String, String)>, String> {
+    let objects = list(hub, "crb", &format!("kubernetes-fleet.io/parent-CRP={placement}")).await?;
+    let mut out = BTreeMap::new();
+    for b in objects {
+        let spec = fleet_api::binding::spec_of(&b);
+        if out.insert(spec.target_cluster.clone(), (spec.state, b.metadata.uid.clone())).is_some() {
+            return Err(format!("two bindings for cluster {}", spec.target_cluster));
+        }
+    }
+    Ok(out)
+}
