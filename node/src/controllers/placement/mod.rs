@@ -116,6 +116,7 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
     if let Some(step) = status::step(&view, &scheduled, &works, now) {
         return Ok(Next::Write(Box::new(step)));
     }
-    let recheck_after = rollout.recheck_at.map(|at| Duration::from_secs(u64::try_from(at - unix_now).unwrap_or(0).max(1)));
+    let recheck_after =
+        rollout.recheck_at.map(|at| Duration::from_secs(u64::try_from(at - unix_now).unwrap_or(0).max(1)));
     Ok(Next::Done { recheck_after })
 }

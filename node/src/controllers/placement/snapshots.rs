@@ -29,7 +29,9 @@ pub fn resource_step(view: &View) -> Option<Step> {
     let count = view.selected.len();
     let mut events: Vec<EventNote> = created_names(&changes)
         .filter(|n| n.ends_with("-snapshot"))
-        .map(|n| EventNote::normal("ResourceSnapshotCreated", format!("created resource snapshot {n} ({count} resources)")))
+        .map(|n| {
+            EventNote::normal("ResourceSnapshotCreated", format!("created resource snapshot {n} ({count} resources)"))
+        })
         .collect();
     if count == 0 && !events.is_empty() {
         events.push(EventNote::warning("NoResourcesSelected", "the resource selectors match no resources"));

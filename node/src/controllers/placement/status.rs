@@ -106,7 +106,9 @@ fn per_cluster(
         entries.push(entry);
     }
     if scheduled.policy.placement_type() == PICK_FIXED {
-        for decision in scheduled.outcome.filtered.iter().filter(|d| scheduled.policy.cluster_names.contains(&d.cluster_name)) {
+        for decision in
+            scheduled.outcome.filtered.iter().filter(|d| scheduled.policy.cluster_names.contains(&d.cluster_name))
+        {
             let mut entry = existing(&decision.cluster_name);
             entry.conditions.retain(|c| c.type_ == PER_CLUSTER_SCHEDULED);
             let condition = Condition::new(PER_CLUSTER_SCHEDULED, false, "ScheduleFailed", decision.reason.clone())

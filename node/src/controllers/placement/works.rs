@@ -51,8 +51,11 @@ pub fn read(store: &Store, view: &View) -> Result<BindingWorks, ControllerError>
 pub fn bound_group<'a>(view: &'a View, binding_spec: &binding::BindingSpec) -> Option<(u64, Vec<&'a Object>)> {
     let first = view.resource_snapshots.iter().find(|s| s.metadata.name == binding_spec.resource_snapshot_name)?;
     let index = snapshot_api::index_of(first, RESOURCE_INDEX_LABEL)?;
-    let group =
-        view.resource_snapshots.iter().filter(|s| snapshot_api::index_of(s, RESOURCE_INDEX_LABEL) == Some(index)).collect();
+    let group = view
+        .resource_snapshots
+        .iter()
+        .filter(|s| snapshot_api::index_of(s, RESOURCE_INDEX_LABEL) == Some(index))
+        .collect();
     Some((index, group))
 }
 
