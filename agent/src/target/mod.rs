@@ -20,6 +20,11 @@ pub const OWNER_ANNOTATION: &str = "fleet.kubernetes-fleet.io/owner-work";
 /// The ownership rule every target enforces: only the Work that placed an
 /// object may apply it again; anything else (another Work, or an object Fleet
 /// did not create) is a conflict, reported instead of fought over.
+///
+/// Objects left behind by a Work deleted with `propagationPolicy: Abandon`
+/// keep the annotation naming that Work (see [`crate::works`]): another Work
+/// wanting one later gets this conflict — it is never taken over — while a
+/// Work with the same namespace and name adopts it again.
 pub fn check_owner(live: &Object, owner: &str) -> Result<(), TargetError> {
     let id = ResourceId::of(live);
     match live.metadata.annotations.get(OWNER_ANNOTATION) {

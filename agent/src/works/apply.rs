@@ -233,7 +233,11 @@ pub async fn apply_work<T: Target>(
     }
     WorkOutcome {
         status: WorkStatus { conditions, manifest_conditions },
-        entry: Entry { generation: if applied_all { generation } else { 0 }, placed: still_placed },
+        entry: Entry {
+            generation: if applied_all { generation } else { 0 },
+            placed: still_placed,
+            abandon_on_delete: spec.abandons_on_delete(),
+        },
         settled: applied_all && !any_pending,
     }
 }
@@ -247,7 +251,9 @@ fn failure_reason(e: &TargetError) -> &'static str {
 }
 
 /// Deletes everything a removed Work placed (later waves first); returns
-/// what could not be deleted.
+/// what could not be deleted. Only for Works deleted with `propagationPolicy:
+/// Delete`: an abandoning Work's objects are never passed here
+/// (see [`super::forget_work`]).
 pub async fn remove_work<T: Target>(target: &T, previous: &Entry) -> Vec<ResourceId> {
     let mut ids = previous.placed.clone();
     ids.sort_by_key(|id| std::cmp::Reverse(wave(&id.group, &id.kind)));

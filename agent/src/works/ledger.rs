@@ -20,6 +20,11 @@ pub struct Entry {
     pub generation: i64,
     /// Objects this Work placed.
     pub placed: Vec<ResourceId>,
+    /// Whether the Work's last applied spec said `deleteOptions.propagationPolicy:
+    /// Abandon`: when the Work is deleted its objects stay on the cluster
+    /// (see [`super::forget_work`]). Absent (older ledgers) means `Delete`.
+    #[serde(default, rename = "abandonOnDelete", skip_serializing_if = "std::ops::Not::not")]
+    pub abandon_on_delete: bool,
 }
 
 /// All Works' records.
@@ -96,11 +101,29 @@ mod tests {
             namespace: "n".into(),
             name: "c".into(),
         };
-        ledger.set("w", Some(Entry { generation: 2, placed: vec![id.clone()] })).unwrap();
+        ledger.set("w", Some(Entry { generation: 2, placed: vec![id.clone()], abandon_on_delete: true })).unwrap();
         let again = Ledger::load(dir.path()).unwrap();
         assert_eq!(again.get("w").unwrap().placed, vec![id]);
+        assert!(again.get("w").unwrap().abandon_on_delete);
         let mut again = again;
         again.set("w", None).unwrap();
         assert!(Ledger::load(dir.path()).unwrap().get("w").is_none());
+    }
+
+    #[test]
+    fn a_ledger_from_before_delete_options_loads_as_delete_and_delete_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = r#"{"works": {"w": {"generation": 3, "placed": [
+            {"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "n", "name": "c"}]}}}"#;
+        fs::write(dir.path().join("ledger.json"), old).unwrap();
+        let mut ledger = Ledger::load(dir.path()).unwrap();
+        let entry = ledger.get("w").unwrap().clone();
+        assert_eq!((entry.generation, entry.placed.len(), entry.abandon_on_delete), (3, 1, false));
+        ledger.set("v", Some(Entry { generation: 1, ..entry.clone() })).unwrap();
+        let written = fs::read_to_string(dir.path().join("ledger.json")).unwrap();
+        assert!(!written.contains("abandonOnDelete"), "{written}");
+        ledger.set("v", Some(Entry { abandon_on_delete: true, ..entry })).unwrap();
+        let written = fs::read_to_string(dir.path().join("ledger.json")).unwrap();
+        assert!(written.contains(r#""abandonOnDelete": true"#), "{written}");
     }
 }

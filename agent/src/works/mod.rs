@@ -2,6 +2,33 @@
 //! from the last resourceVersion when moving to another node, relisting when
 //! told the version expired), and reconcile each Work that changed — or that
 //! is still settling — into the target and back into the Work's status.
+//!
+//! # Deleted Works
+//!
+//! When a Work is deleted on the hub, what it placed on the member cluster
+//! follows its `spec.deleteOptions.propagationPolicy`:
+//!
+//! - `Delete` (the default): every object the ledger says it placed is
+//!   deleted (later waves first), retried until none is left.
+//! - `Abandon`: the objects stay exactly as they are — spec, status and the
+//!   [`OWNER_ANNOTATION`](crate::target::OWNER_ANNOTATION) naming the deleted
+//!   Work included — and the Work is dropped from the ledger, so the agent
+//!   never touches them again.
+//!
+//! The policy is taken from the Work's last state carried by the watch's
+//! `DELETED` event; when the deletion is only noticed at a relist (the agent
+//! was down or lost the watch, the Work is simply missing), from the ledger,
+//! which records the policy of the spec last applied.
+//!
+//! Pruning is not affected: objects removed from a Work that still exists are
+//! always deleted, whatever its policy.
+//!
+//! An abandoned object keeps its owner annotation, so under the ownership rule
+//! ([`check_owner`](crate::target::check_owner)) a *different* Work that
+//! later holds the same object gets a `ManifestConflict` instead of taking it
+//! over — as with any object placed by another placement ("never taken over").
+//! Only a Work with the very same namespace and name (the same placement
+//! coming back) applies to it again and so adopts it.
 
 pub mod apply;
 pub mod ledger;
@@ -32,9 +59,38 @@ const REWATCH: Duration = Duration::from_millis(200);
 struct State {
     works: BTreeMap<String, Object>,
     queue: BTreeSet<String>,
+    /// Works deleted by a watch event and not yet reconciled: whether their
+    /// last state said `propagationPolicy: Abandon`.
+    deleted: BTreeMap<String, bool>,
     /// Whether a first full list arrived: until then a missing Work may just
     /// not be known yet, so nothing is reconciled.
     listed: bool,
+}
+
+impl State {
+    /// Takes in one watch event (`ADDED`, `MODIFIED` or `DELETED`) and queues
+    /// the Work. A `DELETED` event carries the Work's last state: its
+    /// `propagationPolicy` is kept for [`forget_work`] (unless that state
+    /// cannot be read, leaving the decision to the ledger). Returns the Work's
+    /// name when it exists.
+    fn observe(&mut self, kind: &str, object: Object) -> Option<String> {
+        let name = object.metadata.name.clone();
+        self.queue.insert(name.clone());
+        if kind == "DELETED" {
+            self.works.remove(&name);
+            // A last state that does not read as a Work spec decides nothing: the ledger does.
+            let spec = object.spec().and_then(|s| serde_json::from_value::<work::WorkSpec>(s.clone()).ok());
+            match spec {
+                Some(spec) => self.deleted.insert(name, spec.abandons_on_delete()),
+                None => self.deleted.remove(&name),
+            };
+            None
+        } else {
+            self.deleted.remove(&name);
+            self.works.insert(name.clone(), object);
+            Some(name)
+        }
+    }
 }
 
 /// Runs the Work loop until the cluster leaves the fleet or a fatal error.
@@ -88,8 +144,14 @@ async fn reconcile_forever<T: Target>(
             }
             continue;
         };
-        let work = state.lock().await.works.get(&name).cloned();
-        let settled = reconcile(hub, target, ledger, &name, work).await?;
+        let (work, abandon) = {
+            let mut s = state.lock().await;
+            (s.works.get(&name).cloned(), s.deleted.remove(&name))
+        };
+        let settled = match work {
+            Some(work) => reconcile(hub, target, ledger, &name, &work).await?,
+            None => forget_work(target, ledger, &name, abandon).await?,
+        };
         if !settled {
             tokio::select! {
                 _ = tokio::time::sleep(RECHECK) => {}
@@ -100,33 +162,71 @@ async fn reconcile_forever<T: Target>(
     }
 }
 
-/// Reconciles one Work (or its removal). Returns whether it is settled.
+/// Handles a Work that no longer exists on the hub, by its
+/// `propagationPolicy` (see the [module docs](self)): `abandon` is what its
+/// last state said when the watch reported the deletion, `None` when the
+/// deletion was found by a relist — then the ledger's record decides.
+///
+/// `Abandon` leaves every object it placed untouched (owner annotation
+/// included) and forgets the Work; `Delete` deletes them and forgets the Work
+/// once all are gone. Returns whether it is settled (`false`: some objects
+/// could not be deleted yet and are kept in the ledger to retry).
+pub async fn forget_work<T: Target>(
+    target: &T,
+    ledger: &mut Ledger,
+    name: &str,
+    abandon: Option<bool>,
+) -> Result<bool, AgentError> {
+    let Some(previous) = ledger.get(name).cloned() else {
+        return Ok(true);
+    };
+    if abandon.unwrap_or(previous.abandon_on_delete) {
+        tracing::info!(
+            work = name,
+            objects = previous.placed.len(),
+            "work deleted with propagationPolicy Abandon: left everything it placed on the cluster"
+        );
+        ledger.set(name, None)?;
+        return Ok(true);
+    }
+    let left = apply::remove_work(target, &previous).await;
+    if left.is_empty() {
+        tracing::info!(work = name, "work deleted: removed everything it placed");
+        ledger.set(name, None)?;
+        Ok(true)
+    } else {
+        // The decision is made: retries delete the rest even if found again only via the ledger.
+        ledger.set(name, Some(ledger::Entry { generation: 0, placed: left, abandon_on_delete: false }))?;
+        Ok(false)
+    }
+}
+
+/// Applies (or re-checks) an existing Work and records the outcome in the
+/// ledger, without reporting status.
+async fn apply_and_record<T: Target>(
+    target: &T,
+    ledger: &mut Ledger,
+    name: &str,
+    work: &Object,
+) -> Result<apply::WorkOutcome, AgentError> {
+    let previous = ledger.get(name).cloned();
+    let reapply = previous.as_ref().is_none_or(|p| p.generation != work.metadata.generation);
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let outcome = apply::apply_work(target, work, previous.as_ref(), reapply, &now).await;
+    ledger.set(name, Some(outcome.entry.clone()))?;
+    Ok(outcome)
+}
+
+/// Reconciles one existing Work and reports its status. Returns whether it is settled.
 async fn reconcile<T: Target>(
     hub: &Hub,
     target: &T,
     ledger: &mut Ledger,
     name: &str,
-    work: Option<Object>,
+    work: &Object,
 ) -> Result<bool, AgentError> {
-    let Some(work) = work else {
-        if let Some(previous) = ledger.get(name).cloned() {
-            let left = apply::remove_work(target, &previous).await;
-            if left.is_empty() {
-                tracing::info!(work = name, "work deleted: removed everything it placed");
-                ledger.set(name, None)?;
-            } else {
-                ledger.set(name, Some(ledger::Entry { generation: 0, placed: left }))?;
-                return Ok(false);
-            }
-        }
-        return Ok(true);
-    };
-    let previous = ledger.get(name).cloned();
-    let reapply = previous.as_ref().is_none_or(|p| p.generation != work.metadata.generation);
-    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let outcome = apply::apply_work(target, &work, previous.as_ref(), reapply, &now).await;
-    ledger.set(name, Some(outcome.entry.clone()))?;
-    if work::status_of(&work) != outcome.status {
+    let outcome = apply_and_record(target, ledger, name, work).await?;
+    if work::status_of(work) != outcome.status {
         let mut updated = work.clone();
         work::set_status(&mut updated, &outcome.status);
         let request = UpdateStatusRequest { object: updated.to_json() };
@@ -191,14 +291,9 @@ async fn watch(cluster: String, hub: Arc<Hub>, state: Arc<Mutex<State>>, wake: A
                         }
                         kind => {
                             let Ok(object) = Object::from_json(&event.object) else { continue };
-                            let name = object.metadata.name.clone();
-                            if kind == "DELETED" {
-                                s.works.remove(&name);
-                            } else {
-                                seen_in_list.insert(name.clone());
-                                s.works.insert(name.clone(), object);
+                            if let Some(name) = s.observe(kind, object) {
+                                seen_in_list.insert(name);
                             }
-                            s.queue.insert(name);
                         }
                     }
                     drop(s);
@@ -240,6 +335,186 @@ fn handle_watch_error(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inspect::inspect;
+    use crate::target::embedded::{EmbeddedTarget, SimConfig, STORE_DIR};
+    use crate::target::{ApplyMode, ApplyRequest, ResourceId, OWNER_ANNOTATION};
+    use fleet_api::work::{CONDITION_APPLIED, REASON_SOME_NOT_APPLIED};
+    use serde_json::json;
+
+    fn cm(name: &str) -> serde_json::Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "app"}, "data": {"a": "1"}})
+    }
+
+    fn cm_id(name: &str) -> ResourceId {
+        ResourceId {
+            group: "".into(),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: "app".into(),
+            name: name.into(),
+        }
+    }
+
+    /// A Work of cluster `a`; `policy` is its `deleteOptions.propagationPolicy` (none: the default).
+    fn work_object(name: &str, generation: i64, policy: Option<&str>, manifests: Vec<serde_json::Value>) -> Object {
+        let mut spec = json!({"workload": {"manifests": manifests}});
+        if let Some(p) = policy {
+            spec["deleteOptions"] = json!({"propagationPolicy": p});
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+            "metadata": {"name": name, "namespace": "fleet-member-a", "generation": generation},
+            "spec": spec
+        }))
+        .unwrap()
+    }
+
+    /// An agent data dir: the embedded target in it (with namespace `app`,
+    /// placed by a Work of its own) and its ledger.
+    async fn agent() -> (tempfile::TempDir, EmbeddedTarget, Ledger) {
+        let dir = tempfile::tempdir().unwrap();
+        let target = EmbeddedTarget::open(&dir.path().join(STORE_DIR), SimConfig::default()).unwrap();
+        let ns: Object =
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}))
+                .unwrap();
+        let request = ApplyRequest { manifest: &ns, mode: ApplyMode::ClientSide, owner: "fleet-member-a/namespaces" };
+        target.apply(request).await.unwrap();
+        let ledger = Ledger::load(dir.path()).unwrap();
+        (dir, target, ledger)
+    }
+
+    /// What the loop does with the next queued Work, minus status reporting.
+    async fn step(state: &mut State, target: &EmbeddedTarget, ledger: &mut Ledger, name: &str) -> bool {
+        assert!(state.queue.remove(name), "{name} is queued");
+        let abandon = state.deleted.remove(name);
+        match state.works.get(name).cloned() {
+            Some(work) => apply_and_record(target, ledger, name, &work).await.unwrap().settled,
+            None => forget_work(target, ledger, name, abandon).await.unwrap(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_work_deleted_with_abandon_leaves_its_objects_as_they_are() {
+        let (dir, target, mut ledger) = agent().await;
+        let mut state = State::default();
+        let w = work_object("w", 1, Some("Abandon"), vec![cm("c")]);
+        state.observe("ADDED", w.clone());
+        assert!(step(&mut state, &target, &mut ledger, "w").await);
+        assert!(ledger.get("w").unwrap().abandon_on_delete);
+        let before = target.get(&cm_id("c")).await.unwrap().unwrap();
+
+        assert_eq!(state.observe("DELETED", w), None);
+        assert!(step(&mut state, &target, &mut ledger, "w").await);
+        let after = target.get(&cm_id("c")).await.unwrap().unwrap();
+        assert_eq!(after, before, "untouched, owner annotation included");
+        assert_eq!(after.metadata.annotations.get(OWNER_ANNOTATION).map(String::as_str), Some("fleet-member-a/w"));
+        assert!(ledger.get("w").is_none(), "forgotten");
+        assert!(Ledger::load(dir.path()).unwrap().get("w").is_none(), "durably");
+        let shown = inspect(dir.path(), Some("cm"), None, Some("app"), false, false).unwrap();
+        assert!(shown.contains("\nc "), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn a_work_deleted_with_delete_or_no_policy_removes_its_objects() {
+        for policy in [None, Some("Delete")] {
+            let (dir, target, mut ledger) = agent().await;
+            let mut state = State::default();
+            let w = work_object("w", 1, policy, vec![cm("c")]);
+            state.observe("ADDED", w.clone());
+            assert!(step(&mut state, &target, &mut ledger, "w").await);
+            assert!(!ledger.get("w").unwrap().abandon_on_delete);
+            state.observe("DELETED", w);
+            assert!(step(&mut state, &target, &mut ledger, "w").await);
+            assert!(target.get(&cm_id("c")).await.unwrap().is_none(), "{policy:?}");
+            assert!(ledger.get("w").is_none());
+            let shown = inspect(dir.path(), Some("cm"), None, Some("app"), false, false).unwrap();
+            assert_eq!(shown, "No resources found in app namespace.\n");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_deletion_found_at_relist_follows_the_policy_in_the_ledger() {
+        let (dir, target, mut ledger) = agent().await;
+        let mut state = State::default();
+        state.observe("ADDED", work_object("keep", 1, Some("Abandon"), vec![cm("k")]));
+        state.observe("ADDED", work_object("drop", 1, None, vec![cm("d")]));
+        assert!(step(&mut state, &target, &mut ledger, "keep").await);
+        assert!(step(&mut state, &target, &mut ledger, "drop").await);
+
+        // The agent restarts while both Works are deleted: only the ledger is left,
+        // and the first list simply lacks them.
+        drop(ledger);
+        let mut ledger = Ledger::load(dir.path()).unwrap();
+        let mut state = State::default();
+        state.queue.extend(ledger.works());
+        assert!(step(&mut state, &target, &mut ledger, "keep").await);
+        assert!(step(&mut state, &target, &mut ledger, "drop").await);
+        assert!(target.get(&cm_id("k")).await.unwrap().is_some(), "abandoned");
+        assert!(target.get(&cm_id("d")).await.unwrap().is_none(), "deleted");
+        assert!(ledger.works().is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_deleted_event_s_last_state_wins_over_the_ledger() {
+        let (_dir, target, mut ledger) = agent().await;
+        let mut state = State::default();
+        state.observe("ADDED", work_object("w", 1, None, vec![cm("c")]));
+        assert!(step(&mut state, &target, &mut ledger, "w").await);
+        // Switched to Abandon and deleted before the agent applied generation 2.
+        state.observe("MODIFIED", work_object("w", 2, Some("Abandon"), vec![cm("c")]));
+        state.observe("DELETED", work_object("w", 2, Some("Abandon"), vec![cm("c")]));
+        assert_eq!(state.deleted.get("w"), Some(&true));
+        assert!(!ledger.get("w").unwrap().abandon_on_delete);
+        assert!(step(&mut state, &target, &mut ledger, "w").await);
+        assert!(target.get(&cm_id("c")).await.unwrap().is_some());
+        assert!(ledger.get("w").is_none());
+
+        // Created again: the pending deletion is void. An unreadable last state decides nothing.
+        state.observe("DELETED", work_object("v", 1, Some("Abandon"), vec![]));
+        state.observe("ADDED", work_object("v", 2, None, vec![]));
+        assert!(!state.deleted.contains_key("v"));
+        let mut odd = work_object("v", 2, None, vec![]);
+        odd.rest.insert("spec".into(), json!({"workload": {"manifests": []}, "surprise": 1}));
+        state.observe("DELETED", odd);
+        assert!(!state.deleted.contains_key("v") && !state.works.contains_key("v"));
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_object_is_a_conflict_for_another_work_and_adopted_by_the_same_one() {
+        let (_dir, target, mut ledger) = agent().await;
+        let mut state = State::default();
+        let w = work_object("w", 1, Some("Abandon"), vec![cm("c")]);
+        state.observe("ADDED", w.clone());
+        assert!(step(&mut state, &target, &mut ledger, "w").await);
+        state.observe("DELETED", w);
+        assert!(step(&mut state, &target, &mut ledger, "w").await);
+
+        state.observe("ADDED", work_object("other", 1, None, vec![cm("c")]));
+        assert!(!step(&mut state, &target, &mut ledger, "other").await);
+        let status = apply::apply_work(&target, &work_object("other", 1, None, vec![cm("c")]), None, true, "t").await;
+        let applied = status.status.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).unwrap();
+        assert_eq!(applied.reason, REASON_SOME_NOT_APPLIED);
+        let manifest = &status.status.manifest_conditions[0].conditions;
+        assert!(manifest.iter().any(|c| c.reason == "ManifestConflict"), "{manifest:?}");
+        assert!(ledger.get("other").unwrap().placed.is_empty(), "not taken over");
+
+        // The same Work (same namespace and name) coming back applies to it again.
+        state.observe("ADDED", work_object("w", 1, None, vec![cm("c")]));
+        assert!(step(&mut state, &target, &mut ledger, "w").await);
+        assert_eq!(ledger.get("w").unwrap().placed, vec![cm_id("c")]);
+    }
+
+    #[tokio::test]
+    async fn an_abandoning_work_still_prunes_what_it_no_longer_holds() {
+        let (_dir, target, mut ledger) = agent().await;
+        let mut state = State::default();
+        state.observe("ADDED", work_object("w", 1, Some("Abandon"), vec![cm("c"), cm("gone")]));
+        assert!(step(&mut state, &target, &mut ledger, "w").await);
+        state.observe("MODIFIED", work_object("w", 2, Some("Abandon"), vec![cm("c")]));
+        assert!(step(&mut state, &target, &mut ledger, "w").await);
+        assert!(target.get(&cm_id("gone")).await.unwrap().is_none());
+        assert!(target.get(&cm_id("c")).await.unwrap().is_some());
+    }
 
     #[test]
     fn an_expired_watch_relists_a_lost_node_moves_on_and_a_revoked_member_stops() {
