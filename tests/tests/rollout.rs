@@ -230,6 +230,27 @@ async fn scale_out_replacement_unselection_deletion_and_abandon() {
     for cluster in ["west-1", "east-1", "west-2"] {
         assert!(member_has(&hub, cluster, "configmap", "keep", "settings"), "Abandon leaves {cluster}'s copy");
     }
+
+    // A ResourcePlacement places namespaced objects of its own namespace
+    // (the namespace itself comes from a CRP with NamespaceOnly).
+    let team = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team}\ndata: {a: \"1\"}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: team}\ndata: {b: \"2\"}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacement\nmetadata: {name: team-ns}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: Namespace, name: team, selectionScope: NamespaceOnly}\n  policy: {placementType: PickAll}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourcePlacement\nmetadata: {name: team-rp, namespace: team}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: ConfigMap, name: settings}\n  policy: {placementType: PickAll}\n";
+    apply_yaml(&hub, team);
+    eventually("team-rp rolled out", WAIT, || async {
+        let out = hub.fleetctl(&["rollout", "status", "rp", "team-rp", "-n", "team"]);
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).to_string())
+        }
+    })
+    .await;
+    for cluster in ["west-1", "east-1", "west-2"] {
+        assert!(member_has(&hub, cluster, "configmap", "team", "settings"), "{cluster} has the RP's object");
+        assert!(
+            !member_has(&hub, cluster, "configmap", "team", "other"),
+            "NamespaceOnly and the RP's selector bring nothing else"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
