@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A local Fleet on this machine: builds the binaries, makes certificates,
 # starts a hub trio on 127.0.0.1:7001-7003 and three member agents on embedded
-# (simulated) clusters in regions east, west and central, applies deploy/examples/.
+# (simulated) clusters in regions east, west and central, applies deploy/examples/
+# (a namespace with a small app and a PickN placement spread over regions),
+# waits until the placement is available and prints its status.
 #
 #   deploy/local-fleet.sh up      # build, start, apply the examples, print status
 #   deploy/local-fleet.sh status  # cluster status and what is stored
@@ -12,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 STATE=${FLEET_LOCAL_DIR:-$ROOT/.fleet-local}
-BIN=$ROOT/target/release
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
 PORTS=(7001 7002 7003)
 export FLEET_ENDPOINTS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
 export FLEET_TLS_DIR=$STATE/pki
@@ -44,14 +46,17 @@ up() {
   start_members
   "$BIN/fleetctl" apply -f deploy/examples/
   echo
-  "$BIN/fleetctl" get namespaces
-  "$BIN/fleetctl" get configmaps -n web-demo
+  echo "waiting for the placement to be available on its clusters..."
+  "$BIN/fleetctl" rollout status crp web-demo -w --timeout 2m
+  echo
+  "$BIN/fleetctl" get crp -o wide
+  "$BIN/fleetctl" describe crp web-demo | sed -n '/^Status:/,/^Latest Policy Snapshot:/p'
   cat <<TXT
 
 Local hub running. Use it with:
   export FLEET_ENDPOINTS=$FLEET_ENDPOINTS FLEET_TLS_DIR=$FLEET_TLS_DIR
   $BIN/fleetctl get crp
-Look inside a member:  $BIN/fleet-agent inspect --data-dir $STATE/agent-east-1 -A
+Look inside a member:  $BIN/fleet-agent inspect --data-dir $STATE/agent-east-1 -A   (or agent-west-1, agent-central-1)
 Logs: $STATE/node-*.log, $STATE/agent-*.log   Stop: deploy/local-fleet.sh down
 TXT
 }
@@ -86,7 +91,8 @@ start_members() {
 status() {
   "$BIN/fleetctl" cluster status
   "$BIN/fleetctl" get mc -o wide
-  "$BIN/fleetctl" get namespaces
+  "$BIN/fleetctl" get crp -o wide
+  "$BIN/fleetctl" rollout status crp web-demo || true
 }
 
 down() {

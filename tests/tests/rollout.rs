@@ -157,6 +157,26 @@ async fn updates_roll_out_within_max_unavailable_also_across_a_leader_kill() {
     assert!(worst.load(Ordering::SeqCst) <= 1, "at most one down across the leader change");
     let out = hub.fleetctl(&["rollout", "status", "crp", "shop"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // The apply strategy travels from the placement through the bindings to
+    // the Works (and the agents apply with it).
+    let ssa =
+        format!("{MAX_ONE_DOWN}    applyStrategy: {{type: ServerSideApply, serverSideApplyConfig: {{force: true}}}}\n");
+    apply_yaml(&hub, &crp("shop", "shop", "    placementType: PickAll\n", &ssa));
+    eventually("every Work carries ServerSideApply", WAIT, || async {
+        let ws = works(&hub, "shop").await?;
+        let ssa = ws
+            .iter()
+            .filter(|w| w.spec().and_then(|s| s.pointer("/applyStrategy/type")).is_some_and(|t| t == "ServerSideApply"))
+            .count();
+        if ssa == 4 {
+            Ok(())
+        } else {
+            Err(format!("{ssa}/4"))
+        }
+    })
+    .await;
+    wait_rolled_out(&hub, "shop", 4, "2").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

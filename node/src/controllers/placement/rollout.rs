@@ -62,10 +62,11 @@ pub fn plan(view: &View, scheduled: &Scheduled, works: &BindingWorks, unix_now: 
         bindings: &bindings,
         now: unix_now,
     });
-    if plan.actions.is_empty() {
-        return Rollout { step: None, recheck_at: plan.requeue_at };
-    }
     let apply_strategy = strategy.apply_strategy.as_ref().map(fleet_api::typed::encode);
+    if plan.actions.is_empty() {
+        let step = apply_strategy_step(view, &apply_strategy);
+        return Rollout { step, recheck_at: plan.requeue_at };
+    }
     let mut ops = vec![check(&view.placement)];
     let mut events = Vec::new();
     for action in plan.actions {
@@ -99,4 +100,27 @@ pub fn plan(view: &View, scheduled: &Scheduled, works: &BindingWorks, unix_now: 
         }
     }
     Rollout { step: Some(Step { ops, events, placement: view.placement.clone() }), recheck_at: plan.requeue_at }
+}
+
+/// Bound bindings whose apply strategy differs from the placement's get the
+/// new one (their Works follow in the Work step). The resources do not
+/// change, so this is not counted against `maxUnavailable`.
+fn apply_strategy_step(view: &View, apply_strategy: &Option<serde_json::Value>) -> Option<Step> {
+    let mut ops = Vec::new();
+    for b in &view.bindings {
+        let mut spec = binding::spec_of(b);
+        if spec.state != STATE_BOUND || spec.apply_strategy == *apply_strategy {
+            continue;
+        }
+        spec.apply_strategy = apply_strategy.clone();
+        let mut updated = b.clone();
+        binding::set_spec(&mut updated, &spec);
+        ops.push(Op::Update { object: updated });
+    }
+    if ops.is_empty() {
+        return None;
+    }
+    ops.push(check(&view.placement));
+    let events = vec![EventNote::normal("ApplyStrategyUpdated", "the apply strategy changed: updating the bindings")];
+    Some(Step { ops, events, placement: view.placement.clone() })
 }
