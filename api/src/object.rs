@@ -22,6 +22,21 @@ pub struct OwnerReference {
     pub block_owner_deletion: Option<bool>,
 }
 
+impl OwnerReference {
+    /// The controller reference to `owner`: deleting it deletes the dependent
+    /// (placements own their snapshots and bindings, bindings their Works).
+    pub fn controller_of(owner: &Object) -> OwnerReference {
+        OwnerReference {
+            api_version: owner.api_version.clone(),
+            kind: owner.kind.clone(),
+            name: owner.metadata.name.clone(),
+            uid: owner.metadata.uid.clone(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+}
+
 /// Kubernetes-style object metadata. Server-set fields (`uid`,
 /// `resourceVersion`, `generation`, `creationTimestamp`) are decided by the
 /// proposer and the state machine, never trusted from a user's document.

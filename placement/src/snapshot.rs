@@ -237,14 +237,7 @@ fn new_snapshot(
     } else {
         None
     };
-    let owner = OwnerReference {
-        api_version: placement.api_version.clone(),
-        kind: placement.kind.clone(),
-        name: placement.metadata.name.clone(),
-        uid: placement.metadata.uid.clone(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    };
+    let owner = OwnerReference::controller_of(placement);
     let metadata =
         ObjectMeta { name, namespace, labels, annotations, owner_references: vec![owner], ..Default::default() };
     let mut rest = serde_json::Map::new();

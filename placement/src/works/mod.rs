@@ -105,14 +105,7 @@ pub fn desired_works(placement: &Object, binding: &Object, group: &[Object]) -> 
         .and_then(|s| s.delete_strategy)
         .and_then(|d| d.propagation_policy)
         .unwrap_or_else(|| "Delete".to_string());
-    let owner = OwnerReference {
-        api_version: binding.api_version.clone(),
-        kind: binding.kind.clone(),
-        name: binding.metadata.name.clone(),
-        uid: binding.metadata.uid.clone(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    };
+    let owner = OwnerReference::controller_of(binding);
     let mut parts: Vec<&Object> = group.iter().collect();
     parts.sort_by_key(|s| part_of(s));
     parts

@@ -1,7 +1,7 @@
 //! Small builders shared by the placement controller's steps.
 
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
-use fleet_api::{Object, ObjectKey, OwnerReference};
+use fleet_api::{Object, ObjectKey};
 use fleet_statemachine::Op;
 
 /// A check that `object` is still at the version read.
@@ -12,19 +12,6 @@ pub fn check(object: &Object) -> Op {
 /// A delete conditional on the version read.
 pub fn delete(object: &Object) -> Op {
     Op::Delete { key: ObjectKey::of(object), resource_version: object.metadata.resource_version_number() }
-}
-
-/// The controller reference from a placement's children to it (deleting
-/// the placement deletes them).
-pub fn owner_reference(placement: &Object) -> OwnerReference {
-    OwnerReference {
-        api_version: placement.api_version.clone(),
-        kind: placement.kind.clone(),
-        name: placement.metadata.name.clone(),
-        uid: placement.metadata.uid.clone(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
 }
 
 /// Gives a new object the uid the proposer decides.

@@ -8,14 +8,14 @@ use fleet_api::placement::PlacementPolicy;
 use fleet_api::snapshot::{
     self as snapshot_api, CONDITION_SCHEDULED, PARENT_PLACEMENT_LABEL, REASON_FULFILLED, REASON_UNFULFILLED,
 };
-use fleet_api::{Object, ObjectMeta};
+use fleet_api::{Object, ObjectMeta, OwnerReference};
 use fleet_placement::cluster::ClusterInfo;
 use fleet_placement::scheduler::{self, BindingAction, ExistingBinding, SchedulingOutcome, SchedulingRequest};
 use fleet_placement::snapshot;
 use fleet_statemachine::{Op, Store};
 use sha2::{Digest, Sha256};
 
-use super::objects::{check, owner_reference};
+use super::objects::check;
 use super::{Step, View};
 use crate::controllers::events::EventNote;
 use crate::controllers::view;
@@ -172,7 +172,7 @@ fn new_binding(placement: &Object, kind: &str, cluster: &str, decision: &Cluster
             name: binding_name(placement, cluster),
             namespace: placement.metadata.namespace.clone(),
             uid: uuid::Uuid::new_v4().to_string(),
-            owner_references: vec![owner_reference(placement)],
+            owner_references: vec![OwnerReference::controller_of(placement)],
             ..Default::default()
         },
         rest: Default::default(),
