@@ -31,6 +31,10 @@ pub enum Command {
     /// Time from applying a ClusterResourcePlacement to its `Scheduled`
     /// condition for that generation, one placement after another.
     PlacementLatency(PlacementLatencyArgs),
+    /// Time from applying a PickAll ClusterResourcePlacement (phase A) or a
+    /// change of its selected ConfigMap (phase B) until every cluster has the
+    /// latest resources applied and available.
+    RolloutLatency(RolloutLatencyArgs),
 }
 
 /// The system under test.
@@ -146,5 +150,28 @@ pub struct PlacementLatencyArgs {
     pub keep: bool,
     /// How long one placement may take to be scheduled before the run fails.
     #[arg(long, default_value_t = 60)]
+    pub timeout_seconds: u64,
+}
+
+/// Flags of `fleet-bench rollout-latency`.
+#[derive(Debug, Args)]
+pub struct RolloutLatencyArgs {
+    /// Endpoints and transport (only the first endpoint is used).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// How many clusters must report the resources available (the number of
+    /// joined members: the placements pick all of them).
+    #[arg(long)]
+    pub clusters: usize,
+    /// Repetitions of each phase.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// The Namespace (holding one ConfigMap) the placements select; applied
+    /// first and deleted at the end if this run created it. Not `default`,
+    /// `kube-*` or `fleet-*`: the hub never places those.
+    #[arg(long, default_value = "bench-rollout")]
+    pub namespace: String,
+    /// How long one rollout (or one cleanup) may take before the run fails.
+    #[arg(long, default_value_t = 300)]
     pub timeout_seconds: u64,
 }

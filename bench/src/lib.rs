@@ -9,6 +9,7 @@ pub mod load;
 pub mod payload;
 pub mod placement_latency;
 pub mod report;
+pub mod rollout_latency;
 pub mod work_latency;
 pub mod writer;
 

@@ -21,6 +21,9 @@ fn main() -> anyhow::Result<()> {
             Command::PlacementLatency(args) => {
                 print!("{}", fleet_bench::placement_latency::run(&args).await?.text())
             }
+            Command::RolloutLatency(args) => {
+                print!("{}", fleet_bench::rollout_latency::run(&args).await?.text())
+            }
             Command::Probe(args) => {
                 let endpoints = fleet_bench::probe(&args).await?;
                 println!("{}: wrote through {}", args.target.name(), endpoints.join(", "));
