@@ -143,6 +143,11 @@ async fn policies_choose_clusters_by_name_label_property_sorter_and_spread() {
     let out = hub.fleetctl(&["describe", "crp", "top"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("affinity score: 100"), "{text}");
+    // ...and the events the controllers recorded about it.
+    let events = text.split("Events:").nth(1).unwrap_or_default();
+    for reason in ["PolicySnapshotCreated", "ClusterScheduled", "ClusterUnscheduled"] {
+        assert!(events.contains(reason), "{reason} in {events}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

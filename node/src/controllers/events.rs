@@ -65,35 +65,110 @@ fn event_name(involved: &Object, note: &EventNote) -> String {
     format!("{base}.{hash}")
 }
 
-/// Records `notes` about `involved`, each as a create or a count increment.
-pub async fn record(consensus: &Arc<Consensus>, involved: &Object, notes: Vec<EventNote>) {
-    for note in notes {
-        if let Err(e) = record_one(consensus, involved, &note).await {
-            tracing::debug!(object = %involved.metadata.name, reason = %note.reason, "event not recorded: {e}");
+/// Records Events off the reconcile's critical path: controllers hand notes
+/// to [`EventRecorder::record`] and go on; one task writes them, everything
+/// queued at that moment in one command (so a 50-cluster rollout costs a few
+/// Raft entries for its Events, not one per cluster), strictly one command
+/// at a time (so count increments never race each other).
+#[derive(Clone)]
+pub struct EventRecorder {
+    tx: tokio::sync::mpsc::UnboundedSender<(Object, Vec<EventNote>)>,
+}
+
+impl EventRecorder {
+    /// Starts the writer task (it ends when every recorder is dropped).
+    pub fn start(consensus: Arc<Consensus>) -> EventRecorder {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(write_loop(consensus, rx));
+        EventRecorder { tx }
+    }
+
+    /// Queues `notes` about `involved`.
+    pub fn record(&self, involved: &Object, notes: Vec<EventNote>) {
+        if !notes.is_empty() {
+            // The writer only stops with the leadership session: nothing to do then.
+            let _ = self.tx.send((involved.clone(), notes));
         }
     }
 }
 
-async fn record_one(consensus: &Arc<Consensus>, involved: &Object, note: &EventNote) -> Result<(), String> {
-    let namespace = event_namespace(involved);
-    let name = event_name(involved, note);
-    let key = ObjectKey::new("", "Event", &namespace, &name);
-    let now = now_rfc3339();
-    let store = consensus.store().clone();
-    let existing = store.get(&key).map_err(|e| e.to_string())?.0;
-    let op = match existing {
-        Some(mut event) => {
-            let count = event.rest.get("count").and_then(Value::as_i64).unwrap_or(1);
-            event.rest.insert("count".into(), json!(count + 1));
-            event.rest.insert("lastTimestamp".into(), json!(now));
-            Op::Update { object: event }
+/// Most Events written in one command.
+const MAX_EVENTS_PER_WRITE: usize = 500;
+
+async fn write_loop(consensus: Arc<Consensus>, mut rx: tokio::sync::mpsc::UnboundedReceiver<(Object, Vec<EventNote>)>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        let mut notes = batch[0].1.len();
+        while notes < MAX_EVENTS_PER_WRITE {
+            match rx.try_recv() {
+                Ok(more) => {
+                    notes += more.1.len();
+                    batch.push(more);
+                }
+                Err(_) => break,
+            }
         }
-        None => Op::Create { object: new_event(involved, note, &namespace, &name, &now)? },
-    };
-    let mut ops = vec![op];
-    ops.extend(over_cap(&store, involved, &namespace)?);
-    consensus.write(Command { now, ops }).await.map_err(|e| e.to_string())?;
-    Ok(())
+        let now = now_rfc3339();
+        let ops = match batch_ops(consensus.store(), &batch, &now) {
+            Ok(ops) => ops,
+            Err(e) => {
+                tracing::debug!("events not recorded: {e}");
+                continue;
+            }
+        };
+        if let Err(e) = consensus.write(Command { now, ops }).await {
+            tracing::debug!("{notes} events not recorded: {e}");
+        }
+    }
+}
+
+/// The ops recording a batch: per Event object (involved object, reason,
+/// message) a create or one count increment by the number of repeats, and
+/// per involved object the deletes that keep it within the cap.
+fn batch_ops(
+    store: &fleet_statemachine::Store,
+    batch: &[(Object, Vec<EventNote>)],
+    now: &str,
+) -> Result<Vec<Op>, String> {
+    // (namespace, name) -> (involved, note, repeats), in first-seen order.
+    let mut wanted: Vec<((String, String), &Object, &EventNote, i64)> = Vec::new();
+    for (involved, notes) in batch {
+        for note in notes {
+            let id = (event_namespace(involved), event_name(involved, note));
+            match wanted.iter_mut().find(|w| w.0 == id) {
+                Some(w) => w.3 += 1,
+                None => wanted.push((id, involved, note, 1)),
+            }
+        }
+    }
+    let mut ops = Vec::new();
+    let mut creates: Vec<(String, &Object, usize)> = Vec::new();
+    let mut touched: Vec<String> = Vec::new();
+    for ((namespace, name), involved, note, repeats) in &wanted {
+        let key = ObjectKey::new("", "Event", namespace, name);
+        match store.get(&key).map_err(|e| e.to_string())?.0 {
+            Some(mut event) => {
+                let count = event.rest.get("count").and_then(Value::as_i64).unwrap_or(1);
+                event.rest.insert("count".into(), json!(count + repeats));
+                event.rest.insert("lastTimestamp".into(), json!(now));
+                ops.push(Op::Update { object: event });
+                touched.push(name.clone());
+            }
+            None => {
+                let mut event = new_event(involved, note, namespace, name, now)?;
+                event.rest.insert("count".into(), json!(repeats));
+                ops.push(Op::Create { object: event });
+                match creates.iter_mut().find(|c| c.0 == *namespace && c.1.metadata.name == involved.metadata.name) {
+                    Some(c) => c.2 += 1,
+                    None => creates.push((namespace.clone(), involved, 1)),
+                }
+            }
+        }
+    }
+    for (namespace, involved, added) in creates {
+        ops.extend(over_cap(store, involved, &namespace, added, &touched)?);
+    }
+    Ok(ops)
 }
 
 fn new_event(involved: &Object, note: &EventNote, namespace: &str, name: &str, now: &str) -> Result<Object, String> {
@@ -119,19 +194,26 @@ fn new_event(involved: &Object, note: &EventNote, namespace: &str, name: &str, n
     serde_json::from_value(value).map_err(|e| e.to_string())
 }
 
-/// Deletes that keep the involved object's events within the cap once one
-/// more is added.
-fn over_cap(store: &fleet_statemachine::Store, involved: &Object, namespace: &str) -> Result<Vec<Op>, String> {
+/// Deletes that keep the involved object's events within the cap once
+/// `added` more are created (the oldest first, never one being updated).
+fn over_cap(
+    store: &fleet_statemachine::Store,
+    involved: &Object,
+    namespace: &str,
+    added: usize,
+    touched: &[String],
+) -> Result<Vec<Op>, String> {
     let prefix = format!("{}.", involved.metadata.name);
     let (events, _) = store.list_named_prefix("", "Event", namespace, &prefix).map_err(|e| e.to_string())?;
     let mut mine: Vec<Object> = events.into_iter().filter(|e| is_about(e, involved)).collect();
-    if mine.len() < MAX_EVENTS_PER_OBJECT {
+    if mine.len() + added <= MAX_EVENTS_PER_OBJECT {
         return Ok(Vec::new());
     }
     mine.sort_by_key(last_timestamp);
-    let excess = mine.len() + 1 - MAX_EVENTS_PER_OBJECT;
+    let excess = mine.len() + added - MAX_EVENTS_PER_OBJECT;
     Ok(mine
         .iter()
+        .filter(|e| !touched.contains(&e.metadata.name))
         .take(excess)
         .map(|e| Op::Delete { key: ObjectKey::of(e), resource_version: e.metadata.resource_version_number() })
         .collect())

@@ -106,10 +106,12 @@ async fn lead(consensus: Arc<Consensus>) {
         }
     }
     let queue: Arc<WorkQueue<ObjectKey>> = Arc::new(WorkQueue::new());
+    let recorder = events::EventRecorder::start(consensus.clone());
     let mut tasks = JoinSet::new();
     for _ in 0..WORKERS {
-        tasks.spawn(worker(consensus.clone(), queue.clone()));
+        tasks.spawn(worker(consensus.clone(), queue.clone(), recorder.clone()));
     }
+    drop(recorder);
     tasks.spawn(events::collect_expired(consensus.clone()));
     tasks.spawn(feed::follow(consensus.clone(), queue.clone()));
     // The session ends when aborted (leadership lost); tasks die with the set.
@@ -117,10 +119,10 @@ async fn lead(consensus: Arc<Consensus>) {
 }
 
 /// Takes keys off the queue and reconciles them.
-async fn worker(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>) {
+async fn worker(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>, recorder: events::EventRecorder) {
     loop {
         let key = queue.next().await;
-        match reconcile(&consensus, &key).await {
+        match reconcile(&consensus, &key, &recorder).await {
             Ok(Pass::Done { recheck_after: None }) => {}
             Ok(Pass::Done { recheck_after: Some(delay) }) => queue.add_after(key.clone(), delay),
             // Added while held: queued again when done.
@@ -147,7 +149,11 @@ enum Pass {
 }
 
 /// Runs steps until the placement is up to date or the step budget is spent.
-async fn reconcile(consensus: &Arc<Consensus>, key: &ObjectKey) -> Result<Pass, ControllerError> {
+async fn reconcile(
+    consensus: &Arc<Consensus>,
+    key: &ObjectKey,
+    recorder: &events::EventRecorder,
+) -> Result<Pass, ControllerError> {
     for _ in 0..MAX_STEPS {
         let store = consensus.store().clone();
         let read_key = key.clone();
@@ -162,7 +168,7 @@ async fn reconcile(consensus: &Arc<Consensus>, key: &ObjectKey) -> Result<Pass, 
             placement::Next::Done { recheck_after } => return Ok(Pass::Done { recheck_after }),
         };
         consensus.write(Command { now, ops: step.ops }).await?;
-        events::record(consensus, &step.placement, step.events).await;
+        recorder.record(&step.placement, step.events);
     }
     Ok(Pass::MoreSteps)
 }
