@@ -34,7 +34,7 @@ up() {
     if [ -f "$STATE/node-$i.pid" ] && kill -0 "$(cat "$STATE/node-$i.pid")" 2>/dev/null; then continue; fi
     "$BIN/fleet-node" --id "$i" --listen "127.0.0.1:${PORTS[$((i-1))]}" --data-dir "$STATE/node-$i" \
       --tls-dir "$STATE/pki" --peers "$(peers)" --init --http-listen "127.0.0.1:$((9000+i))" \
-      2>>"$STATE/node-$i.log" &
+      >>"$STATE/node-$i.log" 2>&1 &
     echo $! >"$STATE/node-$i.pid"
   done
   echo "waiting for a leader..."
@@ -50,7 +50,7 @@ up() {
   "$BIN/fleetctl" rollout status crp web-demo -w --timeout 2m
   echo
   "$BIN/fleetctl" get crp -o wide
-  "$BIN/fleetctl" describe crp web-demo | sed -n '/^Status:/,/^Latest Policy Snapshot:/p'
+  "$BIN/fleetctl" describe crp web-demo | sed -n '/^Status:/,/^Latest Policy Snapshot:/p' | sed '$d'
   cat <<TXT
 
 Local hub running. Use it with:
@@ -77,7 +77,7 @@ start_members() {
       args=(--token "$token" --ca-fingerprint "$fp")
     fi
     "$BIN/fleet-agent" --cluster "$name" --hub "$FLEET_ENDPOINTS" --data-dir "$STATE/agent-$name" \
-      --embedded --sim-nodes "$nodes" "${args[@]}" 2>>"$STATE/agent-$name.log" &
+      --embedded --sim-nodes "$nodes" "${args[@]}" >>"$STATE/agent-$name.log" 2>&1 &
     echo $! >"$STATE/agent-$name.pid"
   done
   echo "waiting for the members to join..."
