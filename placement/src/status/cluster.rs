@@ -43,6 +43,43 @@ fn failed_placements(works: &[&Object], type_: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The manifests of `works` reporting drifts (`driftDetails`) or diffs
+/// (`diffDetails`), as `driftedPlacements` / `diffedPlacements` entries:
+/// the object's identity and the agent's details (at most
+/// [`MAX_FAILED_PLACEMENTS`]).
+fn detail_placements(works: &[&Object], drift: bool) -> Vec<Value> {
+    let (list, first) = if drift {
+        ("observedDrifts", "firstDriftedObservedTime")
+    } else {
+        ("observedDiffs", "firstDiffedObservedTime")
+    };
+    let mut manifests: Vec<ManifestCondition> = works.iter().flat_map(|w| status_of(w).manifest_conditions).collect();
+    manifests.sort_by(|a, b| a.identifier.cmp(&b.identifier));
+    manifests
+        .iter()
+        .filter_map(|m| {
+            let details = if drift { m.drift_details.as_ref() } else { m.diff_details.as_ref() }?;
+            let observed = details.get(list).and_then(Value::as_array).filter(|a| !a.is_empty())?;
+            let id = &m.identifier;
+            let mut entry = json!({"group": id.group, "version": id.version, "kind": id.kind, "name": id.name});
+            if !id.namespace.is_empty() {
+                entry["namespace"] = json!(id.namespace);
+            }
+            for key in ["observationTime", first] {
+                if let Some(v) = details.get(key) {
+                    entry[key] = v.clone();
+                }
+            }
+            if let Some(g) = details.get("observedInMemberClusterGeneration") {
+                entry["targetClusterObservedGeneration"] = g.clone();
+            }
+            entry[list] = Value::Array(observed.clone());
+            Some(entry)
+        })
+        .take(MAX_FAILED_PLACEMENTS)
+        .collect()
+}
+
 /// The cluster's rollout conditions in order, stopping after the first that
 /// is not True, and its failed placements.
 fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (Vec<Condition>, Vec<Value>) {
@@ -141,9 +178,21 @@ pub fn fold_cluster(entry: &mut PerClusterStatus, facts: &ClusterRollout, genera
     entry.conditions.extend(computed.into_iter().map(|c| carried(&old, c, now)));
     let ours = |t: &str| t == PER_CLUSTER_SCHEDULED || ROLLOUT_CONDITIONS.contains(&t);
     entry.conditions.extend(old.iter().filter(|c| !ours(&c.type_)).cloned());
-    if failed.is_empty() {
-        entry.rest.remove("failedPlacements");
-    } else {
-        entry.rest.insert("failedPlacements".into(), Value::Array(failed));
+    let index = bound.map(|i| i.to_string()).unwrap_or_default();
+    let current_works: Vec<&Object> = facts
+        .works
+        .iter()
+        .filter(|w| w.metadata.labels.get(PARENT_RESOURCE_INDEX_LABEL).is_some_and(|v| *v == index))
+        .collect();
+    for (field, list) in [
+        ("failedPlacements", failed),
+        ("driftedPlacements", detail_placements(&current_works, true)),
+        ("diffedPlacements", detail_placements(&current_works, false)),
+    ] {
+        if list.is_empty() {
+            entry.rest.remove(field);
+        } else {
+            entry.rest.insert(field.into(), Value::Array(list));
+        }
     }
 }

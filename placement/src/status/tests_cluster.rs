@@ -197,3 +197,42 @@ fn snapshot_index_from_name() {
     assert_eq!(snapshot_index_of_name("web-1-2"), None);
     assert_eq!(snapshot_index_of_name(""), None);
 }
+
+#[test]
+fn drifts_and_diffs_reported_by_the_agent_become_drifted_and_diffed_placements() {
+    let b = binding("Bound", "web-2-snapshot");
+    let manifests = json!([
+        {"identifier": {"ordinal": 0, "group": "", "version": "v1", "kind": "ConfigMap", "namespace": "app", "name": "cfg"},
+         "conditions": [],
+         "driftDetails": {"observationTime": "t9", "firstDriftedObservedTime": "t8", "observedInMemberClusterGeneration": 3,
+                          "observedDrifts": [{"path": "/data/k", "valueInHub": "a", "valueInMember": "b"}]}},
+        {"identifier": {"ordinal": 1, "group": "apps", "version": "v1", "kind": "Deployment", "namespace": "app", "name": "web"},
+         "conditions": [],
+         "diffDetails": {"observationTime": "t9", "firstDiffedObservedTime": "t7",
+                         "observedDiffs": [{"path": "/spec/replicas", "valueInHub": "2", "valueInMember": "3"}]}},
+        {"identifier": {"ordinal": 2, "group": "", "version": "v1", "kind": "Secret", "namespace": "app", "name": "s"},
+         "conditions": [], "diffDetails": {"observationTime": "t9", "observedDiffs": []}}
+    ]);
+    let entry = fold(&b, &[work("web-work", 2, OK, manifests)], Some(2), 1);
+    let drifted = entry.rest["driftedPlacements"].as_array().unwrap();
+    assert_eq!(drifted.len(), 1);
+    assert_eq!(drifted[0]["kind"], "ConfigMap");
+    assert_eq!(drifted[0]["firstDriftedObservedTime"], "t8");
+    assert_eq!(drifted[0]["targetClusterObservedGeneration"], 3);
+    assert_eq!(drifted[0]["observedDrifts"][0]["path"], "/data/k");
+    let diffed = entry.rest["diffedPlacements"].as_array().unwrap();
+    assert_eq!(diffed.len(), 1, "an empty diff list is not a diffed placement");
+    assert_eq!(diffed[0]["name"], "web");
+    // Once the agent stops reporting them, they are gone.
+    let mut again = entry.clone();
+    let facts_works = [work("web-work", 2, OK, json!([]))];
+    let facts = ClusterRollout {
+        cluster: "east",
+        binding: &b,
+        works: &facts_works,
+        latest_resource_index: Some(2),
+        expected_works: 1,
+    };
+    fold_cluster(&mut again, &facts, 5, "t2");
+    assert!(!again.rest.contains_key("driftedPlacements") && !again.rest.contains_key("diffedPlacements"));
+}
