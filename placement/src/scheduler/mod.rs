@@ -125,7 +125,8 @@ pub struct SchedulingOutcome {
     /// [`MAX_NOT_CHOSEN_REPORTED`] only (all a status shows; building every
     /// one would dominate a pass over 10,000 clusters).
     pub not_chosen: Vec<ClusterDecision>,
-    /// Filtered, ineligible or missing clusters, sorted by name, with the filter's reason.
+    /// Filtered, ineligible or missing clusters, sorted by name, with the filter's reason (at most
+    /// [`MAX_TARGET_CLUSTERS`], the first by name: all a status can list).
     pub filtered: Vec<ClusterDecision>,
     /// Whether the policy got every cluster it asks for.
     pub fulfilled: bool,

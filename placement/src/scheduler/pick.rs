@@ -12,7 +12,8 @@ use super::bindings::{find_cluster, BindingIndex};
 use super::framework::Framework;
 use super::plugins::FnvBuild;
 use super::{
-    not_chosen_reason, SchedulingOutcome, SchedulingRequest, MAX_NOT_CHOSEN_REPORTED, MESSAGE_FULFILLED, REASON_PICKED,
+    not_chosen_reason, SchedulingOutcome, SchedulingRequest, MAX_NOT_CHOSEN_REPORTED, MAX_TARGET_CLUSTERS,
+    MESSAGE_FULFILLED, REASON_PICKED,
 };
 use crate::cluster::ClusterInfo;
 
@@ -30,7 +31,10 @@ struct Selection {
 /// One pass: sort the clusters, index the bindings, choose, derive actions.
 pub(crate) fn run(fw: &mut Framework, request: &SchedulingRequest) -> SchedulingOutcome {
     let mut clusters: Vec<&ClusterInfo> = request.clusters.iter().collect();
-    clusters.sort_by(|a, b| a.name.cmp(&b.name));
+    // Stores list clusters by name already: check (one pass) before sorting.
+    if !clusters.is_sorted_by(|a, b| a.name <= b.name) {
+        clusters.sort_by(|a, b| a.name.cmp(&b.name));
+    }
     clusters.dedup_by(|a, b| a.name == b.name);
     let index = BindingIndex::new(request.bindings, &clusters, request.policy_snapshot);
     let selection = match request.policy.placement_type() {
@@ -82,10 +86,11 @@ fn pick_all(fw: &Framework, clusters: &[&ClusterInfo], index: &BindingIndex) -> 
         }
         match fw.filter(c) {
             Ok(()) => chosen.push((i, picked(&c.name, None))),
-            Err(reason) => rejected.push(filtered(&c.name, reason)),
+            Err(reason) => rejected.push((i, reason)),
         }
     }
-    Selection { chosen, not_chosen: Vec::new(), filtered: rejected, fulfilled: true, message: MESSAGE_FULFILLED.into() }
+    let filtered = reported_filtered(clusters, rejected);
+    Selection { chosen, not_chosen: Vec::new(), filtered, fulfilled: true, message: MESSAGE_FULFILLED.into() }
 }
 
 /// PickFixed: the listed clusters that exist and are eligible or kept.
@@ -163,14 +168,14 @@ fn pick_n(
 
     // Filters.
     let mut candidates = Vec::new();
-    let mut rejected: Vec<(usize, ClusterDecision)> = Vec::new();
+    let mut rejected: Vec<(usize, String)> = Vec::new();
     for (i, c) in clusters.iter().enumerate() {
         if is_kept[i] {
             continue;
         }
         match fw.filter(c) {
             Ok(()) => candidates.push(i),
-            Err(reason) => rejected.push((i, filtered(&c.name, reason))),
+            Err(reason) => rejected.push((i, reason)),
         }
     }
 
@@ -204,10 +209,7 @@ fn pick_n(
             not_chosen(&clusters[candidates[pos]].name, score)
         })
         .collect();
-    for (pos, reason) in result.rejected {
-        rejected.push((candidates[pos], filtered(&clusters[candidates[pos]].name, reason)));
-    }
-    rejected.sort_by_key(|r| r.0);
+    rejected.extend(result.rejected.into_iter().map(|(pos, reason)| (candidates[pos], reason)));
 
     let fulfilled = chosen.len() == n;
     let message = if fulfilled {
@@ -218,10 +220,23 @@ fn pick_n(
     Selection {
         chosen,
         not_chosen: not_chosen_list,
-        filtered: rejected.into_iter().map(|r| r.1).collect(),
+        filtered: reported_filtered(clusters, rejected),
         fulfilled,
         message,
     }
+}
+
+/// The filtered clusters as decisions, in name order, only as many as a
+/// policy snapshot's status can list (decisions are built for those alone:
+/// at 10,000 clusters most are filtered, and naming them all would cost more
+/// than scheduling).
+fn reported_filtered(clusters: &[&ClusterInfo], mut rejected: Vec<(usize, String)>) -> Vec<ClusterDecision> {
+    if rejected.len() > MAX_TARGET_CLUSTERS {
+        rejected.select_nth_unstable_by_key(MAX_TARGET_CLUSTERS - 1, |r| r.0);
+        rejected.truncate(MAX_TARGET_CLUSTERS);
+    }
+    rejected.sort_unstable_by_key(|r| r.0);
+    rejected.into_iter().map(|(i, reason)| filtered(&clusters[i].name, reason)).collect()
 }
 
 /// The pick loop's result; positions index the candidate list.
