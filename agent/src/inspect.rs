@@ -208,7 +208,12 @@ mod tests {
         ] {
             let m = object(manifest);
             target
-                .apply(ApplyRequest { manifest: &m, mode: ApplyMode::ClientSide, owner: "fleet-member-a/w" })
+                .apply(ApplyRequest {
+                    manifest: &m,
+                    mode: ApplyMode::ClientSide,
+                    owner: "fleet-member-a/w",
+                    take_over: false,
+                })
                 .await
                 .unwrap();
         }

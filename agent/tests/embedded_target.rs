@@ -54,7 +54,7 @@ async fn apply(
     manifest: &Object,
     owner: &str,
 ) -> Result<fleet_agent::target::Applied, TargetError> {
-    target.apply(ApplyRequest { manifest, mode: ApplyMode::ServerSide { force: false }, owner }).await
+    target.apply(ApplyRequest { manifest, mode: ApplyMode::ServerSide { force: false }, owner, take_over: false }).await
 }
 
 async fn available(target: &EmbeddedTarget) -> (Quantity, Quantity) {

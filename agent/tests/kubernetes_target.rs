@@ -55,7 +55,7 @@ async fn apply_as(
     mode: ApplyMode,
     owner: &str,
 ) -> Result<Applied, TargetError> {
-    target.apply(ApplyRequest { manifest, mode, owner }).await
+    target.apply(ApplyRequest { manifest, mode, owner, take_over: false }).await
 }
 
 async fn apply(target: &KubernetesTarget, manifest: &Object) -> Applied {

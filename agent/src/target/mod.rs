@@ -17,21 +17,25 @@ use serde::{Deserialize, Serialize};
 /// that placed it, as `<namespace>/<name>`. Only such objects are ever deleted.
 pub const OWNER_ANNOTATION: &str = "fleet.kubernetes-fleet.io/owner-work";
 
-/// The ownership rule every target enforces: only the Work that placed an
-/// object may apply it again; anything else (another Work, or an object Fleet
-/// did not create) is a conflict, reported instead of fought over.
+/// The ownership rule every target enforces on a write: only the Work that
+/// placed an object may apply it again, and an object that exists without
+/// Fleet's annotation is taken over only when the caller decided so
+/// (`take_over`, from the Work's `whenToTakeOver`, see
+/// [`crate::works::strategy`]). An object placed by *another* Work is always
+/// a conflict, reported instead of fought over, whatever the strategy.
 ///
 /// Objects left behind by a Work deleted with `propagationPolicy: Abandon`
 /// keep the annotation naming that Work (see [`crate::works`]): another Work
 /// wanting one later gets this conflict — it is never taken over — while a
 /// Work with the same namespace and name adopts it again.
-pub fn check_owner(live: &Object, owner: &str) -> Result<(), TargetError> {
+pub fn check_owner(live: &Object, owner: &str, take_over: bool) -> Result<(), TargetError> {
     let id = ResourceId::of(live);
     match live.metadata.annotations.get(OWNER_ANNOTATION) {
         Some(current) if current == owner => Ok(()),
         Some(current) => Err(TargetError::Conflict(format!(
             "{id} is already placed on this cluster by Work {current:?}; Work {owner:?} cannot apply it too"
         ))),
+        None if take_over => Ok(()),
         None => Err(TargetError::Conflict(format!(
             "{id} already exists on this cluster and was not created by Fleet (no {OWNER_ANNOTATION} annotation); \
              Work {owner:?} does not take it over"
@@ -95,6 +99,11 @@ pub struct ApplyRequest<'a> {
     pub mode: ApplyMode,
     /// `<namespace>/<name>` of the Work placing it; written to [`OWNER_ANNOTATION`].
     pub owner: &'a str,
+    /// Whether an existing object without [`OWNER_ANNOTATION`] may be taken
+    /// over (annotated and applied). The Work's `whenToTakeOver` decides
+    /// ([`crate::works::strategy::decide`]); `false` makes such an object a
+    /// [`TargetError::Conflict`]. An object of another Work is a conflict either way.
+    pub take_over: bool,
 }
 
 /// What applying did.
@@ -133,7 +142,8 @@ pub trait Target: Send + Sync + 'static {
     fn name(&self) -> &'static str;
 
     /// Creates or updates one object. Takes over nothing placed by another
-    /// Work ([`TargetError::Conflict`]).
+    /// Work, and an object not created by Fleet only with
+    /// [`ApplyRequest::take_over`] ([`check_owner`]; else [`TargetError::Conflict`]).
     fn apply(&self, request: ApplyRequest<'_>) -> impl Future<Output = Result<Applied, TargetError>> + Send;
 
     /// The live object, if it exists.

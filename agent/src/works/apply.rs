@@ -1,6 +1,25 @@
 //! Applying one Work to the target: manifests in waves, refusing
 //! `generateName` and duplicates, deleting what the Work no longer holds, and
 //! folding the per-manifest results into the Work's `Applied`/`Available`.
+//!
+//! Every manifest goes through the Work's apply strategy
+//! ([`super::strategy`]): the live object is read first and
+//! [`decide`] says whether it may be written (take over, co-ownership,
+//! drift). Refusals are `Applied=False` with the decision's reason, and
+//! `driftDetails` (drifts) or `diffDetails` (differences preventing a takeover).
+//!
+//! With `type: ReportDiff` ([`report_work`]) nothing is written or deleted:
+//! each manifest gets `diffDetails` — always present, with an empty
+//! `observedDiffs` when the live object has no difference — and the Work's
+//! `Applied` and `Available` are True with reason [`REASON_REPORT_DIFF`].
+//!
+//! Drift detection and diff reports are refreshed whenever the Work is
+//! looked at: on each change, on every relist of the Work watch, and every
+//! [`RECHECK`](super) while the Work is not settled (a drifted or refused
+//! manifest keeps it unsettled, so a drift reverted on the member is
+//! applied over soon after). `firstDriftedObservedTime` /
+//! `firstDiffedObservedTime` are carried over from the Work's status while
+//! drifts / differences persist.
 
 use std::collections::BTreeSet;
 
@@ -11,10 +30,17 @@ use fleet_api::work::{
 };
 use fleet_api::Object;
 
-use super::ledger::Entry;
+use serde_json::{json, Value};
+
+use super::compare::Difference;
+use super::ledger::{Entry, LastApplied};
+use super::strategy::{decide, report_diff, Decision, Strategy};
 use super::waves::wave;
 use crate::target::availability::{availability, Availability};
-use crate::target::{ApplyMode, ApplyRequest, ResourceId, Target, TargetError};
+use crate::target::{ApplyRequest, ResourceId, Target, TargetError};
+
+/// Reason of a ReportDiff Work's `Applied` and `Available` (and of its manifests').
+pub const REASON_REPORT_DIFF: &str = "ReportDiffMode";
 
 /// What applying a Work produced.
 #[derive(Debug, Clone)]
@@ -80,18 +106,109 @@ fn manifests(spec: &work::WorkSpec) -> Vec<Manifest> {
         .collect()
 }
 
-fn mode(spec: &work::WorkSpec) -> ApplyMode {
-    let strategy = spec.apply_strategy.clone().unwrap_or_default();
-    match strategy.apply_type() {
-        "ServerSideApply" => {
-            ApplyMode::ServerSide { force: strategy.server_side_apply_config.map(|c| c.force).unwrap_or(false) }
+/// What became of one manifest.
+struct Processed {
+    /// The live object, or why it is not applied (reason, message).
+    result: Result<Object, (String, String)>,
+    /// Drifts found (`whenToApply: IfNotDrifted`).
+    drifts: Option<Vec<Difference>>,
+    /// Differences that prevented a takeover, or reported by ReportDiff.
+    diffs: Option<Vec<Difference>>,
+    /// `metadata.generation` of the live object (0 if none).
+    member_generation: i64,
+    /// Whether Fleet wrote it now.
+    written: bool,
+}
+
+impl Processed {
+    fn failed(reason: &str, message: String) -> Processed {
+        Processed {
+            result: Err((reason.into(), message)),
+            drifts: None,
+            diffs: None,
+            member_generation: 0,
+            written: false,
         }
-        _ => ApplyMode::ClientSide,
     }
+}
+
+fn non_empty(list: Vec<Difference>) -> Option<Vec<Difference>> {
+    (!list.is_empty()).then_some(list)
+}
+
+/// Reads the live object and, by the strategy's decision, writes the manifest
+/// (with `reapply`) or only looks at it.
+async fn process<T: Target>(
+    target: &T,
+    strategy: &Strategy,
+    object: &Object,
+    owner: &str,
+    last_applied: Option<&LastApplied>,
+    reapply: bool,
+) -> Processed {
+    let id = ResourceId::of(object);
+    let live = match target.get(&id).await {
+        Ok(live) => live,
+        Err(e) => return Processed::failed(failure_reason(&e), e.to_string()),
+    };
+    let member_generation = live.as_ref().map_or(0, |l| l.metadata.generation);
+    let processed = |result, drifts, diffs, written| Processed { result, drifts, diffs, member_generation, written };
+    let baseline = last_applied.map(|l| l.baseline(strategy.comparison));
+    match decide(strategy, object, live.as_ref(), owner, baseline) {
+        Decision::Refuse { reason, message, drifts, diffs } => {
+            processed(Err((reason.to_string(), message)), non_empty(drifts), non_empty(diffs), false)
+        }
+        Decision::Apply { take_over } if reapply => {
+            let request = ApplyRequest { manifest: object, mode: strategy.mode, owner, take_over };
+            match target.apply(request).await {
+                Ok(a) => Processed {
+                    member_generation: a.live.metadata.generation,
+                    ..processed(Ok(a.live), None, None, true)
+                },
+                Err(e) => processed(Err((failure_reason(&e).to_string(), e.to_string())), None, None, false),
+            }
+        }
+        Decision::Apply { .. } => match live {
+            Some(live) => processed(Ok(live), None, None, false),
+            None => {
+                processed(Err(("ManifestMissing".into(), format!("{id} is gone from the cluster"))), None, None, false)
+            }
+        },
+    }
+}
+
+/// `driftDetails` (`drift`) or `diffDetails` in KubeFleet's shape; the first
+/// observed time is kept from `previous` while it reported some too.
+pub fn details(
+    drift: bool,
+    found: &[Difference],
+    previous: Option<&Value>,
+    member_generation: i64,
+    now: &str,
+) -> Value {
+    let (list, first) = if drift {
+        ("observedDrifts", "firstDriftedObservedTime")
+    } else {
+        ("observedDiffs", "firstDiffedObservedTime")
+    };
+    let mut v = json!({
+        "observationTime": now,
+        "observedInMemberClusterGeneration": member_generation,
+        list: found.iter().map(Difference::to_json).collect::<Vec<_>>(),
+    });
+    if !found.is_empty() {
+        let before = previous
+            .filter(|p| p.get(list).and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
+            .and_then(|p| p.get(first))
+            .cloned();
+        v[first] = before.unwrap_or_else(|| json!(now));
+    }
+    v
 }
 
 /// Applies (or, with `reapply` false, only re-checks) a Work. `previous` is
 /// what the ledger says this Work placed before; `now` stamps transitions.
+/// A ReportDiff Work is handed to [`report_work`].
 pub async fn apply_work<T: Target>(
     target: &T,
     work_object: &Object,
@@ -100,6 +217,10 @@ pub async fn apply_work<T: Target>(
     now: &str,
 ) -> WorkOutcome {
     let spec = work::spec_of(work_object);
+    let strategy = Strategy::of(spec.apply_strategy.as_ref());
+    if strategy.report_diff {
+        return report_work(target, work_object, &strategy, previous, now).await;
+    }
     let generation = work_object.metadata.generation;
     let owner =
         format!("{}/{}", work_object.metadata.namespace.as_deref().unwrap_or_default(), work_object.metadata.name);
@@ -108,45 +229,42 @@ pub async fn apply_work<T: Target>(
         let id = &m.identifier;
         (wave(&id.group, &id.kind), m.ordinal)
     });
-    let mode = mode(&spec);
     let old = work::status_of(work_object);
     let mut placed = Vec::new();
+    let mut last_applied = Vec::new();
     let mut manifest_conditions = Vec::new();
     let (mut applied_all, mut any_pending, mut any_untrackable) = (true, false, false);
     for m in &items {
-        let previous_conditions = old
-            .manifest_conditions
-            .iter()
-            .find(|c| c.identifier == m.identifier)
-            .map(|c| c.conditions.clone())
-            .unwrap_or_default();
-        let mut conditions = previous_conditions;
-        let applied = match (&m.refusal, &m.object) {
-            (Some((reason, message)), _) => Err((reason.clone(), message.clone())),
-            (None, Some(object)) if reapply => {
-                match target.apply(ApplyRequest { manifest: object, mode, owner: &owner }).await {
-                    Ok(a) => Ok(a.live),
-                    Err(e) => Err((failure_reason(&e).to_string(), e.to_string())),
+        let old_condition = old.manifest_conditions.iter().find(|c| c.identifier == m.identifier);
+        let mut conditions = old_condition.map(|c| c.conditions.clone()).unwrap_or_default();
+        let processed = match (&m.refusal, &m.object) {
+            (Some((reason, message)), _) => Processed::failed(reason, message.clone()),
+            (None, Some(object)) => {
+                let id = ResourceId::of(object);
+                let last = previous.and_then(|p| p.last_applied(&id));
+                let p = process(target, &strategy, object, &owner, last, reapply).await;
+                match &p.result {
+                    Ok(live) if p.written => last_applied.push(LastApplied {
+                        id,
+                        manifest: serde_json::to_value(object).unwrap_or(Value::Null),
+                        written: serde_json::to_value(live).ok(),
+                    }),
+                    Ok(_) => last_applied.extend(last.cloned()),
+                    Err(_) => {}
                 }
+                p
             }
-            (None, Some(object)) => match target.get(&ResourceId::of(object)).await {
-                Ok(Some(live)) => Ok(live),
-                Ok(None) => {
-                    Err(("ManifestMissing".into(), format!("{} is gone from the cluster", ResourceId::of(object))))
-                }
-                Err(e) => Err((failure_reason(&e).to_string(), e.to_string())),
-            },
-            (None, None) => Err(("ManifestInvalid".into(), "manifest could not be read".into())),
+            (None, None) => Processed::failed("ManifestInvalid", "manifest could not be read".into()),
         };
-        match applied {
+        match &processed.result {
             Ok(live) => {
-                placed.push(ResourceId::of(&live));
+                placed.push(ResourceId::of(live));
                 set_condition(
                     &mut conditions,
                     Condition::new(CONDITION_APPLIED, true, "ManifestApplied", "applied").observing(generation),
                     now,
                 );
-                let available = match availability(&live) {
+                let available = match availability(live) {
                     Availability::Available => {
                         Condition::new(CONDITION_AVAILABLE, true, "ManifestAvailable", "available")
                     }
@@ -170,26 +288,38 @@ pub async fn apply_work<T: Target>(
                 applied_all = false;
                 set_condition(
                     &mut conditions,
-                    Condition::new(CONDITION_APPLIED, false, &reason, message).observing(generation),
+                    Condition::new(CONDITION_APPLIED, false, reason, message.clone()).observing(generation),
                     now,
                 );
                 conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
             }
         }
+        let g = processed.member_generation;
         manifest_conditions.push(ManifestCondition {
             identifier: m.identifier.clone(),
             conditions,
-            ..Default::default()
+            drift_details: processed
+                .drifts
+                .map(|d| details(true, &d, old_condition.and_then(|c| c.drift_details.as_ref()), g, now)),
+            diff_details: processed
+                .diffs
+                .map(|d| details(false, &d, old_condition.and_then(|c| c.diff_details.as_ref()), g, now)),
         });
     }
     manifest_conditions.sort_by_key(|c| c.identifier.ordinal);
 
-    // Delete what this Work placed before and holds no more (later waves first).
-    let keep: BTreeSet<&ResourceId> = placed.iter().collect();
-    let mut gone: Vec<ResourceId> =
-        previous.map(|p| p.placed.iter().filter(|id| !keep.contains(id)).cloned().collect()).unwrap_or_default();
+    // Delete what this Work placed before and holds no more (later waves
+    // first). An object it still holds stays placed even if not applied
+    // this time (a drift, a failure): it is neither deleted nor forgotten.
+    let held: BTreeSet<ResourceId> = items.iter().filter_map(|m| m.object.as_ref().map(ResourceId::of)).collect();
+    let previously: &[ResourceId] = previous.map_or(&[], |p| p.placed.as_slice());
+    let mut gone: Vec<ResourceId> = previously.iter().filter(|id| !held.contains(*id)).cloned().collect();
     gone.sort_by_key(|id| std::cmp::Reverse(wave(&id.group, &id.kind)));
     let mut still_placed = placed.clone();
+    for id in previously.iter().filter(|id| held.contains(*id) && !placed.contains(*id)) {
+        still_placed.push(id.clone());
+        last_applied.extend(previous.and_then(|p| p.last_applied(id)).cloned());
+    }
     for id in gone {
         if let Err(e) = target.delete(&id).await {
             tracing::warn!(work = %owner, "could not delete {id}: {e}");
@@ -237,8 +367,91 @@ pub async fn apply_work<T: Target>(
             generation: if applied_all { generation } else { 0 },
             placed: still_placed,
             abandon_on_delete: spec.abandons_on_delete(),
+            last_applied,
         },
         settled: applied_all && !any_pending,
+    }
+}
+
+/// A ReportDiff Work: writes and deletes nothing, reports each manifest's
+/// differences from the live object (see the module doc). What the Work
+/// placed before (under another type) stays placed, untouched.
+pub async fn report_work<T: Target>(
+    target: &T,
+    work_object: &Object,
+    strategy: &Strategy,
+    previous: Option<&Entry>,
+    now: &str,
+) -> WorkOutcome {
+    let spec = work::spec_of(work_object);
+    let generation = work_object.metadata.generation;
+    let old = work::status_of(work_object);
+    let (mut failed, mut differing) = (0usize, 0usize);
+    let mut manifest_conditions = Vec::new();
+    for m in manifests(&spec) {
+        let old_condition = old.manifest_conditions.iter().find(|c| c.identifier == m.identifier);
+        let mut conditions = old_condition.map(|c| c.conditions.clone()).unwrap_or_default();
+        let found = match (&m.refusal, &m.object) {
+            (Some((reason, message)), _) => Err((reason.clone(), message.clone())),
+            (None, Some(object)) => match target.get(&ResourceId::of(object)).await {
+                Ok(live) => {
+                    let g = live.as_ref().map_or(0, |l| l.metadata.generation);
+                    Ok((report_diff(object, live.as_ref(), strategy.comparison), g))
+                }
+                Err(e) => Err((failure_reason(&e).to_string(), e.to_string())),
+            },
+            (None, None) => Err(("ManifestInvalid".into(), "manifest could not be read".into())),
+        };
+        let diff_details = match found {
+            Ok((diffs, g)) => {
+                differing += usize::from(!diffs.is_empty());
+                let message = format!("ReportDiff mode: not applied; {} difference(s) found", diffs.len());
+                for type_ in [CONDITION_APPLIED, CONDITION_AVAILABLE] {
+                    let c = Condition::new(type_, true, REASON_REPORT_DIFF, message.clone()).observing(generation);
+                    set_condition(&mut conditions, c, now);
+                }
+                Some(details(false, &diffs, old_condition.and_then(|c| c.diff_details.as_ref()), g, now))
+            }
+            Err((reason, message)) => {
+                failed += 1;
+                let c = Condition::new(CONDITION_APPLIED, false, &reason, message).observing(generation);
+                set_condition(&mut conditions, c, now);
+                conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
+                None
+            }
+        };
+        manifest_conditions.push(ManifestCondition {
+            identifier: m.identifier.clone(),
+            conditions,
+            drift_details: None,
+            diff_details,
+        });
+    }
+    let mut conditions = old.conditions.clone();
+    if failed == 0 {
+        let message = format!(
+            "ReportDiff mode: nothing was applied; {differing} of {} manifests have differences from the member cluster",
+            manifest_conditions.len()
+        );
+        for type_ in [CONDITION_APPLIED, CONDITION_AVAILABLE] {
+            let c = Condition::new(type_, true, REASON_REPORT_DIFF, message.clone()).observing(generation);
+            set_condition(&mut conditions, c, now);
+        }
+    } else {
+        let message = format!("ReportDiff mode: {failed} manifests could not be compared");
+        let c = Condition::new(CONDITION_APPLIED, false, REASON_SOME_NOT_APPLIED, message).observing(generation);
+        set_condition(&mut conditions, c, now);
+        conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
+    }
+    let previous = previous.cloned().unwrap_or_default();
+    WorkOutcome {
+        status: WorkStatus { conditions, manifest_conditions },
+        entry: Entry {
+            generation: if failed == 0 { generation } else { 0 },
+            abandon_on_delete: spec.abandons_on_delete(),
+            ..previous
+        },
+        settled: failed == 0,
     }
 }
 
@@ -266,6 +479,10 @@ pub async fn remove_work<T: Target>(target: &T, previous: &Entry) -> Vec<Resourc
     }
     left
 }
+
+#[cfg(test)]
+#[path = "apply_tests.rs"]
+mod strategy_tests;
 
 #[cfg(test)]
 mod tests {

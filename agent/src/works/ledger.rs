@@ -1,7 +1,9 @@
 //! What the agent placed for each Work, kept durably in `DIR/ledger.json`:
 //! the generation it applied and the objects it created. It lets the agent
 //! delete exactly what a Work no longer holds (and only what Fleet created),
-//! and skip re-applying unchanged Work after a restart.
+//! skip re-applying unchanged Work after a restart, and — with the manifest
+//! each object was last applied with — tell a drift on the member cluster
+//! (`whenToApply: IfNotDrifted`, see [`super::strategy`]) from a change on the hub.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -25,6 +27,43 @@ pub struct Entry {
     /// (see [`super::forget_work`]). Absent (older ledgers) means `Delete`.
     #[serde(default, rename = "abandonOnDelete", skip_serializing_if = "std::ops::Not::not")]
     pub abandon_on_delete: bool,
+    /// The manifest each placed object was last applied with (the baseline
+    /// of drift detection). Absent in older ledgers: no drift is then found
+    /// until the object is applied again.
+    #[serde(default, rename = "lastApplied", skip_serializing_if = "Vec::is_empty")]
+    pub last_applied: Vec<LastApplied>,
+}
+
+/// What Fleet last wrote to an object: the baselines of drift detection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastApplied {
+    /// The object.
+    pub id: ResourceId,
+    /// The manifest as the Work held it when Fleet last wrote the object
+    /// (the baseline under `PartialComparison`).
+    pub manifest: serde_json::Value,
+    /// The object as the cluster returned it right after that write, server
+    /// defaults included (the baseline under `FullComparison`, so that
+    /// fields the API server filled in do not count as drift).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<serde_json::Value>,
+}
+
+impl Entry {
+    /// What Fleet last wrote to `id`, if recorded.
+    pub fn last_applied(&self, id: &ResourceId) -> Option<&LastApplied> {
+        self.last_applied.iter().find(|l| &l.id == id)
+    }
+}
+
+impl LastApplied {
+    /// The baseline to compare the live object with under `comparison`.
+    pub fn baseline(&self, comparison: super::compare::Comparison) -> &serde_json::Value {
+        match (&self.written, comparison) {
+            (Some(written), super::compare::Comparison::Full) => written,
+            _ => &self.manifest,
+        }
+    }
 }
 
 /// All Works' records.
@@ -101,7 +140,12 @@ mod tests {
             namespace: "n".into(),
             name: "c".into(),
         };
-        ledger.set("w", Some(Entry { generation: 2, placed: vec![id.clone()], abandon_on_delete: true })).unwrap();
+        ledger
+            .set(
+                "w",
+                Some(Entry { generation: 2, placed: vec![id.clone()], abandon_on_delete: true, ..Entry::default() }),
+            )
+            .unwrap();
         let again = Ledger::load(dir.path()).unwrap();
         assert_eq!(again.get("w").unwrap().placed, vec![id]);
         assert!(again.get("w").unwrap().abandon_on_delete);

@@ -31,7 +31,9 @@
 //! coming back) applies to it again and so adopts it.
 
 pub mod apply;
+pub mod compare;
 pub mod ledger;
+pub mod strategy;
 pub mod waves;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -196,7 +198,7 @@ pub async fn forget_work<T: Target>(
         Ok(true)
     } else {
         // The decision is made: retries delete the rest even if found again only via the ledger.
-        ledger.set(name, Some(ledger::Entry { generation: 0, placed: left, abandon_on_delete: false }))?;
+        ledger.set(name, Some(ledger::Entry { generation: 0, placed: left, ..ledger::Entry::default() }))?;
         Ok(false)
     }
 }
@@ -377,7 +379,12 @@ mod tests {
         let ns: Object =
             serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}))
                 .unwrap();
-        let request = ApplyRequest { manifest: &ns, mode: ApplyMode::ClientSide, owner: "fleet-member-a/namespaces" };
+        let request = ApplyRequest {
+            manifest: &ns,
+            mode: ApplyMode::ClientSide,
+            owner: "fleet-member-a/namespaces",
+            take_over: false,
+        };
         target.apply(request).await.unwrap();
         let ledger = Ledger::load(dir.path()).unwrap();
         (dir, target, ledger)

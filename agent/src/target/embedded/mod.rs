@@ -13,7 +13,8 @@
 //!   server-set fields are kept. With Fleet as the only writer there are no
 //!   other field managers, so server-side apply's `force` changes nothing;
 //! - an object is applied only by the Work that created it
-//!   ([`OWNER_ANNOTATION`]); anything else is a [`TargetError::Conflict`];
+//!   ([`OWNER_ANNOTATION`]), or taken over when the request says so
+//!   ([`ApplyRequest::take_over`]); anything else is a [`TargetError::Conflict`];
 //! - workloads "run" ([`workload`]): their pods' requests are taken from the
 //!   allocatable CPU and memory, and they become available
 //!   [`SimConfig::ready_delay`] after their latest generation was applied
@@ -153,8 +154,9 @@ impl EmbeddedTarget {
     }
 
     /// Creates an object as someone other than Fleet would (e.g. `kubectl`
-    /// on the member cluster): no owner annotation, so Fleet will not apply
-    /// over it. Fails if the object exists. For tests and demos.
+    /// on the member cluster): no owner annotation, so Fleet applies over it
+    /// only if a Work's `whenToTakeOver` lets it take the object over. Fails
+    /// if the object exists. For tests and demos.
     pub fn create_unmanaged(&self, object: &Object) -> Result<Object, TargetError> {
         self.inner.create_unmanaged(object)
     }
@@ -249,7 +251,7 @@ impl Inner {
         self.create(&mut state, key, &desired, None, SystemTime::now())
     }
 
-    fn apply(&self, manifest: &Object, mode: ApplyMode, owner: &str) -> Result<Applied, TargetError> {
+    fn apply(&self, manifest: &Object, mode: ApplyMode, owner: &str, take_over: bool) -> Result<Applied, TargetError> {
         // Both modes merge the same way (see the module doc): the simulated
         // cluster has no field manager but Fleet, so `force` has nothing to
         // override.
@@ -262,7 +264,7 @@ impl Inner {
             let live = self.create(&mut state, key, &desired, Some(Value::Object(desired.clone())), now)?;
             return Ok(Applied { outcome: ApplyOutcome::Created, live });
         };
-        check_owner(&record.object, owner)?;
+        check_owner(&record.object, owner, take_over)?;
         let current = record.object.clone();
         let mut merged = match serde_json::to_value(&current).map_err(|e| internal("encode", e))? {
             Value::Object(map) => map,
@@ -439,8 +441,8 @@ impl Target for EmbeddedTarget {
     async fn apply(&self, request: ApplyRequest<'_>) -> Result<Applied, TargetError> {
         let inner = self.inner.clone();
         let manifest = request.manifest.clone();
-        let (mode, owner) = (request.mode, request.owner.to_string());
-        blocking(move || inner.apply(&manifest, mode, &owner)).await
+        let (mode, owner, take_over) = (request.mode, request.owner.to_string(), request.take_over);
+        blocking(move || inner.apply(&manifest, mode, &owner, take_over)).await
     }
 
     async fn get(&self, id: &ResourceId) -> Result<Option<Object>, TargetError> {

@@ -20,12 +20,12 @@ fn open(dir: &Path) -> EmbeddedTarget {
 
 async fn apply(target: &EmbeddedTarget, v: Value) -> Result<Applied, TargetError> {
     let m = object(v);
-    target.apply(ApplyRequest { manifest: &m, mode: ApplyMode::ClientSide, owner: OWNER }).await
+    target.apply(ApplyRequest { manifest: &m, mode: ApplyMode::ClientSide, owner: OWNER, take_over: false }).await
 }
 
 async fn apply_as(target: &EmbeddedTarget, v: Value, owner: &str, mode: ApplyMode) -> Result<Applied, TargetError> {
     let m = object(v);
-    target.apply(ApplyRequest { manifest: &m, mode, owner }).await
+    target.apply(ApplyRequest { manifest: &m, mode, owner, take_over: false }).await
 }
 
 fn ns(name: &str) -> Value {

@@ -13,9 +13,9 @@
 //!   the manifest no longer sets are removed, fields set by others (and by
 //!   controllers) are kept, and Fleet's values win where both set a field.
 //! - Ownership follows the same rule as the embedded target: before
-//!   applying, the live object is read; one that exists without
-//!   [`OWNER_ANNOTATION`], or with another Work's, is a
-//!   [`TargetError::Conflict`] and is not touched.
+//!   applying, the live object is read; one with another Work's
+//!   [`OWNER_ANNOTATION`], or without it unless the request takes it over
+//!   ([`ApplyRequest::take_over`]), is a [`TargetError::Conflict`] and is not touched.
 //! - Deletion uses `propagationPolicy: Background` ([`DELETE_PROPAGATION`]):
 //!   the object goes at once and the garbage collector removes its dependents
 //!   (ReplicaSets, Pods) afterwards, as `kubectl delete` does; a Work that
@@ -179,7 +179,7 @@ impl Target for KubernetesTarget {
         let located = self.locate(&id, "apply").await?.ok_or_else(|| not_served(&id))?;
         let before = self.read(&located, &id).await?;
         if let Some(live) = &before {
-            check_owner(live, request.owner)?;
+            check_owner(live, request.owner, request.take_over)?;
         }
         let force = match request.mode {
             ApplyMode::ServerSide { force } => force,
@@ -268,11 +268,14 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "demo"}}),
         )
         .unwrap();
-        let e = check_owner(&live, "ns/a").unwrap_err();
+        let e = check_owner(&live, "ns/a", false).unwrap_err();
         assert!(matches!(&e, TargetError::Conflict(m) if m.contains("not created by Fleet")), "{e}");
+        check_owner(&live, "ns/a", true).unwrap();
         live.metadata.annotations.insert(OWNER_ANNOTATION.into(), "ns/b".into());
-        let e = check_owner(&live, "ns/a").unwrap_err();
-        assert!(matches!(&e, TargetError::Conflict(m) if m.contains("\"ns/b\"")), "{e}");
-        check_owner(&live, "ns/b").unwrap();
+        for take_over in [false, true] {
+            let e = check_owner(&live, "ns/a", take_over).unwrap_err();
+            assert!(matches!(&e, TargetError::Conflict(m) if m.contains("\"ns/b\"")), "{e}");
+        }
+        check_owner(&live, "ns/b", false).unwrap();
     }
 }

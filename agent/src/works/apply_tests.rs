@@ -1,0 +1,275 @@
+//! Works-level tests of the apply strategy, driving the embedded target:
+//! takeover, co-ownership, drift detection and ReportDiff.
+
+use serde_json::json;
+
+use super::*;
+use crate::target::embedded::{EmbeddedTarget, SimConfig};
+use crate::target::{ApplyMode, OWNER_ANNOTATION};
+
+const OWNER: &str = "fleet-member-a/w";
+
+fn object(v: Value) -> Object {
+    serde_json::from_value(v).unwrap()
+}
+
+fn cm(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "app"}, "data": data})
+}
+
+fn id(name: &str) -> ResourceId {
+    ResourceId::of(&object(cm(name, json!({}))))
+}
+
+/// Work `w` of cluster `a` with `strategy` as its `applyStrategy`.
+fn work(generation: i64, strategy: Value, manifests: Vec<Value>) -> Object {
+    object(json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+        "metadata": {"name": "w", "namespace": "fleet-member-a", "generation": generation},
+        "spec": {"workload": {"manifests": manifests}, "applyStrategy": strategy}
+    }))
+}
+
+/// A cluster with namespace `app` (created by someone else).
+fn cluster(dir: &tempfile::TempDir) -> EmbeddedTarget {
+    let target = EmbeddedTarget::open(dir.path(), SimConfig::default()).unwrap();
+    target
+        .create_unmanaged(&object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}})))
+        .unwrap();
+    target
+}
+
+/// Someone edits an object on the member cluster.
+async fn edit(target: &EmbeddedTarget, name: &str, data: Value) {
+    let m = object(cm(name, data));
+    target
+        .apply(ApplyRequest { manifest: &m, mode: ApplyMode::ClientSide, owner: OWNER, take_over: true })
+        .await
+        .unwrap();
+}
+
+async fn data(target: &EmbeddedTarget, name: &str) -> Value {
+    let live = target.get(&id(name)).await.unwrap().unwrap();
+    live.rest.get("data").cloned().unwrap_or(Value::Null)
+}
+
+async fn owner_of(target: &EmbeddedTarget, name: &str) -> Option<String> {
+    target.get(&id(name)).await.unwrap().unwrap().metadata.annotations.get(OWNER_ANNOTATION).cloned()
+}
+
+fn manifest(status: &WorkStatus, ordinal: i64) -> &ManifestCondition {
+    status.manifest_conditions.iter().find(|m| m.identifier.ordinal == ordinal).unwrap()
+}
+
+fn condition<'a>(conditions: &'a [Condition], type_: &str) -> (&'a str, &'a str) {
+    let c = conditions.iter().find(|c| c.type_ == type_).unwrap();
+    (c.status.as_str(), c.reason.as_str())
+}
+
+fn applied(status: &WorkStatus, ordinal: i64) -> (&str, &str) {
+    condition(&manifest(status, ordinal).conditions, CONDITION_APPLIED)
+}
+
+#[tokio::test]
+async fn take_over_always_applies_and_annotates_an_existing_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    target.create_unmanaged(&object(cm("c", json!({"a": "theirs", "b": "kept"})))).unwrap();
+    let out = apply_work(&target, &work(1, json!({}), vec![cm("c", json!({"a": "1"}))]), None, true, "t").await;
+    assert_eq!(applied(&out.status, 0), ("True", "ManifestApplied"));
+    assert_eq!(owner_of(&target, "c").await.as_deref(), Some(OWNER));
+    assert_eq!(data(&target, "c").await, json!({"a": "1", "b": "kept"}));
+    assert_eq!(out.entry.placed, vec![id("c")]);
+    assert!(out.entry.last_applied(&id("c")).is_some());
+}
+
+#[tokio::test]
+async fn take_over_if_no_diff_takes_an_identical_object_and_reports_a_different_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    target.create_unmanaged(&object(cm("same", json!({"a": "1"})))).unwrap();
+    target.create_unmanaged(&object(cm("other", json!({"a": "2"})))).unwrap();
+    let strategy = json!({"whenToTakeOver": "IfNoDiff"});
+    let w = work(1, strategy, vec![cm("same", json!({"a": "1"})), cm("other", json!({"a": "1"}))]);
+    let out = apply_work(&target, &w, None, true, "t1").await;
+    assert_eq!(applied(&out.status, 0), ("True", "ManifestApplied"));
+    assert_eq!(owner_of(&target, "same").await.as_deref(), Some(OWNER));
+    assert_eq!(applied(&out.status, 1), ("False", "FailedToTakeOver"));
+    let diff = manifest(&out.status, 1).diff_details.clone().unwrap();
+    assert_eq!(diff["observedDiffs"], json!([{"path": "/data/a", "valueInHub": "1", "valueInMember": "2"}]));
+    assert_eq!((diff["firstDiffedObservedTime"].as_str(), diff["observationTime"].as_str()), (Some("t1"), Some("t1")));
+    assert_eq!(diff["observedInMemberClusterGeneration"], json!(1));
+    assert_eq!(owner_of(&target, "other").await, None, "untouched");
+    assert_eq!(data(&target, "other").await, json!({"a": "2"}));
+    assert_eq!(out.entry.placed, vec![id("same")]);
+    assert!(!out.settled);
+}
+
+#[tokio::test]
+async fn take_over_never_is_a_conflict_and_another_work_s_object_always_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    target.create_unmanaged(&object(cm("c", json!({"a": "1"})))).unwrap();
+    let out = apply_work(
+        &target,
+        &work(1, json!({"whenToTakeOver": "Never"}), vec![cm("c", json!({"a": "1"}))]),
+        None,
+        true,
+        "t",
+    )
+    .await;
+    assert_eq!(applied(&out.status, 0), ("False", "ManifestConflict"));
+    assert_eq!(owner_of(&target, "c").await, None);
+
+    // Placed by another Work: a conflict even with the default Always.
+    let m = object(cm("d", json!({"a": "1"})));
+    let other =
+        ApplyRequest { manifest: &m, mode: ApplyMode::ClientSide, owner: "fleet-member-a/other", take_over: false };
+    target.apply(other).await.unwrap();
+    let out = apply_work(&target, &work(1, json!({}), vec![cm("d", json!({"a": "2"}))]), None, true, "t").await;
+    assert_eq!(applied(&out.status, 0), ("False", "ManifestConflict"));
+    assert_eq!(data(&target, "d").await, json!({"a": "1"}));
+}
+
+#[tokio::test]
+async fn co_owned_objects_are_applied_only_with_allow_co_ownership() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    let mut owned = cm("c", json!({"a": "theirs"}));
+    owned["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "parent", "uid": "p"}]);
+    target.create_unmanaged(&object(owned)).unwrap();
+    let manifests = vec![cm("c", json!({"a": "1"}))];
+    let out = apply_work(&target, &work(1, json!({}), manifests.clone()), None, true, "t").await;
+    assert_eq!(applied(&out.status, 0), ("False", "CoOwnershipNotAllowed"));
+    assert_eq!(data(&target, "c").await, json!({"a": "theirs"}));
+    let out = apply_work(&target, &work(2, json!({"allowCoOwnership": true}), manifests), None, true, "t").await;
+    assert_eq!(applied(&out.status, 0), ("True", "ManifestApplied"));
+    assert_eq!(data(&target, "c").await, json!({"a": "1"}));
+}
+
+#[tokio::test]
+async fn if_not_drifted_reports_a_live_edit_and_does_not_overwrite_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    let strategy = json!({"whenToApply": "IfNotDrifted"});
+    let first =
+        apply_work(&target, &work(1, strategy.clone(), vec![cm("c", json!({"a": "1"}))]), None, true, "t0").await;
+    assert!(first.settled);
+    edit(&target, "c", json!({"a": "edited"})).await;
+
+    // The hub changes the manifest: the drift stops the apply.
+    let mut w = work(2, strategy.clone(), vec![cm("c", json!({"a": "new"}))]);
+    let out = apply_work(&target, &w, Some(&first.entry), true, "t1").await;
+    assert_eq!(applied(&out.status, 0), ("False", "FoundDrifts"));
+    let drift = manifest(&out.status, 0).drift_details.clone().unwrap();
+    assert_eq!(drift["observedDrifts"], json!([{"path": "/data/a", "valueInHub": "1", "valueInMember": "edited"}]));
+    assert_eq!(drift["firstDriftedObservedTime"], json!("t1"));
+    assert_eq!(drift["observedInMemberClusterGeneration"], json!(2));
+    assert_eq!(data(&target, "c").await, json!({"a": "edited"}), "not overwritten");
+    assert_eq!(out.entry.placed, vec![id("c")], "still placed, not pruned");
+    assert!(!out.settled && out.entry.generation == 0);
+    let work_applied = condition(&out.status.conditions, CONDITION_APPLIED);
+    assert_eq!(work_applied, ("False", REASON_SOME_NOT_APPLIED));
+
+    // Re-checked later with the status reported: the first time is kept.
+    work::set_status(&mut w, &out.status);
+    let again = apply_work(&target, &w, Some(&out.entry), true, "t2").await;
+    let drift = manifest(&again.status, 0).drift_details.clone().unwrap();
+    assert_eq!(
+        (drift["firstDriftedObservedTime"].as_str(), drift["observationTime"].as_str()),
+        (Some("t1"), Some("t2"))
+    );
+
+    // The edit is reverted on the member: the new manifest is applied.
+    edit(&target, "c", json!({"a": "1"})).await;
+    work::set_status(&mut w, &again.status);
+    let done = apply_work(&target, &w, Some(&again.entry), true, "t3").await;
+    assert_eq!(applied(&done.status, 0), ("True", "ManifestApplied"));
+    assert!(manifest(&done.status, 0).drift_details.is_none());
+    assert_eq!(data(&target, "c").await, json!({"a": "new"}));
+    assert_eq!(done.entry.last_applied(&id("c")).unwrap().manifest["data"], json!({"a": "new"}));
+}
+
+#[tokio::test]
+async fn always_overwrites_a_live_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    let first = apply_work(&target, &work(1, json!({}), vec![cm("c", json!({"a": "1"}))]), None, true, "t0").await;
+    edit(&target, "c", json!({"a": "edited"})).await;
+    let out =
+        apply_work(&target, &work(2, json!({}), vec![cm("c", json!({"a": "1"}))]), Some(&first.entry), true, "t1")
+            .await;
+    assert_eq!(applied(&out.status, 0), ("True", "ManifestApplied"));
+    assert!(manifest(&out.status, 0).drift_details.is_none());
+    assert_eq!(data(&target, "c").await, json!({"a": "1"}));
+}
+
+#[tokio::test]
+async fn report_diff_changes_nothing_and_reports_every_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    target.create_unmanaged(&object(cm("differs", json!({"a": "2"})))).unwrap();
+    target.create_unmanaged(&object(cm("same", json!({"a": "1"})))).unwrap();
+    let manifests =
+        vec![cm("differs", json!({"a": "1"})), cm("same", json!({"a": "1"})), cm("missing", json!({"a": "1"}))];
+    let before = target.list();
+    let w = work(3, json!({"type": "ReportDiff"}), manifests);
+    let out = apply_work(&target, &w, None, true, "t").await;
+    assert_eq!(target.list(), before, "nothing written");
+    assert!(target.get(&id("missing")).await.unwrap().is_none());
+    let diffs = |o: i64| manifest(&out.status, o).diff_details.clone().unwrap()["observedDiffs"].clone();
+    assert_eq!(diffs(0), json!([{"path": "/data/a", "valueInHub": "1", "valueInMember": "2"}]));
+    assert_eq!(diffs(1), json!([]));
+    assert_eq!(diffs(2), json!([{"path": "/", "valueInHub": "(the whole object)"}]));
+    assert!(manifest(&out.status, 1).diff_details.as_ref().unwrap().get("firstDiffedObservedTime").is_none());
+    for type_ in [CONDITION_APPLIED, CONDITION_AVAILABLE] {
+        assert_eq!(condition(&out.status.conditions, type_), ("True", REASON_REPORT_DIFF));
+    }
+    let message = &out.status.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).unwrap().message;
+    assert!(message.contains("nothing was applied") && message.contains("2 of 3"), "{message}");
+    assert!(out.settled);
+    assert_eq!(out.entry.generation, 3);
+    assert!(out.entry.placed.is_empty());
+}
+
+#[tokio::test]
+async fn switching_to_report_diff_keeps_what_the_work_placed() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    let first = apply_work(&target, &work(1, json!({}), vec![cm("c", json!({"a": "1"}))]), None, true, "t").await;
+    let out = apply_work(&target, &work(2, json!({"type": "ReportDiff"}), vec![]), Some(&first.entry), true, "t").await;
+    assert!(target.get(&id("c")).await.unwrap().is_some(), "not pruned");
+    assert_eq!(out.entry.placed, first.entry.placed);
+}
+
+#[tokio::test]
+async fn full_comparison_drift_ignores_server_defaults_but_not_added_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    let strategy = json!({"whenToApply": "IfNotDrifted", "comparisonOption": "FullComparison"});
+    // A Service: the cluster fills in type, clusterIP and ports' defaults.
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "app"},
+        "spec": {"selector": {"app": "a"}, "ports": [{"port": 80}]}});
+    let first =
+        apply_work(&target, &work(1, strategy.clone(), vec![svc.clone(), cm("c", json!({"a": "1"}))]), None, true, "t")
+            .await;
+    assert!(first.settled, "{:?}", first.status);
+    let out = apply_work(
+        &target,
+        &work(2, strategy.clone(), vec![svc.clone(), cm("c", json!({"a": "1"}))]),
+        Some(&first.entry),
+        true,
+        "t",
+    )
+    .await;
+    assert_eq!(applied(&out.status, 0), ("True", "ManifestApplied"), "server defaults are not drift");
+    // A field added on the member is a drift under full comparison.
+    edit(&target, "c", json!({"a": "1", "added": "x"})).await;
+    let out =
+        apply_work(&target, &work(3, strategy, vec![svc, cm("c", json!({"a": "1"}))]), Some(&out.entry), true, "t")
+            .await;
+    assert_eq!(applied(&out.status, 1), ("False", "FoundDrifts"));
+    let drift = manifest(&out.status, 1).drift_details.clone().unwrap();
+    assert_eq!(drift["observedDrifts"], json!([{"path": "/data/added", "valueInMember": "x"}]));
+}

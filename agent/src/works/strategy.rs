@@ -1,0 +1,218 @@
+//! The apply strategy of a Work (`spec.applyStrategy`) and the one place
+//! deciding, for each manifest and the live object, whether Fleet may write
+//! it. Pure; the same for every target ([`super::apply`] reads the live
+//! object with [`crate::target::Target::get`] and acts on the [`Decision`]).
+//!
+//! For an object that exists on the member cluster, in order:
+//! 1. Placed by **another Work** ([`OWNER_ANNOTATION`] naming it): never
+//!    taken over, whatever the strategy — `ManifestConflict`.
+//! 2. **Owned by something else** (`metadata.ownerReferences` not empty;
+//!    Fleet itself never sets owner references): refused unless
+//!    `allowCoOwnership` — `CoOwnershipNotAllowed`.
+//! 3. Placed by **this Work**: applied, except with `whenToApply:
+//!    IfNotDrifted` when the live object differs from what Fleet last wrote
+//!    — `FoundDrifts`, with the drifts. The baseline is kept in the ledger
+//!    ([`super::ledger::LastApplied::baseline`]): under `PartialComparison`
+//!    the manifest as last applied (only the fields it sets count), under
+//!    `FullComparison` the object as the cluster returned it right after
+//!    that write (so server-defaulted fields are not drift, but any field
+//!    changed or added since is). `valueInHub` is the baseline's value.
+//!    Without a record (a ledger from before this rule, or an object never
+//!    written by this Work), nothing counts as drift.
+//! 4. **Not created by Fleet** (no annotation), by `whenToTakeOver`:
+//!    `Always` (default) takes it over (applies and annotates it);
+//!    `IfNoDiff` only if the live object has no difference from the manifest
+//!    (per `comparisonOption`), else `FailedToTakeOver` with the diffs;
+//!    `Never` refuses — `ManifestConflict`.
+//!
+//! An object that does not exist is created.
+
+use fleet_api::work::ApplyStrategy;
+use fleet_api::Object;
+use serde_json::Value;
+
+use super::compare::{differences, Comparison, Difference};
+use crate::target::{ApplyMode, ResourceId, OWNER_ANNOTATION};
+
+/// `whenToTakeOver` of an apply strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TakeOver {
+    /// Take over any object not created by Fleet (the default).
+    #[default]
+    Always,
+    /// Only one that has no difference from the manifest.
+    IfNoDiff,
+    /// Never.
+    Never,
+}
+
+/// A Work's apply strategy, with its defaults filled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Strategy {
+    /// `type: ReportDiff`: apply nothing, report differences.
+    pub report_diff: bool,
+    /// How to write (`ClientSideApply` or `ServerSideApply`).
+    pub mode: ApplyMode,
+    /// `comparisonOption`.
+    pub comparison: Comparison,
+    /// `whenToApply: IfNotDrifted`.
+    pub if_not_drifted: bool,
+    /// `whenToTakeOver`.
+    pub take_over: TakeOver,
+    /// `allowCoOwnership`.
+    pub allow_co_ownership: bool,
+}
+
+impl Strategy {
+    /// The strategy of a Work spec (`None`: all defaults).
+    pub fn of(strategy: Option<&ApplyStrategy>) -> Strategy {
+        let default = ApplyStrategy::default();
+        let s = strategy.unwrap_or(&default);
+        let mode = match s.apply_type() {
+            "ServerSideApply" => {
+                ApplyMode::ServerSide { force: s.server_side_apply_config.as_ref().is_some_and(|c| c.force) }
+            }
+            _ => ApplyMode::ClientSide,
+        };
+        Strategy {
+            report_diff: s.apply_type() == "ReportDiff",
+            mode,
+            comparison: Comparison::from_option(s.comparison_option.as_deref()),
+            if_not_drifted: s.when_to_apply.as_deref() == Some("IfNotDrifted"),
+            take_over: match s.when_to_take_over.as_deref() {
+                Some("IfNoDiff") => TakeOver::IfNoDiff,
+                Some("Never") => TakeOver::Never,
+                _ => TakeOver::Always,
+            },
+            allow_co_ownership: s.allow_co_ownership.unwrap_or(false),
+        }
+    }
+}
+
+/// Reason: the object is placed by another Work, or (`whenToTakeOver: Never`) not by Fleet.
+pub const REASON_CONFLICT: &str = "ManifestConflict";
+/// Reason: the object has other owners and `allowCoOwnership` is false.
+pub const REASON_CO_OWNERSHIP: &str = "CoOwnershipNotAllowed";
+/// Reason: `whenToApply: IfNotDrifted` and the object drifted.
+pub const REASON_DRIFTED: &str = "FoundDrifts";
+/// Reason: `whenToTakeOver: IfNoDiff` and the object differs from the manifest.
+pub const REASON_NOT_TAKEN_OVER: &str = "FailedToTakeOver";
+
+/// What to do with one manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Write it; `take_over` when it exists without Fleet's annotation.
+    Apply {
+        /// Pass as [`crate::target::ApplyRequest::take_over`].
+        take_over: bool,
+    },
+    /// Leave it alone and report why.
+    Refuse {
+        /// The manifest's `Applied=False` reason.
+        reason: &'static str,
+        /// Its message.
+        message: String,
+        /// Drifts found (`FoundDrifts`).
+        drifts: Vec<Difference>,
+        /// Differences that prevented a takeover (`FailedToTakeOver`).
+        diffs: Vec<Difference>,
+    },
+}
+
+fn refuse(reason: &'static str, message: String) -> Decision {
+    Decision::Refuse { reason, message, drifts: Vec::new(), diffs: Vec::new() }
+}
+
+/// Decides whether `owner` (`<namespace>/<name>` of the Work) may write
+/// `manifest` over `live` (see the module doc). `last_applied` is the drift
+/// baseline of the object, if recorded ([`super::ledger::LastApplied::baseline`]).
+pub fn decide(
+    strategy: &Strategy,
+    manifest: &Object,
+    live: Option<&Object>,
+    owner: &str,
+    last_applied: Option<&Value>,
+) -> Decision {
+    let Some(live) = live else {
+        return Decision::Apply { take_over: false };
+    };
+    let id = ResourceId::of(live);
+    let current = live.metadata.annotations.get(OWNER_ANNOTATION);
+    if let Some(current) = current.filter(|c| *c != owner) {
+        return refuse(
+            REASON_CONFLICT,
+            format!("{id} is already placed on this cluster by Work {current:?}; Work {owner:?} cannot apply it too"),
+        );
+    }
+    let live_json = serde_json::to_value(live).unwrap_or(Value::Null);
+    let owners = live.metadata.owner_references.len();
+    if owners > 0 && !strategy.allow_co_ownership {
+        return refuse(
+            REASON_CO_OWNERSHIP,
+            format!(
+                "{id} is owned by {owners} other owner reference(s) and the apply strategy does not allow \
+                 co-ownership (allowCoOwnership: false): not applied"
+            ),
+        );
+    }
+    if current.is_some() {
+        if strategy.if_not_drifted {
+            if let Some(last) = last_applied {
+                let drifts = differences(last, &live_json, strategy.comparison);
+                if !drifts.is_empty() {
+                    let message = format!(
+                        "{id} was changed on the member cluster since Fleet applied it ({} drifted field(s)); \
+                         whenToApply is IfNotDrifted: not overwritten",
+                        drifts.len()
+                    );
+                    return Decision::Refuse { reason: REASON_DRIFTED, message, drifts, diffs: Vec::new() };
+                }
+            }
+        }
+        return Decision::Apply { take_over: false };
+    }
+    match strategy.take_over {
+        TakeOver::Always => Decision::Apply { take_over: true },
+        TakeOver::Never => refuse(
+            REASON_CONFLICT,
+            format!(
+                "{id} already exists on this cluster and was not created by Fleet (no {OWNER_ANNOTATION} \
+                 annotation); whenToTakeOver is Never: Work {owner:?} does not take it over"
+            ),
+        ),
+        TakeOver::IfNoDiff => {
+            let hub = serde_json::to_value(manifest).unwrap_or(Value::Null);
+            let diffs = differences(&hub, &live_json, strategy.comparison);
+            if diffs.is_empty() {
+                Decision::Apply { take_over: true }
+            } else {
+                let message = format!(
+                    "{id} already exists on this cluster, was not created by Fleet and differs from the manifest \
+                     ({} difference(s)); whenToTakeOver is IfNoDiff: not taken over",
+                    diffs.len()
+                );
+                Decision::Refuse { reason: REASON_NOT_TAKEN_OVER, message, drifts: Vec::new(), diffs }
+            }
+        }
+    }
+}
+
+/// The differences ReportDiff reports for a manifest: against the live
+/// object, or, when it does not exist, one at `/` with no member value.
+pub fn report_diff(manifest: &Object, live: Option<&Object>, comparison: Comparison) -> Vec<Difference> {
+    match live {
+        None => vec![Difference {
+            path: "/".into(),
+            value_in_hub: Some("(the whole object)".into()),
+            value_in_member: None,
+        }],
+        Some(live) => {
+            let hub = serde_json::to_value(manifest).unwrap_or(Value::Null);
+            differences(&hub, &serde_json::to_value(live).unwrap_or(Value::Null), comparison)
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "strategy_tests.rs"]
+mod tests;
