@@ -352,4 +352,19 @@ async fn a_cluster_that_fails_to_apply_is_reported_and_holds_the_rollout() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(bindings(&hub, "second").await.expect("bindings").len(), 3);
+
+    // ReportDiff changes nothing on the member and reports what differs.
+    apply_yaml(&hub, &app("probe", "1"));
+    let report = "    type: RollingUpdate\n    applyStrategy: {type: ReportDiff}\n";
+    apply_yaml(&hub, &crp("probe", "probe", "    placementType: PickFixed\n    clusterNames: [west-1]\n", report));
+    wait_rolled_out(&hub, "probe", 1, "0").await;
+    let mut admin = hub.client(hub.running()[0]).await;
+    let probe = get(&mut admin, "crp", "", "probe").await.expect("probe");
+    let status = probe.status().cloned().unwrap_or_default();
+    let diffed = status["placementStatuses"][0]["diffedPlacements"].as_array().cloned().unwrap_or_default();
+    assert!(
+        diffed.iter().any(|d| d["kind"] == "ConfigMap" && d["name"] == "settings"),
+        "the missing ConfigMap is reported as a diff: {status}"
+    );
+    assert!(!member_has(&hub, "west-1", "configmap", "probe", "settings"), "ReportDiff applies nothing");
 }
