@@ -8,53 +8,27 @@
 #   bench/agents.sh                      # N=100 agents, 60 s idle window
 #   AGENTS=20 IDLE_SECONDS=30 bench/agents.sh
 #
-# Everything it starts is stopped, and its temp dir removed, on exit.
+# Everything it starts is stopped, and its temp dir removed, on exit
+# (BENCH_KEEP=1 keeps the temp dir with the node and agent logs).
 set -euo pipefail
+. "$(dirname "$0")/lib/fleet.sh"
 cd "$(dirname "$0")/.."
 AGENTS=${AGENTS:-100}
 IDLE_SECONDS=${IDLE_SECONDS:-60}
 WORKS=${WORKS:-100}
-BIN=${CARGO_TARGET_DIR:-$PWD/target}/release
-[ "${BENCH_SKIP_BUILD:-0}" = 1 ] || cargo build --release -q --bins
-for tool in jq bc; do command -v $tool >/dev/null || { apt-get update -qq && apt-get install -y -qq $tool >/dev/null; }; done
-
-TMP=$(mktemp -d "${BENCH_TMP:-/tmp}/fleet-agents.XXXXXX")
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P=($(port) $(port) $(port))
-PEERS="1=127.0.0.1:${P[0]},2=127.0.0.1:${P[1]},3=127.0.0.1:${P[2]}"
-export FLEET_ENDPOINTS="127.0.0.1:${P[0]},127.0.0.1:${P[1]},127.0.0.1:${P[2]}" FLEET_TLS_DIR=$TMP/pki
-"$BIN/fleetctl" pki init --dir "$TMP/pki" --nodes 3 >/dev/null
-for i in 1 2 3; do
-  "$BIN/fleet-node" --id $i --listen "127.0.0.1:${P[$((i-1))]}" --data-dir "$TMP/node-$i" --tls-dir "$TMP/pki" \
-    --peers "$PEERS" --init 2>"$TMP/node-$i.log" &
-  PIDS+=($!)
-done
-until "$BIN/fleetctl" cluster status -o json 2>/dev/null | jq -e '.leader != null' >/dev/null; do sleep 0.1; done
+START_TIMEOUT=600   # seconds for the hub, and for the agents, to come up
+fleet_prepare jq bc python3
+fleet_tmp agents
+FLEET_POLL=0.5
+FLEET_FAILURE_LOGS="node-*.log agent-0.log"
+fleet_start_hub "$START_TIMEOUT"
 
 echo "starting $AGENTS agents (heartbeat period 10 s)..."
-{
-  for n in $(seq 0 $((AGENTS-1))); do
-    printf -- '---\napiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata: {name: m-%d, labels: {bench: "true"}}\nspec: {heartbeatPeriodSeconds: 10}\n' "$n"
-  done
-} | "$BIN/fleetctl" apply -f - >/dev/null
+fleet_apply_members "$AGENTS"
 for n in $(seq 0 $((AGENTS-1))); do
-  { read -r token; read -r fp; } < <("$BIN/fleetctl" token create --cluster "m-$n" --ttl 10m 2>/dev/null)
-  RUST_LOG=warn "$BIN/fleet-agent" --cluster "m-$n" --hub "$FLEET_ENDPOINTS" --data-dir "$TMP/agent-$n" \
-    --token "$token" --ca-fingerprint "$fp" --sim-ready-delay 0s 2>"$TMP/agent-$n.log" &
-  PIDS+=($!)
-  AGENT_PID[$n]=$!
+  fleet_start_agent "$n" 10m
 done
-until [ "$("$BIN/fleetctl" get mc -o json | jq '[.items[] | select(.status.conditions // [] | any(.type=="Healthy" and .status=="True"))] | length')" -ge "$AGENTS" ]; do
-  sleep 0.5
-done
+fleet_wait_members "$START_TIMEOUT" "$AGENTS agents Joined+Healthy" "$AGENTS"
 echo "all $AGENTS agents joined and healthy; letting them settle for 2 periods"
 sleep 20
 
@@ -96,6 +70,4 @@ YAML
 until [ "$("$BIN/fleetctl" get work -n fleet-member-m-1 -o json | jq '[.items[] | select(.status.conditions // [] | any(.type=="Available" and .status=="True"))] | length')" -ge "$WORKS" ]; do
   sleep 0.5
 done
-rss=$(awk '/VmRSS/ {print $2}' "/proc/${AGENT_PID[1]}/status")
-idle_rss=$(awk '/VmRSS/ {print $2}' "/proc/${AGENT_PID[2]}/status")
-echo "agent resident memory with $WORKS Works applied: $((rss / 1024)) MiB (an idle agent: $((idle_rss / 1024)) MiB)"
+echo "agent resident memory with $WORKS Works applied: $(rss_mib "${AGENT_PID[1]}") MiB (an idle agent: $(rss_mib "${AGENT_PID[2]}") MiB)"

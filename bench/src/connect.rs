@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use fleet_proto::fleet::fleet_client::FleetClient;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 use crate::cli::{ConnectArgs, Target};
@@ -86,6 +87,15 @@ pub async fn connect(args: &ConnectArgs) -> Result<Vec<Connection>, Error> {
         connections.push(Connection { endpoint, channel });
     }
     Ok(connections)
+}
+
+/// A Fleet client on the first of `args.endpoints`, with the admin's TLS
+/// identity from `args.tls_dir` (the latency commands talk to one node).
+pub async fn fleet_client(args: &ConnectArgs) -> Result<FleetClient<Channel>, Error> {
+    let endpoints = parse_endpoints(&args.endpoints)?;
+    let tls = fleet_tls(args.tls_dir.as_deref().ok_or(Error::TlsDirMissing)?)?;
+    let channel = open(&endpoints[0], Some(tls), Duration::from_secs(args.request_timeout_seconds.max(1))).await?;
+    Ok(FleetClient::new(channel))
 }
 
 /// Dials one endpoint: `https` with `tls`, plaintext `http` without.

@@ -13,15 +13,15 @@ use std::time::{Duration, Instant};
 
 use fleet_api::Object;
 use fleet_proto::fleet::fleet_client::FleetClient;
-use fleet_proto::fleet::{ApplyRequest, DeleteRequest, KindRef, WatchRequest};
-use futures::StreamExt;
+use fleet_proto::fleet::{ApplyRequest, WatchRequest};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
 
 use crate::cli::PlacementLatencyArgs;
-use crate::connect::{fleet_tls, open, parse_endpoints};
+use crate::connect::fleet_client;
 use crate::error::Error;
+use crate::watching::{delete, forward, hub, kind, ms};
 use crate::work_latency::Latencies;
 
 /// The condition the placement controller sets once it has scheduled.
@@ -94,27 +94,34 @@ impl PlacementLatencies {
     }
 }
 
-/// The placement document: PickN `clusters`, preferring more available CPU,
-/// spread over `region` with a skew of at most 1, selecting `namespace`.
-pub fn placement_document(name: &str, namespace: &str, clusters: u32, run: &str) -> Value {
+/// A ClusterResourcePlacement named `name`, labelled with run `run`,
+/// selecting namespace `namespace` and placing it by `policy`.
+pub fn placement_selecting(name: &str, namespace: &str, run: &str, policy: Value) -> Value {
     json!({
         "apiVersion": "placement.kubernetes-fleet.io/v1beta1",
         "kind": "ClusterResourcePlacement",
         "metadata": {"name": name, "labels": {"fleet-bench/run": run}},
         "spec": {
             "resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": namespace}],
-            "policy": {
-                "placementType": "PickN",
-                "numberOfClusters": clusters,
-                "topologySpreadConstraints": [
-                    {"maxSkew": 1, "topologyKey": "region", "whenUnsatisfiable": "DoNotSchedule"}
-                ],
-                "affinity": {"clusterAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 50, "preference": {"propertySorter": {"name": AVAILABLE_CPU, "sortOrder": "Descending"}}}
-                ]}}
-            }
+            "policy": policy
         }
     })
+}
+
+/// The placement document: PickN `clusters`, preferring more available CPU,
+/// spread over `region` with a skew of at most 1, selecting `namespace`.
+pub fn placement_document(name: &str, namespace: &str, clusters: u32, run: &str) -> Value {
+    let policy = json!({
+        "placementType": "PickN",
+        "numberOfClusters": clusters,
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "region", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+        "affinity": {"clusterAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "preference": {"propertySorter": {"name": AVAILABLE_CPU, "sortOrder": "Descending"}}}
+        ]}}
+    });
+    placement_selecting(name, namespace, run, policy)
 }
 
 /// The `Scheduled` condition's status if it was written for the placement's
@@ -148,55 +155,26 @@ struct Seen {
     at: Instant,
 }
 
-fn hub(s: tonic::Status) -> Error {
-    Error::Hub(format!("{:?}: {}", s.code(), s.message()))
-}
-
-fn kind(plural: &str) -> Option<KindRef> {
-    Some(KindRef { kind: plural.into(), api_version: String::new() })
-}
-
 fn encode(document: &Value) -> Result<Vec<u8>, Error> {
     Ok(serde_json::to_vec(document)?)
 }
 
-/// Reads the placement watch and forwards every scheduled-at-generation
-/// event of this run's placements, stamped when it arrived.
-async fn forward(
-    mut stream: tonic::Streaming<fleet_proto::fleet::WatchEvent>,
-    prefix: String,
-    tx: mpsc::UnboundedSender<Result<Seen, Error>>,
-) {
-    while let Some(event) = stream.next().await {
-        let at = Instant::now();
-        let event = match event {
-            Ok(event) => event,
-            Err(status) => {
-                let _ = tx.send(Err(hub(status)));
-                return;
-            }
-        };
-        if event.r#type == "DELETED" || event.r#type == "BOOKMARK" {
-            continue;
-        }
-        let Ok(placement) = Object::from_json(&event.object) else { continue };
+/// What [`forward`] makes of a placement event: the scheduled-at-generation
+/// events of this run's placements (names starting with `prefix`).
+fn scheduled_seen(prefix: String) -> impl FnMut(Object, u64, Instant) -> Option<Seen> {
+    move |placement, _, at| {
         if !placement.metadata.name.starts_with(&prefix) {
-            continue;
+            return None;
         }
-        if let Some(status) = scheduled_at_generation(&placement) {
-            let seen = Seen {
-                clusters: chosen_clusters(&placement),
-                name: placement.metadata.name,
-                generation: placement.metadata.generation,
-                status,
-                at,
-            };
-            if tx.send(Ok(seen)).is_err() {
-                return;
-            }
-        }
+        let status = scheduled_at_generation(&placement)?;
+        Some(Seen {
+            clusters: chosen_clusters(&placement),
+            name: placement.metadata.name,
+            generation: placement.metadata.generation,
+            status,
+            at,
+        })
     }
-    let _ = tx.send(Err(Error::Hub("the placement watch ended".into())));
 }
 
 /// Applies, times, and (unless `--keep`) deletes `args.count` placements.
@@ -207,11 +185,7 @@ pub async fn run(args: &PlacementLatencyArgs) -> Result<PlacementLatencies, Erro
     if args.clusters == 0 {
         return Err(Error::Invalid { flag: "--clusters", value: "0".into(), reason: "must be at least 1".into() });
     }
-    let endpoints = parse_endpoints(&args.connect.endpoints)?;
-    let tls = fleet_tls(args.connect.tls_dir.as_deref().ok_or(Error::TlsDirMissing)?)?;
-    let channel =
-        open(&endpoints[0], Some(tls), Duration::from_secs(args.connect.request_timeout_seconds.max(1))).await?;
-    let mut client = FleetClient::new(channel);
+    let mut client = fleet_client(&args.connect).await?;
 
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": args.namespace}});
     let reply =
@@ -233,7 +207,7 @@ pub async fn run(args: &PlacementLatencyArgs) -> Result<PlacementLatencies, Erro
     };
     let stream = client.watch(request).await.map_err(hub)?.into_inner();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let watcher = tokio::spawn(forward(stream, prefix.clone(), tx));
+    let watcher = tokio::spawn(forward(stream, "placement".into(), scheduled_seen(prefix.clone()), tx));
 
     let mut names = Vec::with_capacity(args.count);
     let measured = measure(&mut client, args, &prefix, &run_id, &mut rx, &mut names).await;
@@ -296,10 +270,6 @@ async fn measure(
     Ok(samples)
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 /// Deletes the run's placements (and the namespace if this run created it);
 /// tries every one and reports the first failure.
 async fn clean_up(
@@ -314,13 +284,8 @@ async fn clean_up(
         targets.push(("namespaces", args.namespace.as_str()));
     }
     for (plural, name) in targets {
-        let request =
-            DeleteRequest { kind: kind(plural), namespace: String::new(), name: name.into(), resource_version: 0 };
-        if let Err(status) = client.delete(request).await {
-            if status.code() != tonic::Code::NotFound && first_error.is_none() {
-                first_error =
-                    Some(Error::Hub(format!("delete {plural}/{name}: {:?}: {}", status.code(), status.message())));
-            }
+        if let Err(e) = delete(client, plural, "", name).await {
+            first_error.get_or_insert(e);
         }
     }
     first_error.map_or(Ok(()), Err)

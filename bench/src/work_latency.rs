@@ -6,14 +6,14 @@
 use std::time::{Duration, Instant};
 
 use fleet_api::Object;
-use fleet_proto::fleet::fleet_client::FleetClient;
-use fleet_proto::fleet::{ApplyRequest, DeleteRequest, KindRef, WatchRequest};
+use fleet_proto::fleet::{ApplyRequest, DeleteRequest, WatchRequest};
 use futures::StreamExt;
 use serde_json::json;
 
 use crate::cli::WorkLatencyArgs;
-use crate::connect::{fleet_tls, open, parse_endpoints};
+use crate::connect::fleet_client;
 use crate::error::Error;
+use crate::watching::{hub, kind, ms};
 
 /// How long one Work may take before the run fails.
 const PER_WORK_DEADLINE: Duration = Duration::from_secs(60);
@@ -103,13 +103,8 @@ fn available_at_generation(work: &Object) -> bool {
 
 /// Times `args.count` Works, one at a time, deleting each afterwards.
 pub async fn run(args: &WorkLatencyArgs) -> Result<Latencies, Error> {
-    let endpoints = parse_endpoints(&args.connect.endpoints)?;
-    let tls = fleet_tls(args.connect.tls_dir.as_deref().ok_or(Error::TlsDirMissing)?)?;
-    let channel =
-        open(&endpoints[0], Some(tls), Duration::from_secs(args.connect.request_timeout_seconds.max(1))).await?;
-    let mut client = FleetClient::new(channel);
+    let mut client = fleet_client(&args.connect).await?;
     let namespace = format!("fleet-member-{}", args.cluster);
-    let hub = |s: tonic::Status| Error::Hub(format!("{:?}: {}", s.code(), s.message()));
     let mut samples = Vec::with_capacity(args.count);
     for i in 0..args.count {
         let name = format!("latency-{}-{i}", std::process::id());
@@ -124,7 +119,7 @@ pub async fn run(args: &WorkLatencyArgs) -> Result<Latencies, Error> {
             .into_inner();
         // Resume from the write itself: nothing after it can be missed.
         let request = WatchRequest {
-            kind: Some(KindRef { kind: "works".into(), api_version: String::new() }),
+            kind: kind("works"),
             namespace: namespace.clone(),
             all_namespaces: false,
             label_selector: String::new(),
@@ -146,13 +141,8 @@ pub async fn run(args: &WorkLatencyArgs) -> Result<Latencies, Error> {
         let elapsed = tokio::time::timeout(PER_WORK_DEADLINE, wait)
             .await
             .map_err(|_| Error::Hub(format!("Work {name} not available within {PER_WORK_DEADLINE:?}")))??;
-        samples.push(elapsed.as_secs_f64() * 1000.0);
-        let delete = DeleteRequest {
-            kind: Some(KindRef { kind: "works".into(), api_version: String::new() }),
-            namespace: namespace.clone(),
-            name,
-            resource_version: 0,
-        };
+        samples.push(ms(elapsed));
+        let delete = DeleteRequest { kind: kind("works"), namespace: namespace.clone(), name, resource_version: 0 };
         client.delete(delete).await.map_err(hub)?;
     }
     Ok(Latencies { samples_ms: samples })
