@@ -351,28 +351,29 @@ impl Overlay {
         events: &mut Vec<WatchEvent>,
     ) -> Result<(), Error> {
         for (key, change) in self.changes {
-            let old = match objects.get(key.as_str())? {
-                Some(v) => Some(decode_object(&key, v.value())?),
-                None => None,
+            let (old, old_size) = match objects.get(key.as_str())? {
+                Some(v) => (Some(decode_object(&key, v.value())?), v.value().len()),
+                None => (None, 0),
             };
             if let Some(old) = &old {
                 for r in &old.metadata.owner_references {
                     owners.remove(r.uid.as_str(), key.as_str())?;
                 }
             }
-            let (event_type, event_object) = match (change, old) {
+            let (event_type, event_object, size) = match (change, old) {
                 (Some(object), old) => {
-                    objects.insert(key.as_str(), object.to_json().as_slice())?;
+                    let bytes = object.to_json();
+                    objects.insert(key.as_str(), bytes.as_slice())?;
                     for r in &object.metadata.owner_references {
                         owners.insert(r.uid.as_str(), key.as_str())?;
                     }
                     let event_type = if old.is_some() { EventType::Modified } else { EventType::Added };
-                    (event_type, object)
+                    (event_type, object, bytes.len())
                 }
                 (None, Some(mut last)) => {
                     objects.remove(key.as_str())?;
                     last.metadata.set_resource_version(index);
-                    (EventType::Deleted, last)
+                    (EventType::Deleted, last, old_size)
                 }
                 // Created and deleted within one entry: nobody saw it.
                 (None, None) => continue,
@@ -382,6 +383,7 @@ impl Overlay {
                 key: ObjectKey::of(&event_object),
                 object: Arc::new(event_object),
                 resource_version: index,
+                size,
             });
         }
         Ok(())

@@ -11,6 +11,10 @@ use tokio::sync::broadcast;
 
 /// How many events the history keeps by default.
 pub const DEFAULT_HISTORY: usize = 20_000;
+/// How many bytes of objects the history keeps by default: large objects
+/// (Works carry whole manifests) must not let 20,000 events grow a node by
+/// gigabytes; a watcher further behind gets "expired, relist".
+pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024 * 1024;
 /// How far a live watcher may fall behind before it is told to resume.
 const BROADCAST_CAPACITY: usize = 16_384;
 
@@ -41,6 +45,8 @@ pub struct WatchEvent {
     /// The object after the change (for a delete, its last state).
     pub object: Arc<Object>,
     pub resource_version: u64,
+    /// The object's stored size in bytes (for the history's byte budget).
+    pub size: usize,
 }
 
 /// What the broadcast carries.
@@ -65,6 +71,9 @@ struct Inner {
     /// Every event with a resourceVersion greater than `floor` is in `history`.
     floor: u64,
     capacity: usize,
+    /// Sum of the sizes of the events in `history`.
+    bytes: usize,
+    byte_budget: usize,
 }
 
 /// The event fan-out of one node's state machine.
@@ -82,11 +91,16 @@ pub struct Subscription {
 impl WatchHub {
     /// A hub whose history starts after `applied` (nothing older can be resumed).
     pub fn new(applied: u64, capacity: usize) -> WatchHub {
+        WatchHub::with_budget(applied, capacity, DEFAULT_HISTORY_BYTES)
+    }
+
+    /// A hub keeping at most `capacity` events and `byte_budget` bytes of
+    /// objects (the newest event is always kept).
+    pub fn with_budget(applied: u64, capacity: usize, byte_budget: usize) -> WatchHub {
         let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
-        WatchHub {
-            inner: Mutex::new(Inner { history: VecDeque::new(), floor: applied, capacity: capacity.max(1) }),
-            tx,
-        }
+        let inner =
+            Inner { history: VecDeque::new(), floor: applied, capacity: capacity.max(1), bytes: 0, byte_budget };
+        WatchHub { inner: Mutex::new(inner), tx }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -103,14 +117,15 @@ impl WatchHub {
         let mut inner = self.lock();
         for event in events {
             let event = Arc::new(event);
+            inner.bytes += event.size;
             inner.history.push_back(event.clone());
             // No receiver is not an error: nobody is watching.
             let _ = self.tx.send(HubMessage::Event(event));
         }
-        while inner.history.len() > inner.capacity {
-            if let Some(old) = inner.history.pop_front() {
-                inner.floor = inner.floor.max(old.resource_version);
-            }
+        while inner.history.len() > inner.capacity || (inner.bytes > inner.byte_budget && inner.history.len() > 1) {
+            let Some(old) = inner.history.pop_front() else { break };
+            inner.bytes -= old.size;
+            inner.floor = inner.floor.max(old.resource_version);
         }
     }
 
@@ -118,6 +133,7 @@ impl WatchHub {
     pub fn reset(&self, resource_version: u64) {
         let mut inner = self.lock();
         inner.history.clear();
+        inner.bytes = 0;
         inner.floor = resource_version;
         let _ = self.tx.send(HubMessage::Reset { resource_version });
     }
@@ -155,6 +171,7 @@ mod tests {
             key: ObjectKey::of(&object),
             object: Arc::new(object),
             resource_version: rv,
+            size: 100,
         }
     }
 
@@ -184,6 +201,20 @@ mod tests {
         // Now one of the two events at 2 is gone: resuming from 1 must relist.
         assert!(hub.subscribe(1).is_err());
         assert_eq!(hub.subscribe(2).unwrap().backlog.len(), 2);
+    }
+
+    #[test]
+    fn the_byte_budget_bounds_the_history_but_keeps_the_newest_event() {
+        // Room for 3 events of 100 bytes, however many the count allows.
+        let hub = WatchHub::with_budget(0, 1000, 300);
+        hub.publish((1..=5).map(|rv| ev(rv, "x")).collect());
+        assert_eq!(hub.oldest_resumable(), 2, "events 1 and 2 went to stay within 300 bytes");
+        assert_eq!(hub.subscribe(2).unwrap().backlog.len(), 3);
+        let mut big = ev(6, "big");
+        big.size = 10_000;
+        hub.publish(vec![big]);
+        assert_eq!(hub.subscribe(5).unwrap().backlog.len(), 1, "an event over the budget is still kept alone");
+        assert!(hub.subscribe(4).is_err());
     }
 
     #[test]
