@@ -57,7 +57,7 @@ fn work_index(work: &Object) -> String {
 /// Waits until the placement is Available at its generation and every Work
 /// is at resource index `index` and available; returns the Works.
 async fn wait_rolled_out(hub: &Hub, placement: &str, clusters: usize, index: &str) -> Vec<Object> {
-    eventually(&format!("{placement} rolled out at index {index} on {clusters} clusters"), WAIT * 2, || async {
+    eventually(&format!("{placement} rolled out at index {index} on {clusters} clusters"), WAIT * 4, || async {
         let mut admin = hub.client(hub.running()[0]).await;
         let crp = get(&mut admin, "crp", "", placement).await.map_err(|e| e.to_string())?;
         let available = condition(&crp, "ClusterResourcePlacementAvailable");
