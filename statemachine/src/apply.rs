@@ -210,6 +210,14 @@ impl Overlay {
                     let mut last = existing.clone();
                     last.metadata.set_resource_version(index);
                     self.delete_cascading(objects, owners, storage_key, existing, index)?;
+                    if key.group.is_empty() && key.kind == "Namespace" {
+                        // Like Kubernetes: a namespace takes everything in it along.
+                        for member in self.namespace_members(objects, &key.name)? {
+                            if let Some(object) = self.get(objects, &member)? {
+                                self.delete_cascading(objects, owners, member, object, index)?;
+                            }
+                        }
+                    }
                     OpOutcome { action: Action::Deleted, object: last }
                 }
                 Op::Check { key, resource_version } => {
@@ -322,6 +330,28 @@ impl Overlay {
             }
         }
         Ok(())
+    }
+
+    /// Storage keys of the objects in `namespace`, committed or written by
+    /// this command, in key order (a scan of all keys: namespace deletes are rare).
+    fn namespace_members(&self, objects: &Table<&str, &[u8]>, namespace: &str) -> Result<BTreeSet<String>, Refusal> {
+        let in_namespace = |key: &str| key.split('/').nth(2) == Some(namespace);
+        let mut keys = BTreeSet::new();
+        for row in objects.range::<&str>(..)? {
+            let (k, _) = row?;
+            if in_namespace(k.value()) {
+                keys.insert(k.value().to_string());
+            }
+        }
+        for (key, change) in &self.changes {
+            if in_namespace(key) {
+                match change {
+                    Some(_) => keys.insert(key.clone()),
+                    None => keys.remove(key),
+                };
+            }
+        }
+        Ok(keys)
     }
 
     /// Storage keys of objects that name `uid` as an owner: committed ones

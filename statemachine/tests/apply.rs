@@ -176,6 +176,28 @@ fn deleting_an_owner_cascades_to_dependents_with_no_other_owner() {
 }
 
 #[test]
+fn deleting_a_namespace_deletes_what_is_in_it() {
+    let mut h = Harness::new();
+    let ns: Object =
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}))
+            .expect("namespace");
+    let mut other = cm("keep", "1");
+    other.metadata.namespace = Some("b".into());
+    h.ok(vec![apply(ns), apply(cm("x", "1")), apply(cm("y", "1")), apply(other)]);
+    // Written in the same command as the delete: goes too.
+    let outcomes = h.ok(vec![
+        apply(cm("z", "1")),
+        Op::Delete { key: ObjectKey::new("", "Namespace", "", "a"), resource_version: None },
+    ]);
+    assert_eq!(outcomes[1].action, Action::Deleted);
+    for name in ["x", "y", "z"] {
+        assert!(h.get(name).is_none(), "{name} went with its namespace");
+    }
+    let kept = h.store.get(&ObjectKey::new("", "ConfigMap", "b", "keep")).unwrap().0;
+    assert!(kept.is_some(), "other namespaces are untouched");
+}
+
+#[test]
 fn lists_filter_by_namespace_and_labels() {
     let mut h = Harness::new();
     let mut labelled = cm("l", "1");
