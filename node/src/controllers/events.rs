@@ -220,7 +220,7 @@ fn over_cap(
 }
 
 /// Whether `event` is about `involved` (same kind and name).
-pub fn is_about(event: &Object, involved: &Object) -> bool {
+fn is_about(event: &Object, involved: &Object) -> bool {
     let about = event.rest.get("involvedObject");
     let field = |f: &str| about.and_then(|a| a.get(f)).and_then(Value::as_str).unwrap_or_default().to_string();
     field("kind") == involved.kind && field("name") == involved.metadata.name

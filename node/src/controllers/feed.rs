@@ -28,14 +28,10 @@ struct PlacementEntry {
     reads_properties: bool,
 }
 
-/// What the feed remembers of a cluster: (the part every placement cares
-/// about, the properties).
-type ClusterView = (String, String);
-
 struct Feed {
     queue: Arc<WorkQueue<ObjectKey>>,
     placements: BTreeMap<ObjectKey, PlacementEntry>,
-    clusters: HashMap<String, ClusterView>,
+    clusters: HashMap<String, ClusterInfo>,
 }
 
 /// Follows the store's events for the whole leadership session.
@@ -86,7 +82,7 @@ impl Feed {
         }
         let query = ListQuery { group: FLEET_CLUSTER_GROUP.into(), kind: "MemberCluster".into(), ..Default::default() };
         for cluster in store.list(&query)?.0 {
-            self.clusters.insert(cluster.metadata.name.clone(), cluster_view(&cluster));
+            self.clusters.insert(cluster.metadata.name.clone(), ClusterInfo::from_member(&cluster));
         }
         Ok(())
     }
@@ -122,7 +118,7 @@ impl Feed {
             }
         } else if group == FLEET_CLUSTER_GROUP && kind == "MemberCluster" {
             self.on_cluster(event);
-        } else if is_hub_resource(group, kind) {
+        } else if !fleet_placement::selection::is_fleet_kind(group, kind) {
             let keys: Vec<ObjectKey> = self
                 .placements
                 .iter()
@@ -141,13 +137,20 @@ impl Feed {
             self.clusters.remove(&name);
             (true, false)
         } else {
-            let view = cluster_view(&event.object);
-            let previous = self.clusters.insert(name, view.clone());
-            match previous {
+            let view = ClusterInfo::from_member(&event.object);
+            let everyone = |old: &ClusterInfo| {
+                old.labels != view.labels
+                    || old.taints != view.taints
+                    || old.ineligible != view.ineligible
+                    || old.leaving != view.leaving
+            };
+            let verdict = match self.clusters.get(&name) {
                 None => (true, false),
-                Some(old) if old.0 != view.0 => (true, false),
-                Some(old) => (false, old.1 != view.1),
-            }
+                Some(old) if everyone(old) => (true, false),
+                Some(old) => (false, old.properties != view.properties),
+            };
+            self.clusters.insert(name, view);
+            verdict
         };
         for (key, placement) in &self.placements {
             if everyone || (properties_only && placement.reads_properties) {
@@ -155,13 +158,6 @@ impl Feed {
             }
         }
     }
-}
-
-/// The scheduling-relevant view of a cluster, as comparable strings.
-fn cluster_view(object: &Object) -> ClusterView {
-    let info = ClusterInfo::from_member(object);
-    let general = format!("{:?}|{:?}|{:?}|{}", info.labels, info.taints, info.ineligible, info.leaving);
-    (general, format!("{:?}", info.properties))
 }
 
 /// Whether a policy's decisions depend on cluster properties (selectors or
@@ -204,16 +200,6 @@ fn parent_of_work(work: &Object) -> Option<ObjectKey> {
         Some(ns) => Some(ObjectKey::new(FLEET_PLACEMENT_GROUP, RESOURCE_PLACEMENT, ns, name)),
         None => Some(ObjectKey::new(FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT, "", name)),
     }
-}
-
-/// Whether an object of this group/kind can ever be placed (not a Fleet or
-/// OCM object, not an Event, not internal).
-fn is_hub_resource(group: &str, kind: &str) -> bool {
-    !(group == FLEET_PLACEMENT_GROUP
-        || group == FLEET_CLUSTER_GROUP
-        || group == "cluster.open-cluster-management.io"
-        || group.contains("fleet.internal")
-        || (group.is_empty() && kind == "Event"))
 }
 
 /// Whether a change of the object at `key` may change what the placement at

@@ -80,6 +80,18 @@ fn detail_placements(works: &[&Object], drift: bool) -> Vec<Value> {
         .collect()
 }
 
+/// The binding's Works rendered for its bound resource index.
+fn current_works<'a>(facts: &ClusterRollout<'a>, bound: Option<u64>) -> Vec<&'a Object> {
+    let Some(index) = bound.map(|i| i.to_string()) else { return Vec::new() };
+    let binding_name = &facts.binding.metadata.name;
+    let label_ok = |w: &Object, label: &str, want: &str| w.metadata.labels.get(label).is_some_and(|v| v == want);
+    facts
+        .works
+        .iter()
+        .filter(|w| label_ok(w, PARENT_RESOURCE_INDEX_LABEL, &index) && label_ok(w, PARENT_BINDING_LABEL, binding_name))
+        .collect()
+}
+
 /// The cluster's rollout conditions in order, stopping after the first that
 /// is not True, and its failed placements.
 fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (Vec<Condition>, Vec<Value>) {
@@ -96,13 +108,7 @@ fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (V
     let no_override = "No override rules are configured for the selected resources";
     out.push(Condition::new(OVERRIDDEN, true, REASON_NO_OVERRIDE, no_override));
 
-    let binding_name = &facts.binding.metadata.name;
-    let label_ok = |w: &Object, label: &str, want: &str| w.metadata.labels.get(label).is_some_and(|v| v == want);
-    let current_works: Vec<&Object> = facts
-        .works
-        .iter()
-        .filter(|w| label_ok(w, PARENT_RESOURCE_INDEX_LABEL, &index) && label_ok(w, PARENT_BINDING_LABEL, binding_name))
-        .collect();
+    let current_works = current_works(facts, bound);
     let synced = current_works.len() == facts.works.len() && current_works.len() >= facts.expected_works.max(1);
     if !synced {
         let message = format!(
@@ -178,12 +184,7 @@ pub fn fold_cluster(entry: &mut PerClusterStatus, facts: &ClusterRollout, genera
     entry.conditions.extend(computed.into_iter().map(|c| carried(&old, c, now)));
     let ours = |t: &str| t == PER_CLUSTER_SCHEDULED || ROLLOUT_CONDITIONS.contains(&t);
     entry.conditions.extend(old.iter().filter(|c| !ours(&c.type_)).cloned());
-    let index = bound.map(|i| i.to_string()).unwrap_or_default();
-    let current_works: Vec<&Object> = facts
-        .works
-        .iter()
-        .filter(|w| w.metadata.labels.get(PARENT_RESOURCE_INDEX_LABEL).is_some_and(|v| *v == index))
-        .collect();
+    let current_works = current_works(facts, bound);
     for (field, list) in [
         ("failedPlacements", failed),
         ("driftedPlacements", detail_placements(&current_works, true)),

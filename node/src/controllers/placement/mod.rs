@@ -33,8 +33,6 @@ use fleet_api::{binding, Object, ObjectKey};
 use fleet_placement::selection;
 use fleet_statemachine::{Op, Store};
 
-pub use scheduling::binding_name;
-
 use super::events::EventNote;
 use super::view::{self, StoreSource};
 use super::ControllerError;

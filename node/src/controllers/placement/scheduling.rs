@@ -21,9 +21,6 @@ use crate::controllers::events::EventNote;
 use crate::controllers::view;
 use crate::controllers::ControllerError;
 
-/// The message of a fulfilled `Scheduled` condition.
-pub const FULFILLED_MESSAGE: &str = "found all the clusters needed as specified by the scheduling policy";
-
 /// The scheduler's verdict, and the step that records it (if anything changes).
 pub struct Scheduled {
     pub outcome: SchedulingOutcome,
@@ -35,13 +32,12 @@ pub struct Scheduled {
 }
 
 impl Scheduled {
-    /// `(fulfilled, reason, message)` of the `Scheduled` conditions.
+    /// `(fulfilled, reason, message)` of the `Scheduled` conditions (the
+    /// scheduler's message already says "found all the clusters needed..."
+    /// when fulfilled).
     pub fn verdict(&self) -> (bool, &'static str, String) {
-        if self.outcome.fulfilled {
-            (true, REASON_FULFILLED, FULFILLED_MESSAGE.to_string())
-        } else {
-            (false, REASON_UNFULFILLED, self.outcome.message.clone())
-        }
+        let reason = if self.outcome.fulfilled { REASON_FULFILLED } else { REASON_UNFULFILLED };
+        (self.outcome.fulfilled, reason, self.outcome.message.clone())
     }
 }
 
@@ -152,7 +148,7 @@ fn existing_binding(object: &Object) -> ExistingBinding {
 /// A binding's name: `<placement>-<cluster>-<8 hex>`, the suffix derived
 /// from the placement's uid and the cluster, so a new leader finishing an
 /// interrupted step proposes the very same name.
-pub fn binding_name(placement: &Object, cluster: &str) -> String {
+fn binding_name(placement: &Object, cluster: &str) -> String {
     let mut digest = Sha256::new();
     digest.update(placement.metadata.uid.as_bytes());
     digest.update([0]);

@@ -42,10 +42,8 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, now: &str)
 
     let (fulfilled, reason, message) = scheduled.verdict();
     let type_ = scheduled_condition_type(&placement.kind);
+    // fold_placement carries the transition time over from `current`.
     let scheduled_condition = Condition::new(&type_, fulfilled, reason, message).observing(generation);
-    let mut scheduled_now = current.conditions.clone();
-    set_condition(&mut scheduled_now, scheduled_condition, now);
-    let scheduled_condition = find(&scheduled_now, &type_).cloned()?;
     let external = view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL);
     status.conditions = status_fold::fold_placement(
         &placement.kind,

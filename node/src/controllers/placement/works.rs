@@ -7,11 +7,11 @@ use fleet_api::binding::{self, STATE_BOUND};
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
 use fleet_api::member::member_namespace;
 use fleet_api::snapshot::{self as snapshot_api, PARENT_PLACEMENT_LABEL, RESOURCE_INDEX_LABEL};
-use fleet_api::{Object, ObjectKey};
+use fleet_api::Object;
 use fleet_placement::works::{self as works_plan, WorkChange, PARENT_BINDING_LABEL};
 use fleet_statemachine::{Op, Store};
 
-use super::objects::{check, with_uid};
+use super::objects::{check, placement_group_key, with_uid};
 use super::{Step, View};
 use crate::controllers::events::EventNote;
 use crate::controllers::ControllerError;
@@ -90,7 +90,7 @@ pub fn sync_step(view: &View, works: &BindingWorks) -> Option<Step> {
                     Op::Update { object }
                 }
                 WorkChange::Delete { namespace, name, resource_version } => Op::Delete {
-                    key: ObjectKey::new(FLEET_PLACEMENT_GROUP, "Work", &namespace, &name),
+                    key: placement_group_key("Work", &namespace, &name),
                     resource_version: resource_version.parse().ok(),
                 },
             });
