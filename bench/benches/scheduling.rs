@@ -29,9 +29,13 @@ fn fleet(count: usize) -> Vec<ClusterInfo> {
                 ("tier", if i % 3 == 0 { "gold" } else { "silver" }.to_string()),
                 ("kubernetes-fleet.io/member-name", format!("member-{i:05}")),
             ];
-            c.labels = labels.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-            c.properties.insert(NODES.into(), Quantity::from_units(1 + (i % 20) as i64));
-            c.properties.insert(CPU.into(), Quantity::from_units(((i * 7919) % 1000) as i64));
+            c.labels = labels.into_iter().collect();
+            c.properties = [
+                (NODES, Quantity::from_units(1 + (i % 20) as i64)),
+                (CPU, Quantity::from_units(((i * 7919) % 1000) as i64)),
+            ]
+            .into_iter()
+            .collect();
             if i % 20 == 7 {
                 c.taints.push(Taint { key: "maintenance".into(), value: "true".into(), effect: "NoSchedule".into() });
             }

@@ -7,13 +7,18 @@
 //! pick-dependent plugins (topology spread) re-judge the candidates after each
 //! cluster is picked. Adding a concern means adding one plugin to
 //! [`Framework::for_policy`]; no other plugin changes.
+//!
+//! Plugins see clusters through the pass's [`ClusterTable`]: when built, a
+//! plugin records in the framework's [`Vocabulary`] the label keys, values
+//! and properties it reads, and the pass reads those out of every cluster
+//! once.
 
 use fleet_api::binding::ClusterScore;
 use fleet_api::placement::{PlacementPolicy, PICK_FIXED, PICK_N};
 
 use super::plugins::{Eligibility, PreferredAffinity, RequiredAffinity, Taints, TopologySpread};
+use super::table::{ClusterTable, Vocabulary};
 use super::{SchedulingOutcome, SchedulingRequest};
-use crate::cluster::ClusterInfo;
 
 /// A pick-independent yes/no judgement of one cluster (eligibility, required
 /// affinity, taints). Kept clusters skip filters: placements are
@@ -23,7 +28,7 @@ pub trait FilterPlugin {
     fn name(&self) -> &'static str;
     /// `Err(reason)` when the cluster must not get the placement; the reason
     /// is a sentence shown in the policy snapshot's status.
-    fn filter(&self, cluster: &ClusterInfo) -> Result<(), String>;
+    fn filter(&self, table: &ClusterTable, cluster: usize) -> Result<(), String>;
 }
 
 /// A pick-independent score. It sees every candidate at once because some
@@ -32,8 +37,8 @@ pub trait FilterPlugin {
 pub trait ScorePlugin {
     /// The plugin's name, for diagnostics.
     fn name(&self) -> &'static str;
-    /// Adds this plugin's share to `scores[i]` for `clusters[candidates[i]]`.
-    fn score(&self, clusters: &[&ClusterInfo], candidates: &[usize], scores: &mut [ClusterScore]);
+    /// Adds this plugin's share to `scores[i]` for cluster `candidates[i]`.
+    fn score(&self, table: &ClusterTable, candidates: &[usize], scores: &mut [ClusterScore]);
 }
 
 /// A pick-dependent plugin's judgement of placing one more cluster.
@@ -55,7 +60,7 @@ pub trait PickPlugin {
     /// The plugin's name, for diagnostics.
     fn name(&self) -> &'static str;
     /// Starts a pass: `kept` clusters are placed already, `candidates` may be.
-    fn prepare(&mut self, clusters: &[&ClusterInfo], kept: &[usize], candidates: &[usize]);
+    fn prepare(&mut self, table: &ClusterTable, kept: &[usize], candidates: &[usize]);
     /// Appends the class key of a candidate (same key ⇒ same verdict, always).
     fn class_key(&self, cluster: usize, key: &mut Vec<u32>);
     /// The verdict for placing on `cluster` given what is placed so far.
@@ -69,6 +74,7 @@ pub trait PickPlugin {
 /// The plugins of one scheduling pass, per stage.
 #[derive(Default)]
 pub struct Framework<'a> {
+    vocabulary: Vocabulary<'a>,
     filters: Vec<Box<dyn FilterPlugin + 'a>>,
     scorers: Vec<Box<dyn ScorePlugin + 'a>>,
     pickers: Vec<Box<dyn PickPlugin + 'a>>,
@@ -83,16 +89,29 @@ impl<'a> Framework<'a> {
         match policy.placement_type() {
             PICK_FIXED => fw,
             placement_type => {
-                fw = fw.with_filter(RequiredAffinity::new(policy)).with_filter(Taints::new(&policy.tolerations));
+                let required = RequiredAffinity::new(policy, fw.vocabulary_mut());
+                fw = fw.with_filter(required).with_filter(Taints::new(&policy.tolerations));
                 if placement_type == PICK_N {
-                    fw = fw.with_scorer(PreferredAffinity::new(policy));
+                    let preferred = PreferredAffinity::new(policy, fw.vocabulary_mut());
+                    fw = fw.with_scorer(preferred);
                     if !policy.topology_spread_constraints.is_empty() {
-                        fw = fw.with_picker(TopologySpread::new(&policy.topology_spread_constraints));
+                        let spread = TopologySpread::new(&policy.topology_spread_constraints, fw.vocabulary_mut());
+                        fw = fw.with_picker(spread);
                     }
                 }
                 fw
             }
         }
+    }
+
+    /// Where a plugin being built records what it reads of the clusters.
+    pub fn vocabulary_mut(&mut self) -> &mut Vocabulary<'a> {
+        &mut self.vocabulary
+    }
+
+    /// What the plugins read of the clusters.
+    pub fn vocabulary(&self) -> &Vocabulary<'a> {
+        &self.vocabulary
     }
 
     /// Runs one scheduling pass (see [`super::schedule`]). The framework
@@ -120,15 +139,15 @@ impl<'a> Framework<'a> {
     }
 
     /// Runs the filters on one cluster: the first rejection's reason, if any.
-    pub fn filter(&self, cluster: &ClusterInfo) -> Result<(), String> {
-        self.filters.iter().try_for_each(|f| f.filter(cluster))
+    pub fn filter(&self, table: &ClusterTable, cluster: usize) -> Result<(), String> {
+        self.filters.iter().try_for_each(|f| f.filter(table, cluster))
     }
 
     /// Scores the candidates (parallel to `candidates`).
-    pub fn score(&self, clusters: &[&ClusterInfo], candidates: &[usize]) -> Vec<ClusterScore> {
+    pub fn score(&self, table: &ClusterTable, candidates: &[usize]) -> Vec<ClusterScore> {
         let mut scores = vec![ClusterScore::default(); candidates.len()];
         for s in &self.scorers {
-            s.score(clusters, candidates, &mut scores);
+            s.score(table, candidates, &mut scores);
         }
         scores
     }
@@ -138,9 +157,9 @@ impl<'a> Framework<'a> {
         !self.pickers.is_empty()
     }
 
-    pub(crate) fn prepare_pick(&mut self, clusters: &[&ClusterInfo], kept: &[usize], candidates: &[usize]) {
+    pub(crate) fn prepare_pick(&mut self, table: &ClusterTable, kept: &[usize], candidates: &[usize]) {
         for p in &mut self.pickers {
-            p.prepare(clusters, kept, candidates);
+            p.prepare(table, kept, candidates);
         }
     }
 

@@ -29,6 +29,7 @@ mod bindings;
 mod framework;
 mod pick;
 pub mod plugins;
+pub mod table;
 #[cfg(test)]
 mod tests;
 

@@ -11,6 +11,7 @@ use fleet_api::placement::{PICK_FIXED, PICK_N};
 use super::bindings::{find_cluster, BindingIndex};
 use super::framework::Framework;
 use super::plugins::FnvBuild;
+use super::table::ClusterTable;
 use super::{
     not_chosen_reason, SchedulingOutcome, SchedulingRequest, MAX_NOT_CHOSEN_REPORTED, MAX_TARGET_CLUSTERS,
     MESSAGE_FULFILLED, REASON_PICKED,
@@ -32,17 +33,18 @@ struct Selection {
 pub(crate) fn run(fw: &mut Framework, request: &SchedulingRequest) -> SchedulingOutcome {
     let mut clusters: Vec<&ClusterInfo> = request.clusters.iter().collect();
     // Stores list clusters by name already: check (one pass) before sorting.
-    if !clusters.is_sorted_by(|a, b| a.name <= b.name) {
+    if !clusters.is_sorted_by(|a, b| a.name < b.name) {
         clusters.sort_by(|a, b| a.name.cmp(&b.name));
+        clusters.dedup_by(|a, b| a.name == b.name);
     }
-    clusters.dedup_by(|a, b| a.name == b.name);
-    let index = BindingIndex::new(request.bindings, &clusters, request.policy_snapshot);
+    let table = ClusterTable::build(fw.vocabulary(), clusters);
+    let index = BindingIndex::new(request.bindings, table.clusters(), request.policy_snapshot);
     let selection = match request.policy.placement_type() {
-        PICK_FIXED => pick_fixed(fw, request, &clusters, &index),
-        PICK_N => pick_n(fw, request, &clusters, &index),
-        _ => pick_all(fw, &clusters, &index),
+        PICK_FIXED => pick_fixed(fw, request, &table, &index),
+        PICK_N => pick_n(fw, request, &table, &index),
+        _ => pick_all(fw, &table, &index),
     };
-    let actions = index.actions(&clusters, &selection.chosen);
+    let actions = index.actions(table.clusters(), &selection.chosen);
     SchedulingOutcome {
         chosen: selection.chosen.into_iter().map(|(_, d)| d).collect(),
         not_chosen: selection.not_chosen,
@@ -76,7 +78,8 @@ fn not_chosen(name: &str, score: ClusterScore) -> ClusterDecision {
 }
 
 /// PickAll: the kept clusters and every candidate that passes the filters.
-fn pick_all(fw: &Framework, clusters: &[&ClusterInfo], index: &BindingIndex) -> Selection {
+fn pick_all(fw: &Framework, table: &ClusterTable, index: &BindingIndex) -> Selection {
+    let clusters = table.clusters();
     let mut chosen = Vec::new();
     let mut rejected = Vec::new();
     for (i, c) in clusters.iter().enumerate() {
@@ -84,7 +87,7 @@ fn pick_all(fw: &Framework, clusters: &[&ClusterInfo], index: &BindingIndex) -> 
             chosen.push((i, picked(&c.name, b.score)));
             continue;
         }
-        match fw.filter(c) {
+        match fw.filter(table, i) {
             Ok(()) => chosen.push((i, picked(&c.name, None))),
             Err(reason) => rejected.push((i, reason)),
         }
@@ -94,12 +97,8 @@ fn pick_all(fw: &Framework, clusters: &[&ClusterInfo], index: &BindingIndex) -> 
 }
 
 /// PickFixed: the listed clusters that exist and are eligible or kept.
-fn pick_fixed(
-    fw: &Framework,
-    request: &SchedulingRequest,
-    clusters: &[&ClusterInfo],
-    index: &BindingIndex,
-) -> Selection {
+fn pick_fixed(fw: &Framework, request: &SchedulingRequest, table: &ClusterTable, index: &BindingIndex) -> Selection {
+    let clusters = table.clusters();
     let mut names: Vec<&str> = request.policy.cluster_names.iter().map(String::as_str).collect();
     names.sort_unstable();
     names.dedup();
@@ -115,7 +114,7 @@ fn pick_fixed(
             chosen.push((i, picked(name, b.score)));
             continue;
         }
-        match (fw.filter(c), c.ineligible_reason()) {
+        match (fw.filter(table, i), c.ineligible_reason()) {
             (Ok(()), _) => chosen.push((i, picked(name, None))),
             (Err(_), Some(why)) => rejected.push(filtered(name, format!("cluster \"{name}\" is not eligible: {why}"))),
             (Err(reason), None) => rejected.push(filtered(name, format!("cluster \"{name}\": {reason}"))),
@@ -138,12 +137,8 @@ fn pick_fixed(
 
 /// PickN: keep what is placed (dropping the lowest first on scale-in), then
 /// add the best candidates until N.
-fn pick_n(
-    fw: &mut Framework,
-    request: &SchedulingRequest,
-    clusters: &[&ClusterInfo],
-    index: &BindingIndex,
-) -> Selection {
+fn pick_n(fw: &mut Framework, request: &SchedulingRequest, table: &ClusterTable, index: &BindingIndex) -> Selection {
+    let clusters = table.clusters();
     let want = request.number_of_clusters.or(request.policy.number_of_clusters).unwrap_or(0).max(0);
     let n = usize::try_from(want).unwrap_or(usize::MAX);
 
@@ -169,21 +164,18 @@ fn pick_n(
     // Filters.
     let mut candidates = Vec::new();
     let mut rejected: Vec<(usize, String)> = Vec::new();
-    for (i, c) in clusters.iter().enumerate() {
-        if is_kept[i] {
-            continue;
-        }
-        match fw.filter(c) {
+    for (i, _) in is_kept.iter().enumerate().filter(|(_, kept)| !**kept) {
+        match fw.filter(table, i) {
             Ok(()) => candidates.push(i),
             Err(reason) => rejected.push((i, reason)),
         }
     }
 
     // Scores, sort, pick.
-    let scores = fw.score(clusters, &candidates);
+    let scores = fw.score(table, &candidates);
     let kept_indices: Vec<usize> = kept.iter().map(|k| k.0).collect();
     let need = n.saturating_sub(kept.len());
-    let result = pick_best(fw, clusters, &kept_indices, &candidates, &scores, need);
+    let result = pick_best(fw, table, &kept_indices, &candidates, &scores, need);
 
     let mut chosen: Vec<(usize, ClusterDecision)> =
         kept.iter().map(|&(i, score, _)| (i, picked(&clusters[i].name, score))).collect();
@@ -255,7 +247,7 @@ struct PickResult {
 /// name) order, and every step judges one head per group.
 fn pick_best(
     fw: &mut Framework,
-    clusters: &[&ClusterInfo],
+    table: &ClusterTable,
     kept: &[usize],
     candidates: &[usize],
     scores: &[ClusterScore],
@@ -283,7 +275,7 @@ fn pick_best(
     order.sort_unstable_by(by_rank);
     let order: Vec<usize> = order.into_iter().map(key_pos).collect();
 
-    fw.prepare_pick(clusters, kept, candidates);
+    fw.prepare_pick(table, kept, candidates);
     let mut keys: Vec<u32> = Vec::new();
     let mut bounds: Vec<usize> = Vec::with_capacity(order.len() + 1);
     bounds.push(0);

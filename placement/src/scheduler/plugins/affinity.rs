@@ -2,118 +2,43 @@
 //! score (PickN).
 
 use fleet_api::binding::ClusterScore;
-use fleet_api::placement::{ClusterSelectorTerm, PlacementPolicy, PropertySelectorRequirement};
+use fleet_api::placement::PlacementPolicy;
 use fleet_api::quantity::Quantity;
-use fleet_api::LabelSelector;
 
-use crate::cluster::ClusterInfo;
+use super::selectors::CompiledTerm;
 use crate::scheduler::framework::{FilterPlugin, ScorePlugin};
+use crate::scheduler::table::{ClusterTable, Vocabulary};
 
 /// Why a cluster fails the required affinity.
 pub const REASON_NO_TERM_MATCHES: &str = "cluster does not match any of the required cluster selector terms";
 
-/// A property comparison operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PropertyOp {
-    Gt,
-    Ge,
-    Lt,
-    Le,
-    Eq,
-    Ne,
-}
-
-impl PropertyOp {
-    fn parse(text: &str) -> Option<PropertyOp> {
-        Some(match text {
-            "Gt" => PropertyOp::Gt,
-            "Ge" => PropertyOp::Ge,
-            "Lt" => PropertyOp::Lt,
-            "Le" => PropertyOp::Le,
-            "Eq" => PropertyOp::Eq,
-            "Ne" => PropertyOp::Ne,
-            _ => return None,
-        })
-    }
-}
-
-/// One property expression with its value parsed once per pass.
-#[derive(Debug, Clone)]
-struct PropertyExpr<'a> {
-    name: &'a str,
-    /// `None` when the operator or the value is unusable: nothing matches.
-    test: Option<(PropertyOp, Quantity)>,
-}
-
-impl<'a> PropertyExpr<'a> {
-    fn compile(req: &'a PropertySelectorRequirement) -> PropertyExpr<'a> {
-        let op = PropertyOp::parse(&req.operator);
-        let value = req.values.first().and_then(|v| Quantity::parse(v).ok());
-        PropertyExpr { name: &req.name, test: op.zip(value) }
-    }
-
-    /// A cluster lacking the property fails.
-    fn matches(&self, cluster: &ClusterInfo) -> bool {
-        let (Some((op, want)), Some(have)) = (self.test, cluster.properties.get(self.name)) else {
-            return false;
-        };
-        match op {
-            PropertyOp::Gt => *have > want,
-            PropertyOp::Ge => *have >= want,
-            PropertyOp::Lt => *have < want,
-            PropertyOp::Le => *have <= want,
-            PropertyOp::Eq => *have == want,
-            PropertyOp::Ne => *have != want,
-        }
-    }
-}
-
-/// A cluster selector term, compiled: label selector AND property expressions.
-#[derive(Debug, Clone)]
-struct Term<'a> {
-    labels: Option<&'a LabelSelector>,
-    properties: Vec<PropertyExpr<'a>>,
-}
-
-impl<'a> Term<'a> {
-    fn compile(term: &'a ClusterSelectorTerm) -> Term<'a> {
-        let properties = term.property_selector.iter().flat_map(|s| &s.match_expressions);
-        Term { labels: term.label_selector.as_ref(), properties: properties.map(PropertyExpr::compile).collect() }
-    }
-
-    /// Whether the label selector (if any) and every property expression match.
-    fn matches(&self, cluster: &ClusterInfo) -> bool {
-        self.labels.is_none_or(|s| s.matches(&cluster.labels)) && self.properties.iter().all(|e| e.matches(cluster))
-    }
-}
-
 /// Required affinity: a cluster must match at least one term. No required
 /// selector (or one with no terms) lets every cluster through.
 #[derive(Debug, Clone)]
-pub struct RequiredAffinity<'a> {
-    terms: Vec<Term<'a>>,
+pub struct RequiredAffinity {
+    terms: Vec<CompiledTerm>,
 }
 
-impl<'a> RequiredAffinity<'a> {
-    /// The filter for a policy's required terms.
-    pub fn new(policy: &'a PlacementPolicy) -> RequiredAffinity<'a> {
+impl RequiredAffinity {
+    /// The filter for a policy's required terms, reading what `vocabulary` records.
+    pub fn new<'a>(policy: &'a PlacementPolicy, vocabulary: &mut Vocabulary<'a>) -> RequiredAffinity {
         let required = policy
             .affinity
             .as_ref()
             .and_then(|a| a.cluster_affinity.as_ref())
             .and_then(|c| c.required_during_scheduling_ignored_during_execution.as_ref());
         let terms = required.iter().flat_map(|r| &r.cluster_selector_terms);
-        RequiredAffinity { terms: terms.map(Term::compile).collect() }
+        RequiredAffinity { terms: terms.map(|t| CompiledTerm::compile(t, vocabulary)).collect() }
     }
 }
 
-impl FilterPlugin for RequiredAffinity<'_> {
+impl FilterPlugin for RequiredAffinity {
     fn name(&self) -> &'static str {
         "ClusterAffinity"
     }
 
-    fn filter(&self, cluster: &ClusterInfo) -> Result<(), String> {
-        if self.terms.is_empty() || self.terms.iter().any(|t| t.matches(cluster)) {
+    fn filter(&self, table: &ClusterTable, cluster: usize) -> Result<(), String> {
+        if self.terms.is_empty() || self.terms.iter().any(|t| t.matches(table, cluster)) {
             Ok(())
         } else {
             Err(REASON_NO_TERM_MATCHES.to_string())
@@ -123,23 +48,23 @@ impl FilterPlugin for RequiredAffinity<'_> {
 
 /// A preferred term: its weight, its selectors and maybe a property sorter.
 #[derive(Debug, Clone)]
-struct Preferred<'a> {
+struct Preferred {
     weight: i64,
-    term: Term<'a>,
-    /// The sorted property and whether larger values score higher.
-    sorter: Option<(&'a str, bool)>,
+    term: CompiledTerm,
+    /// The sorted property's slot and whether larger values score higher.
+    sorter: Option<(usize, bool)>,
 }
 
 /// Preferred affinity: the affinity score, summed over the weighted terms
 /// (weight 0 ignored).
 #[derive(Debug, Clone)]
-pub struct PreferredAffinity<'a> {
-    terms: Vec<Preferred<'a>>,
+pub struct PreferredAffinity {
+    terms: Vec<Preferred>,
 }
 
-impl<'a> PreferredAffinity<'a> {
-    /// The scorer for a policy's preferred terms.
-    pub fn new(policy: &'a PlacementPolicy) -> PreferredAffinity<'a> {
+impl PreferredAffinity {
+    /// The scorer for a policy's preferred terms, reading what `vocabulary` records.
+    pub fn new<'a>(policy: &'a PlacementPolicy, vocabulary: &mut Vocabulary<'a>) -> PreferredAffinity {
         let preferred = policy
             .affinity
             .as_ref()
@@ -151,25 +76,29 @@ impl<'a> PreferredAffinity<'a> {
             .filter(|p| p.weight != 0)
             .map(|p| Preferred {
                 weight: p.weight,
-                term: Term::compile(&p.preference),
-                sorter: p.preference.property_sorter.as_ref().map(|s| (s.name.as_str(), s.sort_order != "Ascending")),
+                term: CompiledTerm::compile(&p.preference, vocabulary),
+                sorter: p
+                    .preference
+                    .property_sorter
+                    .as_ref()
+                    .map(|s| (vocabulary.property(&s.name), s.sort_order != "Ascending")),
             })
             .collect();
         PreferredAffinity { terms }
     }
 }
 
-impl ScorePlugin for PreferredAffinity<'_> {
+impl ScorePlugin for PreferredAffinity {
     fn name(&self) -> &'static str {
         "ClusterAffinity"
     }
 
-    fn score(&self, clusters: &[&ClusterInfo], candidates: &[usize], scores: &mut [ClusterScore]) {
+    fn score(&self, table: &ClusterTable, candidates: &[usize], scores: &mut [ClusterScore]) {
         for p in &self.terms {
             match p.sorter {
                 None => {
                     for (i, &c) in candidates.iter().enumerate() {
-                        if p.term.matches(clusters[c]) {
+                        if p.term.matches(table, c) {
                             scores[i].affinity_score = scores[i].affinity_score.saturating_add(p.weight);
                         }
                     }
@@ -177,14 +106,7 @@ impl ScorePlugin for PreferredAffinity<'_> {
                 Some((property, descending)) => {
                     let values: Vec<Option<Quantity>> = candidates
                         .iter()
-                        .map(|&c| {
-                            let cluster = clusters[c];
-                            if p.term.matches(cluster) {
-                                cluster.properties.get(property).copied()
-                            } else {
-                                None
-                            }
-                        })
+                        .map(|&c| if p.term.matches(table, c) { table.property(c, property) } else { None })
                         .collect();
                     let (Some(min), Some(max)) = (values.iter().flatten().min(), values.iter().flatten().max()) else {
                         continue;

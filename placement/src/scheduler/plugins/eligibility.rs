@@ -1,7 +1,7 @@
 //! Eligibility: only joined, healthy, non-leaving clusters get new placements.
 
-use crate::cluster::ClusterInfo;
 use crate::scheduler::framework::FilterPlugin;
+use crate::scheduler::table::ClusterTable;
 
 /// Filters out clusters that are not eligible (members.md), with the reason
 /// `cluster is not eligible: <why>`.
@@ -13,8 +13,8 @@ impl FilterPlugin for Eligibility {
         "Eligibility"
     }
 
-    fn filter(&self, cluster: &ClusterInfo) -> Result<(), String> {
-        match cluster.ineligible_reason() {
+    fn filter(&self, table: &ClusterTable, cluster: usize) -> Result<(), String> {
+        match table.info(cluster).ineligible_reason() {
             Some(why) => Err(format!("cluster is not eligible: {why}")),
             None => Ok(()),
         }

@@ -3,11 +3,13 @@
 mod affinity;
 mod eligibility;
 mod hash;
+mod selectors;
 mod taints;
 mod topology;
 
 pub use affinity::{sorter_share, PreferredAffinity, RequiredAffinity, REASON_NO_TERM_MATCHES};
 pub use eligibility::Eligibility;
 pub use hash::{Fnv, FnvBuild};
+pub use selectors::{CompiledLabelSelector, CompiledTerm};
 pub use taints::{taint_text, tolerates, Taints};
 pub use topology::{TopologySpread, SCHEDULE_ANYWAY_PENALTY};

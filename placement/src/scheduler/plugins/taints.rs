@@ -4,8 +4,8 @@
 use fleet_api::member::Taint;
 use fleet_api::placement::Toleration;
 
-use crate::cluster::ClusterInfo;
 use crate::scheduler::framework::FilterPlugin;
+use crate::scheduler::table::ClusterTable;
 
 /// Filters out clusters with a taint that no toleration matches.
 #[derive(Debug, Clone, Copy)]
@@ -49,8 +49,8 @@ impl FilterPlugin for Taints<'_> {
         "TaintToleration"
     }
 
-    fn filter(&self, cluster: &ClusterInfo) -> Result<(), String> {
-        match cluster.taints.iter().find(|taint| !self.tolerations.iter().any(|t| tolerates(t, taint))) {
+    fn filter(&self, table: &ClusterTable, cluster: usize) -> Result<(), String> {
+        match table.info(cluster).taints.iter().find(|taint| !self.tolerations.iter().any(|t| tolerates(t, taint))) {
             Some(taint) => Err(format!("cluster has taint \"{}\" that is not tolerated", taint_text(taint))),
             None => Ok(()),
         }

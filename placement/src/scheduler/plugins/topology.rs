@@ -2,13 +2,10 @@
 //! (domains) of a label. Its verdicts depend on what was picked before, so it
 //! is a [`PickPlugin`].
 
-use std::collections::HashMap;
-
 use fleet_api::placement::TopologySpreadConstraint;
 
-use super::FnvBuild;
-use crate::cluster::ClusterInfo;
 use crate::scheduler::framework::{PickPlugin, PickVerdict};
+use crate::scheduler::table::{ClusterTable, Vocabulary, NO_VALUE};
 
 /// The score of a placement that breaks a `ScheduleAnyway` constraint.
 pub const SCHEDULE_ANYWAY_PENALTY: i64 = -1000;
@@ -19,6 +16,8 @@ const NO_DOMAIN: u32 = u32::MAX;
 #[derive(Debug, Clone)]
 struct Constraint<'a> {
     key: &'a str,
+    /// The key's slot in the pass's vocabulary (an open slot: one id per value).
+    slot: usize,
     max_skew: i64,
     hard: bool,
     /// Per cluster (pass index): its domain, or [`NO_DOMAIN`].
@@ -71,12 +70,17 @@ pub struct TopologySpread<'a> {
 }
 
 impl<'a> TopologySpread<'a> {
-    /// The plugin for a policy's (defaulted) constraints.
-    pub fn new(constraints: &'a [TopologySpreadConstraint]) -> TopologySpread<'a> {
+    /// The plugin for a policy's (defaulted) constraints, reading what `vocabulary` records.
+    pub fn new(constraints: &'a [TopologySpreadConstraint], vocabulary: &mut Vocabulary<'a>) -> TopologySpread<'a> {
         let constraints = constraints
             .iter()
             .map(|c| Constraint {
                 key: &c.topology_key,
+                slot: {
+                    let slot = vocabulary.label_key(&c.topology_key);
+                    vocabulary.open(slot);
+                    slot
+                },
                 max_skew: c.max_skew.unwrap_or(1).max(1),
                 hard: c.when_unsatisfiable.as_deref() != Some("ScheduleAnyway"),
                 domain_of: Vec::new(),
@@ -95,17 +99,26 @@ impl PickPlugin for TopologySpread<'_> {
         "TopologySpread"
     }
 
-    fn prepare(&mut self, clusters: &[&ClusterInfo], kept: &[usize], candidates: &[usize]) {
+    fn prepare(&mut self, table: &ClusterTable, kept: &[usize], candidates: &[usize]) {
         for c in &mut self.constraints {
-            let mut ids: HashMap<&str, u32, FnvBuild> = HashMap::default();
-            c.domain_of = vec![NO_DOMAIN; clusters.len()];
+            // Domains are the values held by kept clusters and candidates
+            // only, numbered densely in the order first seen.
+            let mut domain_of_value = vec![NO_DOMAIN; table.value_count(c.slot)];
+            let mut domains = 0u32;
+            c.domain_of = vec![NO_DOMAIN; table.len()];
             for &i in kept.iter().chain(candidates) {
-                if let Some(value) = clusters[i].labels.get(c.key) {
-                    let next = ids.len() as u32;
-                    c.domain_of[i] = *ids.entry(value.as_str()).or_insert(next);
+                let value = table.label(i, c.slot);
+                if value == NO_VALUE {
+                    continue;
                 }
+                let domain = &mut domain_of_value[value as usize];
+                if *domain == NO_DOMAIN {
+                    *domain = domains;
+                    domains += 1;
+                }
+                c.domain_of[i] = *domain;
             }
-            c.counts = vec![0; ids.len()];
+            c.counts = vec![0; domains as usize];
             for &i in kept {
                 if let Some(&d) = c.domain_of.get(i).filter(|&&d| d != NO_DOMAIN) {
                     c.counts[d as usize] += 1;

@@ -22,17 +22,13 @@ const OLD_SNAP: &str = "web-0";
 
 /// An eligible cluster with labels.
 fn cluster(name: &str, labels: &[(&str, &str)]) -> ClusterInfo {
-    ClusterInfo {
-        name: name.to_string(),
-        labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        ..Default::default()
-    }
+    ClusterInfo { name: name.to_string(), labels: labels.iter().copied().collect(), ..Default::default() }
 }
 
 /// Adds properties (quantities as text).
 fn with_props(mut c: ClusterInfo, props: &[(&str, &str)]) -> ClusterInfo {
     for (k, v) in props {
-        c.properties.insert(k.to_string(), Quantity::parse(v).unwrap());
+        c.properties.insert(k, Quantity::parse(v).unwrap());
     }
     c
 }

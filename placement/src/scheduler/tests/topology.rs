@@ -15,7 +15,7 @@ fn per_domain(out: &SchedulingOutcome, clusters: &[ClusterInfo], key: &str) -> B
     let mut counts = BTreeMap::new();
     for d in &out.chosen {
         let c = clusters.iter().find(|c| c.name == d.cluster_name).unwrap();
-        *counts.entry(c.labels.get(key).cloned().unwrap_or_default()).or_default() += 1;
+        *counts.entry(c.labels.get(key).unwrap_or_default().to_string()).or_default() += 1;
     }
     counts
 }

@@ -5,13 +5,15 @@
 //! one [`ClusterInfo`] per MemberCluster with [`ClusterInfo::from_member`], so
 //! the scheduler's rules can be tested on plain values.
 
-use std::collections::BTreeMap;
+mod compact;
 
 use fleet_api::conditions::find;
 use fleet_api::member::{self, Taint, CONDITION_HEALTHY, CONDITION_JOINED};
 use fleet_api::placement::canonical_property_name;
 use fleet_api::quantity::Quantity;
 use fleet_api::Object;
+
+pub use compact::{Labels, Properties};
 
 /// Prefix of the properties read from `status.resourceUsage`.
 pub const RESOURCE_PROPERTY_PREFIX: &str = "resources.kubernetes-fleet.io/";
@@ -27,13 +29,13 @@ pub struct ClusterInfo {
     /// The MemberCluster's name (the binding's `targetCluster`).
     pub name: String,
     /// The MemberCluster's labels, matched by label selectors and topology keys.
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     /// `spec.taints`: the cluster gets placements only from policies tolerating them all.
     pub taints: Vec<Taint>,
     /// Canonical property name -> exact value. Includes status.properties (parsed as Quantity; unparsable
     /// values skipped) and `resources.kubernetes-fleet.io/{total,allocatable,available}-{cpu,memory}` from
     /// status.resourceUsage {capacity, allocatable, available}.
-    pub properties: BTreeMap<String, Quantity>,
+    pub properties: Properties,
     /// None = eligible for new placements; Some(why) = not eligible, e.g. "cluster has not joined",
     /// "cluster is not healthy (HeartbeatTimeout)", "cluster is leaving".
     pub ineligible: Option<String>,
@@ -53,10 +55,10 @@ impl ClusterInfo {
         let status = member::status_of(mc);
         let leaving = mc.metadata.deletion_timestamp.is_some();
 
-        let mut properties = BTreeMap::new();
+        let mut properties: Vec<(String, Quantity)> = Vec::new();
         for (name, value) in &status.properties {
             if let Ok(q) = Quantity::parse(&value.value) {
-                properties.insert(canonical_property_name(name).to_string(), q);
+                properties.push((canonical_property_name(name).to_string(), q));
             }
         }
         if let Some(usage) = &status.resource_usage {
@@ -65,7 +67,7 @@ impl ClusterInfo {
             for (family, values) in families {
                 for resource in ["cpu", "memory"] {
                     if let Some(q) = values.get(resource).and_then(|v| Quantity::parse(v).ok()) {
-                        properties.insert(format!("{RESOURCE_PROPERTY_PREFIX}{family}-{resource}"), q);
+                        properties.push((format!("{RESOURCE_PROPERTY_PREFIX}{family}-{resource}"), q));
                     }
                 }
             }
@@ -87,9 +89,9 @@ impl ClusterInfo {
 
         ClusterInfo {
             name: mc.metadata.name.clone(),
-            labels: mc.metadata.labels.clone(),
+            labels: Labels::from(&mc.metadata.labels),
             taints: spec.taints,
-            properties,
+            properties: properties.into_iter().collect(),
             ineligible,
             leaving,
         }
@@ -146,11 +148,11 @@ mod tests {
         }));
         let c = ClusterInfo::from_member(&o);
         assert_eq!(c.name, "east-1");
-        assert_eq!(c.labels.get("region").map(String::as_str), Some("east"));
+        assert_eq!(c.labels.get("region"), Some("east"));
         assert_eq!(c.taints.len(), 1);
         assert!(c.is_eligible());
         assert!(!c.leaving);
-        let p = |n: &str| c.properties.get(n).copied();
+        let p = |n: &str| c.properties.get(n);
         assert_eq!(p("kubernetes-fleet.io/node-count"), Some(Quantity::from_units(3)));
         assert_eq!(p("kubernetes.azure.com/per-cpu-core-cost"), Some(Quantity::parse("45m").unwrap()));
         assert_eq!(p("broken"), None);

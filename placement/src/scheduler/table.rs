@@ -1,0 +1,178 @@
+//! One pass's compact view of the clusters: the label values and property
+//! values the pass's plugins read, pulled out of every [`ClusterInfo`] once.
+//!
+//! Why: each plugin used to look labels and properties up in every cluster's
+//! own maps, so a pass over 10,000 clusters walked scattered heap memory
+//! several times (filters, scores, topology domains) and spent most of its
+//! time comparing strings. Plugins now declare, when they are built, the
+//! label keys, label values and property names they read (a
+//! [`Vocabulary`]); the pass reads each cluster's maps once into flat
+//! arrays ([`ClusterTable`]) and every later stage compares small integers.
+//!
+//! Label values are interned per key: a value a selector names gets its id
+//! from the vocabulary, any other value is [`OTHER_VALUE`] — unless the key
+//! is *open* (a topology key), where every distinct value gets its own id.
+
+use std::collections::HashMap;
+
+use fleet_api::quantity::Quantity;
+
+use super::plugins::FnvBuild;
+use crate::cluster::ClusterInfo;
+
+/// A label value id: the cluster has no label with that key.
+pub const NO_VALUE: u32 = u32::MAX;
+/// A label value id: the cluster has the key, with a value no selector names
+/// (only on keys that are not open).
+pub const OTHER_VALUE: u32 = u32::MAX - 1;
+
+/// One label key a pass reads.
+#[derive(Debug, Clone, Default)]
+struct KeySlot<'a> {
+    key: &'a str,
+    /// Every distinct value gets an id (topology keys), not only named ones.
+    open: bool,
+    /// The values selectors name, by id.
+    values: Vec<&'a str>,
+}
+
+/// The label keys, label values and property names a pass's plugins read,
+/// each with the slot (or id) the plugins refer to it by.
+#[derive(Debug, Clone, Default)]
+pub struct Vocabulary<'a> {
+    keys: Vec<KeySlot<'a>>,
+    properties: Vec<&'a str>,
+}
+
+impl<'a> Vocabulary<'a> {
+    /// The slot of a label key (added on first use).
+    pub fn label_key(&mut self, key: &'a str) -> usize {
+        if let Some(slot) = self.keys.iter().position(|k| k.key == key) {
+            return slot;
+        }
+        self.keys.push(KeySlot { key, ..KeySlot::default() });
+        self.keys.len() - 1
+    }
+
+    /// The id of a label value under a key's slot (added on first use).
+    pub fn label_value(&mut self, slot: usize, value: &'a str) -> u32 {
+        let values = &mut self.keys[slot].values;
+        let id = values.iter().position(|v| *v == value).unwrap_or_else(|| {
+            values.push(value);
+            values.len() - 1
+        });
+        id as u32
+    }
+
+    /// Makes every distinct value of a key's slot get its own id.
+    pub fn open(&mut self, slot: usize) {
+        self.keys[slot].open = true;
+    }
+
+    /// The slot of a property name (added on first use).
+    pub fn property(&mut self, name: &'a str) -> usize {
+        if let Some(slot) = self.properties.iter().position(|p| *p == name) {
+            return slot;
+        }
+        self.properties.push(name);
+        self.properties.len() - 1
+    }
+}
+
+/// The pass's clusters (name-sorted) and, per cluster, the value id of every
+/// vocabulary key and the value of every vocabulary property.
+#[derive(Debug)]
+pub struct ClusterTable<'c> {
+    clusters: Vec<&'c ClusterInfo>,
+    /// `clusters.len() × key slots`, row-major.
+    labels: Vec<u32>,
+    /// `clusters.len() × property slots`, row-major.
+    properties: Vec<Option<Quantity>>,
+    key_slots: usize,
+    property_slots: usize,
+    /// Per key slot: how many value ids were handed out.
+    value_counts: Vec<usize>,
+}
+
+impl<'c> ClusterTable<'c> {
+    /// Reads each cluster's labels and properties once. `clusters` must be
+    /// the pass's name-sorted, deduplicated list.
+    pub fn build(vocabulary: &Vocabulary, clusters: Vec<&'c ClusterInfo>) -> ClusterTable<'c> {
+        let key_slots = vocabulary.keys.len();
+        let property_slots = vocabulary.properties.len();
+        let mut ids: Vec<HashMap<&str, u32, FnvBuild>> = vocabulary
+            .keys
+            .iter()
+            .map(|k| k.values.iter().enumerate().map(|(id, v)| (*v, id as u32)).collect())
+            .collect();
+        let mut labels = vec![NO_VALUE; clusters.len() * key_slots];
+        let mut properties = vec![None; clusters.len() * property_slots];
+        for (row, cluster) in clusters.iter().enumerate() {
+            if key_slots > 0 {
+                let row_labels = &mut labels[row * key_slots..(row + 1) * key_slots];
+                for (key, value) in cluster.labels.iter() {
+                    // Lengths first: most keys are told apart without reading their bytes.
+                    let Some(slot) = vocabulary.keys.iter().position(|k| k.key.len() == key.len() && k.key == key)
+                    else {
+                        continue;
+                    };
+                    let known = &mut ids[slot];
+                    row_labels[slot] = match known.get(value) {
+                        Some(&id) => id,
+                        None if vocabulary.keys[slot].open => {
+                            let id = known.len() as u32;
+                            known.insert(value, id);
+                            id
+                        }
+                        None => OTHER_VALUE,
+                    };
+                }
+            }
+            if property_slots > 0 {
+                let row_properties = &mut properties[row * property_slots..(row + 1) * property_slots];
+                for (name, value) in cluster.properties.iter() {
+                    if let Some(slot) = vocabulary.properties.iter().position(|p| p.len() == name.len() && *p == name) {
+                        row_properties[slot] = Some(value);
+                    }
+                }
+            }
+        }
+        let value_counts = ids.iter().map(HashMap::len).collect();
+        ClusterTable { clusters, labels, properties, key_slots, property_slots, value_counts }
+    }
+
+    /// The clusters, name-sorted.
+    pub fn clusters(&self) -> &[&'c ClusterInfo] {
+        &self.clusters
+    }
+
+    /// One cluster's full view.
+    pub fn info(&self, cluster: usize) -> &'c ClusterInfo {
+        self.clusters[cluster]
+    }
+
+    /// How many clusters the pass has.
+    pub fn len(&self) -> usize {
+        self.clusters.len()
+    }
+
+    /// Whether the pass has no clusters.
+    pub fn is_empty(&self) -> bool {
+        self.clusters.is_empty()
+    }
+
+    /// The id of a cluster's value for a key slot ([`NO_VALUE`], [`OTHER_VALUE`] or a vocabulary id).
+    pub fn label(&self, cluster: usize, slot: usize) -> u32 {
+        self.labels[cluster * self.key_slots + slot]
+    }
+
+    /// A cluster's value of a property slot.
+    pub fn property(&self, cluster: usize, slot: usize) -> Option<Quantity> {
+        self.properties[cluster * self.property_slots + slot]
+    }
+
+    /// How many distinct value ids a key slot has (ids are `0..count`).
+    pub fn value_count(&self, slot: usize) -> usize {
+        self.value_counts[slot]
+    }
+}
