@@ -3,7 +3,7 @@
 //! agents pass this gate only for the RPCs they use, and are then confined to
 //! their own Work by [`crate::members::authz`].
 
-use fleet_proto::tls::{serial_hex, Identity};
+use fleet_proto::tls::{presented, Identity};
 use tonic::{Request, Status};
 
 /// What an RPC needs.
@@ -33,9 +33,8 @@ pub fn caller<T>(request: &Request<T>) -> Result<Caller, Status> {
     let cert = certs
         .first()
         .ok_or_else(|| Status::unauthenticated("a client certificate signed by the fleet CA is required"))?;
-    let identity = Identity::from_der(cert.as_ref()).map_err(|e| Status::unauthenticated(e.to_string()))?;
-    let serial = serial_hex(cert.as_ref()).map_err(|e| Status::unauthenticated(e.to_string()))?;
-    Ok(Caller { identity, serial })
+    let parsed = presented(cert.as_ref()).map_err(|e| Status::unauthenticated(e.to_string()))?;
+    Ok(Caller { identity: parsed.identity, serial: parsed.serial })
 }
 
 /// Checks that the caller may perform `rpc`; `members` says whether member

@@ -11,8 +11,10 @@
 //! Node certificates also carry the DNS name [`node_server_name`] so a node
 //! dialing peer `<id>` verifies that the server it reached *is* node `<id>`.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
@@ -98,25 +100,59 @@ impl Identity {
     }
 }
 
-/// The subject common name of a DER certificate.
-pub fn common_name(der: &[u8]) -> Result<String, TlsError> {
+/// Most certificates [`presented`] remembers; past that it starts over.
+const PRESENTED_MAX: usize = 4096;
+
+/// Certificates already read by [`presented`], by their DER bytes.
+static PRESENTED: LazyLock<Mutex<HashMap<Vec<u8>, Presented>>> = LazyLock::new(Default::default);
+
+/// What the hub needs of a client certificate: who it names, and its serial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Presented {
+    pub identity: Identity,
+    /// The serial number as lowercase hex: how the hub recognises which of
+    /// a member's certificates is presented.
+    pub serial: String,
+}
+
+/// Reads the identity and serial of a (TLS-verified) client certificate.
+///
+/// Every RPC names its caller, and parsing X.509 on each one cost ~2% of a
+/// busy hub's CPU: the answer is a pure function of the bytes, so it is
+/// remembered (a few thousand certificates at most).
+pub fn presented(der: &[u8]) -> Result<Presented, TlsError> {
+    let lock = || PRESENTED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(hit) = lock().get(der) {
+        return Ok(hit.clone());
+    }
     let (_, cert) = X509Certificate::from_der(der).map_err(|e| TlsError::Parse(e.to_string()))?;
-    let cn = cert
+    let parsed = Presented {
+        identity: Identity::from_common_name(&subject_common_name(&cert)?),
+        serial: hex::encode(cert.raw_serial()),
+    };
+    let mut cache = lock();
+    if cache.len() >= PRESENTED_MAX {
+        cache.clear();
+    }
+    cache.insert(der.to_vec(), parsed.clone());
+    Ok(parsed)
+}
+
+fn subject_common_name(cert: &X509Certificate) -> Result<String, TlsError> {
+    Ok(cert
         .subject()
         .iter_common_name()
         .next()
         .ok_or(TlsError::NoCommonName)?
         .as_str()
         .map_err(|e| TlsError::Parse(e.to_string()))?
-        .to_string();
-    Ok(cn)
+        .to_string())
 }
 
-/// The serial number of a DER certificate, as lowercase hex: how the hub
-/// recognises which of a member's certificates is presented.
-pub fn serial_hex(der: &[u8]) -> Result<String, TlsError> {
+/// The subject common name of a DER certificate.
+pub fn common_name(der: &[u8]) -> Result<String, TlsError> {
     let (_, cert) = X509Certificate::from_der(der).map_err(|e| TlsError::Parse(e.to_string()))?;
-    Ok(hex::encode(cert.raw_serial()))
+    subject_common_name(&cert)
 }
 
 /// The DNS name every certificate of node `id` carries, used as the TLS

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use fleet_proto::peer::raft_peer_server::RaftPeer;
 use fleet_proto::peer::Payload;
-use fleet_proto::tls::Identity;
+use fleet_proto::tls::{presented, Identity};
 use fleet_statemachine::{Proposal, TypeConfig};
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
 use serde::de::DeserializeOwned;
@@ -46,7 +46,7 @@ fn caller_node<T>(request: &Request<T>) -> Result<u64, Status> {
         .peer_certs()
         .ok_or_else(|| Status::unauthenticated("peer traffic requires a node client certificate"))?;
     let cert = certs.first().ok_or_else(|| Status::unauthenticated("no client certificate presented"))?;
-    match Identity::from_der(cert.as_ref()) {
+    match presented(cert.as_ref()).map(|p| p.identity) {
         Ok(Identity::Node(id)) => Ok(id),
         Ok(other) => Err(Status::permission_denied(format!("{other} is not a hub node and may not send peer traffic"))),
         Err(e) => Err(Status::unauthenticated(e.to_string())),

@@ -6,6 +6,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod object_de;
+
 /// A reference from a dependent object to the object that owns it; deleting the
 /// owner deletes the dependent in the same command (cascade).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,7 +95,11 @@ impl ObjectMeta {
 
 /// Any Kubernetes-style document: `apiVersion`, `kind`, typed `metadata`, and
 /// the rest (`spec`, `status`, `data`, ...) kept as JSON.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Deserialized by hand ([`object_de`]): serde's derive for a `flatten`ed
+/// field buffers the whole document before reading it, which made decoding
+/// objects one of the larger CPU costs of a busy hub.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Object {
     #[serde(default)]
