@@ -69,11 +69,11 @@ pub async fn start(
 }
 
 async fn send_if_matching(tx: &Out, query: &ListQuery, event: &fleet_statemachine::WatchEvent) -> bool {
-    if !query.matches(&event.key, &event.object) {
+    let Some(event_type) = query.event_type_for(event) else {
         return true;
-    }
+    };
     let wire = WireEvent {
-        r#type: event.event_type.as_str().to_string(),
+        r#type: event_type.as_str().to_string(),
         object: event.object.to_json(),
         resource_version: event.resource_version,
     };

@@ -390,20 +390,26 @@ impl Overlay {
                     owners.remove(r.uid.as_str(), key.as_str())?;
                 }
             }
-            let (event_type, event_object, size) = match (change, old) {
+            let (event_type, event_object, size, previous_labels) = match (change, old) {
                 (Some(object), old) => {
                     let bytes = object.to_json();
                     objects.insert(key.as_str(), bytes.as_slice())?;
                     for r in &object.metadata.owner_references {
                         owners.insert(r.uid.as_str(), key.as_str())?;
                     }
-                    let event_type = if old.is_some() { EventType::Modified } else { EventType::Added };
-                    (event_type, object, bytes.len())
+                    let (event_type, previous_labels) = match old {
+                        Some(old) if old.metadata.labels != object.metadata.labels => {
+                            (EventType::Modified, Some(old.metadata.labels))
+                        }
+                        Some(_) => (EventType::Modified, None),
+                        None => (EventType::Added, None),
+                    };
+                    (event_type, object, bytes.len(), previous_labels)
                 }
                 (None, Some(mut last)) => {
                     objects.remove(key.as_str())?;
                     last.metadata.set_resource_version(index);
-                    (EventType::Deleted, last, old_size)
+                    (EventType::Deleted, last, old_size, None)
                 }
                 // Created and deleted within one entry: nobody saw it.
                 (None, None) => continue,
@@ -414,6 +420,7 @@ impl Overlay {
                 object: Arc::new(event_object),
                 resource_version: index,
                 size,
+                previous_labels,
             });
         }
         Ok(())

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use crate::error::Error;
 use crate::raft_types::{LogId, StoredMembership};
-use crate::watch::{WatchHub, DEFAULT_HISTORY};
+use crate::watch::{EventType, WatchEvent, WatchHub, DEFAULT_HISTORY};
 
 pub(crate) const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 pub(crate) const OWNERS: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("owners");
@@ -42,6 +42,32 @@ impl ListQuery {
             && key.kind == self.kind
             && self.namespace.as_deref().is_none_or(|ns| key.namespace == ns)
             && self.selector.as_ref().is_none_or(|s| s.matches(&object.metadata.labels))
+    }
+
+    /// How a change looks to a watch of this query, as Kubernetes shows it:
+    /// under a label selector, an object whose labels change so that it
+    /// starts matching is ADDED, and one that stops matching is DELETED
+    /// (carrying its new state). `None`: the watch does not see the change.
+    pub fn event_type_for(&self, event: &WatchEvent) -> Option<EventType> {
+        let key = &event.key;
+        let in_scope = key.group == self.group
+            && key.kind == self.kind
+            && self.namespace.as_deref().is_none_or(|ns| key.namespace == ns);
+        if !in_scope {
+            return None;
+        }
+        let Some(selector) = &self.selector else { return Some(event.event_type) };
+        let now = selector.matches(&event.object.metadata.labels);
+        if event.event_type != EventType::Modified {
+            return now.then_some(event.event_type);
+        }
+        let before = event.previous_labels.as_ref().map_or(now, |labels| selector.matches(labels));
+        match (before, now) {
+            (true, true) => Some(EventType::Modified),
+            (false, true) => Some(EventType::Added),
+            (true, false) => Some(EventType::Deleted),
+            (false, false) => None,
+        }
     }
 }
 

@@ -224,6 +224,54 @@ fn lists_filter_by_namespace_and_labels() {
 }
 
 #[test]
+fn a_label_selector_watch_sees_objects_enter_and_leave_it() {
+    let mut h = Harness::new();
+    let mut sub = h.store.hub().subscribe(0).expect("subscribe");
+    let labelled = |app: &str, data: &str| {
+        let mut o = cm("w", data);
+        if !app.is_empty() {
+            o.metadata.labels.insert("app".into(), app.into());
+        }
+        o
+    };
+    // Created matching; data change; relabelled out; changed while out;
+    // relabelled in; deleted while matching; created not matching.
+    h.ok(vec![apply(labelled("web", "1"))]);
+    h.ok(vec![apply(labelled("web", "2"))]);
+    h.ok(vec![apply(labelled("db", "2"))]);
+    h.ok(vec![apply(labelled("db", "3"))]);
+    h.ok(vec![apply(labelled("web", "3"))]);
+    h.ok(vec![Op::Delete { key: ObjectKey::new("", "ConfigMap", "a", "w"), resource_version: None }]);
+    h.ok(vec![apply(labelled("", "4"))]);
+    let web = ListQuery {
+        kind: "ConfigMap".into(),
+        selector: Some(fleet_api::LabelSelector::parse("app=web").expect("selector")),
+        ..Default::default()
+    };
+    let everything = ListQuery { kind: "ConfigMap".into(), ..Default::default() };
+    let (mut seen_by_web, mut seen_by_all) = (Vec::new(), Vec::new());
+    while let Ok(fleet_statemachine::watch::HubMessage::Event(e)) = sub.receiver.try_recv() {
+        seen_by_web.push(web.event_type_for(&e));
+        seen_by_all.push(everything.event_type_for(&e));
+    }
+    use EventType::{Added, Deleted, Modified};
+    assert_eq!(seen_by_web, vec![Some(Added), Some(Modified), Some(Deleted), None, Some(Added), Some(Deleted), None]);
+    assert_eq!(
+        seen_by_all,
+        vec![Some(Added), Some(Modified), Some(Modified), Some(Modified), Some(Modified), Some(Deleted), Some(Added)]
+    );
+    let other_kind = ListQuery { kind: "Secret".into(), ..Default::default() };
+    assert!(h
+        .store
+        .hub()
+        .subscribe(0)
+        .expect("subscribe")
+        .backlog
+        .iter()
+        .all(|e| other_kind.event_type_for(e).is_none()));
+}
+
+#[test]
 fn commands_batched_in_one_entry_stand_or_fall_alone_and_emit_one_event_per_object() {
     let mut h = Harness::new();
     h.ok(vec![apply(cm("x", "1"))]);

@@ -145,3 +145,44 @@ async fn an_open_watch_does_not_hold_up_a_clean_shutdown() {
         other => panic!("the watch should end with the node: {other:?}"),
     }
 }
+
+/// A ConfigMap in namespace `w` with label `tier`.
+fn tiered(name: &str, tier: &str, value: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "w", "labels": {"tier": tier}},
+        "data": {"value": value},
+    }))
+    .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_label_selector_watch_sees_objects_enter_and_leave_it() {
+    let hub = Hub::start(HubOptions::default()).await;
+    let mut admin = hub.client(1).await;
+    let start = apply(&mut admin, vec![tiered("s", "db", "0")]).await.expect("start");
+    let mut client = hub.client(3).await;
+    let mut stream = client
+        .watch(WatchRequest { label_selector: "tier=web".into(), ..request(start) })
+        .await
+        .expect("watch")
+        .into_inner();
+
+    let rv_in = apply(&mut admin, vec![tiered("s", "web", "1")]).await.expect("relabel in");
+    let e = next(&mut stream).await;
+    assert_eq!((e.r#type.as_str(), name_of(&e).as_str(), e.resource_version), ("ADDED", "s", rv_in));
+    let rv_changed = apply(&mut admin, vec![tiered("s", "web", "2")]).await.expect("change");
+    let e = next(&mut stream).await;
+    assert_eq!((e.r#type.as_str(), e.resource_version), ("MODIFIED", rv_changed));
+    let rv_out = apply(&mut admin, vec![tiered("s", "db", "2")]).await.expect("relabel out");
+    let e = next(&mut stream).await;
+    assert_eq!((e.r#type.as_str(), e.resource_version), ("DELETED", rv_out));
+    let left = fleet_api::Object::from_json(&e.object).expect("object");
+    assert_eq!(left.metadata.labels.get("tier").map(String::as_str), Some("db"), "DELETED carries the new state");
+    // Changes outside the selector are not seen; coming back is ADDED again.
+    apply(&mut admin, vec![tiered("s", "db", "3")]).await.expect("change outside");
+    let rv_back = apply(&mut admin, vec![tiered("s", "web", "3")]).await.expect("relabel in again");
+    let e = next(&mut stream).await;
+    assert_eq!((e.r#type.as_str(), e.resource_version), ("ADDED", rv_back));
+    assert!(tokio::time::timeout(Duration::from_millis(300), stream.next()).await.is_err(), "nothing else was sent");
+}
