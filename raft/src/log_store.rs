@@ -6,13 +6,17 @@
 //! - truncation is fsync'd (a truncated suffix must never come back).
 //!
 //! `committed` and purges may be lazily durable: losing them after a crash
-//! only means re-applying or re-purging entries that are still correct.
+//! only means re-applying or re-purging entries that are still correct. So
+//! `save_committed` only remembers the id, and the next log write (append,
+//! truncate or purge) stores it in its own transaction: openraft awaits
+//! `save_committed` on its core task, and a redb commit there on every
+//! commit index change was serial latency on every write.
 //! Every redb call runs on a blocking thread, never on the async runtime.
 
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use fleet_statemachine::TypeConfig;
 use openraft::storage::{LogFlushed, LogState, RaftLogReader, RaftLogStorage};
@@ -34,6 +38,15 @@ const LAST_PURGED: &str = "last_purged";
 #[derive(Clone)]
 pub struct LogStore {
     db: Arc<Database>,
+    /// The committed id openraft last saved, until a log write stores it.
+    committed: Arc<Mutex<Committed>>,
+}
+
+/// The committed log id as saved, and whether the file has it yet.
+#[derive(Default)]
+struct Committed {
+    latest: Option<Option<LogId<u64>>>,
+    stored: bool,
 }
 
 impl LogStore {
@@ -44,7 +57,31 @@ impl LogStore {
         txn.open_table(LOG)?;
         txn.open_table(STATE)?;
         txn.commit()?;
-        Ok(LogStore { db: Arc::new(db) })
+        Ok(LogStore { db: Arc::new(db), committed: Arc::default() })
+    }
+
+    fn committed(&self) -> std::sync::MutexGuard<'_, Committed> {
+        self.committed.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Commits `txn`, storing in it the saved committed id if the file lacks it.
+    fn commit_with_committed(&self, txn: redb::WriteTransaction) -> Result<(), Error> {
+        let unstored = {
+            let committed = self.committed();
+            committed.latest.filter(|_| !committed.stored)
+        };
+        if let Some(latest) = unstored {
+            txn.open_table(STATE)?.insert(COMMITTED, encode(&latest)?.as_slice())?;
+        }
+        txn.commit()?;
+        if let Some(latest) = unstored {
+            let mut committed = self.committed();
+            // Unless a newer id was saved meanwhile.
+            if committed.latest == Some(latest) {
+                committed.stored = true;
+            }
+        }
+        Ok(())
     }
 
     fn read_state<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, Error> {
@@ -96,16 +133,14 @@ impl LogStore {
                 table.insert(entry.get_log_id().index, encode(entry)?.as_slice())?;
             }
         }
-        txn.commit()?;
-        Ok(())
+        self.commit_with_committed(txn)
     }
 
     fn truncate_blocking(&self, from: u64) -> Result<(), Error> {
         let mut txn = self.db.begin_write()?;
         txn.set_durability(Durability::Immediate)?;
         txn.open_table(LOG)?.retain_in::<u64, _>(from.., |_, _| false)?;
-        txn.commit()?;
-        Ok(())
+        self.commit_with_committed(txn)
     }
 
     fn purge_blocking(&self, log_id: LogId<u64>) -> Result<(), Error> {
@@ -116,8 +151,7 @@ impl LogStore {
             txn.open_table(STATE)?.insert(LAST_PURGED, bytes.as_slice())?;
             txn.open_table(LOG)?.retain_in::<u64, _>(..=log_id.index, |_, _| false)?;
         }
-        txn.commit()?;
-        Ok(())
+        self.commit_with_committed(txn)
     }
 }
 
@@ -177,14 +211,16 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId<u64>>) -> Result<(), StorageError<u64>> {
-        let this = self.clone();
-        blocking(ErrorSubject::Store, ErrorVerb::Write, move || {
-            this.write_state(COMMITTED, &committed, Durability::None)
-        })
-        .await
+        let mut saved = self.committed();
+        saved.latest = Some(committed);
+        saved.stored = false;
+        Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId<u64>>, StorageError<u64>> {
+        if let Some(latest) = self.committed().latest {
+            return Ok(latest);
+        }
         let this = self.clone();
         blocking(ErrorSubject::Store, ErrorVerb::Read, move || {
             Ok(this.read_state::<Option<LogId<u64>>>(COMMITTED)?.flatten())
