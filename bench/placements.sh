@@ -9,6 +9,11 @@
 #   bench/placements.sh                        # 6 agents, 50 placements of 3 clusters
 #   AGENTS=9 COUNT=100 CLUSTERS=3 bench/placements.sh
 #   BENCH_SKIP_BUILD=1 bench/placements.sh     # reuse the release binaries
+#   IDLE_CLUSTERS=3000 bench/placements.sh     # plus 3000 MemberClusters with no agent
+#
+# IDLE_CLUSTERS MemberClusters (idle-0 ...) never join: they are filtered as
+# not eligible, but every scheduling pass still reads them, so they show what
+# the size of the fleet costs.
 #
 # Everything it starts is stopped, and its temp dir removed, on exit
 # (BENCH_KEEP=1 keeps the temp dir with the node and agent logs).
@@ -18,6 +23,7 @@ cd "$(dirname "$0")/.."
 AGENTS=${AGENTS:-6}
 COUNT=${COUNT:-50}
 CLUSTERS=${CLUSTERS:-3}
+IDLE_CLUSTERS=${IDLE_CLUSTERS:-0}
 START_TIMEOUT=${START_TIMEOUT:-120}   # seconds for the hub, and for the agents, to come up
 fleet_prepare jq python3
 fleet_tmp placements
@@ -34,6 +40,13 @@ fleet_wait_members "$START_TIMEOUT" "$AGENTS agents Joined+Healthy with properti
   '.status.resourceUsage.available.cpu != null'
 echo "all $AGENTS agents joined and healthy"
 "$BIN/fleetctl" get mc -o json | jq -r '.items[] | "  \(.metadata.name)  region=\(.metadata.labels.region)  available cpu=\(.status.resourceUsage.available.cpu)"'
+if [ "$IDLE_CLUSTERS" -gt 0 ]; then
+  echo "applying $IDLE_CLUSTERS MemberClusters without agents..."
+  for n in $(seq 0 $((IDLE_CLUSTERS-1))); do
+    printf -- '---\napiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata: {name: idle-%d, labels: {region: %s}}\nspec: {}\n' \
+      "$n" "${REGIONS[$((n % 3))]}"
+  done | "$BIN/fleetctl" apply -f - >/dev/null
+fi
 leader=$("$BIN/fleetctl" cluster status -o json | jq -r '.leader')
 echo "hub leader: node $leader; fleet-bench talks to ${FLEET_ENDPOINTS%%,*} (node 1)"
 

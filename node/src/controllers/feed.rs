@@ -5,10 +5,11 @@
 //!
 //! The feed keeps soft state rebuilt at every resync: each placement's
 //! resource selectors and whether its policy reads cluster properties, and
-//! each cluster's scheduling-relevant view (to tell a property-only change
-//! from one that matters to every placement).
+//! each cluster's scheduling view, which it publishes to the
+//! [`ClusterCache`] the steps schedule with (and compares to tell a
+//! property-only change from one that matters to every placement).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
@@ -20,6 +21,7 @@ use fleet_raft::Consensus;
 use fleet_statemachine::{EventType, HubMessage, ListQuery, Store, WatchEvent};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::clusters::ClusterCache;
 use super::queue::WorkQueue;
 
 /// What the feed remembers of a placement.
@@ -31,13 +33,14 @@ struct PlacementEntry {
 struct Feed {
     queue: Arc<WorkQueue<ObjectKey>>,
     placements: BTreeMap<ObjectKey, PlacementEntry>,
-    clusters: HashMap<String, ClusterInfo>,
+    clusters: BTreeMap<String, ClusterInfo>,
+    cache: Arc<ClusterCache>,
 }
 
 /// Follows the store's events for the whole leadership session.
-pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>) {
+pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>, cache: Arc<ClusterCache>) {
     let store = consensus.store().clone();
-    let mut feed = Feed { queue, placements: BTreeMap::new(), clusters: HashMap::new() };
+    let mut feed = Feed { queue, placements: BTreeMap::new(), clusters: BTreeMap::new(), cache };
     loop {
         // Subscribe first, then list: nothing falls between the two.
         let from = store.applied_index();
@@ -69,20 +72,22 @@ pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>)
 }
 
 impl Feed {
-    /// Rebuilds the soft state from the store and queues every placement.
+    /// Rebuilds the soft state from the store (clusters published first) and
+    /// queues every placement.
     fn resync(&mut self, store: &Store) -> Result<(), fleet_statemachine::Error> {
-        self.placements.clear();
-        self.clusters.clear();
+        let query = ListQuery { group: FLEET_CLUSTER_GROUP.into(), kind: "MemberCluster".into(), ..Default::default() };
+        let clusters = store.list(&query)?.0;
+        let mut placements = Vec::new();
         for kind in [CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT] {
             let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
-            for placement in store.list(&query)?.0 {
-                self.remember_placement(&placement);
-                self.queue.add(ObjectKey::of(&placement));
-            }
+            placements.extend(store.list(&query)?.0);
         }
-        let query = ListQuery { group: FLEET_CLUSTER_GROUP.into(), kind: "MemberCluster".into(), ..Default::default() };
-        for cluster in store.list(&query)?.0 {
-            self.clusters.insert(cluster.metadata.name.clone(), ClusterInfo::from_member(&cluster));
+        self.clusters = clusters.iter().map(|c| (c.metadata.name.clone(), ClusterInfo::from_member(c))).collect();
+        self.cache.publish(&self.clusters);
+        self.placements.clear();
+        for placement in placements {
+            self.remember_placement(&placement);
+            self.queue.add(ObjectKey::of(&placement));
         }
         Ok(())
     }
@@ -135,6 +140,7 @@ impl Feed {
         let name = event.key.name.clone();
         let (everyone, properties_only) = if event.event_type == EventType::Deleted {
             self.clusters.remove(&name);
+            self.cache.publish(&self.clusters);
             (true, false)
         } else {
             let view = ClusterInfo::from_member(&event.object);
@@ -149,7 +155,10 @@ impl Feed {
                 Some(old) if everyone(old) => (true, false),
                 Some(old) => (false, old.properties != view.properties),
             };
-            self.clusters.insert(name, view);
+            if self.clusters.get(&name) != Some(&view) {
+                self.clusters.insert(name, view);
+                self.cache.publish(&self.clusters);
+            }
             verdict
         };
         for (key, placement) in &self.placements {

@@ -7,6 +7,7 @@
 //! session is cancelled. Every write a controller makes is conditional on
 //! the versions it read, so a deposed leader's late write is refused.
 
+mod clusters;
 pub mod events;
 mod feed;
 pub mod placement;
@@ -22,6 +23,7 @@ use fleet_statemachine::{Command, StoreError};
 use tokio::task::JoinSet;
 
 use crate::service::now_rfc3339;
+use clusters::ClusterCache;
 use queue::WorkQueue;
 
 /// Placements reconciled at once.
@@ -106,23 +108,29 @@ async fn lead(consensus: Arc<Consensus>) {
         }
     }
     let queue: Arc<WorkQueue<ObjectKey>> = Arc::new(WorkQueue::new());
+    let clusters = Arc::new(ClusterCache::default());
     let recorder = events::EventRecorder::start(consensus.clone());
     let mut tasks = JoinSet::new();
     for _ in 0..WORKERS {
-        tasks.spawn(worker(consensus.clone(), queue.clone(), recorder.clone()));
+        tasks.spawn(worker(consensus.clone(), queue.clone(), clusters.clone(), recorder.clone()));
     }
     drop(recorder);
     tasks.spawn(events::collect_expired(consensus.clone()));
-    tasks.spawn(feed::follow(consensus.clone(), queue.clone()));
+    tasks.spawn(feed::follow(consensus.clone(), queue.clone(), clusters));
     // The session ends when aborted (leadership lost); tasks die with the set.
     while tasks.join_next().await.is_some() {}
 }
 
 /// Takes keys off the queue and reconciles them.
-async fn worker(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>, recorder: events::EventRecorder) {
+async fn worker(
+    consensus: Arc<Consensus>,
+    queue: Arc<WorkQueue<ObjectKey>>,
+    clusters: Arc<ClusterCache>,
+    recorder: events::EventRecorder,
+) {
     loop {
         let key = queue.next().await;
-        match reconcile(&consensus, &key, &recorder).await {
+        match reconcile(&consensus, &key, &clusters, &recorder).await {
             Ok(Pass::Done { recheck_after: None }) => {}
             Ok(Pass::Done { recheck_after: Some(delay) }) => queue.add_after(key.clone(), delay),
             // Added while held: queued again when done.
@@ -152,17 +160,21 @@ enum Pass {
 async fn reconcile(
     consensus: &Arc<Consensus>,
     key: &ObjectKey,
+    clusters: &ClusterCache,
     recorder: &events::EventRecorder,
 ) -> Result<Pass, ControllerError> {
     for _ in 0..MAX_STEPS {
+        // The feed lists the clusters before it queues any placement.
+        let Some(fleet) = clusters.get() else { return Ok(Pass::Done { recheck_after: Some(ERROR_RETRY) }) };
         let store = consensus.store().clone();
         let read_key = key.clone();
         let now = now_rfc3339();
         let step_now = now.clone();
         let unix_now = unix_seconds();
-        let next = tokio::task::spawn_blocking(move || placement::next_step(&store, &read_key, &step_now, unix_now))
-            .await
-            .map_err(|e| ControllerError::Task(e.to_string()))??;
+        let next =
+            tokio::task::spawn_blocking(move || placement::next_step(&store, &fleet, &read_key, &step_now, unix_now))
+                .await
+                .map_err(|e| ControllerError::Task(e.to_string()))??;
         let step = match next {
             placement::Next::Write(step) => *step,
             placement::Next::Done { recheck_after } => return Ok(Pass::Done { recheck_after }),

@@ -1,10 +1,10 @@
 //! The controllers' reads of the local store: a placement's snapshots and
-//! bindings (found by name prefix, then by parent label), the fleet's
-//! clusters, and hub resources for selection.
+//! bindings (found by name prefix, then by parent label), and hub
+//! resources for selection (the clusters come from the feed's cache).
 
 use std::cell::RefCell;
 
-use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
+use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
 use fleet_api::snapshot::PARENT_PLACEMENT_LABEL;
 use fleet_api::Object;
 use fleet_placement::selection::ResourceSource;
@@ -19,13 +19,6 @@ pub fn children(store: &Store, placement: &Object, kind: &str) -> Result<Vec<Obj
     let name = &placement.metadata.name;
     let (objects, _) = store.list_named_prefix(FLEET_PLACEMENT_GROUP, kind, namespace, &format!("{name}-"))?;
     Ok(objects.into_iter().filter(|o| o.metadata.labels.get(PARENT_PLACEMENT_LABEL) == Some(name)).collect())
-}
-
-/// Every MemberCluster.
-pub fn member_clusters(store: &Store) -> Result<Vec<Object>, ControllerError> {
-    let query =
-        ListQuery { group: FLEET_CLUSTER_GROUP.into(), kind: "MemberCluster".into(), namespace: None, selector: None };
-    Ok(store.list(&query)?.0)
 }
 
 /// Hub resources for selection, read from the store. The trait cannot fail,

@@ -30,6 +30,7 @@ use std::time::Duration;
 use fleet_api::placement::{self as placement_api, PlacementSpec};
 use fleet_api::snapshot as snapshot_api;
 use fleet_api::{binding, Object, ObjectKey};
+use fleet_placement::cluster::ClusterInfo;
 use fleet_placement::selection;
 use fleet_statemachine::{Op, Store};
 
@@ -92,12 +93,18 @@ impl View {
 
 /// The next step for the placement at `key`. `now` is RFC 3339 for
 /// conditions; `unix_now` the same instant in seconds for rollout timing.
-pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Result<Next, ControllerError> {
+pub fn next_step(
+    store: &Store,
+    clusters: &[ClusterInfo],
+    key: &ObjectKey,
+    now: &str,
+    unix_now: i64,
+) -> Result<Next, ControllerError> {
     let Some(view) = View::read(store, key)? else { return Ok(Next::Done { recheck_after: None }) };
     if let Some(step) = snapshots::policy_step(&view).or_else(|| snapshots::resource_step(&view)) {
         return Ok(Next::Write(Box::new(step)));
     }
-    let Some(scheduled) = scheduling::schedule(store, &view, now)? else {
+    let Some(scheduled) = scheduling::schedule(clusters, &view, now) else {
         return Ok(Next::Done { recheck_after: None });
     };
     if let Some(step) = scheduled.step {

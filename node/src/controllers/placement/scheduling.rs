@@ -12,14 +12,12 @@ use fleet_api::{Object, ObjectMeta, OwnerReference};
 use fleet_placement::cluster::ClusterInfo;
 use fleet_placement::scheduler::{self, BindingAction, ExistingBinding, SchedulingOutcome, SchedulingRequest};
 use fleet_placement::snapshot;
-use fleet_statemachine::{Op, Store};
+use fleet_statemachine::Op;
 use sha2::{Digest, Sha256};
 
 use super::objects::check;
 use super::{Step, View};
 use crate::controllers::events::EventNote;
-use crate::controllers::view;
-use crate::controllers::ControllerError;
 
 /// The scheduler's verdict, and the step that records it (if anything changes).
 pub struct Scheduled {
@@ -41,10 +39,10 @@ impl Scheduled {
     }
 }
 
-/// Runs the scheduler; `None` when the placement has no policy snapshot yet.
-pub fn schedule(store: &Store, view: &View, now: &str) -> Result<Option<Scheduled>, ControllerError> {
-    let Some(policy_snapshot) = snapshot::latest_policy_snapshot(&view.policy_snapshots) else { return Ok(None) };
-    let clusters: Vec<ClusterInfo> = view::member_clusters(store)?.iter().map(ClusterInfo::from_member).collect();
+/// Runs the scheduler over the fleet's clusters (name-sorted); `None` when
+/// the placement has no policy snapshot yet.
+pub fn schedule(clusters: &[ClusterInfo], view: &View, now: &str) -> Option<Scheduled> {
+    let policy_snapshot = snapshot::latest_policy_snapshot(&view.policy_snapshots)?;
     let existing: Vec<ExistingBinding> = view.bindings.iter().map(existing_binding).collect();
     let policy = snapshot_api::policy_spec_of(policy_snapshot).policy.unwrap_or_default();
     let number_of_clusters = snapshot_api::number_of_clusters(policy_snapshot);
@@ -52,12 +50,12 @@ pub fn schedule(store: &Store, view: &View, now: &str) -> Result<Option<Schedule
         policy: &policy,
         number_of_clusters,
         policy_snapshot: &policy_snapshot.metadata.name,
-        clusters: &clusters,
+        clusters,
         bindings: &existing,
     });
     let mut scheduled = Scheduled { outcome, policy, number_of_clusters, step: None };
     scheduled.step = step(view, policy_snapshot, &scheduled, now);
-    Ok(Some(scheduled))
+    Some(scheduled)
 }
 
 fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str) -> Option<Step> {
