@@ -69,12 +69,12 @@ pub async fn start(
 }
 
 async fn send_if_matching(tx: &Out, query: &ListQuery, event: &fleet_statemachine::WatchEvent) -> bool {
-    let Some(event_type) = query.event_type_for(event) else {
+    let Some((event_type, object)) = query.view_of(event) else {
         return true;
     };
     let wire = WireEvent {
         r#type: event_type.as_str().to_string(),
-        object: event.object.to_json(),
+        object: object.to_json(),
         resource_version: event.resource_version,
     };
     tx.send(Ok(wire)).await.is_ok()

@@ -8,7 +8,7 @@
 //! `committed` and purges may be lazily durable: losing them after a crash
 //! only means re-applying or re-purging entries that are still correct. So
 //! `save_committed` only remembers the id, and the next log write (append,
-//! truncate or purge) stores it in its own transaction: openraft awaits
+//! truncate or purge) stores it in that write's transaction: openraft awaits
 //! `save_committed` on its core task, and a redb commit there on every
 //! commit index change was serial latency on every write.
 //! Every redb call runs on a blocking thread, never on the async runtime.

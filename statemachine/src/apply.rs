@@ -390,21 +390,23 @@ impl Overlay {
                     owners.remove(r.uid.as_str(), key.as_str())?;
                 }
             }
-            let (event_type, event_object, size, previous_labels) = match (change, old) {
+            let (event_type, event_object, size, previous) = match (change, old) {
                 (Some(object), old) => {
                     let bytes = object.to_json();
                     objects.insert(key.as_str(), bytes.as_slice())?;
                     for r in &object.metadata.owner_references {
                         owners.insert(r.uid.as_str(), key.as_str())?;
                     }
-                    let (event_type, previous_labels) = match old {
-                        Some(old) if old.metadata.labels != object.metadata.labels => {
-                            (EventType::Modified, Some(old.metadata.labels))
+                    let (event_type, previous) = match old {
+                        Some(mut old) if old.metadata.labels != object.metadata.labels => {
+                            old.metadata.set_resource_version(index);
+                            (EventType::Modified, Some(Arc::new(old)))
                         }
                         Some(_) => (EventType::Modified, None),
                         None => (EventType::Added, None),
                     };
-                    (event_type, object, bytes.len(), previous_labels)
+                    let size = bytes.len() + if previous.is_some() { old_size } else { 0 };
+                    (event_type, object, size, previous)
                 }
                 (None, Some(mut last)) => {
                     objects.remove(key.as_str())?;
@@ -420,7 +422,7 @@ impl Overlay {
                 object: Arc::new(event_object),
                 resource_version: index,
                 size,
-                previous_labels,
+                previous,
             });
         }
         Ok(())

@@ -47,8 +47,9 @@ impl ListQuery {
     /// How a change looks to a watch of this query, as Kubernetes shows it:
     /// under a label selector, an object whose labels change so that it
     /// starts matching is ADDED, and one that stops matching is DELETED
-    /// (carrying its new state). `None`: the watch does not see the change.
-    pub fn event_type_for(&self, event: &WatchEvent) -> Option<EventType> {
+    /// carrying its state before the change (the last state the watch
+    /// matched). `None`: the watch does not see the change.
+    pub fn view_of<'e>(&self, event: &'e WatchEvent) -> Option<(EventType, &'e Arc<Object>)> {
         let key = &event.key;
         let in_scope = key.group == self.group
             && key.kind == self.kind
@@ -56,17 +57,18 @@ impl ListQuery {
         if !in_scope {
             return None;
         }
-        let Some(selector) = &self.selector else { return Some(event.event_type) };
-        let now = selector.matches(&event.object.metadata.labels);
+        let current = &event.object;
+        let Some(selector) = &self.selector else { return Some((event.event_type, current)) };
+        let now = selector.matches(&current.metadata.labels);
         if event.event_type != EventType::Modified {
-            return now.then_some(event.event_type);
+            return now.then_some((event.event_type, current));
         }
-        let before = event.previous_labels.as_ref().map_or(now, |labels| selector.matches(labels));
-        match (before, now) {
-            (true, true) => Some(EventType::Modified),
-            (false, true) => Some(EventType::Added),
-            (true, false) => Some(EventType::Deleted),
-            (false, false) => None,
+        let before = event.previous.as_ref().map_or(now, |old| selector.matches(&old.metadata.labels));
+        match (before, now, &event.previous) {
+            (true, true, _) => Some((EventType::Modified, current)),
+            (false, true, _) => Some((EventType::Added, current)),
+            (true, false, Some(old)) => Some((EventType::Deleted, old)),
+            (true, false, None) | (false, false, _) => None,
         }
     }
 }

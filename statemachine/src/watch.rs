@@ -3,7 +3,7 @@
 //! one that asks for a version older than the history gets a clear "expired,
 //! relist" answer.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use fleet_api::{Object, ObjectKey};
@@ -47,10 +47,11 @@ pub struct WatchEvent {
     pub resource_version: u64,
     /// The object's stored size in bytes (for the history's byte budget).
     pub size: usize,
-    /// For a Modified event that changed the labels: the labels before, so a
-    /// label-selector watch can tell an object entering or leaving it.
-    /// `None` when the labels did not change.
-    pub previous_labels: Option<BTreeMap<String, String>>,
+    /// For a Modified event that changed the labels: the object before the
+    /// change (stamped with this event's resourceVersion), so a
+    /// label-selector watch can tell an object entering or leaving it, and
+    /// show one that left as Kubernetes does. `None` otherwise.
+    pub previous: Option<Arc<Object>>,
 }
 
 /// What the broadcast carries.
@@ -176,7 +177,7 @@ mod tests {
             object: Arc::new(object),
             resource_version: rv,
             size: 100,
-            previous_labels: None,
+            previous: None,
         }
     }
 

@@ -251,24 +251,28 @@ fn a_label_selector_watch_sees_objects_enter_and_leave_it() {
     let everything = ListQuery { kind: "ConfigMap".into(), ..Default::default() };
     let (mut seen_by_web, mut seen_by_all) = (Vec::new(), Vec::new());
     while let Ok(fleet_statemachine::watch::HubMessage::Event(e)) = sub.receiver.try_recv() {
-        seen_by_web.push(web.event_type_for(&e));
-        seen_by_all.push(everything.event_type_for(&e));
+        let view = |q: &ListQuery| q.view_of(&e).map(|(t, o)| (t, o.metadata.labels.get("app").cloned()));
+        seen_by_web.push(view(&web));
+        seen_by_all.push(view(&everything).map(|(t, _)| t));
     }
     use EventType::{Added, Deleted, Modified};
-    assert_eq!(seen_by_web, vec![Some(Added), Some(Modified), Some(Deleted), None, Some(Added), Some(Deleted), None]);
+    let web_app = Some("web".to_string());
+    let expected = vec![
+        Some((Added, web_app.clone())),
+        Some((Modified, web_app.clone())),
+        Some((Deleted, web_app.clone())), // the last state the watch matched
+        None,
+        Some((Added, web_app.clone())),
+        Some((Deleted, web_app)),
+        None,
+    ];
+    assert_eq!(seen_by_web, expected);
     assert_eq!(
         seen_by_all,
         vec![Some(Added), Some(Modified), Some(Modified), Some(Modified), Some(Modified), Some(Deleted), Some(Added)]
     );
     let other_kind = ListQuery { kind: "Secret".into(), ..Default::default() };
-    assert!(h
-        .store
-        .hub()
-        .subscribe(0)
-        .expect("subscribe")
-        .backlog
-        .iter()
-        .all(|e| other_kind.event_type_for(e).is_none()));
+    assert!(h.store.hub().subscribe(0).expect("subscribe").backlog.iter().all(|e| other_kind.view_of(e).is_none()));
 }
 
 #[test]

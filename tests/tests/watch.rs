@@ -178,7 +178,8 @@ async fn a_label_selector_watch_sees_objects_enter_and_leave_it() {
     let e = next(&mut stream).await;
     assert_eq!((e.r#type.as_str(), e.resource_version), ("DELETED", rv_out));
     let left = fleet_api::Object::from_json(&e.object).expect("object");
-    assert_eq!(left.metadata.labels.get("tier").map(String::as_str), Some("db"), "DELETED carries the new state");
+    assert_eq!(left.metadata.labels.get("tier").map(String::as_str), Some("web"), "DELETED carries the last match");
+    assert_eq!(left.metadata.resource_version, rv_out.to_string());
     // Changes outside the selector are not seen; coming back is ADDED again.
     apply(&mut admin, vec![tiered("s", "db", "3")]).await.expect("change outside");
     let rv_back = apply(&mut admin, vec![tiered("s", "web", "3")]).await.expect("relabel in again");

@@ -33,14 +33,16 @@ struct PlacementEntry {
 struct Feed {
     queue: Arc<WorkQueue<ObjectKey>>,
     placements: BTreeMap<ObjectKey, PlacementEntry>,
-    clusters: BTreeMap<String, ClusterInfo>,
-    cache: Arc<ClusterCache>,
+    clusters: Arc<ClusterCache>,
+    /// The index the last cluster listing was read at: cluster events up to
+    /// it are already in the cache (replaying them would step it back).
+    clusters_listed_at: u64,
 }
 
 /// Follows the store's events for the whole leadership session.
 pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>, cache: Arc<ClusterCache>) {
     let store = consensus.store().clone();
-    let mut feed = Feed { queue, placements: BTreeMap::new(), clusters: BTreeMap::new(), cache };
+    let mut feed = Feed { queue, placements: BTreeMap::new(), clusters: cache, clusters_listed_at: 0 };
     loop {
         // Subscribe first, then list: nothing falls between the two.
         let from = store.applied_index();
@@ -72,18 +74,19 @@ pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>,
 }
 
 impl Feed {
-    /// Rebuilds the soft state from the store (clusters published first) and
+    /// Rebuilds the soft state from the store (the clusters first) and
     /// queues every placement.
     fn resync(&mut self, store: &Store) -> Result<(), fleet_statemachine::Error> {
         let query = ListQuery { group: FLEET_CLUSTER_GROUP.into(), kind: "MemberCluster".into(), ..Default::default() };
-        let clusters = store.list(&query)?.0;
+        let (clusters, listed_at) = store.list(&query)?;
         let mut placements = Vec::new();
         for kind in [CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT] {
             let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
             placements.extend(store.list(&query)?.0);
         }
-        self.clusters = clusters.iter().map(|c| (c.metadata.name.clone(), ClusterInfo::from_member(c))).collect();
-        self.cache.publish(&self.clusters);
+        self.clusters
+            .replace_all(clusters.iter().map(|c| (c.metadata.name.clone(), ClusterInfo::from_member(c))).collect());
+        self.clusters_listed_at = listed_at;
         self.placements.clear();
         for placement in placements {
             self.remember_placement(&placement);
@@ -137,10 +140,12 @@ impl Feed {
     }
 
     fn on_cluster(&mut self, event: &WatchEvent) {
-        let name = event.key.name.clone();
+        if event.resource_version <= self.clusters_listed_at {
+            return;
+        }
+        let name = &event.key.name;
         let (everyone, properties_only) = if event.event_type == EventType::Deleted {
-            self.clusters.remove(&name);
-            self.cache.publish(&self.clusters);
+            self.clusters.remove(name);
             (true, false)
         } else {
             let view = ClusterInfo::from_member(&event.object);
@@ -150,16 +155,11 @@ impl Feed {
                     || old.ineligible != view.ineligible
                     || old.leaving != view.leaving
             };
-            let verdict = match self.clusters.get(&name) {
+            match self.clusters.upsert(name, view.clone()) {
                 None => (true, false),
-                Some(old) if everyone(old) => (true, false),
+                Some(old) if everyone(&old) => (true, false),
                 Some(old) => (false, old.properties != view.properties),
-            };
-            if self.clusters.get(&name) != Some(&view) {
-                self.clusters.insert(name, view);
-                self.cache.publish(&self.clusters);
             }
-            verdict
         };
         for (key, placement) in &self.placements {
             if everyone || (properties_only && placement.reads_properties) {

@@ -160,24 +160,28 @@ enum Pass {
 async fn reconcile(
     consensus: &Arc<Consensus>,
     key: &ObjectKey,
-    clusters: &ClusterCache,
+    clusters: &Arc<ClusterCache>,
     recorder: &events::EventRecorder,
 ) -> Result<Pass, ControllerError> {
     for _ in 0..MAX_STEPS {
-        // The feed lists the clusters before it queues any placement.
-        let Some(fleet) = clusters.get() else { return Ok(Pass::Done { recheck_after: Some(ERROR_RETRY) }) };
         let store = consensus.store().clone();
+        let fleet = clusters.clone();
         let read_key = key.clone();
         let now = now_rfc3339();
         let step_now = now.clone();
         let unix_now = unix_seconds();
-        let next =
-            tokio::task::spawn_blocking(move || placement::next_step(&store, &fleet, &read_key, &step_now, unix_now))
-                .await
-                .map_err(|e| ControllerError::Task(e.to_string()))??;
+        // Blocking: redb reads, and the cluster list may need a rebuild.
+        let next = tokio::task::spawn_blocking(move || match fleet.get() {
+            Some(fleet) => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
+            None => Ok(None),
+        })
+        .await
+        .map_err(|e| ControllerError::Task(e.to_string()))??;
         let step = match next {
-            placement::Next::Write(step) => *step,
-            placement::Next::Done { recheck_after } => return Ok(Pass::Done { recheck_after }),
+            Some(placement::Next::Write(step)) => *step,
+            Some(placement::Next::Done { recheck_after }) => return Ok(Pass::Done { recheck_after }),
+            // The feed lists the clusters before it queues any placement.
+            None => return Ok(Pass::Done { recheck_after: Some(ERROR_RETRY) }),
         };
         consensus.write(Command { now, ops: step.ops }).await?;
         recorder.record(&step.placement, step.events);

@@ -163,11 +163,13 @@ impl<'c> ClusterTable<'c> {
 
     /// The id of a cluster's value for a key slot ([`NO_VALUE`], [`OTHER_VALUE`] or a vocabulary id).
     pub fn label(&self, cluster: usize, slot: usize) -> u32 {
+        debug_assert!(slot < self.key_slots, "label slot {slot} is not in this pass's vocabulary");
         self.labels[cluster * self.key_slots + slot]
     }
 
     /// A cluster's value of a property slot.
     pub fn property(&self, cluster: usize, slot: usize) -> Option<Quantity> {
+        debug_assert!(slot < self.property_slots, "property slot {slot} is not in this pass's vocabulary");
         self.properties[cluster * self.property_slots + slot]
     }
 
