@@ -7,6 +7,7 @@
 //! - `meta`: `last_applied` and `membership`, written in the same transaction
 //!   as the data they describe.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -36,12 +37,16 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
-    /// Whether an object with this key and labels is in the query.
-    pub fn matches(&self, key: &ObjectKey, object: &Object) -> bool {
+    /// Whether an object at `key` is of the query's kind and namespace.
+    fn in_scope(&self, key: &ObjectKey) -> bool {
         key.group == self.group
             && key.kind == self.kind
             && self.namespace.as_deref().is_none_or(|ns| key.namespace == ns)
-            && self.selector.as_ref().is_none_or(|s| s.matches(&object.metadata.labels))
+    }
+
+    /// Whether labels satisfy the query's selector (any labels do without one).
+    fn selects(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.selector.as_ref().is_none_or(|s| s.matches(labels))
     }
 
     /// How a change looks to a watch of this query, as Kubernetes shows it:
@@ -50,20 +55,15 @@ impl ListQuery {
     /// carrying its state before the change (the last state the watch
     /// matched). `None`: the watch does not see the change.
     pub fn view_of<'e>(&self, event: &'e WatchEvent) -> Option<(EventType, &'e Arc<Object>)> {
-        let key = &event.key;
-        let in_scope = key.group == self.group
-            && key.kind == self.kind
-            && self.namespace.as_deref().is_none_or(|ns| key.namespace == ns);
-        if !in_scope {
+        if !self.in_scope(&event.key) {
             return None;
         }
         let current = &event.object;
-        let Some(selector) = &self.selector else { return Some((event.event_type, current)) };
-        let now = selector.matches(&current.metadata.labels);
+        let now = self.selects(&current.metadata.labels);
         if event.event_type != EventType::Modified {
             return now.then_some((event.event_type, current));
         }
-        let before = event.previous.as_ref().map_or(now, |old| selector.matches(&old.metadata.labels));
+        let before = event.previous.as_ref().map_or(now, |old| self.selects(&old.metadata.labels));
         match (before, now, &event.previous) {
             (true, true, _) => Some((EventType::Modified, current)),
             (false, true, _) => Some((EventType::Added, current)),
@@ -135,11 +135,7 @@ impl Store {
     /// Lists objects, in storage-key order, with the applied index they were read at.
     pub fn list(&self, query: &ListQuery) -> Result<(Vec<Object>, u64), Error> {
         let prefix = ObjectKey::prefix(&query.group, &query.kind, query.namespace.as_deref());
-        self.scan(
-            &prefix,
-            |_| true,
-            |object| query.selector.as_ref().is_none_or(|s| s.matches(&object.metadata.labels)),
-        )
+        self.scan(&prefix, |_| true, |object| query.selects(&object.metadata.labels))
     }
 
     /// Objects of one kind in one namespace (`""` for cluster-scoped kinds)

@@ -69,16 +69,12 @@ impl ClusterCache {
 
     /// The clusters, name-sorted; `None` before the first listing.
     pub fn get(&self) -> Option<Arc<Vec<ClusterInfo>>> {
-        let mut inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         if !inner.listed {
             return None;
         }
-        let list = match &inner.list {
-            Some(list) => list.clone(),
-            None => Arc::new(inner.clusters.values().cloned().collect()),
-        };
-        inner.list = Some(list.clone());
-        Some(list)
+        Some(inner.list.get_or_insert_with(|| Arc::new(inner.clusters.values().cloned().collect())).clone())
     }
 }
 

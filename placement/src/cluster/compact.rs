@@ -50,6 +50,23 @@ impl<V: Copy> TextMap<V> {
     fn iter(&self) -> impl Iterator<Item = (&str, V)> + '_ {
         self.entries.iter().map(|(k, v)| (k.of(&self.text), *v))
     }
+
+    /// Builds from `pairs` (later pairs win over earlier ones with the same
+    /// key); `value` stores a pair's value, given the text buffer.
+    fn build<K: AsRef<str>, X, I>(pairs: I, mut value: impl FnMut(&mut String, &X) -> V) -> TextMap<V>
+    where
+        I: IntoIterator<Item = (K, X)>,
+    {
+        let pairs: Vec<(K, X)> = pairs.into_iter().collect();
+        let sorted: BTreeMap<&str, &X> = pairs.iter().map(|(k, x)| (k.as_ref(), x)).collect();
+        let mut map = TextMap { text: String::new(), entries: Vec::with_capacity(sorted.len()) };
+        for (k, x) in sorted {
+            let key = Span::push(&mut map.text, k);
+            let v = value(&mut map.text, x);
+            map.entries.push((key, v));
+        }
+        map
+    }
 }
 
 /// A cluster's labels: key → value, sorted by key.
@@ -97,18 +114,7 @@ impl Labels {
 impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for Labels {
     /// Later pairs win over earlier ones with the same key.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Labels {
-        let pairs: Vec<(K, V)> = pairs.into_iter().collect();
-        let mut sorted: BTreeMap<&str, &str> = BTreeMap::new();
-        for (k, v) in &pairs {
-            sorted.insert(k.as_ref(), v.as_ref());
-        }
-        let mut map = TextMap { text: String::new(), entries: Vec::with_capacity(sorted.len()) };
-        for (k, v) in sorted {
-            let key = Span::push(&mut map.text, k);
-            let value = Span::push(&mut map.text, v);
-            map.entries.push((key, value));
-        }
-        Labels { map }
+        Labels { map: TextMap::build(pairs, |text, v: &V| Span::push(text, v.as_ref())) }
     }
 }
 
@@ -148,32 +154,12 @@ impl Properties {
     pub fn iter(&self) -> impl Iterator<Item = (&str, Quantity)> + '_ {
         self.map.iter()
     }
-
-    /// How many properties there are.
-    pub fn len(&self) -> usize {
-        self.map.entries.len()
-    }
-
-    /// Whether there are no properties.
-    pub fn is_empty(&self) -> bool {
-        self.map.entries.is_empty()
-    }
 }
 
 impl<K: AsRef<str>> FromIterator<(K, Quantity)> for Properties {
     /// Later pairs win over earlier ones with the same name.
     fn from_iter<I: IntoIterator<Item = (K, Quantity)>>(pairs: I) -> Properties {
-        let pairs: Vec<(K, Quantity)> = pairs.into_iter().collect();
-        let mut sorted: BTreeMap<&str, Quantity> = BTreeMap::new();
-        for (k, v) in &pairs {
-            sorted.insert(k.as_ref(), *v);
-        }
-        let mut map = TextMap { text: String::new(), entries: Vec::with_capacity(sorted.len()) };
-        for (k, v) in sorted {
-            let key = Span::push(&mut map.text, k);
-            map.entries.push((key, v));
-        }
-        Properties { map }
+        Properties { map: TextMap::build(pairs, |_, v: &Quantity| *v) }
     }
 }
 
