@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Weak};
 
-use fleet_statemachine::{Command, Op, Proposal, Response};
+use fleet_statemachine::{EncodedCommand, Proposal, Response};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::consensus::Consensus;
@@ -15,38 +15,27 @@ use crate::network::PeerMethod;
 
 /// Most commands in one entry.
 const MAX_COMMANDS: usize = 256;
-/// Most (estimated) bytes of objects in one entry; well under the peer message limit.
+/// Most bytes of encoded commands in one entry; well under the peer message limit.
 const MAX_BYTES: usize = 8 * 1024 * 1024;
 /// Writes waiting for a batch, per node.
 pub const QUEUE: usize = 8192;
 
 /// A write waiting for its batch, and where its answer goes.
 pub struct Pending {
-    pub command: Command,
+    /// Encoded by the submitter, so the batch is sized exactly and assembled
+    /// without encoding again.
+    pub command: EncodedCommand,
     pub reply: oneshot::Sender<Result<Response, Error>>,
-}
-
-fn estimated_bytes(command: &Command) -> usize {
-    command
-        .ops
-        .iter()
-        .map(|op| match op {
-            Op::Create { object } | Op::Apply { object, .. } | Op::Update { object } | Op::UpdateStatus { object } => {
-                serde_json::to_vec(object).map(|v| v.len()).unwrap_or(0)
-            }
-            Op::Delete { .. } | Op::Check { .. } => 64,
-        })
-        .sum()
 }
 
 /// Takes what is queued (after `first`) up to the batch limits.
 fn fill(first: Pending, rx: &mut mpsc::Receiver<Pending>) -> Vec<Pending> {
-    let mut bytes = estimated_bytes(&first.command);
+    let mut bytes = first.command.len();
     let mut batch = vec![first];
     while batch.len() < MAX_COMMANDS && bytes < MAX_BYTES {
         match rx.try_recv() {
             Ok(p) => {
-                bytes += estimated_bytes(&p.command);
+                bytes += p.command.len();
                 batch.push(p);
             }
             Err(_) => break,
@@ -75,8 +64,8 @@ pub async fn run(consensus: Weak<Consensus>, mut rx: mpsc::Receiver<Pending>) {
 }
 
 async fn propose(consensus: &Arc<Consensus>, batch: Vec<Pending>) {
-    let (commands, replies): (Vec<Command>, Vec<_>) = batch.into_iter().map(|p| (p.command, p.reply)).unzip();
-    let proposal = Proposal { commands };
+    let (commands, replies): (Vec<EncodedCommand>, Vec<_>) = batch.into_iter().map(|p| (p.command, p.reply)).unzip();
+    let proposal = Proposal::from_encoded(commands);
     let result: Result<Vec<Response>, Error> =
         consensus.on_leader(PeerMethod::Forward, &proposal, || consensus.write_on_leader(proposal.clone())).await;
     match result {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_statemachine::{Command, OpOutcome, Proposal, Response, StateMachine, Store};
+use fleet_statemachine::{Command, EncodedCommand, OpOutcome, Proposal, Response, StateMachine, Store};
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
 use openraft::{BasicNode, ChangeMembers, Config, ServerState, SnapshotPolicy};
 use serde::{Deserialize, Serialize};
@@ -205,6 +205,7 @@ impl Consensus {
     /// on this node right after sees it). Returns the log index and outcomes,
     /// or the state machine's refusal.
     pub async fn write(&self, command: Command) -> Result<(u64, Vec<OpOutcome>), Error> {
+        let command = EncodedCommand::new(command).map_err(|e| Error::Codec(e.to_string()))?;
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.queue.send(crate::batcher::Pending { command, reply }).await.map_err(|_| Error::ShuttingDown)?;
         let response: Response = answer.await.map_err(|_| Error::ShuttingDown)??;

@@ -7,6 +7,7 @@ pub mod batcher;
 pub mod codec;
 pub mod consensus;
 pub mod error;
+mod log_cache;
 pub mod log_store;
 pub mod network;
 pub mod peer_service;

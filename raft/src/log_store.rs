@@ -12,6 +12,8 @@
 //! `save_committed` on its core task, and a redb commit there on every
 //! commit index change was serial latency on every write.
 //! Every redb call runs on a blocking thread, never on the async runtime.
+//! Recently appended entries are also kept in memory ([`LogCache`]) for
+//! replication and apply to read.
 
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
@@ -25,6 +27,7 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 
 use crate::codec::{decode, encode};
 use crate::error::Error;
+use crate::log_cache::LogCache;
 
 type Entry = openraft::Entry<TypeConfig>;
 
@@ -40,6 +43,8 @@ pub struct LogStore {
     db: Arc<Database>,
     /// The committed id openraft last saved, until a log write stores it.
     committed: Arc<Mutex<Committed>>,
+    /// The tail of the log, for reads.
+    cache: Arc<Mutex<LogCache>>,
 }
 
 /// The committed log id as saved, and whether the file has it yet.
@@ -57,11 +62,15 @@ impl LogStore {
         txn.open_table(LOG)?;
         txn.open_table(STATE)?;
         txn.commit()?;
-        Ok(LogStore { db: Arc::new(db), committed: Arc::default() })
+        Ok(LogStore { db: Arc::new(db), committed: Arc::default(), cache: Arc::default() })
     }
 
     fn committed(&self) -> std::sync::MutexGuard<'_, Committed> {
         self.committed.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, LogCache> {
+        self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Commits `txn`, storing in it the saved committed id if the file lacks it.
@@ -133,10 +142,13 @@ impl LogStore {
                 table.insert(entry.get_log_id().index, encode(entry)?.as_slice())?;
             }
         }
-        self.commit_with_committed(txn)
+        self.commit_with_committed(txn)?;
+        self.cache().appended(&entries);
+        Ok(())
     }
 
     fn truncate_blocking(&self, from: u64) -> Result<(), Error> {
+        self.cache().truncated(from);
         let mut txn = self.db.begin_write()?;
         txn.set_durability(Durability::Immediate)?;
         txn.open_table(LOG)?.retain_in::<u64, _>(from.., |_, _| false)?;
@@ -144,6 +156,7 @@ impl LogStore {
     }
 
     fn purge_blocking(&self, log_id: LogId<u64>) -> Result<(), Error> {
+        self.cache().purged(log_id.index);
         let bytes = encode(&log_id)?;
         let mut txn = self.db.begin_write()?;
         txn.set_durability(Durability::None)?;
@@ -181,6 +194,9 @@ impl RaftLogReader<TypeConfig> for LogStore {
         range: RB,
     ) -> Result<Vec<Entry>, StorageError<u64>> {
         let (start, end) = to_bounds(&range);
+        if let Some(cached) = self.cache().get(start, end) {
+            return Ok(cached);
+        }
         let this = self.clone();
         blocking(ErrorSubject::Logs, ErrorVerb::Read, move || this.entries(start, end)).await
     }

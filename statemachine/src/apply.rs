@@ -9,15 +9,16 @@
 //! version. `last_applied` is written in the same transaction as the data,
 //! together with membership.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use fleet_api::{Object, ObjectKey};
 use openraft::{EntryPayload, RaftLogId};
 use redb::{Durability, MultimapTable, ReadableMultimapTable, ReadableTable, Table};
 
-use crate::command::{Action, Command, Op, OpOutcome, Proposal, Response, StoreError};
+use crate::command::{Action, Command, Op, OpOutcome, Response, StoreError};
 use crate::error::Error;
+use crate::proposal::Proposal;
 use crate::raft_types::{StoredMembership, TypeConfig};
 use crate::store::{decode_object, encode_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, OBJECTS, OWNERS};
 use crate::watch::{EventType, WatchEvent};
@@ -96,8 +97,8 @@ fn apply_proposal(
     proposal: &Proposal,
     index: u64,
 ) -> Result<Vec<Response>, Error> {
-    let mut replies = Vec::with_capacity(proposal.commands.len());
-    for command in &proposal.commands {
+    let mut replies = Vec::with_capacity(proposal.commands().len());
+    for command in proposal.commands() {
         let mark = overlay.mark();
         match overlay.run(objects, owners, command, index) {
             Ok(outcomes) => replies.push(Response::Applied { index, outcomes }),
@@ -112,31 +113,46 @@ fn apply_proposal(
 }
 
 /// Changes of one entry, not yet written (`None` = deleted), with an undo
-/// journal so a refused command can be taken back.
+/// journal so a refused command can be taken back. Objects are shared
+/// between the overlay, the answers and the watch events.
 #[derive(Default)]
 struct Overlay {
-    changes: BTreeMap<String, Option<Object>>,
+    changes: BTreeMap<String, Option<Arc<Object>>>,
     /// (key, what `changes` held for it before) for every change, in order.
-    undo: Vec<(String, Option<Option<Object>>)>,
+    undo: Vec<(String, Option<Option<Arc<Object>>>)>,
+    /// What the table held for each key read during this entry, with its
+    /// stored size: writing the changes and deriving events needs the state
+    /// before, and this spares reading and decoding it a second time.
+    committed: HashMap<String, Option<(Arc<Object>, usize)>>,
 }
 
 impl Overlay {
-    fn get(&self, objects: &Table<&str, &[u8]>, key: &str) -> Result<Option<Object>, Refusal> {
+    fn get(&mut self, objects: &Table<&str, &[u8]>, key: &str) -> Result<Option<Arc<Object>>, Refusal> {
         if let Some(change) = self.changes.get(key) {
             return Ok(change.clone());
         }
-        match objects.get(key)? {
-            Some(v) => Ok(Some(decode_object(key, v.value())?)),
-            None => Ok(None),
-        }
+        Ok(self.committed(objects, key)?.map(|(object, _)| object))
     }
 
-    fn set(&mut self, key: String, value: Option<Object>) {
+    /// The table's state of `key` (as of the start of this entry), read once.
+    fn committed(&mut self, objects: &Table<&str, &[u8]>, key: &str) -> Result<Option<(Arc<Object>, usize)>, Error> {
+        if let Some(known) = self.committed.get(key) {
+            return Ok(known.clone());
+        }
+        let read = match objects.get(key)? {
+            Some(v) => Some((Arc::new(decode_object(key, v.value())?), v.value().len())),
+            None => None,
+        };
+        self.committed.insert(key.to_string(), read.clone());
+        Ok(read)
+    }
+
+    fn set(&mut self, key: String, value: Option<Arc<Object>>) {
         let before = self.changes.insert(key.clone(), value);
         self.undo.push((key, before));
     }
 
-    fn put(&mut self, key: String, object: Object) {
+    fn put(&mut self, key: String, object: Arc<Object>) {
         self.set(key, Some(object));
     }
 
@@ -176,7 +192,7 @@ impl Overlay {
                         }
                         None => {
                             let mut object = object.clone();
-                            object.metadata.uid = uid.clone();
+                            object.metadata.uid.clone_from(uid);
                             self.create(objects, object, &command.now, index, false)?
                         }
                     }
@@ -190,7 +206,7 @@ impl Overlay {
                     let key = ObjectKey::of(object).storage_key();
                     let existing = self.get(objects, &key)?.ok_or_else(|| not_found(object))?;
                     check_precondition(object, &existing)?;
-                    let mut updated = existing.clone();
+                    let mut updated = Object::clone(&existing);
                     match object.status() {
                         Some(status) => updated.rest.insert("status".into(), status.clone()),
                         None => updated.rest.remove("status"),
@@ -207,7 +223,7 @@ impl Overlay {
                             return Err(StoreError::Conflict { key: key.clone(), expected: *expected, current }.into());
                         }
                     }
-                    let mut last = existing.clone();
+                    let mut last = Object::clone(&existing);
                     last.metadata.set_resource_version(index);
                     self.delete_cascading(objects, owners, storage_key, existing, index)?;
                     if key.group.is_empty() && key.kind == "Namespace" {
@@ -218,7 +234,7 @@ impl Overlay {
                             }
                         }
                     }
-                    OpOutcome { action: Action::Deleted, object: last }
+                    OpOutcome { action: Action::Deleted, object: Arc::new(last) }
                 }
                 Op::Check { key, resource_version } => {
                     let existing = self
@@ -261,15 +277,22 @@ impl Overlay {
         object.metadata.creation_timestamp = Some(now.to_string());
         object.metadata.deletion_timestamp = None;
         object.metadata.set_resource_version(index);
+        let object = Arc::new(object);
         self.put(storage_key, object.clone());
         Ok(OpOutcome { action: Action::Created, object })
     }
 
     /// Replaces spec and user metadata of `existing` with those of `desired`,
     /// keeping identity, creation time and status.
-    fn replace(&mut self, key: String, existing: Object, desired: &Object, index: u64) -> Result<OpOutcome, Refusal> {
+    fn replace(
+        &mut self,
+        key: String,
+        existing: Arc<Object>,
+        desired: &Object,
+        index: u64,
+    ) -> Result<OpOutcome, Refusal> {
         check_precondition(desired, &existing)?;
-        let mut updated = existing.clone();
+        let mut updated = Object::clone(&existing);
         updated.api_version = desired.api_version.clone();
         updated.metadata.labels = desired.metadata.labels.clone();
         updated.metadata.annotations = desired.metadata.annotations.clone();
@@ -287,11 +310,12 @@ impl Overlay {
         Ok(self.finish_update(key, existing, updated, index))
     }
 
-    fn finish_update(&mut self, key: String, existing: Object, mut updated: Object, index: u64) -> OpOutcome {
-        if updated == existing {
+    fn finish_update(&mut self, key: String, existing: Arc<Object>, mut updated: Object, index: u64) -> OpOutcome {
+        if updated == *existing {
             return OpOutcome { action: Action::Unchanged, object: existing };
         }
         updated.metadata.set_resource_version(index);
+        let updated = Arc::new(updated);
         self.put(key, updated.clone());
         OpOutcome { action: Action::Configured, object: updated }
     }
@@ -304,7 +328,7 @@ impl Overlay {
         objects: &Table<&str, &[u8]>,
         owners: &MultimapTable<&str, &str>,
         key: String,
-        object: Object,
+        object: Arc<Object>,
         index: u64,
     ) -> Result<(), Refusal> {
         let mut pending = vec![(key, object)];
@@ -315,17 +339,17 @@ impl Overlay {
                 continue;
             }
             for dep_key in self.dependents(owners, &uid)? {
-                let Some(mut dep) = self.get(objects, &dep_key)? else { continue };
-                let before = dep.metadata.owner_references.len();
-                dep.metadata.owner_references.retain(|r| r.uid != uid);
-                if dep.metadata.owner_references.len() == before {
+                let Some(dep) = self.get(objects, &dep_key)? else { continue };
+                if !dep.metadata.owner_references.iter().any(|r| r.uid == uid) {
                     continue;
                 }
+                let mut dep = Object::clone(&dep);
+                dep.metadata.owner_references.retain(|r| r.uid != uid);
                 if dep.metadata.owner_references.is_empty() {
-                    pending.push((dep_key, dep));
+                    pending.push((dep_key, Arc::new(dep)));
                 } else {
                     dep.metadata.set_resource_version(index);
-                    self.put(dep_key, dep);
+                    self.put(dep_key, Arc::new(dep));
                 }
             }
         }
@@ -374,15 +398,15 @@ impl Overlay {
     /// Writes the changes and the owner index, and turns them into events:
     /// one per object, from its state before the entry to its state after.
     fn flush(
-        self,
+        mut self,
         objects: &mut Table<&str, &[u8]>,
         owners: &mut MultimapTable<&str, &str>,
         index: u64,
         events: &mut Vec<WatchEvent>,
     ) -> Result<(), Error> {
-        for (key, change) in self.changes {
-            let (old, old_size) = match objects.get(key.as_str())? {
-                Some(v) => (Some(decode_object(&key, v.value())?), v.value().len()),
+        for (key, change) in std::mem::take(&mut self.changes) {
+            let (old, old_size) = match self.committed(objects, &key)? {
+                Some((old, size)) => (Some(old), size),
                 None => (None, 0),
             };
             if let Some(old) = &old {
@@ -398,7 +422,8 @@ impl Overlay {
                         owners.insert(r.uid.as_str(), key.as_str())?;
                     }
                     let (event_type, previous) = match old {
-                        Some(mut old) if old.metadata.labels != object.metadata.labels => {
+                        Some(old) if old.metadata.labels != object.metadata.labels => {
+                            let mut old = Object::clone(&old);
                             old.metadata.set_resource_version(index);
                             (EventType::Modified, Some(Arc::new(old)))
                         }
@@ -408,10 +433,11 @@ impl Overlay {
                     let size = bytes.len() + if previous.is_some() { old_size } else { 0 };
                     (event_type, object, size, previous)
                 }
-                (None, Some(mut last)) => {
+                (None, Some(last)) => {
                     objects.remove(key.as_str())?;
+                    let mut last = Object::clone(&last);
                     last.metadata.set_resource_version(index);
-                    (EventType::Deleted, last, old_size, None)
+                    (EventType::Deleted, Arc::new(last), old_size, None)
                 }
                 // Created and deleted within one entry: nobody saw it.
                 (None, None) => continue,
@@ -419,7 +445,7 @@ impl Overlay {
             events.push(WatchEvent {
                 event_type,
                 key: ObjectKey::of(&event_object),
-                object: Arc::new(event_object),
+                object: event_object,
                 resource_version: index,
                 size,
                 previous,

@@ -1,6 +1,8 @@
 //! What goes through Raft: a [`Command`] of one or more [`Op`]s applied
 //! atomically, and its deterministic [`Response`].
 
+use std::sync::Arc;
+
 use fleet_api::{Object, ObjectKey};
 use serde::{Deserialize, Serialize};
 
@@ -12,14 +14,6 @@ pub struct Command {
     pub now: String,
     /// The operations, applied in order; later ops see earlier ones.
     pub ops: Vec<Op>,
-}
-
-/// What one Raft entry carries: commands from one or more clients, batched
-/// so many writes share one log append (one fsync). Each command succeeds or
-/// fails on its own; all of them share the entry's index as resourceVersion.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Proposal {
-    pub commands: Vec<Command>,
 }
 
 /// One operation on one object.
@@ -81,7 +75,8 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpOutcome {
     pub action: Action,
-    pub object: Object,
+    /// Shared with the state machine's watch event for the same change.
+    pub object: Arc<Object>,
 }
 
 /// Why a command was refused. Part of the replicated state: every node

@@ -8,14 +8,16 @@
 mod apply;
 pub mod command;
 pub mod error;
+pub mod proposal;
 pub mod raft_types;
 mod snapshot;
 pub mod state_machine;
 pub mod store;
 pub mod watch;
 
-pub use command::{Action, Command, Op, OpOutcome, Proposal, Response, StoreError};
+pub use command::{Action, Command, Op, OpOutcome, Response, StoreError};
 pub use error::Error;
+pub use proposal::{EncodedCommand, Proposal};
 pub use raft_types::TypeConfig;
 pub use state_machine::StateMachine;
 pub use store::{ListQuery, Store};

@@ -3,7 +3,8 @@
 
 use std::io::Cursor;
 
-use crate::command::{Proposal, Response};
+use crate::command::Response;
+use crate::proposal::Proposal;
 
 openraft::declare_raft_types!(
     /// Fleet's Raft type configuration.

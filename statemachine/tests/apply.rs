@@ -32,9 +32,9 @@ impl Harness {
         self.index += 1;
         let entry = openraft::Entry {
             log_id: LogId::new(CommittedLeaderId::new(1, 1), self.index),
-            payload: EntryPayload::Normal(Proposal {
-                commands: vec![Command { now: "2026-11-21T00:00:00Z".into(), ops }],
-            }),
+            payload: EntryPayload::Normal(
+                Proposal::new(vec![Command { now: "2026-11-21T00:00:00Z".into(), ops }]).expect("encode"),
+            ),
         };
         self.store.apply_entries(vec![entry], self.index.is_multiple_of(2)).expect("apply").remove(0).remove(0)
     }
@@ -286,14 +286,15 @@ fn commands_batched_in_one_entry_stand_or_fall_alone_and_emit_one_event_per_obje
     let command = |ops: Vec<Op>| Command { now: "2026-11-21T00:00:01Z".into(), ops };
     let entry = openraft::Entry {
         log_id: LogId::new(CommittedLeaderId::new(1, 1), h.index),
-        payload: EntryPayload::Normal(Proposal {
-            commands: vec![
+        payload: EntryPayload::Normal(
+            Proposal::new(vec![
                 command(vec![apply(cm("x", "2"))]),
                 // Refused (stale precondition): its earlier op is taken back, the others stand.
                 command(vec![apply(cm("z", "1")), apply(stale)]),
                 command(vec![apply(cm("x", "3"))]),
-            ],
-        }),
+            ])
+            .expect("encode"),
+        ),
     };
     let replies = h.store.apply_entries(vec![entry], false).expect("apply").remove(0);
     assert!(matches!(replies[0], Response::Applied { .. }));
