@@ -207,11 +207,30 @@ impl Consensus {
     pub async fn write(&self, command: Command) -> Result<(u64, Vec<OpOutcome>), Error> {
         let command = EncodedCommand::new(command).map_err(|e| Error::Codec(e.to_string()))?;
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.queue.send(crate::batcher::Pending { command, reply }).await.map_err(|_| Error::ShuttingDown)?;
+        self.queue.send(crate::batcher::Pending::One { command, reply }).await.map_err(|_| Error::ShuttingDown)?;
         let response: Response = answer.await.map_err(|_| Error::ShuttingDown)??;
         let (index, outcomes) = response.into_result()?;
         self.wait_applied(index, WRITE_DEADLINE).await?;
         Ok((index, outcomes))
+    }
+
+    /// Takes a batch a follower forwarded: queued with this node's own writes
+    /// so they share one entry. A node that is not the leader says so at
+    /// once, and the follower finds the leader again.
+    pub async fn write_forwarded(&self, proposal: Proposal) -> Result<Vec<Response>, Routed> {
+        if self.raft.metrics().borrow().current_leader != Some(self.id) {
+            return Err(Routed::NotLeader);
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let pending = crate::batcher::Pending::Forwarded { proposal, reply };
+        if self.queue.send(pending).await.is_err() {
+            return Err(Routed::Failed(Error::ShuttingDown.to_string()));
+        }
+        match answer.await {
+            Ok(Ok(responses)) => Ok(responses),
+            Ok(Err(e)) => Err(Routed::Failed(e.to_string())),
+            Err(_) => Err(Routed::Failed(Error::ShuttingDown.to_string())),
+        }
     }
 
     /// Commits a batch of commands on this node, which must be the leader.

@@ -98,7 +98,7 @@ impl RaftPeer for PeerService {
     async fn forward(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
         caller_node(&request)?;
         let proposal: Proposal = payload(request)?;
-        reply(&self.consensus.write_on_leader(proposal).await)
+        reply(&self.consensus.write_forwarded(proposal).await)
     }
 
     async fn read_index(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {

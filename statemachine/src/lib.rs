@@ -17,7 +17,7 @@ pub mod watch;
 
 pub use command::{Action, Command, Op, OpOutcome, Response, StoreError};
 pub use error::Error;
-pub use proposal::{EncodedCommand, Proposal};
+pub use proposal::{EncodedCommand, Part, Proposal};
 pub use raft_types::TypeConfig;
 pub use state_machine::StateMachine;
 pub use store::{ListQuery, Store};

@@ -65,20 +65,57 @@ impl Proposal {
     /// A proposal of commands encoded already: their bytes are concatenated
     /// behind a MessagePack array header, exactly as encoding the list would.
     pub fn from_encoded(encoded: Vec<EncodedCommand>) -> Proposal {
-        let mut bytes = Vec::with_capacity(5 + encoded.iter().map(EncodedCommand::len).sum::<usize>());
-        write_array_header(&mut bytes, encoded.len());
-        let mut commands = Vec::with_capacity(encoded.len());
-        for e in encoded {
-            bytes.extend_from_slice(&e.bytes);
-            commands.push(e.command);
+        Proposal::concat(encoded.into_iter().map(Part::Command).collect())
+    }
+
+    /// One proposal of the commands of `parts`, in order, without encoding
+    /// any of them again: the leader merges batches forwarded by followers
+    /// with its own into one entry.
+    pub fn concat(parts: Vec<Part>) -> Proposal {
+        let count: usize = parts.iter().map(Part::commands).sum();
+        let mut bytes = Vec::with_capacity(5 + parts.iter().map(Part::encoded_len).sum::<usize>());
+        write_array_header(&mut bytes, count);
+        let mut commands = Vec::with_capacity(count);
+        for part in parts {
+            match part {
+                Part::Command(e) => {
+                    bytes.extend_from_slice(&e.bytes);
+                    commands.push(e.command);
+                }
+                Part::Batch(p) => {
+                    bytes.extend_from_slice(p.body());
+                    match Arc::try_unwrap(p.0) {
+                        Ok(parts) => commands.extend(parts.commands),
+                        Err(shared) => commands.extend(shared.commands.iter().cloned()),
+                    }
+                }
+            }
         }
         Proposal(Arc::new(Parts { commands, bytes }))
     }
 
+    /// The encoded commands without the array header in front of them.
+    fn body(&self) -> &[u8] {
+        let header = array_header_len(self.0.commands.len());
+        self.0.bytes.get(header..).unwrap_or_default()
+    }
+
     /// Decodes a proposal from the bytes it serializes as, keeping them.
+    /// They must be exactly what encoding the commands writes (a minimal
+    /// array header, nothing after the array), so that [`Proposal::concat`]
+    /// can take the commands' bytes behind the header as they are.
     fn from_bytes(bytes: Vec<u8>) -> Result<Proposal, Error> {
-        let commands: Vec<Command> = rmp_serde::from_slice(&bytes)
-            .map_err(|e| Error::Decode { what: "proposal".into(), detail: e.to_string() })?;
+        let refuse = |detail: String| Error::Decode { what: "proposal".into(), detail };
+        let mut de = rmp_serde::Deserializer::new(std::io::Cursor::new(bytes.as_slice()));
+        let commands = Vec::<Command>::deserialize(&mut de).map_err(|e| refuse(e.to_string()))?;
+        if de.position() != bytes.len() as u64 {
+            return Err(refuse(format!("{} bytes after the commands", bytes.len() as u64 - de.position())));
+        }
+        let mut header = Vec::with_capacity(5);
+        write_array_header(&mut header, commands.len());
+        if !bytes.starts_with(&header) {
+            return Err(refuse("the list of commands does not start with a minimal array header".into()));
+        }
         Ok(Proposal(Arc::new(Parts { commands, bytes })))
     }
 
@@ -90,6 +127,43 @@ impl Proposal {
     /// Bytes of the encoded commands (what the log and the wire carry).
     pub fn encoded_len(&self) -> usize {
         self.0.bytes.len()
+    }
+}
+
+/// What [`Proposal::concat`] merges.
+pub enum Part {
+    /// One client's command.
+    Command(EncodedCommand),
+    /// A batch proposed elsewhere (a follower's, forwarded to the leader).
+    Batch(Proposal),
+}
+
+impl Part {
+    /// How many commands it holds.
+    pub fn commands(&self) -> usize {
+        match self {
+            Part::Command(_) => 1,
+            Part::Batch(p) => p.commands().len(),
+        }
+    }
+
+    /// Bytes of its encoded commands.
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Part::Command(e) => e.len(),
+            Part::Batch(p) => p.encoded_len(),
+        }
+    }
+}
+
+/// Bytes of the MessagePack array header for `len` elements.
+fn array_header_len(len: usize) -> usize {
+    if len < 16 {
+        1
+    } else if len <= u16::MAX as usize {
+        3
+    } else {
+        5
     }
 }
 
@@ -185,6 +259,27 @@ mod tests {
     }
 
     #[test]
+    fn concatenated_batches_encode_exactly_as_the_whole_list() {
+        for (a, b) in [(0u64, 3u64), (3, 20), (15, 1), (20, 70_000)] {
+            let first: Vec<Command> = (0..a).map(command).collect();
+            let second: Vec<Command> = (a..a + b).map(command).collect();
+            let shared = Proposal::new(second.clone()).unwrap();
+            let _other_holder = shared.clone();
+            let parts = vec![
+                Part::Batch(Proposal::new(first.clone()).unwrap()),
+                Part::Command(EncodedCommand::new(command(99)).unwrap()),
+                Part::Batch(shared),
+            ];
+            let merged = Proposal::concat(parts);
+            let mut all = first;
+            all.push(command(99));
+            all.extend(second);
+            assert_eq!(merged.0.bytes, rmp_serde::to_vec_named(&all).unwrap(), "{a} + 1 + {b} commands");
+            assert_eq!(merged.commands(), all.as_slice());
+        }
+    }
+
+    #[test]
     fn round_trips_through_messagepack_and_json() {
         let proposal = Proposal::new((0..20).map(command).collect()).unwrap();
         let packed = rmp_serde::to_vec_named(&proposal).unwrap();
@@ -197,10 +292,21 @@ mod tests {
     }
 
     #[test]
-    fn bytes_that_are_not_commands_are_refused() {
-        let packed = rmp_serde::to_vec_named(&serde_bytes_like(&[0xc1, 0x00])).unwrap();
-        let err = rmp_serde::from_slice::<Proposal>(&packed).unwrap_err();
-        assert!(err.to_string().contains("proposal"), "{err}");
+    fn bytes_that_are_not_exactly_commands_are_refused() {
+        let good = rmp_serde::to_vec_named(&vec![command(1)]).unwrap();
+        let mut trailing = good.clone();
+        trailing.push(0xc0);
+        // The same one-element list behind a (valid but not minimal) array 16 header.
+        let mut wide = vec![0xdc, 0x00, 0x01];
+        wide.extend_from_slice(&good[1..]);
+        for (bytes, why) in [(vec![0xc1, 0x00], "not MessagePack"), (trailing, "after"), (wide, "minimal")] {
+            let packed = rmp_serde::to_vec_named(&serde_bytes_like(&bytes)).unwrap();
+            let err = rmp_serde::from_slice::<Proposal>(&packed).unwrap_err();
+            assert!(err.to_string().contains("proposal"), "{err}");
+            if why != "not MessagePack" {
+                assert!(err.to_string().contains(why), "{err}");
+            }
+        }
     }
 
     /// MessagePack `bin` of raw bytes, as a proposal is written.
