@@ -133,6 +133,9 @@ wait_ready fleet "$HUB_ENDPOINTS"
 # --- the runs, interleaved so both systems see the same machine state.
 run() { # target endpoints clients
   local out="$DIR/result-$1-$3.json"
+  # Start from a clean disk: the other system's last run leaves hundreds of
+  # MB of dirty pages whose writeback would otherwise slow this run's fsyncs.
+  sync
   "$BIN/fleet-bench" put --target "$1" --endpoints "$2" --tls-dir "$DIR/pki" --clients "$3" \
     --seconds "$SECONDS_PER_RUN" --warmup-seconds "$WARMUP" --value-size "$VALUE_SIZE" -o json >"$out"
   log "$(jq -r '"\(.target) \(.clients) clients: \(.ops_per_sec) writes/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$out")"
