@@ -16,14 +16,14 @@ use std::sync::{Arc, Weak};
 use fleet_statemachine::{EncodedCommand, Part, Proposal, Response};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::consensus::Consensus;
+use crate::consensus::{Consensus, Routed};
 use crate::error::Error;
 use crate::network::PeerMethod;
 
-/// Most commands in one entry (a batch may pass it by one forwarded batch).
+/// Most commands in one entry.
 const MAX_COMMANDS: usize = 1024;
-/// Most bytes of encoded commands in one entry (likewise); well under the
-/// peer message limit.
+/// Most bytes of encoded commands in one entry (a single item larger than
+/// this, up to the request limits, goes alone); well under the peer message limit.
 const MAX_BYTES: usize = 8 * 1024 * 1024;
 /// Writes waiting for a batch, per node.
 pub const QUEUE: usize = 8192;
@@ -35,8 +35,10 @@ pub enum Pending {
     One { command: EncodedCommand, reply: oneshot::Sender<Result<Response, Error>> },
     /// A follower's batch, forwarded to this node as the leader: merged with
     /// the leader's own writes into one entry (fewer, larger entries cost
-    /// less per write), answered as a whole, in order.
-    Forwarded { proposal: Proposal, reply: oneshot::Sender<Result<Vec<Response>, Error>> },
+    /// less per write), answered as a whole, in order. It is proposed only
+    /// here: if this node no longer leads, it goes back to its follower as
+    /// `NotLeader`, and the follower finds the new leader itself.
+    Forwarded { proposal: Proposal, reply: oneshot::Sender<Result<Vec<Response>, Routed>> },
 }
 
 impl Pending {
@@ -53,23 +55,33 @@ impl Pending {
             Pending::Forwarded { proposal, .. } => proposal.encoded_len(),
         }
     }
-}
 
-/// Takes what is queued (after `first`) up to the batch limits.
-fn fill(first: Pending, rx: &mut mpsc::Receiver<Pending>) -> Vec<Pending> {
-    let (mut commands, mut bytes) = (first.commands(), first.bytes());
-    let mut batch = vec![first];
-    while commands < MAX_COMMANDS && bytes < MAX_BYTES {
-        match rx.try_recv() {
-            Ok(p) => {
-                commands += p.commands();
-                bytes += p.bytes();
-                batch.push(p);
+    /// Sends a forwarded batch back to its follower to retry on the new leader.
+    fn back_to_follower(self) -> Option<Pending> {
+        match self {
+            Pending::Forwarded { reply, .. } => {
+                let _ = reply.send(Err(Routed::NotLeader));
+                None
             }
-            Err(_) => break,
+            one => Some(one),
         }
     }
-    batch
+}
+
+/// Takes what is queued, starting with `first`, up to the batch limits. An
+/// item that would cross them is held back as the start of the next batch.
+fn fill(first: Pending, rx: &mut mpsc::Receiver<Pending>) -> (Vec<Pending>, Option<Pending>) {
+    let (mut commands, mut bytes) = (first.commands(), first.bytes());
+    let mut batch = vec![first];
+    loop {
+        let Ok(next) = rx.try_recv() else { return (batch, None) };
+        if commands + next.commands() > MAX_COMMANDS || bytes + next.bytes() > MAX_BYTES {
+            return (batch, Some(next));
+        }
+        commands += next.commands();
+        bytes += next.bytes();
+        batch.push(next);
+    }
 }
 
 /// A copy of an error for every writer of a failed batch.
@@ -91,13 +103,22 @@ const LEADER_IN_FLIGHT: u32 = 2;
 /// batch is merged into the leader's, so one in flight keeps it large).
 pub async fn run(consensus: Weak<Consensus>, mut rx: mpsc::Receiver<Pending>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(LEADER_IN_FLIGHT as usize));
-    while let Some(first) = rx.recv().await {
+    let mut carried = None;
+    loop {
+        let first = match carried.take() {
+            Some(p) => p,
+            None => match rx.recv().await {
+                Some(p) => p,
+                None => return,
+            },
+        };
         let Some(node) = consensus.upgrade() else { return };
-        let leads = node.leader().is_some_and(|(leader, _)| leader == node.id());
+        let leads = node.leads();
         drop(node);
         let wanted = if leads { 1 } else { LEADER_IN_FLIGHT };
         let Ok(slot) = slots.clone().acquire_many_owned(wanted).await else { return };
-        let batch = fill(first, &mut rx);
+        let (batch, next) = fill(first, &mut rx);
+        carried = next;
         let Some(consensus) = consensus.upgrade() else { return };
         tokio::spawn(async move {
             propose(&consensus, batch).await;
@@ -109,10 +130,11 @@ pub async fn run(consensus: Weak<Consensus>, mut rx: mpsc::Receiver<Pending>) {
 /// Where the answers of one queued item go.
 enum Reply {
     One(oneshot::Sender<Result<Response, Error>>),
-    Forwarded(usize, oneshot::Sender<Result<Vec<Response>, Error>>),
+    Forwarded(usize, oneshot::Sender<Result<Vec<Response>, Routed>>),
 }
 
-async fn propose(consensus: &Arc<Consensus>, batch: Vec<Pending>) {
+/// One entry of the batch's commands, and where their answers go, in order.
+fn assemble(batch: Vec<Pending>) -> (Proposal, Vec<Reply>) {
     let mut parts = Vec::with_capacity(batch.len());
     let mut replies = Vec::with_capacity(batch.len());
     for pending in batch {
@@ -127,30 +149,93 @@ async fn propose(consensus: &Arc<Consensus>, batch: Vec<Pending>) {
             }
         }
     }
-    let proposal = Proposal::concat(parts);
+    (Proposal::concat(parts), replies)
+}
+
+async fn propose(consensus: &Arc<Consensus>, mut batch: Vec<Pending>) {
+    let has_forwarded = batch.iter().any(|p| matches!(p, Pending::Forwarded { .. }));
+    if has_forwarded && !consensus.leads() {
+        batch = batch.into_iter().filter_map(Pending::back_to_follower).collect();
+    }
+    if batch.is_empty() {
+        return;
+    }
+    let has_forwarded = batch.iter().any(|p| matches!(p, Pending::Forwarded { .. }));
+    let (proposal, replies) = assemble(batch);
     let expected = proposal.commands().len();
-    let result: Result<Vec<Response>, Error> =
-        consensus.on_leader(PeerMethod::Forward, &proposal, || consensus.write_on_leader(proposal.clone())).await;
+    let result = if has_forwarded {
+        // Only ever proposed here (see `Pending::Forwarded`).
+        match consensus.write_on_leader(proposal.clone()).await {
+            Ok(responses) => Ok(responses),
+            Err(Routed::NotLeader) => return reroute(consensus, &proposal, replies).await,
+            Err(Routed::Failed(e)) => Err(Error::Raft(e)),
+        }
+    } else {
+        consensus.on_leader(PeerMethod::Forward, &proposal, || consensus.write_on_leader(proposal.clone())).await
+    };
     match result {
-        Ok(responses) if responses.len() == expected => {
-            let mut responses = responses.into_iter();
-            for reply in replies {
-                match reply {
-                    Reply::One(tx) => {
-                        let answer = responses.next().ok_or_else(|| Error::Raft("an answer is missing".into()));
-                        let _ = tx.send(answer);
-                    }
-                    Reply::Forwarded(n, tx) => {
-                        let _ = tx.send(Ok(responses.by_ref().take(n).collect()));
+        Ok(responses) if responses.len() == expected => answer(replies, responses),
+        Ok(responses) => fail(replies, &Error::Raft(format!("{} answers for {expected} commands", responses.len()))),
+        Err(e) => fail(replies, &e),
+    }
+}
+
+/// Leadership moved before a merged batch was appended: forwarded batches go
+/// back to their followers, and this node's own writes (encoded again: a
+/// rare path) go to the new leader.
+async fn reroute(consensus: &Arc<Consensus>, proposal: &Proposal, replies: Vec<Reply>) {
+    let mut own = Vec::new();
+    let mut own_replies = Vec::new();
+    let mut at = 0;
+    for reply in replies {
+        match reply {
+            Reply::One(tx) => {
+                if let Some(command) = proposal.commands().get(at) {
+                    match EncodedCommand::new(command.clone()) {
+                        Ok(encoded) => {
+                            own.push(Part::Command(encoded));
+                            own_replies.push(Reply::One(tx));
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(Error::Codec(e.to_string())));
+                        }
                     }
                 }
+                at += 1;
+            }
+            Reply::Forwarded(n, tx) => {
+                let _ = tx.send(Err(Routed::NotLeader));
+                at += n;
             }
         }
+    }
+    if own.is_empty() {
+        return;
+    }
+    let proposal = Proposal::concat(own);
+    let expected = proposal.commands().len();
+    match consensus.on_leader(PeerMethod::Forward, &proposal, || consensus.write_on_leader(proposal.clone())).await {
+        Ok(responses) if responses.len() == expected => answer(own_replies, responses),
         Ok(responses) => {
-            let e = Error::Raft(format!("{} answers for {expected} commands", responses.len()));
-            fail(replies, &e);
+            fail(own_replies, &Error::Raft(format!("{} answers for {expected} commands", responses.len())))
         }
-        Err(e) => fail(replies, &e),
+        Err(e) => fail(own_replies, &e),
+    }
+}
+
+/// Hands each writer its answers, in order.
+fn answer(replies: Vec<Reply>, responses: Vec<Response>) {
+    let mut responses = responses.into_iter();
+    for reply in replies {
+        match reply {
+            Reply::One(tx) => {
+                let answer = responses.next().ok_or_else(|| Error::Raft("an answer is missing".into()));
+                let _ = tx.send(answer);
+            }
+            Reply::Forwarded(n, tx) => {
+                let _ = tx.send(Ok(responses.by_ref().take(n).collect()));
+            }
+        }
     }
 }
 
@@ -161,7 +246,7 @@ fn fail(replies: Vec<Reply>, e: &Error) {
                 let _ = tx.send(Err(duplicate(e)));
             }
             Reply::Forwarded(_, tx) => {
-                let _ = tx.send(Err(duplicate(e)));
+                let _ = tx.send(Err(Routed::Failed(e.to_string())));
             }
         }
     }

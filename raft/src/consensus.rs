@@ -218,7 +218,7 @@ impl Consensus {
     /// so they share one entry. A node that is not the leader says so at
     /// once, and the follower finds the leader again.
     pub async fn write_forwarded(&self, proposal: Proposal) -> Result<Vec<Response>, Routed> {
-        if self.raft.metrics().borrow().current_leader != Some(self.id) {
+        if !self.leads() {
             return Err(Routed::NotLeader);
         }
         let (reply, answer) = tokio::sync::oneshot::channel();
@@ -226,11 +226,12 @@ impl Consensus {
         if self.queue.send(pending).await.is_err() {
             return Err(Routed::Failed(Error::ShuttingDown.to_string()));
         }
-        match answer.await {
-            Ok(Ok(responses)) => Ok(responses),
-            Ok(Err(e)) => Err(Routed::Failed(e.to_string())),
-            Err(_) => Err(Routed::Failed(Error::ShuttingDown.to_string())),
-        }
+        answer.await.unwrap_or_else(|_| Err(Routed::Failed(Error::ShuttingDown.to_string())))
+    }
+
+    /// Whether this node believes it is the leader.
+    pub fn leads(&self) -> bool {
+        self.raft.metrics().borrow().current_leader == Some(self.id)
     }
 
     /// Commits a batch of commands on this node, which must be the leader.

@@ -10,13 +10,15 @@ use fleet_proto::peer::raft_peer_client::RaftPeerClient;
 use fleet_proto::peer::Payload;
 use fleet_proto::tls::node_server_name;
 use fleet_statemachine::TypeConfig;
-use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
+use openraft::error::{
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError, Unreachable,
+};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
     VoteResponse,
 };
-use openraft::BasicNode;
+use openraft::{BasicNode, EntryPayload};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
@@ -152,12 +154,36 @@ impl PeerClient {
     }
 }
 
+/// Half the peer message limit: room for everything around the entries.
+const APPEND_BUDGET: usize = MAX_MESSAGE_BYTES / 2;
+
+/// How many of `entries` fit in one AppendEntries message, if not all do.
+/// openraft then sends that many (a lagging follower is sent many entries
+/// at once, and an entry can hold megabytes of commands). A single entry
+/// always goes: the batcher keeps entries far below the budget.
+fn entries_that_fit(entries: &[openraft::Entry<TypeConfig>]) -> Option<u64> {
+    let mut bytes = 0usize;
+    for (i, entry) in entries.iter().enumerate() {
+        bytes += match &entry.payload {
+            EntryPayload::Normal(proposal) => proposal.encoded_len() + 64,
+            EntryPayload::Blank | EntryPayload::Membership(_) => 1024,
+        };
+        if bytes > APPEND_BUDGET {
+            return (i > 0).then_some(i as u64);
+        }
+    }
+    None
+}
+
 impl RaftNetwork<TypeConfig> for PeerClient {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<u64>, openraft::error::Infallible> {
+        if let Some(fits) = entries_that_fit(&rpc.entries) {
+            return Err(PayloadTooLarge::new_entries_hint(fits).into());
+        }
         self.rpc(PeerMethod::AppendEntries, &rpc, &option).await
     }
 
@@ -175,5 +201,31 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         option: RPCOption,
     ) -> RpcResult<VoteResponse<u64>, openraft::error::Infallible> {
         self.rpc(PeerMethod::Vote, &rpc, &option).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleet_statemachine::{Command, Proposal};
+    use openraft::{CommittedLeaderId, LogId};
+
+    fn entry(index: u64, bytes: usize) -> openraft::Entry<TypeConfig> {
+        let command = Command { now: "x".repeat(bytes), ops: vec![] };
+        let proposal = Proposal::new(vec![command]).expect("encodable");
+        openraft::Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(proposal),
+        }
+    }
+
+    #[test]
+    fn append_entries_are_cut_to_what_fits_in_a_message() {
+        let small: Vec<_> = (1..=10).map(|i| entry(i, 1000)).collect();
+        assert_eq!(entries_that_fit(&small), None);
+        let big: Vec<_> = (1..=10).map(|i| entry(i, APPEND_BUDGET / 3)).collect();
+        assert_eq!(entries_that_fit(&big), Some(2));
+        // One entry alone always goes, or replication could never move on.
+        assert_eq!(entries_that_fit(&[entry(1, APPEND_BUDGET + 1)]), None);
     }
 }

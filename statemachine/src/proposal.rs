@@ -10,7 +10,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde::de::{Error as _, SeqAccess, Visitor};
+use serde::de::{Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::command::Command;
@@ -222,6 +222,21 @@ impl<'de> Visitor<'de> for ProposalVisitor {
         Proposal::from_bytes(v).map_err(E::custom)
     }
 
+    /// Logs written before proposals kept their bytes hold them as a map
+    /// `{commands: [...]}`: read those, encoding the commands afresh.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Proposal, A::Error> {
+        let mut commands: Option<Vec<Command>> = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "commands" {
+                commands = Some(map.next_value()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        let commands = commands.ok_or_else(|| A::Error::missing_field("commands"))?;
+        Proposal::new(commands).map_err(A::Error::custom)
+    }
+
     /// Formats without a bytes type (JSON) write bytes as a list of numbers.
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Proposal, A::Error> {
         let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0));
@@ -277,6 +292,49 @@ mod tests {
             assert_eq!(merged.0.bytes, rmp_serde::to_vec_named(&all).unwrap(), "{a} + 1 + {b} commands");
             assert_eq!(merged.commands(), all.as_slice());
         }
+    }
+
+    #[test]
+    fn proposals_in_the_earlier_log_format_are_read() {
+        #[derive(Serialize)]
+        struct Earlier {
+            commands: Vec<Command>,
+        }
+        let commands: Vec<Command> = (0..3).map(command).collect();
+        let packed = rmp_serde::to_vec_named(&Earlier { commands: commands.clone() }).unwrap();
+        let read: Proposal = rmp_serde::from_slice(&packed).unwrap();
+        assert_eq!(read.commands(), commands.as_slice());
+        assert_eq!(read, Proposal::new(commands).unwrap());
+    }
+
+    /// The leader applies the commands it holds; followers apply what they
+    /// decode from the bytes. Both must be the same.
+    #[test]
+    fn objects_decode_to_exactly_what_was_encoded() {
+        let documents = [
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "a", "namespace": "n", "labels": {"x": "y"}, "annotations": {},
+                    "ownerReferences": [{"apiVersion": "v1", "kind": "K", "name": "o", "uid": "u"}]},
+                "data": {"k": "v", "empty": ""}}),
+            serde_json::json!({"apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacement",
+                "metadata": {"name": "p", "generation": 3, "resourceVersion": "17", "finalizers": ["f"]},
+                "spec": {"policy": {"numberOfClusters": 3, "weights": [0.5, -1, 18446744073709551615u64, 1.0e300],
+                    "nothing": null, "yes": true, "nested": [[], {}, [{"a": [1, 2]}]]}},
+                "status": {"conditions": [{"type": "Scheduled", "status": "True"}]}}),
+        ];
+        let commands: Vec<Command> = documents
+            .iter()
+            .map(|d| {
+                let object: fleet_api::Object = serde_json::from_value(d.clone()).unwrap();
+                Command {
+                    now: "2026-11-21T00:00:00Z".into(),
+                    ops: vec![Op::Apply { object: object.clone(), uid: "u".into() }, Op::UpdateStatus { object }],
+                }
+            })
+            .collect();
+        let proposal = Proposal::new(commands.clone()).unwrap();
+        let decoded = Proposal::from_bytes(proposal.0.bytes.clone()).unwrap();
+        assert_eq!(decoded.commands(), commands.as_slice());
     }
 
     #[test]

@@ -41,6 +41,49 @@ async fn a_write_sent_to_a_follower_is_readable_from_every_node() {
     }
 }
 
+/// Many writes at once through every node: the leader merges the batches
+/// the followers forward with its own into shared entries, and every client
+/// still gets the answer for its own object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_through_every_node_each_get_their_own_answer() {
+    let hub = Hub::start(HubOptions::default()).await;
+    hub.wait_leader().await;
+    let mut tasks = Vec::new();
+    for i in 0..150u64 {
+        let mut client = hub.client(1 + i % 3).await;
+        tasks.push(tokio::spawn(async move {
+            let name = format!("many-{i}");
+            let reply = client
+                .apply(fleet_proto::fleet::ApplyRequest {
+                    documents: vec![configmap(NS, &name, &format!("value-{i}"))],
+                    sources: vec![],
+                })
+                .await
+                .map(|r| r.into_inner());
+            (name, i, reply)
+        }));
+    }
+    let mut versions = BTreeSet::new();
+    for task in tasks {
+        let (name, i, reply) = task.await.expect("task");
+        let reply = reply.unwrap_or_else(|e| panic!("apply {name}: {e}"));
+        assert_eq!(reply.results.len(), 1, "{name}");
+        let object: fleet_api::Object = serde_json::from_slice(&reply.results[0].object).expect("object");
+        assert_eq!(object.metadata.name, name, "the answer is for the object written");
+        assert_eq!(object.rest["data"]["value"], format!("value-{i}"));
+        let version = object.metadata.resource_version_number().expect("a resourceVersion");
+        assert!(version <= reply.resource_version, "{name} at {version}, answered at {}", reply.resource_version);
+        versions.insert(version);
+    }
+    // Shared entries: fewer versions than writes (150 at once cannot all go alone).
+    assert!(versions.len() < 150, "{} versions for 150 writes", versions.len());
+    for id in 1..=3 {
+        let mut c = hub.client(id).await;
+        let listed = list_configmaps(&mut c, NS, *versions.iter().last().unwrap_or(&0)).await.expect("list");
+        assert_eq!(listed.len(), 150, "node {id}");
+    }
+}
+
 /// Waits until node `id` lists every name in `acked`; returns what it lists.
 async fn wait_for_all(hub: &Hub, id: u64, acked: &BTreeSet<String>) -> BTreeSet<String> {
     let client = hub.client(id).await;
