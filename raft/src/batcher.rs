@@ -51,7 +51,7 @@ impl Pending {
 
     fn bytes(&self) -> usize {
         match self {
-            Pending::One { command, .. } => command.len(),
+            Pending::One { command, .. } => command.encoded_len(),
             Pending::Forwarded { proposal, .. } => proposal.encoded_len(),
         }
     }
@@ -112,14 +112,11 @@ pub async fn run(consensus: Weak<Consensus>, mut rx: mpsc::Receiver<Pending>) {
                 None => return,
             },
         };
-        let Some(node) = consensus.upgrade() else { return };
-        let leads = node.leads();
-        drop(node);
-        let wanted = if leads { 1 } else { LEADER_IN_FLIGHT };
+        let Some(consensus) = consensus.upgrade() else { return };
+        let wanted = if consensus.leads() { 1 } else { LEADER_IN_FLIGHT };
         let Ok(slot) = slots.clone().acquire_many_owned(wanted).await else { return };
         let (batch, next) = fill(first, &mut rx);
         carried = next;
-        let Some(consensus) = consensus.upgrade() else { return };
         tokio::spawn(async move {
             propose(&consensus, batch).await;
             drop(slot);
@@ -153,8 +150,7 @@ fn assemble(batch: Vec<Pending>) -> (Proposal, Vec<Reply>) {
 }
 
 async fn propose(consensus: &Arc<Consensus>, mut batch: Vec<Pending>) {
-    let has_forwarded = batch.iter().any(|p| matches!(p, Pending::Forwarded { .. }));
-    if has_forwarded && !consensus.leads() {
+    if !consensus.leads() {
         batch = batch.into_iter().filter_map(Pending::back_to_follower).collect();
     }
     if batch.is_empty() {
@@ -162,17 +158,27 @@ async fn propose(consensus: &Arc<Consensus>, mut batch: Vec<Pending>) {
     }
     let has_forwarded = batch.iter().any(|p| matches!(p, Pending::Forwarded { .. }));
     let (proposal, replies) = assemble(batch);
+    if !has_forwarded {
+        return propose_anywhere(consensus, proposal, replies).await;
+    }
+    // Only ever proposed here (see `Pending::Forwarded`).
     let expected = proposal.commands().len();
-    let result = if has_forwarded {
-        // Only ever proposed here (see `Pending::Forwarded`).
-        match consensus.write_on_leader(proposal.clone()).await {
-            Ok(responses) => Ok(responses),
-            Err(Routed::NotLeader) => return reroute(consensus, &proposal, replies).await,
-            Err(Routed::Failed(e)) => Err(Error::Raft(e)),
-        }
-    } else {
-        consensus.on_leader(PeerMethod::Forward, &proposal, || consensus.write_on_leader(proposal.clone())).await
-    };
+    match consensus.write_on_leader(proposal.clone()).await {
+        Ok(responses) => settle(replies, expected, Ok(responses)),
+        Err(Routed::NotLeader) => reroute(consensus, &proposal, replies).await,
+        Err(Routed::Failed(e)) => settle(replies, expected, Err(Error::Raft(e))),
+    }
+}
+
+/// Proposes on whichever node leads (here, or forwarded), then answers.
+async fn propose_anywhere(consensus: &Arc<Consensus>, proposal: Proposal, replies: Vec<Reply>) {
+    let result =
+        consensus.on_leader(PeerMethod::Forward, &proposal, || consensus.write_on_leader(proposal.clone())).await;
+    settle(replies, proposal.commands().len(), result);
+}
+
+/// Answers every writer of a batch of `expected` commands from its result.
+fn settle(replies: Vec<Reply>, expected: usize, result: Result<Vec<Response>, Error>) {
     match result {
         Ok(responses) if responses.len() == expected => answer(replies, responses),
         Ok(responses) => fail(replies, &Error::Raft(format!("{} answers for {expected} commands", responses.len()))),
@@ -209,17 +215,8 @@ async fn reroute(consensus: &Arc<Consensus>, proposal: &Proposal, replies: Vec<R
             }
         }
     }
-    if own.is_empty() {
-        return;
-    }
-    let proposal = Proposal::concat(own);
-    let expected = proposal.commands().len();
-    match consensus.on_leader(PeerMethod::Forward, &proposal, || consensus.write_on_leader(proposal.clone())).await {
-        Ok(responses) if responses.len() == expected => answer(own_replies, responses),
-        Ok(responses) => {
-            fail(own_replies, &Error::Raft(format!("{} answers for {expected} commands", responses.len())))
-        }
-        Err(e) => fail(own_replies, &e),
+    if !own.is_empty() {
+        propose_anywhere(consensus, Proposal::concat(own), own_replies).await;
     }
 }
 

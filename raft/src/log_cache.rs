@@ -58,9 +58,6 @@ impl LogCache {
             Some(last) if first != last + 1 => self.clear(),
             _ => {}
         }
-        if self.first_index().is_some_and(|f| first < f) {
-            self.clear();
-        }
         for entry in entries {
             self.bytes += size_of(entry);
             self.entries.push_back(entry.clone());

@@ -45,27 +45,16 @@ impl EncodedCommand {
     }
 
     /// Bytes of the encoding.
-    pub fn len(&self) -> usize {
+    pub fn encoded_len(&self) -> usize {
         self.bytes.len()
-    }
-
-    /// Whether the encoding is empty (it never is; for clippy's sake).
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
     }
 }
 
 impl Proposal {
     /// A proposal of `commands`, encoded here.
     pub fn new(commands: Vec<Command>) -> Result<Proposal, Error> {
-        let encoded = commands.into_iter().map(EncodedCommand::new).collect::<Result<Vec<_>, _>>()?;
-        Ok(Proposal::from_encoded(encoded))
-    }
-
-    /// A proposal of commands encoded already: their bytes are concatenated
-    /// behind a MessagePack array header, exactly as encoding the list would.
-    pub fn from_encoded(encoded: Vec<EncodedCommand>) -> Proposal {
-        Proposal::concat(encoded.into_iter().map(Part::Command).collect())
+        let parts = commands.into_iter().map(|c| EncodedCommand::new(c).map(Part::Command));
+        Ok(Proposal::concat(parts.collect::<Result<Vec<_>, _>>()?))
     }
 
     /// One proposal of the commands of `parts`, in order, without encoding
@@ -150,7 +139,7 @@ impl Part {
     /// Bytes of its encoded commands.
     pub fn encoded_len(&self) -> usize {
         match self {
-            Part::Command(e) => e.len(),
+            Part::Command(e) => e.encoded_len(),
             Part::Batch(p) => p.encoded_len(),
         }
     }
