@@ -13,6 +13,10 @@
 # binaries), BENCH_KEEP=1 (keep the temp dir), CARGO_TARGET_DIR, and for
 # experiments BENCH_HUB_FLAGS / BENCH_ETCD_FLAGS (extra server flags; the
 # published table uses none: both systems run with their defaults).
+# BENCH_ETCD_TLS=1 runs etcd with mutual TLS on its client and peer ports
+# (certificates from the hub's PKI), so both systems pay for encryption; by
+# default etcd runs plaintext, as the issue's reference numbers do, while
+# the hub always uses mutual TLS.
 # Ports: etcd 23791-23793 (clients) and 23801-23803 (peers), hub 27101-27103;
 # override with ETCD_CLIENT_BASE, ETCD_PEER_BASE, HUB_BASE.
 set -euo pipefail
@@ -82,23 +86,33 @@ for i in 1 2 3; do
   done
 done
 
+# --- one PKI: the hub's certificates, and etcd's with BENCH_ETCD_TLS=1.
+"$BIN/fleetctl" pki init --dir "$DIR/pki" --nodes 3 --hosts 127.0.0.1,localhost >/dev/null
+
 # --- etcd: three members, default durability (fsync of the WAL on every commit).
-ETCD_CLUSTER=e1=http://127.0.0.1:$((ETCD_PEER_BASE + 1)),e2=http://127.0.0.1:$((ETCD_PEER_BASE + 2)),e3=http://127.0.0.1:$((ETCD_PEER_BASE + 3))
+ETCD_SCHEME=http ETCD_TLS_FLAGS=() BENCH_ETCD_CLIENT_FLAGS=()
+if [ "${BENCH_ETCD_TLS:-0}" = 1 ]; then ETCD_SCHEME=https BENCH_ETCD_CLIENT_FLAGS=(--etcd-tls); fi
+ETCD_CLUSTER=e1=$ETCD_SCHEME://127.0.0.1:$((ETCD_PEER_BASE + 1)),e2=$ETCD_SCHEME://127.0.0.1:$((ETCD_PEER_BASE + 2)),e3=$ETCD_SCHEME://127.0.0.1:$((ETCD_PEER_BASE + 3))
 ETCD_ENDPOINTS=127.0.0.1:$((ETCD_CLIENT_BASE + 1)),127.0.0.1:$((ETCD_CLIENT_BASE + 2)),127.0.0.1:$((ETCD_CLIENT_BASE + 3))
 for i in 1 2 3; do
-  client=http://127.0.0.1:$((ETCD_CLIENT_BASE + i))
-  peer=http://127.0.0.1:$((ETCD_PEER_BASE + i))
+  client=$ETCD_SCHEME://127.0.0.1:$((ETCD_CLIENT_BASE + i))
+  peer=$ETCD_SCHEME://127.0.0.1:$((ETCD_PEER_BASE + i))
+  if [ "$ETCD_SCHEME" = https ]; then
+    ETCD_TLS_FLAGS=(--cert-file "$DIR/pki/node-$i.pem" --key-file "$DIR/pki/node-$i-key.pem"
+      --trusted-ca-file "$DIR/pki/ca.pem" --client-cert-auth
+      --peer-cert-file "$DIR/pki/node-$i.pem" --peer-key-file "$DIR/pki/node-$i-key.pem"
+      --peer-trusted-ca-file "$DIR/pki/ca.pem" --peer-client-cert-auth)
+  fi
   env -u ETCD_DATA_DIR -u ETCD_NAME etcd --name "e$i" --data-dir "$DIR/etcd-$i" \
     --listen-client-urls "$client" --advertise-client-urls "$client" \
     --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
     --initial-cluster "$ETCD_CLUSTER" --initial-cluster-state new --initial-cluster-token fleet-bench \
-    --logger zap --log-outputs stderr --log-level warn ${BENCH_ETCD_FLAGS:-} \
+    --logger zap --log-outputs stderr --log-level warn "${ETCD_TLS_FLAGS[@]}" ${BENCH_ETCD_FLAGS:-} \
     >"$DIR/etcd-$i.log" 2>&1 &
   PIDS+=($!)
 done
 
 # --- Fleet hub: three nodes, default timing and durability.
-"$BIN/fleetctl" pki init --dir "$DIR/pki" --nodes 3 --hosts 127.0.0.1,localhost >/dev/null
 HUB_PEERS=1=127.0.0.1:$((HUB_BASE + 1)),2=127.0.0.1:$((HUB_BASE + 2)),3=127.0.0.1:$((HUB_BASE + 3))
 HUB_ENDPOINTS=127.0.0.1:$((HUB_BASE + 1)),127.0.0.1:$((HUB_BASE + 2)),127.0.0.1:$((HUB_BASE + 3))
 for i in 1 2 3; do
@@ -117,9 +131,13 @@ check_alive() {
     fi
   done
 }
+tls_flags() { # target
+  if [ "$1" = etcd ]; then echo "${BENCH_ETCD_CLIENT_FLAGS[@]}"; fi
+}
 wait_ready() { # target endpoints
   local deadline=$((SECONDS + READY_TIMEOUT)) err
-  until err=$("$BIN/fleet-bench" probe --target "$1" --endpoints "$2" --tls-dir "$DIR/pki" \
+  # shellcheck disable=SC2046 # tls_flags prints zero or one flag
+  until err=$("$BIN/fleet-bench" probe --target "$1" --endpoints "$2" --tls-dir "$DIR/pki" $(tls_flags "$1") \
     --request-timeout-seconds 2 2>&1 >/dev/null); do
     check_alive
     [ $SECONDS -lt $deadline ] || die "$1 not ready after ${READY_TIMEOUT}s: $err"
@@ -136,7 +154,8 @@ run() { # target endpoints clients
   # Start from a clean disk: the other system's last run leaves hundreds of
   # MB of dirty pages whose writeback would otherwise slow this run's fsyncs.
   sync
-  "$BIN/fleet-bench" put --target "$1" --endpoints "$2" --tls-dir "$DIR/pki" --clients "$3" \
+  # shellcheck disable=SC2046
+  "$BIN/fleet-bench" put --target "$1" --endpoints "$2" --tls-dir "$DIR/pki" $(tls_flags "$1") --clients "$3" \
     --seconds "$SECONDS_PER_RUN" --warmup-seconds "$WARMUP" --value-size "$VALUE_SIZE" -o json >"$out"
   log "$(jq -r '"\(.target) \(.clients) clients: \(.ops_per_sec) writes/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$out")"
   check_alive
@@ -153,8 +172,11 @@ fi
 get() { jq -r ".$3" "$DIR/result-$1-$2.json"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo
+ETCD_TRANSPORT="etcd plaintext"
+[ "$ETCD_SCHEME" = https ] && ETCD_TRANSPORT="etcd over mutual TLS"
 echo "3-member etcd $ETCD_VERSION vs 3-node Fleet hub on 127.0.0.1, ${VALUE_SIZE}-byte values, ${SECONDS_PER_RUN} s per run" \
-  "(after ${WARMUP} s warmup), both fsyncing, data on $FSTYPE ($DEVICE); latencies in ms."
+  "(after ${WARMUP} s warmup), both fsyncing, data on $FSTYPE ($DEVICE); $ETCD_TRANSPORT, hub over mutual TLS" \
+  "(client and peer traffic); latencies in ms."
 echo
 echo "| clients | etcd ops/s | etcd p50 | etcd p99 | hub ops/s | hub p50 | hub p99 | throughput ratio hub/etcd | p99 ratio hub/etcd |"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"

@@ -42,7 +42,7 @@ pub enum Command {
 pub enum Target {
     /// A Fleet hub: `Fleet.Apply` of ConfigMaps over mutual TLS.
     Fleet,
-    /// etcd v3: `etcdserverpb.KV/Put` over plaintext gRPC.
+    /// etcd v3: `etcdserverpb.KV/Put` over plaintext gRPC (mutual TLS with `--etcd-tls`).
     Etcd,
 }
 
@@ -74,9 +74,14 @@ pub struct ConnectArgs {
     /// Every member, `host:port[,host:port...]`; connections are spread over all of them.
     #[arg(long, value_delimiter = ',', required = true)]
     pub endpoints: Vec<String>,
-    /// PKI dir with ca.pem, admin.pem and admin-key.pem (fleet only).
+    /// PKI dir with ca.pem, admin.pem and admin-key.pem (fleet, and etcd with `--etcd-tls`).
     #[arg(long, env = "FLEET_TLS_DIR")]
     pub tls_dir: Option<PathBuf>,
+    /// Dial etcd over mutual TLS with the identity in `--tls-dir`, for a
+    /// comparison where both systems pay for encryption (etcd otherwise
+    /// runs plaintext; the hub always uses mutual TLS).
+    #[arg(long)]
+    pub etcd_tls: bool,
     /// HTTP/2 connections to open, round-robin over the endpoints
     /// (0 = one per endpoint). Clients share them round-robin.
     #[arg(long, default_value_t = 0)]

@@ -57,6 +57,17 @@ pub fn fleet_tls(dir: &Path) -> Result<ClientTlsConfig, Error> {
         .identity(Identity::from_pem(read(dir, "admin.pem")?, read(dir, "admin-key.pem")?)))
 }
 
+/// The TLS configuration for `args`: always for the hub, for etcd only
+/// with `--etcd-tls`; both need the PKI dir.
+pub fn tls_of(args: &ConnectArgs) -> Result<Option<ClientTlsConfig>, Error> {
+    match (args.target, args.etcd_tls) {
+        (Target::Etcd, false) => Ok(None),
+        (Target::Fleet, _) | (Target::Etcd, true) => {
+            Ok(Some(fleet_tls(args.tls_dir.as_deref().ok_or(Error::TlsDirMissing)?)?))
+        }
+    }
+}
+
 /// Renders an error with its sources (tonic's transport errors say little on their own).
 pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
@@ -74,10 +85,7 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// handshakes never count as request latency.
 pub async fn connect(args: &ConnectArgs) -> Result<Vec<Connection>, Error> {
     let endpoints = parse_endpoints(&args.endpoints)?;
-    let tls = match args.target {
-        Target::Fleet => Some(fleet_tls(args.tls_dir.as_deref().ok_or(Error::TlsDirMissing)?)?),
-        Target::Etcd => None,
-    };
+    let tls = tls_of(args)?;
     let count = if args.connections == 0 { endpoints.len() } else { args.connections };
     let timeout = Duration::from_secs(args.request_timeout_seconds.max(1));
     let mut connections = Vec::with_capacity(count);
@@ -118,7 +126,31 @@ pub async fn open(endpoint: &str, tls: Option<ClientTlsConfig>, timeout: Duratio
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
+
+    fn connect_args(target: Target, etcd_tls: bool, tls_dir: Option<&str>) -> ConnectArgs {
+        ConnectArgs {
+            target,
+            endpoints: vec!["127.0.0.1:2379".into()],
+            tls_dir: tls_dir.map(PathBuf::from),
+            etcd_tls,
+            connections: 0,
+            request_timeout_seconds: 1,
+        }
+    }
+
+    #[test]
+    fn etcd_is_plaintext_unless_asked_and_tls_always_needs_the_pki_dir() {
+        assert!(tls_of(&connect_args(Target::Etcd, false, Some("/nonexistent-pki"))).unwrap().is_none());
+        for args in [connect_args(Target::Etcd, true, None), connect_args(Target::Fleet, false, None)] {
+            let err = tls_of(&args).unwrap_err().to_string();
+            assert!(err.contains("--tls-dir: Required value"), "{err}");
+        }
+        let err = tls_of(&connect_args(Target::Etcd, true, Some("/nonexistent-pki"))).unwrap_err().to_string();
+        assert!(err.contains("/nonexistent-pki/ca.pem"), "{err}");
+    }
 
     #[test]
     fn endpoints_must_be_host_port() {

@@ -15,8 +15,8 @@ pub enum Error {
         /// What would be accepted.
         reason: String,
     },
-    /// `--target fleet` without a PKI directory.
-    #[error("--tls-dir: Required value: --target fleet needs a PKI dir with ca.pem, admin.pem and admin-key.pem (or set FLEET_TLS_DIR)")]
+    /// `--target fleet` (or `--etcd-tls`) without a PKI directory.
+    #[error("--tls-dir: Required value: --target fleet and --etcd-tls need a PKI dir with ca.pem, admin.pem and admin-key.pem (or set FLEET_TLS_DIR)")]
     TlsDirMissing,
     /// A certificate or key file could not be read.
     #[error("cannot read {}: {source}", path.display())]

@@ -64,10 +64,7 @@ pub async fn put(args: &PutArgs) -> Result<Report, Error> {
 /// that acknowledged, or the first that did not.
 pub async fn probe(args: &ConnectArgs) -> Result<Vec<String>, Error> {
     let endpoints = connect::parse_endpoints(&args.endpoints)?;
-    let tls = match args.target {
-        cli::Target::Fleet => Some(connect::fleet_tls(args.tls_dir.as_deref().ok_or(Error::TlsDirMissing)?)?),
-        cli::Target::Etcd => None,
-    };
+    let tls = connect::tls_of(args)?;
     let timeout = Duration::from_secs(args.request_timeout_seconds.max(1));
     for endpoint in &endpoints {
         let channel = open(endpoint, tls.clone(), timeout).await?;

@@ -54,6 +54,7 @@ fn args(addr: SocketAddr, clients: usize) -> PutArgs {
             target: Target::Etcd,
             endpoints: vec![addr.to_string(), addr.to_string()],
             tls_dir: None,
+            etcd_tls: false,
             connections: 0,
             request_timeout_seconds: 2,
         },
