@@ -173,28 +173,26 @@ async fn a_stopped_node_catches_up_through_a_snapshot() {
     hub.stop(lagging);
     let live = hub.running();
     let mut client = hub.client(live[0]).await;
-    // 1,200 objects in 400 commands (log entries) of 3: with a snapshot every
+    // 3,000 objects in 600 commands (log entries) of 5: with a snapshot every
     // 200 entries and 20 kept behind it, the log the stopped node needs is purged.
+    let batch_of = |batch: usize| (0..5).map(|j| configmap(NS, &format!("s-{batch}-{j}"), "x")).collect::<Vec<_>>();
     let mut last_rv = 0;
-    for batch in 0..400 {
-        let docs = (0..3).map(|j| configmap(NS, &format!("s-{batch}-{j}"), "x")).collect();
-        last_rv = match apply(&mut client, docs).await {
+    for batch in 0..600 {
+        last_rv = match apply(&mut client, batch_of(batch)).await {
             Ok(rv) => rv,
             Err(_) => {
                 client = hub.client(live[1]).await;
-                apply(&mut client, (0..3).map(|j| configmap(NS, &format!("s-{batch}-{j}"), "x")).collect())
-                    .await
-                    .expect("apply")
+                apply(&mut client, batch_of(batch)).await.expect("apply")
             }
         };
     }
     hub.start_node(lagging, false);
     let c = hub.client(lagging).await;
-    eventually("the restarted node has all 1,200 objects", Duration::from_secs(30), || {
+    eventually("the restarted node has all 3,000 objects", Duration::from_secs(30), || {
         let mut c = c.clone();
         async move {
             let n = list_configmaps(&mut c, NS, last_rv).await.map_err(|e| e.to_string())?.len();
-            if n == 1200 {
+            if n == 3000 {
                 Ok(())
             } else {
                 Err(format!("{n} objects"))
