@@ -1,10 +1,21 @@
-//! Snapshot content (build from a read transaction, install by replacing the
-//! tables) and the durable copy of the current snapshot in the data dir.
+//! Snapshots without a second copy of the state: the state machine's own
+//! redb file is the snapshot.
+//!
+//! Building one (openraft's policy, every `--snapshot-logs` entries) makes the
+//! state machine durable and records which applied state it covers, in one
+//! fsync'd transaction: the log may then be purged behind it. Nothing is
+//! serialized then. Only when a lagging follower needs the state is it
+//! serialized, from one read transaction, so the content and its metadata
+//! describe the same applied index. That state is at least as new as the
+//! last one recorded (the state machine only moves forward), so a follower
+//! that installs it finds in the leader's log every entry after it.
+//!
+//! The serialized form (MessagePack of [`SnapshotContent`]) is unchanged from
+//! when snapshots were built eagerly into `snapshot.bin`, so nodes of either
+//! version can install each other's.
 
-use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use fleet_api::Object;
 use redb::{Durability, ReadableDatabase, ReadableTable};
@@ -13,7 +24,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::raft_types::{LogId, SnapshotMeta, StoredMembership};
 use crate::store::{
-    decode_object, encode_meta, read_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, OBJECTS, OWNERS,
+    decode_object, encode_meta, read_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, META_SNAPSHOT, OBJECTS,
+    OWNERS,
 };
 
 /// What a snapshot holds: the applied state and every object as JSON.
@@ -24,14 +36,45 @@ struct SnapshotContent {
     objects: Vec<(String, String)>,
 }
 
-impl Store {
-    /// Serializes the whole state. The state machine is made durable first,
-    /// so the log may be purged up to what the snapshot covers.
-    pub(crate) fn build_snapshot_content(&self) -> Result<(Option<LogId>, StoredMembership, Vec<u8>), Error> {
-        let mut flush = self.db.begin_write()?;
-        flush.set_durability(Durability::Immediate)?;
-        flush.commit()?;
+/// The metadata of a snapshot of the state at `last_applied`. Its id is a
+/// function of the applied log id, so two serializations of one state
+/// carry the same id.
+fn meta_of(last_applied: Option<LogId>, membership: StoredMembership) -> SnapshotMeta {
+    let snapshot_id = match &last_applied {
+        Some(l) => format!("{}-{}-{}", l.leader_id.term, l.leader_id.node_id, l.index),
+        None => "empty".to_string(),
+    };
+    SnapshotMeta { last_log_id: last_applied, last_membership: membership, snapshot_id }
+}
 
+impl Store {
+    /// Records a snapshot of the current applied state: makes the state
+    /// machine durable and stores the snapshot's metadata in the same fsync'd
+    /// transaction, so the log may be purged up to what it covers.
+    pub(crate) fn record_snapshot(&self) -> Result<SnapshotMeta, Error> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(Durability::Immediate)?;
+        let meta = {
+            let mut table = txn.open_table(META)?;
+            let last_applied = read_meta::<LogId>(&table, META_LAST_APPLIED)?;
+            let membership = read_meta::<StoredMembership>(&table, META_MEMBERSHIP)?.unwrap_or_default();
+            let meta = meta_of(last_applied, membership);
+            table.insert(META_SNAPSHOT, encode_meta(&meta)?.as_slice())?;
+            meta
+        };
+        txn.commit()?;
+        Ok(meta)
+    }
+
+    /// The metadata of the last snapshot built or installed here, if any.
+    pub(crate) fn recorded_snapshot(&self) -> Result<Option<SnapshotMeta>, Error> {
+        let txn = self.db.begin_read()?;
+        read_meta::<SnapshotMeta>(&txn.open_table(META)?, META_SNAPSHOT)
+    }
+
+    /// Serializes the current applied state, from one read transaction.
+    pub(crate) fn serialize_state(&self) -> Result<(SnapshotMeta, Vec<u8>), Error> {
+        let started = Instant::now();
         let txn = self.db.begin_read()?;
         let meta = txn.open_table(META)?;
         let last_applied = read_meta::<LogId>(&meta, META_LAST_APPLIED)?;
@@ -44,15 +87,30 @@ impl Store {
                 .map_err(|e| Error::Decode { what: format!("object {}", k.value()), detail: e.to_string() })?;
             objects.push((k.value().to_string(), json));
         }
+        let count = objects.len();
         let content = SnapshotContent { last_applied, membership: membership.clone(), objects };
         let bytes = rmp_serde::to_vec_named(&content).map_err(|e| Error::Snapshot(e.to_string()))?;
-        Ok((last_applied, membership, bytes))
+        let meta = meta_of(last_applied, membership);
+        tracing::info!(
+            snapshot = %meta.snapshot_id,
+            objects = count,
+            bytes = bytes.len(),
+            millis = started.elapsed().as_millis() as u64,
+            "serialized the state for a snapshot"
+        );
+        Ok((meta, bytes))
     }
 
-    /// Replaces the whole state with a snapshot's, durably, and tells
-    /// watchers to relist.
-    pub(crate) fn install_snapshot_content(&self, bytes: &[u8]) -> Result<(), Error> {
+    /// Replaces the whole state with a snapshot's, durably, records the
+    /// snapshot, and tells watchers to relist.
+    pub(crate) fn install_snapshot_content(&self, snapshot: &SnapshotMeta, bytes: &[u8]) -> Result<(), Error> {
         let content: SnapshotContent = rmp_serde::from_slice(bytes).map_err(|e| Error::Snapshot(e.to_string()))?;
+        if content.last_applied != snapshot.last_log_id {
+            return Err(Error::Snapshot(format!(
+                "snapshot {}: its content is at {:?} but its metadata says {:?}",
+                snapshot.snapshot_id, content.last_applied, snapshot.last_log_id
+            )));
+        }
         let mut txn = self.db.begin_write()?;
         txn.set_durability(Durability::Immediate)?;
         {
@@ -73,6 +131,7 @@ impl Store {
                 None => meta.remove(META_LAST_APPLIED)?,
             };
             meta.insert(META_MEMBERSHIP, encode_meta(&content.membership)?.as_slice())?;
+            meta.insert(META_SNAPSHOT, encode_meta(&meta_of(content.last_applied, content.membership))?.as_slice())?;
         }
         txn.commit()?;
         let index = content.last_applied.map(|l| l.index).unwrap_or(0);
@@ -82,63 +141,40 @@ impl Store {
     }
 }
 
-/// The current snapshot, kept as one file so a restarted node can still send
-/// it to a lagging follower.
-pub(crate) struct SnapshotFile {
-    path: PathBuf,
-    cached: Mutex<Option<CurrentSnapshot>>,
+/// A snapshot's metadata and its serialized content, shared without copying.
+pub(crate) type Serialized = (SnapshotMeta, Arc<Vec<u8>>);
+
+/// The last serialized state, kept so that followers asking again (a retry,
+/// or two lagging at once) do not cost a serialization each.
+#[derive(Default)]
+pub(crate) struct SerializedState {
+    last: Mutex<Option<Serialized>>,
 }
 
-/// A snapshot's metadata and content, shared without copying.
-pub(crate) type CurrentSnapshot = (SnapshotMeta, Arc<Vec<u8>>);
-
-#[derive(Serialize, Deserialize)]
-struct StoredSnapshot {
-    meta: SnapshotMeta,
-    data: Vec<u8>,
-}
-
-impl SnapshotFile {
-    /// The snapshot file in `dir`.
-    pub(crate) fn new(dir: &Path) -> SnapshotFile {
-        SnapshotFile { path: dir.join("snapshot.bin"), cached: Mutex::new(None) }
+impl SerializedState {
+    /// The current snapshot: `None` until one has been built or installed;
+    /// otherwise the serialized state, reused while it is at least as new as
+    /// the recorded snapshot (the log is purged only behind that one).
+    pub(crate) fn current(&self, store: &Store) -> Result<Option<Serialized>, Error> {
+        let Some(recorded) = store.recorded_snapshot()? else { return Ok(None) };
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((meta, bytes)) = last.as_ref() {
+            if meta.last_log_id >= recorded.last_log_id {
+                return Ok(Some((meta.clone(), bytes.clone())));
+            }
+        }
+        let (meta, bytes) = store.serialize_state()?;
+        let serialized = (meta, Arc::new(bytes));
+        *last = Some(serialized.clone());
+        Ok(Some(serialized))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CurrentSnapshot>> {
-        self.cached.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Writes the snapshot atomically and durably (temp file, fsync, rename, fsync dir).
-    pub(crate) fn save(&self, meta: &SnapshotMeta, data: Vec<u8>) -> Result<(), Error> {
-        let stored = StoredSnapshot { meta: meta.clone(), data };
-        let bytes = rmp_serde::to_vec_named(&stored).map_err(|e| Error::Snapshot(e.to_string()))?;
-        let tmp = self.path.with_extension("tmp");
-        {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
+    /// Drops a kept serialization older than `recorded`: it can no longer be
+    /// sent, and holds as much memory as the whole state.
+    pub(crate) fn forget_older_than(&self, recorded: &SnapshotMeta) {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.as_ref().is_some_and(|(meta, _)| meta.last_log_id < recorded.last_log_id) {
+            *last = None;
         }
-        fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent() {
-            fs::File::open(dir)?.sync_all()?;
-        }
-        *self.lock() = Some((stored.meta, Arc::new(stored.data)));
-        Ok(())
-    }
-
-    /// The current snapshot, if any.
-    pub(crate) fn load(&self) -> Result<Option<CurrentSnapshot>, Error> {
-        if let Some(c) = self.lock().as_ref() {
-            return Ok(Some(c.clone()));
-        }
-        let bytes = match fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let stored: StoredSnapshot = rmp_serde::from_slice(&bytes).map_err(|e| Error::Snapshot(e.to_string()))?;
-        let loaded = (stored.meta, Arc::new(stored.data));
-        *self.lock() = Some(loaded.clone());
-        Ok(Some(loaded))
     }
 }

@@ -13,7 +13,7 @@ use openraft::{ErrorSubject, ErrorVerb, RaftSnapshotBuilder, Snapshot, StorageIO
 use crate::command::Response;
 use crate::error::Error;
 use crate::raft_types::{LogId, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
-use crate::snapshot::SnapshotFile;
+use crate::snapshot::SerializedState;
 use crate::store::Store;
 
 /// Apply calls between two fsync'd state-machine commits. In between, commits
@@ -25,16 +25,25 @@ const DURABLE_EVERY: u64 = 64;
 #[derive(Clone)]
 pub struct StateMachine {
     store: Arc<Store>,
-    snapshot: Arc<SnapshotFile>,
+    serialized: Arc<SerializedState>,
     applies: Arc<AtomicU64>,
 }
 
 impl StateMachine {
-    /// Opens the state machine (`state.redb` and `snapshot.bin`) in `dir`.
+    /// Opens the state machine (`state.redb`) in `dir`.
     pub fn open(dir: &Path) -> Result<StateMachine, Error> {
         std::fs::create_dir_all(dir)?;
         let store = Store::open(&dir.join("state.redb"))?;
-        Ok(StateMachine { store, snapshot: Arc::new(SnapshotFile::new(dir)), applies: Arc::new(AtomicU64::new(0)) })
+        // Earlier versions kept a serialized copy of the state here; the
+        // state machine itself is the snapshot now.
+        for stale in ["snapshot.bin", "snapshot.tmp"] {
+            match std::fs::remove_file(dir.join(stale)) {
+                Ok(()) => tracing::info!(file = stale, "removed the snapshot file of an earlier version"),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(StateMachine { store, serialized: Arc::default(), applies: Arc::new(AtomicU64::new(0)) })
     }
 
     /// The object store, for reads and watches.
@@ -43,23 +52,37 @@ impl StateMachine {
     }
 }
 
-fn sm_err(verb: ErrorVerb, e: impl std::fmt::Display) -> StorageError {
-    StorageError::IO { source: StorageIOError::new(ErrorSubject::StateMachine, verb, openraft::AnyError::error(e)) }
+/// Runs redb work on a blocking thread; a failure is reported as one of
+/// `subject` (the state machine, or a snapshot).
+async fn on_blocking_thread<T: Send + 'static>(
+    subject: ErrorSubject<u64>,
+    verb: ErrorVerb,
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, StorageError> {
+    let failed = |e: &dyn std::fmt::Display| StorageError::IO {
+        source: StorageIOError::new(subject.clone(), verb, openraft::AnyError::error(e.to_string())),
+    };
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(failed(&e)),
+        Err(e) => Err(failed(&e)),
+    }
 }
 
-fn snap_err(verb: ErrorVerb, e: impl std::fmt::Display) -> StorageError {
-    StorageError::IO { source: StorageIOError::new(ErrorSubject::Snapshot(None), verb, openraft::AnyError::error(e)) }
-}
-
+/// State-machine work on a blocking thread.
 async fn blocking<T: Send + 'static>(
     verb: ErrorVerb,
     f: impl FnOnce() -> Result<T, Error> + Send + 'static,
 ) -> Result<T, StorageError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(sm_err(verb, e)),
-        Err(e) => Err(sm_err(verb, e)),
-    }
+    on_blocking_thread(ErrorSubject::StateMachine, verb, f).await
+}
+
+/// Snapshot work on a blocking thread.
+async fn snapshot_io<T: Send + 'static>(
+    verb: ErrorVerb,
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, StorageError> {
+    on_blocking_thread(ErrorSubject::Snapshot(None), verb, f).await
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
@@ -97,52 +120,28 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let data = snapshot.into_inner();
         tracing::info!(snapshot = %meta.snapshot_id, bytes = data.len(), "installing snapshot from the leader");
         let store = self.store.clone();
-        let file = self.snapshot.clone();
         let meta = meta.clone();
-        // Install into the state machine first (durably), then keep the file:
-        // a crash in between leaves a state machine ahead of the file, never behind.
-        match tokio::task::spawn_blocking(move || {
-            store.install_snapshot_content(&data)?;
-            file.save(&meta, data)
-        })
-        .await
-        {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(snap_err(ErrorVerb::Write, e)),
-            Err(e) => Err(snap_err(ErrorVerb::Write, e)),
-        }
+        snapshot_io(ErrorVerb::Write, move || store.install_snapshot_content(&meta, &data)).await
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let file = self.snapshot.clone();
-        let loaded = match tokio::task::spawn_blocking(move || file.load()).await {
-            Ok(Ok(v)) => v,
-            Ok(Err(e)) => return Err(snap_err(ErrorVerb::Read, e)),
-            Err(e) => return Err(snap_err(ErrorVerb::Read, e)),
-        };
-        Ok(loaded.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data.as_ref().clone())) }))
+        let store = self.store.clone();
+        let serialized = self.serialized.clone();
+        let current = snapshot_io(ErrorVerb::Read, move || serialized.current(&store)).await?;
+        Ok(current.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data.as_ref().clone())) }))
     }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
+    /// Records a snapshot of the applied state (durably, without serializing
+    /// it: see `snapshot.rs`). The content returned is empty: openraft keeps
+    /// only the metadata of a built snapshot, and asks for the content with
+    /// `get_current_snapshot` when a follower needs it.
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let store = self.store.clone();
-        let file = self.snapshot.clone();
-        let built = tokio::task::spawn_blocking(move || {
-            let (last_applied, membership, data) = store.build_snapshot_content()?;
-            let snapshot_id = match &last_applied {
-                Some(l) => format!("{}-{}-{}", l.leader_id.term, l.leader_id.node_id, l.index),
-                None => "empty".to_string(),
-            };
-            let meta = SnapshotMeta { last_log_id: last_applied, last_membership: membership, snapshot_id };
-            file.save(&meta, data.clone())?;
-            Ok::<_, Error>((meta, data))
-        })
-        .await;
-        match built {
-            Ok(Ok((meta, data))) => Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(data)) }),
-            Ok(Err(e)) => Err(snap_err(ErrorVerb::Write, e)),
-            Err(e) => Err(snap_err(ErrorVerb::Write, e)),
-        }
+        let meta = snapshot_io(ErrorVerb::Write, move || store.record_snapshot()).await?;
+        self.serialized.forget_older_than(&meta);
+        tracing::info!(snapshot = %meta.snapshot_id, "recorded a snapshot; the log may be purged behind it");
+        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(Vec::new())) })
     }
 }

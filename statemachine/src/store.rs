@@ -5,7 +5,8 @@
 //! - `objects`: storage key (`group/Kind/namespace/name`) → object JSON;
 //! - `owners`: owner uid → storage keys of its dependents (for cascading deletes);
 //! - `meta`: `last_applied` and `membership`, written in the same transaction
-//!   as the data they describe.
+//!   as the data they describe, and `snapshot`, the metadata of the last
+//!   snapshot built or installed.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,6 +25,8 @@ pub(crate) const OWNERS: MultimapTableDefinition<&str, &str> = MultimapTableDefi
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub(crate) const META_LAST_APPLIED: &str = "last_applied";
 pub(crate) const META_MEMBERSHIP: &str = "membership";
+/// The metadata of the last snapshot built or installed (see `snapshot.rs`).
+pub(crate) const META_SNAPSHOT: &str = "snapshot";
 
 /// Which objects a list or watch is about.
 #[derive(Debug, Clone, Default)]
