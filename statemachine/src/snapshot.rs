@@ -14,7 +14,6 @@
 //! when snapshots were built eagerly into `snapshot.bin`, so nodes of either
 //! version can install each other's.
 
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use fleet_api::Object;
@@ -66,17 +65,18 @@ impl Store {
         Ok(meta)
     }
 
-    /// The metadata of the last snapshot built or installed here, if any.
-    pub(crate) fn recorded_snapshot(&self) -> Result<Option<SnapshotMeta>, Error> {
-        let txn = self.db.begin_read()?;
-        read_meta::<SnapshotMeta>(&txn.open_table(META)?, META_SNAPSHOT)
-    }
-
-    /// Serializes the current applied state, from one read transaction.
-    pub(crate) fn serialize_state(&self) -> Result<(SnapshotMeta, Vec<u8>), Error> {
+    /// The current snapshot: `None` until one has been built or installed
+    /// here; then the current applied state, serialized from one read
+    /// transaction. It is at least as new as the recorded snapshot, and the
+    /// log is purged only behind that one. Nothing is kept: a follower needs
+    /// a snapshot rarely, and the content is as large as the whole state.
+    pub(crate) fn current_snapshot(&self) -> Result<Option<(SnapshotMeta, Vec<u8>)>, Error> {
         let started = Instant::now();
         let txn = self.db.begin_read()?;
         let meta = txn.open_table(META)?;
+        if read_meta::<SnapshotMeta>(&meta, META_SNAPSHOT)?.is_none() {
+            return Ok(None);
+        }
         let last_applied = read_meta::<LogId>(&meta, META_LAST_APPLIED)?;
         let membership = read_meta::<StoredMembership>(&meta, META_MEMBERSHIP)?.unwrap_or_default();
         let table = txn.open_table(OBJECTS)?;
@@ -98,7 +98,7 @@ impl Store {
             millis = started.elapsed().as_millis() as u64,
             "serialized the state for a snapshot"
         );
-        Ok((meta, bytes))
+        Ok(Some((meta, bytes)))
     }
 
     /// Replaces the whole state with a snapshot's, durably, records the
@@ -138,43 +138,5 @@ impl Store {
         self.hub().reset(index);
         self.set_applied(index);
         Ok(())
-    }
-}
-
-/// A snapshot's metadata and its serialized content, shared without copying.
-pub(crate) type Serialized = (SnapshotMeta, Arc<Vec<u8>>);
-
-/// The last serialized state, kept so that followers asking again (a retry,
-/// or two lagging at once) do not cost a serialization each.
-#[derive(Default)]
-pub(crate) struct SerializedState {
-    last: Mutex<Option<Serialized>>,
-}
-
-impl SerializedState {
-    /// The current snapshot: `None` until one has been built or installed;
-    /// otherwise the serialized state, reused while it is at least as new as
-    /// the recorded snapshot (the log is purged only behind that one).
-    pub(crate) fn current(&self, store: &Store) -> Result<Option<Serialized>, Error> {
-        let Some(recorded) = store.recorded_snapshot()? else { return Ok(None) };
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((meta, bytes)) = last.as_ref() {
-            if meta.last_log_id >= recorded.last_log_id {
-                return Ok(Some((meta.clone(), bytes.clone())));
-            }
-        }
-        let (meta, bytes) = store.serialize_state()?;
-        let serialized = (meta, Arc::new(bytes));
-        *last = Some(serialized.clone());
-        Ok(Some(serialized))
-    }
-
-    /// Drops a kept serialization older than `recorded`: it can no longer be
-    /// sent, and holds as much memory as the whole state.
-    pub(crate) fn forget_older_than(&self, recorded: &SnapshotMeta) {
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if last.as_ref().is_some_and(|(meta, _)| meta.last_log_id < recorded.last_log_id) {
-            *last = None;
-        }
     }
 }

@@ -13,7 +13,6 @@ use openraft::{ErrorSubject, ErrorVerb, RaftSnapshotBuilder, Snapshot, StorageIO
 use crate::command::Response;
 use crate::error::Error;
 use crate::raft_types::{LogId, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
-use crate::snapshot::SerializedState;
 use crate::store::Store;
 
 /// Apply calls between two fsync'd state-machine commits. In between, commits
@@ -25,7 +24,6 @@ const DURABLE_EVERY: u64 = 64;
 #[derive(Clone)]
 pub struct StateMachine {
     store: Arc<Store>,
-    serialized: Arc<SerializedState>,
     applies: Arc<AtomicU64>,
 }
 
@@ -43,7 +41,7 @@ impl StateMachine {
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(StateMachine { store, serialized: Arc::default(), applies: Arc::new(AtomicU64::new(0)) })
+        Ok(StateMachine { store, applies: Arc::new(AtomicU64::new(0)) })
     }
 
     /// The object store, for reads and watches.
@@ -126,9 +124,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
         let store = self.store.clone();
-        let serialized = self.serialized.clone();
-        let current = snapshot_io(ErrorVerb::Read, move || serialized.current(&store)).await?;
-        Ok(current.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data.as_ref().clone())) }))
+        let current = snapshot_io(ErrorVerb::Read, move || store.current_snapshot()).await?;
+        Ok(current.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data)) }))
     }
 }
 
@@ -140,7 +137,6 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let store = self.store.clone();
         let meta = snapshot_io(ErrorVerb::Write, move || store.record_snapshot()).await?;
-        self.serialized.forget_older_than(&meta);
         tracing::info!(snapshot = %meta.snapshot_id, "recorded a snapshot; the log may be purged behind it");
         Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(Vec::new())) })
     }
