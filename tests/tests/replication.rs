@@ -268,9 +268,18 @@ async fn a_fourth_node_joins_as_voter_and_a_node_is_removed_while_serving() {
     assert!(out.status.success(), "remove-node: {}", String::from_utf8_lossy(&out.stderr));
     hub.stop(victim);
     writer.await.expect("writer kept going");
-    let s = hub.status(4).await.expect("status from node 4");
-    let ids: BTreeSet<u64> = s.members.iter().map(|m| m.id).collect();
-    assert!(!ids.contains(&victim) && ids.contains(&4) && ids.len() == 3, "{s:?}");
+    // Node 4 reports the membership it has applied, which may trail the
+    // leader's answer to remove-node by a moment.
+    eventually("node 4 sees the node removed", Duration::from_secs(20), || async {
+        let s = hub.status(4).await?;
+        let ids: BTreeSet<u64> = s.members.iter().map(|m| m.id).collect();
+        if !ids.contains(&victim) && ids.contains(&4) && ids.len() == 3 {
+            Ok(())
+        } else {
+            Err(format!("{s:?}"))
+        }
+    })
+    .await;
     let acked: BTreeSet<String> = acked.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
     let names = wait_for_all(&hub, 4, &acked).await;
     assert!(acked.is_subset(&names));
