@@ -28,42 +28,38 @@ const MAX_BYTES: usize = 8 * 1024 * 1024;
 /// Writes waiting for a batch, per node.
 pub const QUEUE: usize = 8192;
 
-/// A write waiting for its batch, and where its answer goes.
-pub enum Pending {
-    /// One client's command, encoded by the submitter, so the batch is sized
-    /// exactly and assembled without encoding again.
-    One { command: EncodedCommand, reply: oneshot::Sender<Result<Response, Error>> },
+/// A write waiting for its batch: its commands, encoded by the submitter
+/// (so the batch is sized exactly and assembled without encoding again),
+/// and where its answers go.
+pub struct Pending {
+    part: Part,
+    reply: Reply,
+}
+
+impl Pending {
+    /// One client's command.
+    pub fn one(command: EncodedCommand, reply: oneshot::Sender<Result<Response, Error>>) -> Pending {
+        Pending { part: Part::Command(command), reply: Reply::One(reply) }
+    }
+
     /// A follower's batch, forwarded to this node as the leader: merged with
     /// the leader's own writes into one entry (fewer, larger entries cost
     /// less per write), answered as a whole, in order. It is proposed only
     /// here: if this node no longer leads, it goes back to its follower as
     /// `NotLeader`, and the follower finds the new leader itself.
-    Forwarded { proposal: Proposal, reply: oneshot::Sender<Result<Vec<Response>, Routed>> },
-}
-
-impl Pending {
-    fn commands(&self) -> usize {
-        match self {
-            Pending::One { .. } => 1,
-            Pending::Forwarded { proposal, .. } => proposal.commands().len(),
-        }
-    }
-
-    fn bytes(&self) -> usize {
-        match self {
-            Pending::One { command, .. } => command.encoded_len(),
-            Pending::Forwarded { proposal, .. } => proposal.encoded_len(),
-        }
+    pub fn forwarded(proposal: Proposal, reply: oneshot::Sender<Result<Vec<Response>, Routed>>) -> Pending {
+        let count = proposal.commands().len();
+        Pending { part: Part::Batch(proposal), reply: Reply::Forwarded(count, reply) }
     }
 
     /// Sends a forwarded batch back to its follower to retry on the new leader.
     fn back_to_follower(self) -> Option<Pending> {
-        match self {
-            Pending::Forwarded { reply, .. } => {
-                let _ = reply.send(Err(Routed::NotLeader));
+        match self.reply {
+            Reply::Forwarded(_, tx) => {
+                let _ = tx.send(Err(Routed::NotLeader));
                 None
             }
-            one => Some(one),
+            Reply::One(_) => Some(self),
         }
     }
 }
@@ -71,15 +67,16 @@ impl Pending {
 /// Takes what is queued, starting with `first`, up to the batch limits. An
 /// item that would cross them is held back as the start of the next batch.
 fn fill(first: Pending, rx: &mut mpsc::Receiver<Pending>) -> (Vec<Pending>, Option<Pending>) {
-    let (mut commands, mut bytes) = (first.commands(), first.bytes());
+    let (mut commands, mut bytes) = (first.part.commands(), first.part.encoded_len());
     let mut batch = vec![first];
     loop {
         let Ok(next) = rx.try_recv() else { return (batch, None) };
-        if commands + next.commands() > MAX_COMMANDS || bytes + next.bytes() > MAX_BYTES {
+        let (more_commands, more_bytes) = (next.part.commands(), next.part.encoded_len());
+        if commands + more_commands > MAX_COMMANDS || bytes + more_bytes > MAX_BYTES {
             return (batch, Some(next));
         }
-        commands += next.commands();
-        bytes += next.bytes();
+        commands += more_commands;
+        bytes += more_bytes;
         batch.push(next);
     }
 }
@@ -124,7 +121,7 @@ pub async fn run(consensus: Weak<Consensus>, mut rx: mpsc::Receiver<Pending>) {
     }
 }
 
-/// Where the answers of one queued item go.
+/// Where the answers of one queued item go (a forwarded batch's: how many).
 enum Reply {
     One(oneshot::Sender<Result<Response, Error>>),
     Forwarded(usize, oneshot::Sender<Result<Vec<Response>, Routed>>),
@@ -132,20 +129,7 @@ enum Reply {
 
 /// One entry of the batch's commands, and where their answers go, in order.
 fn assemble(batch: Vec<Pending>) -> (Proposal, Vec<Reply>) {
-    let mut parts = Vec::with_capacity(batch.len());
-    let mut replies = Vec::with_capacity(batch.len());
-    for pending in batch {
-        match pending {
-            Pending::One { command, reply } => {
-                parts.push(Part::Command(command));
-                replies.push(Reply::One(reply));
-            }
-            Pending::Forwarded { proposal, reply } => {
-                replies.push(Reply::Forwarded(proposal.commands().len(), reply));
-                parts.push(Part::Batch(proposal));
-            }
-        }
-    }
+    let (parts, replies) = batch.into_iter().map(|p| (p.part, p.reply)).unzip();
     (Proposal::concat(parts), replies)
 }
 
@@ -156,12 +140,12 @@ async fn propose(consensus: &Arc<Consensus>, mut batch: Vec<Pending>) {
     if batch.is_empty() {
         return;
     }
-    let has_forwarded = batch.iter().any(|p| matches!(p, Pending::Forwarded { .. }));
+    let has_forwarded = batch.iter().any(|p| matches!(p.reply, Reply::Forwarded(..)));
     let (proposal, replies) = assemble(batch);
     if !has_forwarded {
         return propose_anywhere(consensus, proposal, replies).await;
     }
-    // Only ever proposed here (see `Pending::Forwarded`).
+    // Only ever proposed here (see `Pending::forwarded`).
     let expected = proposal.commands().len();
     match consensus.write_on_leader(proposal.clone()).await {
         Ok(responses) => settle(replies, expected, Ok(responses)),

@@ -207,7 +207,7 @@ impl Consensus {
     pub async fn write(&self, command: Command) -> Result<(u64, Vec<OpOutcome>), Error> {
         let command = EncodedCommand::new(command).map_err(|e| Error::Codec(e.to_string()))?;
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.queue.send(crate::batcher::Pending::One { command, reply }).await.map_err(|_| Error::ShuttingDown)?;
+        self.queue.send(crate::batcher::Pending::one(command, reply)).await.map_err(|_| Error::ShuttingDown)?;
         let response: Response = answer.await.map_err(|_| Error::ShuttingDown)??;
         let (index, outcomes) = response.into_result()?;
         self.wait_applied(index, WRITE_DEADLINE).await?;
@@ -222,7 +222,7 @@ impl Consensus {
             return Err(Routed::NotLeader);
         }
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let pending = crate::batcher::Pending::Forwarded { proposal, reply };
+        let pending = crate::batcher::Pending::forwarded(proposal, reply);
         if self.queue.send(pending).await.is_err() {
             return Err(Routed::Failed(Error::ShuttingDown.to_string()));
         }

@@ -131,7 +131,7 @@ impl Store {
                 None => meta.remove(META_LAST_APPLIED)?,
             };
             meta.insert(META_MEMBERSHIP, encode_meta(&content.membership)?.as_slice())?;
-            meta.insert(META_SNAPSHOT, encode_meta(&meta_of(content.last_applied, content.membership))?.as_slice())?;
+            meta.insert(META_SNAPSHOT, encode_meta(snapshot)?.as_slice())?;
         }
         txn.commit()?;
         let index = content.last_applied.map(|l| l.index).unwrap_or(0);
