@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::validation::{FieldError, ValidationError};
-use crate::{binding, member, placement, snapshot, work, Object};
+use crate::{binding, envelope, member, overrides, placement, snapshot, work, Object};
 
 /// Decodes `value` (found at `path`) into `T`; a type error or an unknown
 /// field becomes a [`FieldError`] naming the exact field.
@@ -53,6 +53,15 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
             | snapshot::CLUSTER_SCHEDULING_POLICY_SNAPSHOT
             | snapshot::SCHEDULING_POLICY_SNAPSHOT,
         ) => snapshot::prepare(object),
+        (crate::kinds::FLEET_PLACEMENT_GROUP, overrides::CLUSTER_RESOURCE_OVERRIDE | overrides::RESOURCE_OVERRIDE) => {
+            overrides::prepare(object)
+        }
+        (
+            crate::kinds::FLEET_PLACEMENT_GROUP,
+            overrides::CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT | overrides::RESOURCE_OVERRIDE_SNAPSHOT,
+        ) => overrides::prepare_snapshot(object),
+        (crate::kinds::FLEET_PLACEMENT_GROUP, envelope::CLUSTER_RESOURCE_ENVELOPE | envelope::RESOURCE_ENVELOPE)
+        | ("", "ConfigMap") => envelope::prepare(object),
         _ => Ok(()),
     }
 }
