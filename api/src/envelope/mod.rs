@@ -31,6 +31,14 @@ pub const CLUSTER_RESOURCE_ENVELOPE: &str = "ClusterResourceEnvelope";
 pub const RESOURCE_ENVELOPE: &str = "ResourceEnvelope";
 /// Annotation that makes a ConfigMap an envelope (any non-empty value).
 pub const ENVELOPE_CONFIGMAP_ANNOTATION: &str = "kubernetes-fleet.io/envelope-configmap";
+/// Annotation on the first resource snapshot of a group: how many envelopes it holds (EN-2).
+pub const NUMBER_OF_ENVELOPED_OBJECT_ANNOTATION: &str = "kubernetes-fleet.io/number-of-enveloped-object";
+/// Work label: the envelope type a Work unwraps (EN-4).
+pub const ENVELOPE_WORK_LABEL: &str = "kubernetes-fleet.io/envelope-work";
+/// Work label: the envelope's name.
+pub const ENVELOPE_NAME_LABEL: &str = "kubernetes-fleet.io/envelope-name";
+/// Work label: the envelope's namespace (namespaced envelopes only).
+pub const ENVELOPE_NAMESPACE_LABEL: &str = "kubernetes-fleet.io/envelope-namespace";
 /// Most manifests in one envelope.
 pub const MAX_WRAPPED: usize = 50;
 
