@@ -116,7 +116,9 @@ fn entry_object(kind: EnvelopeType, path: &str, value: &Value) -> Result<Object,
     let parsed = match (kind, value) {
         (EnvelopeType::ConfigMap, Value::String(text)) => match parse_documents(path, text) {
             Ok(mut objects) if objects.len() == 1 => objects.pop().ok_or(()),
-            Ok(objects) => return Err(FieldError::invalid(path, format!("{} documents", objects.len()), NOT_ONE_OBJECT)),
+            Ok(objects) => {
+                return Err(FieldError::invalid(path, format!("{} documents", objects.len()), NOT_ONE_OBJECT))
+            }
             Err(e) => return Err(FieldError::invalid(path, e.to_string(), NOT_ONE_OBJECT)),
         },
         (EnvelopeType::ConfigMap, other) => {
@@ -140,7 +142,8 @@ fn check_scope(kind: EnvelopeType, envelope_namespace: &str, path: &str, object:
     let mut errors = Vec::new();
     if kind == EnvelopeType::ClusterResourceEnvelope {
         if namespace.is_some() || known == Some(Scope::Namespaced) {
-            errors.push(FieldError::forbidden(ns_path, "a ClusterResourceEnvelope may only wrap cluster-scoped objects"));
+            errors
+                .push(FieldError::forbidden(ns_path, "a ClusterResourceEnvelope may only wrap cluster-scoped objects"));
         }
         return errors;
     }

@@ -92,7 +92,11 @@ fn the_spec_examples_validate_and_unwrap() {
         .map(|o| {
             let mut o = o.clone();
             crate::typed::prepare(&mut o).unwrap_or_else(|e| panic!("{e}"));
-            wrapped_objects(&o).unwrap().into_iter().map(|w| format!("{}/{}", w.object.kind, w.object.metadata.name)).collect()
+            wrapped_objects(&o)
+                .unwrap()
+                .into_iter()
+                .map(|w| format!("{}/{}", w.object.kind, w.object.metadata.name))
+                .collect()
         })
         .collect();
     assert_eq!(wrapped[0], ["ResourceQuota/ops-quota", "Role/ops-reader"]);
@@ -104,7 +108,10 @@ fn the_spec_examples_validate_and_unwrap() {
 
 #[test]
 fn an_envelope_wraps_one_to_fifty_manifests() {
-    has(&err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({}))), "data: Required value: an envelope must wrap at least 1 manifest");
+    has(
+        &err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({}))),
+        "data: Required value: an envelope must wrap at least 1 manifest",
+    );
     let many: serde_json::Map<String, Value> = (0..51)
         .map(|i| {
             let mut r = role(Some("ops"));
@@ -112,7 +119,10 @@ fn an_envelope_wraps_one_to_fifty_manifests() {
             (format!("r{i}.yaml"), r)
         })
         .collect();
-    has(&err(envelope(RESOURCE_ENVELOPE, Some("ops"), Value::Object(many))), "data: Too many: 51: must have at most 50 items");
+    has(
+        &err(envelope(RESOURCE_ENVELOPE, Some("ops"), Value::Object(many))),
+        "data: Too many: 51: must have at most 50 items",
+    );
 }
 
 #[test]
@@ -131,7 +141,10 @@ fn each_entry_is_exactly_one_object() {
 #[test]
 fn a_cluster_envelope_wraps_cluster_scoped_objects_only() {
     let e = err(envelope(CLUSTER_RESOURCE_ENVELOPE, None, json!({"r.yaml": role(Some("ops"))})));
-    has(&e, "data[r.yaml].metadata.namespace: Forbidden: a ClusterResourceEnvelope may only wrap cluster-scoped objects");
+    has(
+        &e,
+        "data[r.yaml].metadata.namespace: Forbidden: a ClusterResourceEnvelope may only wrap cluster-scoped objects",
+    );
     let e = err(envelope(CLUSTER_RESOURCE_ENVELOPE, None, json!({"r.yaml": role(None)})));
     has(&e, "data[r.yaml].metadata.namespace: Forbidden");
 }
@@ -157,7 +170,11 @@ fn wrapped_objects_have_fixed_names() {
 
 #[test]
 fn the_same_object_cannot_be_wrapped_twice() {
-    let e = err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"a.yaml": role(Some("ops")), "b.yaml": role(Some("ops"))})));
+    let e = err(envelope(
+        RESOURCE_ENVELOPE,
+        Some("ops"),
+        json!({"a.yaml": role(Some("ops")), "b.yaml": role(Some("ops"))}),
+    ));
     has(
         &e,
         r#"data[b.yaml]: Duplicate value: "rbac.authorization.k8s.io/v1, Kind=Role ops/ops-reader": also wrapped as data[a.yaml]"#,

@@ -285,8 +285,5 @@ pub fn selected_resources(object: &Object) -> Vec<(String, String, String, Strin
     } else {
         String::new()
     };
-    spec.selectors()
-        .iter()
-        .map(|s| (s.group.clone(), s.kind.clone(), namespace.clone(), s.name.clone()))
-        .collect()
+    spec.selectors().iter().map(|s| (s.group.clone(), s.kind.clone(), namespace.clone(), s.name.clone())).collect()
 }

@@ -148,9 +148,8 @@ fn selectors_need_a_name_and_no_label_selector_and_are_unique() {
     has(&e, "spec.clusterResourceSelectors[3]: Duplicate value");
     let e = err(cro(json!({"clusterResourceSelectors": [], "policy": rules})));
     has(&e, "spec.clusterResourceSelectors: Required value");
-    let many: Vec<Value> = (0..21)
-        .map(|i| json!({"group": "", "version": "v1", "kind": "Namespace", "name": format!("n{i}")}))
-        .collect();
+    let many: Vec<Value> =
+        (0..21).map(|i| json!({"group": "", "version": "v1", "kind": "Namespace", "name": format!("n{i}")})).collect();
     has(&err(cro(json!({"clusterResourceSelectors": many, "policy": rules}))), "Too many: 21");
 }
 
@@ -158,10 +157,7 @@ fn selectors_need_a_name_and_no_label_selector_and_are_unique() {
 fn rules_are_required_and_at_most_twenty() {
     has(&err(cro_with_rules(json!([]))), "spec.policy.overrideRules: Required value");
     let rules: Vec<Value> = (0..21).map(|_| patch_rule(json!({"op": "remove", "path": "/rules/0"}))).collect();
-    has(
-        &err(cro_with_rules(json!(rules))),
-        "spec.policy.overrideRules: Too many: 21: must have at most 20 items",
-    );
+    has(&err(cro_with_rules(json!(rules))), "spec.policy.overrideRules: Too many: 21: must have at most 20 items");
 }
 
 #[test]

@@ -26,8 +26,7 @@ pub(super) fn validate_spec(spec: &OverrideSpec, cluster_scoped: bool) -> Vec<Fi
         let which = if cluster_scoped { "a ClusterResourceOverride" } else { "a ResourceOverride" };
         errors.push(FieldError::forbidden(other.0, format!("{which} selects resources with {field}")));
     }
-    let selectors =
-        if cluster_scoped { &spec.cluster_resource_selectors } else { &spec.resource_selectors };
+    let selectors = if cluster_scoped { &spec.cluster_resource_selectors } else { &spec.resource_selectors };
     validate_selectors(&mut errors, field, selectors);
     validate_rules(&mut errors, &spec.policy.override_rules);
     errors

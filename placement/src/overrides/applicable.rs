@@ -111,10 +111,7 @@ pub(crate) fn selects(snapshot: &OverrideSnapshot, resource: ResourceId) -> bool
 pub(crate) fn rule_matches(rule: &OverrideRule, labels: &BTreeMap<String, String>) -> bool {
     let Some(selector) = &rule.cluster_selector else { return false };
     selector.cluster_selector_terms.is_empty()
-        || selector
-            .cluster_selector_terms
-            .iter()
-            .any(|t| t.label_selector.as_ref().is_some_and(|s| s.matches(labels)))
+        || selector.cluster_selector_terms.iter().any(|t| t.label_selector.as_ref().is_some_and(|s| s.matches(labels)))
 }
 
 /// The objects placed from `resources`: each resource, and for envelopes

@@ -28,8 +28,8 @@ use fleet_api::overrides::{
 };
 use fleet_api::Object;
 
-pub(crate) use applicable::{selects, ResourceId};
 pub use applicable::{applicable, Applicable, NamespacedName};
+pub(crate) use applicable::{selects, ResourceId};
 pub use render::{render, substitute_variables, OverrideFailure};
 pub use snapshots::{latest_override_snapshot, override_hash, plan_override_snapshots};
 

@@ -39,11 +39,7 @@ fn describe(resource: &Object) -> String {
 /// `${MEMBER-CLUSTER-LABEL-KEY-<key>}` replaced in its JSON text; other
 /// `${...}` text is left alone. A missing label or an unclosed label
 /// variable is an error naming it.
-pub fn substitute_variables(
-    value: &Value,
-    cluster: &str,
-    labels: &BTreeMap<String, String>,
-) -> Result<Value, String> {
+pub fn substitute_variables(value: &Value, cluster: &str, labels: &BTreeMap<String, String>) -> Result<Value, String> {
     let text = value.to_string();
     if !text.contains("${MEMBER-CLUSTER-") {
         return Ok(value.clone());

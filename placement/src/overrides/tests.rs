@@ -102,8 +102,10 @@ pub(super) fn example_resources() -> Vec<Object> {
         object(json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "frontend", "namespace": "web", "labels": {"app": "frontend"}},
             "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "app", "image": "frontend:1.4"}]}}}})),
-        object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "prod-config", "namespace": "web"},
-            "data": {"mode": "prod"}})),
+        object(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "prod-config", "namespace": "web"},
+            "data": {"mode": "prod"}}),
+        ),
         object(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": "web-reader"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]})),
     ]

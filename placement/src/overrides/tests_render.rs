@@ -80,10 +80,16 @@ fn ov_7_patches_that_cannot_apply_fail() {
         json!([{"op": "add", "path": "/spec/no/parent", "value": 1}]),
     ] {
         let e = render_with(patches.clone()).unwrap_err();
-        assert!(e.starts_with(r#"ResourceOverrideSnapshot "frontend-0" failed to apply on Deployment "frontend" in namespace "web": "#), "{e}");
+        assert!(
+            e.starts_with(
+                r#"ResourceOverrideSnapshot "frontend-0" failed to apply on Deployment "frontend" in namespace "web": "#
+            ),
+            "{e}"
+        );
     }
-    let e = render_with(json!([{"op": "add", "path": "/metadata/labels/x", "value": "${MEMBER-CLUSTER-LABEL-KEY-a/b"}]))
-        .unwrap_err();
+    let e =
+        render_with(json!([{"op": "add", "path": "/metadata/labels/x", "value": "${MEMBER-CLUSTER-LABEL-KEY-a/b"}]))
+            .unwrap_err();
     assert!(e.ends_with("has no closing }"), "{e}");
 }
 
@@ -108,8 +114,10 @@ fn ov_5_an_ro_wins_over_a_cro_and_delete_stops_evaluation() {
     cro.spec.cluster_resource_selectors[0].kind = "Namespace".into();
     cro.spec.cluster_resource_selectors[0].group = String::new();
     cro.spec.cluster_resource_selectors[0].name = "web".into();
-    cro.spec.policy.override_rules = vec![serde_json::from_value(json!({"clusterSelector": {"clusterSelectorTerms": []},
-        "jsonPatchOverrides": [{"op": "replace", "path": "/spec/replicas", "value": 2}]})).unwrap()];
+    cro.spec.policy.override_rules =
+        vec![serde_json::from_value(json!({"clusterSelector": {"clusterSelectorTerms": []},
+        "jsonPatchOverrides": [{"op": "replace", "path": "/spec/replicas", "value": 2}]}))
+        .unwrap()];
     let ro = one_rule(json!([{"op": "replace", "path": "/spec/replicas", "value": 9}]));
     let out = render(&deployment(), "c", &labels(&[]), &[&cro, &ro]).unwrap().unwrap();
     assert_eq!(serde_json::to_value(out).unwrap()["spec"]["replicas"], 9);
@@ -134,8 +142,8 @@ fn ov_6_variables_in_values_only_and_unknown_ones_left_alone() {
         "z": ["${MEMBER-CLUSTER-LABEL-KEY-quote}"], "n": 3});
     let out = substitute_variables(&v, "east-1", &l).unwrap();
     assert_eq!(out, json!({"x": "east-1/east", "y": "${OTHER} ${MEMBER-CLUSTER-OTHER}", "z": ["a\"b"], "n": 3}));
-    let out = render_with(json!([{"op": "add", "path": "/metadata/labels/${MEMBER-CLUSTER-NAME}", "value": "v"}]))
-        .unwrap();
+    let out =
+        render_with(json!([{"op": "add", "path": "/metadata/labels/${MEMBER-CLUSTER-NAME}", "value": "v"}])).unwrap();
     assert_eq!(out["metadata"]["labels"]["${MEMBER-CLUSTER-NAME}"], "v", "paths are never substituted");
     assert_eq!(
         substitute_variables(&json!("${MEMBER-CLUSTER-LABEL-KEY-Region}"), "c", &l),
@@ -168,7 +176,8 @@ proptest! {
 
 #[test]
 fn an_unselected_resource_is_returned_as_is() {
-    let cm = object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other", "namespace": "web"}}));
+    let cm =
+        object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other", "namespace": "web"}}));
     let snaps = example_snapshots();
     let refs: Vec<&OverrideSnapshot> = snaps.iter().collect();
     assert_eq!(render(&cm, "c", &labels(&[("env", "test")]), &refs), Ok(Some(cm.clone())));

@@ -60,9 +60,8 @@ pub(super) fn envelope_manifests(
         }
     }
     objects.sort_by(|a, b| {
-        let key = |o: &Object| {
-            (o.group().to_string(), o.kind.clone(), o.metadata.namespace.clone(), o.metadata.name.clone())
-        };
+        let key =
+            |o: &Object| (o.group().to_string(), o.kind.clone(), o.metadata.namespace.clone(), o.metadata.name.clone());
         key(a).cmp(&key(b))
     });
     Ok(objects.iter().map(encode).collect())

@@ -60,9 +60,8 @@ fn render_manifest(value: &Value, overrides: &ClusterOverrides) -> Result<Option
     if !overrides.snapshots.iter().any(|s| overrides::selects(s, id)) {
         return Ok(Some(value.clone()));
     }
-    let object: Object = decode(value, "").map_err(|e| {
-        OverrideFailure { message: format!("{} {:?} is not a valid object: {e}", id.kind, id.name) }
-    })?;
+    let object: Object = decode(value, "")
+        .map_err(|e| OverrideFailure { message: format!("{} {:?} is not a valid object: {e}", id.kind, id.name) })?;
     Ok(render_object(&object, overrides)?.map(|o| encode(&o)))
 }
 

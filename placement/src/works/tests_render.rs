@@ -58,9 +58,15 @@ fn manifest_names(work: &Object) -> Vec<String> {
 
 #[test]
 fn en_4_en_5_the_worked_example_makes_four_works() {
-    let works = desired_works(&placement("ClusterResourcePlacement"), &binding(), &group(example_selection()),
-        &ClusterOverrides::default()).unwrap();
-    let mut got: Vec<(String, Vec<String>)> = works.iter().map(|w| (w.metadata.name.clone(), manifest_names(w))).collect();
+    let works = desired_works(
+        &placement("ClusterResourcePlacement"),
+        &binding(),
+        &group(example_selection()),
+        &ClusterOverrides::default(),
+    )
+    .unwrap();
+    let mut got: Vec<(String, Vec<String>)> =
+        works.iter().map(|w| (w.metadata.name.clone(), manifest_names(w))).collect();
     got.sort();
     let want = [
         ("ops-configmap-f04560b583227939", vec!["LimitRange/ops-limits"]),
@@ -87,12 +93,17 @@ fn en_3_an_rp_cannot_place_cluster_scoped_objects_from_an_envelope_configmap() {
     let legacy = selection.iter_mut().find(|v| v["metadata"]["name"] == "legacy").unwrap();
     legacy["data"]["clusterrole.yaml"] =
         json!("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: pod-reader}\n");
-    let crp = desired_works(&placement("ClusterResourcePlacement"), &binding(), &group(selection.clone()),
-        &ClusterOverrides::default());
+    let crp = desired_works(
+        &placement("ClusterResourcePlacement"),
+        &binding(),
+        &group(selection.clone()),
+        &ClusterOverrides::default(),
+    );
     assert!(crp.is_ok());
     let rp_selection: Vec<Value> = selection.into_iter().filter(|v| v["metadata"]["namespace"] == "ops").collect();
-    let err = desired_works(&placement("ResourcePlacement"), &binding(), &group(rp_selection), &ClusterOverrides::default())
-        .unwrap_err();
+    let err =
+        desired_works(&placement("ResourcePlacement"), &binding(), &group(rp_selection), &ClusterOverrides::default())
+            .unwrap_err();
     assert_eq!(
         err.to_string(),
         "cluster-scoped object clusterrole.yaml (ClusterRole pod-reader) in envelope ConfigMap ops/legacy can only be placed by a ClusterResourcePlacement"
@@ -110,18 +121,33 @@ fn override_of(kind: &str, name: &str, namespace: &str, spec: Value) -> Override
 
 #[test]
 fn en_6_overrides_target_wrapped_objects_and_a_delete_leaves_the_work() {
-    let drop_role = override_of("ResourceOverride", "drop-0", "ops", json!({
+    let drop_role = override_of(
+        "ResourceOverride",
+        "drop-0",
+        "ops",
+        json!({
         "resourceSelectors": [{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "Role", "name": "ops-reader"},
                               {"group": "", "version": "v1", "kind": "ResourceQuota", "name": "ops-quota"}],
-        "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []}, "overrideType": "Delete"}]}}));
-    let patch_envelope = override_of("ResourceOverride", "env-0", "ops", json!({
+        "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []}, "overrideType": "Delete"}]}}),
+    );
+    let patch_envelope = override_of(
+        "ResourceOverride",
+        "env-0",
+        "ops",
+        json!({
         "resourceSelectors": [{"group": "placement.kubernetes-fleet.io", "version": "v1beta1", "kind": "ResourceEnvelope", "name": "quota"}],
         "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []},
-            "jsonPatchOverrides": [{"op": "remove", "path": "/data"}]}]}}));
-    let label_limits = override_of("ClusterResourceOverride", "ns-0", "", json!({
+            "jsonPatchOverrides": [{"op": "remove", "path": "/data"}]}]}}),
+    );
+    let label_limits = override_of(
+        "ClusterResourceOverride",
+        "ns-0",
+        "",
+        json!({
         "clusterResourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "ops"}],
         "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []},
-            "jsonPatchOverrides": [{"op": "add", "path": "/metadata/labels", "value": {"on": "${MEMBER-CLUSTER-NAME}"}}]}]}}));
+            "jsonPatchOverrides": [{"op": "add", "path": "/metadata/labels", "value": {"on": "${MEMBER-CLUSTER-NAME}"}}]}]}}),
+    );
     let overrides = ClusterOverrides {
         labels: Default::default(),
         snapshots: vec![label_limits, drop_role, patch_envelope],
@@ -141,13 +167,22 @@ fn en_6_overrides_target_wrapped_objects_and_a_delete_leaves_the_work() {
 
 #[test]
 fn ov_7_a_failing_override_fails_the_whole_render() {
-    let bad = override_of("ClusterResourceOverride", "bad-0", "", json!({
+    let bad = override_of(
+        "ClusterResourceOverride",
+        "bad-0",
+        "",
+        json!({
         "clusterResourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "ops"}],
         "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []},
-            "jsonPatchOverrides": [{"op": "replace", "path": "/spec/nothing", "value": 1}]}]}}));
+            "jsonPatchOverrides": [{"op": "replace", "path": "/spec/nothing", "value": 1}]}]}}),
+    );
     let overrides = ClusterOverrides { labels: Default::default(), snapshots: vec![bad], cluster: "east-1".into() };
-    let err = desired_works(&placement("ClusterResourcePlacement"), &binding(), &group(example_selection()), &overrides)
-        .unwrap_err();
+    let err =
+        desired_works(&placement("ClusterResourcePlacement"), &binding(), &group(example_selection()), &overrides)
+            .unwrap_err();
     assert!(matches!(err, RenderError::Override(_)), "{err}");
-    assert!(err.to_string().starts_with(r#"ClusterResourceOverrideSnapshot "bad-0" failed to apply on Namespace "ops""#), "{err}");
+    assert!(
+        err.to_string().starts_with(r#"ClusterResourceOverrideSnapshot "bad-0" failed to apply on Namespace "ops""#),
+        "{err}"
+    );
 }
