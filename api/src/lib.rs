@@ -7,6 +7,7 @@
 
 pub mod binding;
 pub mod conditions;
+pub mod eviction;
 pub mod kinds;
 pub mod member;
 pub mod names;
@@ -16,6 +17,7 @@ pub mod placement;
 pub mod quantity;
 pub mod selector;
 pub mod snapshot;
+pub mod staged;
 pub mod typed;
 pub mod validation;
 pub mod work;
