@@ -21,5 +21,7 @@ pub mod rollout;
 pub mod scheduler;
 pub mod selection;
 pub mod snapshot;
+pub mod staged;
 pub mod status;
+pub mod time;
 pub mod works;
