@@ -17,6 +17,7 @@
 //!   statuses and the placement's conditions.
 
 pub mod cluster;
+pub mod eviction;
 pub mod rollout;
 pub mod scheduler;
 pub mod selection;

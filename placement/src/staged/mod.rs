@@ -66,6 +66,8 @@ mod tasks;
 #[cfg(test)]
 mod testkit;
 #[cfg(test)]
+mod tests_abandon;
+#[cfg(test)]
 mod tests_example;
 #[cfg(test)]
 mod tests_init;

@@ -6,7 +6,6 @@ use fleet_api::staged::{
 };
 
 use super::testkit::*;
-use super::*;
 
 fn names(stage: &fleet_api::staged::StageUpdatingStatus) -> Vec<&str> {
     stage.clusters.iter().map(|c| c.cluster_name.as_str()).collect()
