@@ -18,6 +18,8 @@ pub mod quantity;
 pub mod selector;
 pub mod snapshot;
 pub mod staged;
+#[cfg(test)]
+mod testing;
 pub mod typed;
 pub mod validation;
 pub mod work;

@@ -3,14 +3,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-
-fn object(kind: &str, name: &str, spec: Value) -> Object {
-    serde_json::from_value(json!({
-        "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": kind,
-        "metadata": {"name": name}, "spec": spec
-    }))
-    .unwrap()
-}
+use crate::testing::{err, has, object};
 
 fn eviction(spec: Value) -> Object {
     object(CLUSTER_RESOURCE_PLACEMENT_EVICTION, "evict-b", spec)
@@ -18,14 +11,6 @@ fn eviction(spec: Value) -> Object {
 
 fn budget(spec: Value) -> Object {
     object(CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET, "web", spec)
-}
-
-fn err(mut o: Object) -> String {
-    crate::typed::prepare(&mut o).unwrap_err().to_string()
-}
-
-fn has(e: &str, want: &str) {
-    assert!(e.contains(want), "missing {want:?} in:\n{e}");
 }
 
 fn crp(policy: Value) -> Object {

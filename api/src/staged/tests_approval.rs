@@ -3,8 +3,8 @@
 use serde_json::json;
 
 use super::approval::{accept, approve};
-use super::tests_strategy::{err, has, object};
 use super::*;
+use crate::testing::{err, has, object};
 
 #[test]
 fn su_9_request_fields_required_and_immutable() {

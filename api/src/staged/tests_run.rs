@@ -2,8 +2,8 @@
 
 use serde_json::{json, Value};
 
-use super::tests_strategy::{err, has, object};
 use super::*;
+use crate::testing::{err, has, object};
 
 fn run(spec: Value) -> Object {
     object(CLUSTER_STAGED_UPDATE_RUN, "app-v1", spec)

@@ -4,29 +4,14 @@ use serde_json::{json, Value};
 
 use super::strategy::wait_time_millis;
 use super::*;
-
-pub(super) fn object(kind: &str, name: &str, spec: Value) -> Object {
-    serde_json::from_value(json!({
-        "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": kind,
-        "metadata": {"name": name}, "spec": spec
-    }))
-    .unwrap()
-}
+use crate::testing::{err, has, object};
 
 fn strategy(stages: Value) -> Object {
     object(CLUSTER_STAGED_UPDATE_STRATEGY, "three-stage", json!({ "stages": stages }))
 }
 
-pub(super) fn err(mut o: Object) -> String {
-    crate::typed::prepare(&mut o).unwrap_err().to_string()
-}
-
-pub(super) fn has(e: &str, want: &str) {
-    assert!(e.contains(want), "missing {want:?} in:\n{e}");
-}
-
 /// The three documents of staged-updates.md, verbatim.
-pub(super) const SPEC_EXAMPLE: &str = r#"apiVersion: placement.kubernetes-fleet.io/v1beta1
+const SPEC_EXAMPLE: &str = r#"apiVersion: placement.kubernetes-fleet.io/v1beta1
 kind: ClusterResourcePlacement
 metadata: {name: app}
 spec:

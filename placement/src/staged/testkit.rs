@@ -11,44 +11,35 @@ use fleet_api::staged::{
     SUCCEEDED,
 };
 
+use serde_json::json;
+
 use super::*;
 use crate::rollout::Readiness;
 
-/// The strategy of staged-updates.md.
-pub(super) const THREE_STAGE: &str = r#"apiVersion: placement.kubernetes-fleet.io/v1beta1
-kind: ClusterStagedUpdateStrategy
-metadata: {name: three-stage}
-spec:
-  stages:
-    - name: staging
-      labelSelector: {matchLabels: {environment: staging}}
-      afterStageTasks: [{type: TimedWait, waitTime: 1h}]
-    - name: canary
-      labelSelector: {matchLabels: {environment: canary}}
-      sortingLabelKey: order
-      afterStageTasks: [{type: Approval}]
-    - name: production
-      labelSelector: {matchLabels: {environment: production}}
-      sortingLabelKey: order
-      maxConcurrency: 2
-      beforeStageTasks: [{type: Approval}]
-"#;
+/// The strategy of staged-updates.md's example (`three-stage`).
+pub(super) fn three_stage() -> UpdateStrategySpec {
+    let by_env = |env: &str| json!({"matchLabels": {"environment": env}});
+    strategy_json(json!([
+        {"name": "staging", "labelSelector": by_env("staging"), "afterStageTasks": [{"type": "TimedWait", "waitTime": "1h"}]},
+        {"name": "canary", "labelSelector": by_env("canary"), "sortingLabelKey": "order",
+         "afterStageTasks": [{"type": "Approval"}]},
+        {"name": "production", "labelSelector": by_env("production"), "sortingLabelKey": "order",
+         "maxConcurrency": 2, "beforeStageTasks": [{"type": "Approval"}]}
+    ]))
+}
 
 /// 2024-05-01T10:00:00Z.
 pub(super) const T0: i64 = 1_714_557_600;
 
-/// A strategy from YAML, admitted as the hub would.
-pub(super) fn strategy_from(yaml: &str) -> UpdateStrategySpec {
-    let mut objects = fleet_api::parse::parse_documents("test", yaml).unwrap();
-    fleet_api::typed::prepare(&mut objects[0]).unwrap_or_else(|e| panic!("{e}"));
-    fleet_api::staged::strategy_spec_of(&objects[0])
-}
-
-/// A strategy from the `spec.stages` JSON.
+/// A strategy from its `spec.stages` JSON, admitted as the hub would.
 pub(super) fn strategy_json(stages: serde_json::Value) -> UpdateStrategySpec {
-    let yaml = serde_json::json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1",
-        "kind": "ClusterStagedUpdateStrategy", "metadata": {"name": "s"}, "spec": {"stages": stages}});
-    strategy_from(&yaml.to_string())
+    let mut object: fleet_api::Object = serde_json::from_value(json!({
+        "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterStagedUpdateStrategy",
+        "metadata": {"name": "s"}, "spec": {"stages": stages}
+    }))
+    .unwrap();
+    fleet_api::typed::prepare(&mut object).unwrap_or_else(|e| panic!("{e}"));
+    fleet_api::staged::strategy_spec_of(&object)
 }
 
 /// A cluster with labels.
@@ -128,7 +119,7 @@ impl World {
             cluster("prod-b", &[("environment", "production"), ("order", "1")]),
             cluster("prod-c", &[("environment", "production"), ("order", "3")]),
         ];
-        World::new(clusters, strategy_from(THREE_STAGE))
+        World::new(clusters, three_stage())
     }
 
     /// A PickAll placement over every cluster given, with `strategy`.
