@@ -66,8 +66,10 @@ fn string_or_integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Optio
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NamespacedName {
+    /// The object's name.
     #[serde(default)]
     pub name: String,
+    /// Its namespace.
     #[serde(default)]
     pub namespace: String,
 }
@@ -106,13 +108,16 @@ pub struct UpdateRunStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StageUpdatingStatus {
+    /// The strategy stage's name, or `kubernetes-fleet.io/deleteStage`.
     #[serde(default)]
     pub stage_name: String,
     /// The stage's clusters in update order, frozen at initialization.
     #[serde(default)]
     pub clusters: Vec<ClusterUpdatingStatus>,
+    /// The after-stage tasks, in the strategy's order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after_stage_task_status: Vec<StageTaskStatus>,
+    /// The before-stage task, if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub before_stage_task_status: Vec<StageTaskStatus>,
     /// When the stage started (RFC 3339).
@@ -130,6 +135,7 @@ pub struct StageUpdatingStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterUpdatingStatus {
+    /// The MemberCluster's name.
     #[serde(default)]
     pub cluster_name: String,
     /// ResourceOverride snapshots for this cluster, frozen at initialization.
