@@ -83,7 +83,10 @@ pub fn drain_eviction(placement: &str, cluster: &str) -> Object {
     }
 }
 
-/// What one `fleetctl drain` writes.
+/// What one `fleetctl drain` writes, in this order: `taints` first (EV-7:
+/// taint, then evict, or the scheduler may pick the cluster again), then
+/// the deletions of `delete_first`, then the evictions of `create`; then
+/// wait for `waiting` and the created ones ([`drain_outcome`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DrainPlan {
     /// The cluster's new taints, when the cordon taint is missing.

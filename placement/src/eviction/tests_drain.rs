@@ -118,3 +118,16 @@ fn drain_outcomes_and_long_names() {
     assert_eq!(long, drain_eviction_name(&"p".repeat(200), &"c".repeat(100)), "deterministic");
     assert!(fleet_api::names::dns1123_subdomain_error(&long).is_none());
 }
+
+#[test]
+fn ev_8_only_cluster_resource_placements_are_evicted_whatever_their_strategy() {
+    let mut external = crp("web", json!({"placementType": "PickAll"}));
+    external.rest.get_mut("spec").unwrap()["strategy"] = json!({"type": "External"});
+    let mut namespaced = crb("web", "b", "Bound");
+    namespaced.kind = "ResourceBinding".into();
+    namespaced.metadata.namespace = Some("team".into());
+    let plan = plan_drain("b", &[], std::slice::from_ref(&external), &[namespaced], &[]);
+    assert!(plan.create.is_empty(), "a ResourcePlacement's binding is not evicted");
+    let plan = plan_drain("b", &[], &[external], &[crb("web", "b", "Bound")], &[]);
+    assert_eq!(plan.create.len(), 1, "an External placement is evicted like any other");
+}
