@@ -7,11 +7,13 @@
 
 pub mod binding;
 pub mod conditions;
+pub mod envelope;
 pub mod eviction;
 pub mod kinds;
 pub mod member;
 pub mod names;
 pub mod object;
+pub mod overrides;
 pub mod parse;
 pub mod placement;
 pub mod quantity;

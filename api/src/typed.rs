@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::validation::{FieldError, ValidationError};
-use crate::{binding, eviction, member, placement, snapshot, staged, work, Object};
+use crate::{binding, envelope, eviction, member, overrides, placement, snapshot, staged, work, Object};
 
 /// Decodes `value` (found at `path`) into `T`; a type error or an unknown
 /// field becomes a [`FieldError`] naming the exact field.
@@ -76,6 +76,15 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
             | snapshot::CLUSTER_SCHEDULING_POLICY_SNAPSHOT
             | snapshot::SCHEDULING_POLICY_SNAPSHOT,
         ) => snapshot::prepare(object),
+        (crate::kinds::FLEET_PLACEMENT_GROUP, overrides::CLUSTER_RESOURCE_OVERRIDE | overrides::RESOURCE_OVERRIDE) => {
+            overrides::prepare(object)
+        }
+        (
+            crate::kinds::FLEET_PLACEMENT_GROUP,
+            overrides::CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT | overrides::RESOURCE_OVERRIDE_SNAPSHOT,
+        ) => overrides::prepare_snapshot(object),
+        (crate::kinds::FLEET_PLACEMENT_GROUP, envelope::CLUSTER_RESOURCE_ENVELOPE | envelope::RESOURCE_ENVELOPE)
+        | ("", "ConfigMap") => envelope::prepare(object),
         (
             crate::kinds::FLEET_PLACEMENT_GROUP,
             staged::CLUSTER_STAGED_UPDATE_STRATEGY
@@ -99,6 +108,8 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
 pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
     if placement::is_placement(new) {
         placement::check_update(old, new)
+    } else if new.group() == crate::kinds::FLEET_PLACEMENT_GROUP && overrides::is_override_kind(&new.kind) {
+        overrides::check_update(old, new)
     } else if staged::is_run(new) || staged::is_approval_request(new) {
         staged::check_update(old, new)
     } else {

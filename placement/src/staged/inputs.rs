@@ -42,6 +42,21 @@ pub struct ClusterOverrides {
     pub resource: Vec<NamespacedName>,
 }
 
+impl From<crate::overrides::Applicable> for ClusterOverrides {
+    /// The overrides `overrides::applicable` found for a cluster (against
+    /// the run's resource snapshot), as the run freezes them.
+    fn from(applicable: crate::overrides::Applicable) -> ClusterOverrides {
+        ClusterOverrides {
+            cluster_resource: applicable.cluster,
+            resource: applicable
+                .resource
+                .into_iter()
+                .map(|r| NamespacedName { name: r.name, namespace: r.namespace })
+                .collect(),
+        }
+    }
+}
+
 /// One binding of the run's placement, as the planner sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunBinding {

@@ -200,3 +200,14 @@ fn su_2_initializes_once_in_any_state() {
         assert!(!again.actions.contains(&RunAction::Initialized), "{state}: once");
     }
 }
+
+#[test]
+fn su_3_overrides_come_from_the_applicable_ones() {
+    let applicable = crate::overrides::Applicable {
+        cluster: vec!["cro-1".into()],
+        resource: vec![crate::overrides::NamespacedName { namespace: "app".into(), name: "ro-1".into() }],
+    };
+    let frozen = ClusterOverrides::from(applicable);
+    assert_eq!(frozen.cluster_resource, ["cro-1"]);
+    assert_eq!(frozen.resource, [NamespacedName { name: "ro-1".into(), namespace: "app".into() }]);
+}
