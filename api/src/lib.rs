@@ -8,6 +8,7 @@
 pub mod binding;
 pub mod conditions;
 pub mod envelope;
+pub mod eviction;
 pub mod kinds;
 pub mod member;
 pub mod names;
@@ -18,6 +19,9 @@ pub mod placement;
 pub mod quantity;
 pub mod selector;
 pub mod snapshot;
+pub mod staged;
+#[cfg(test)]
+mod testing;
 pub mod typed;
 pub mod validation;
 pub mod work;

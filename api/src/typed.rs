@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::validation::{FieldError, ValidationError};
-use crate::{binding, envelope, member, overrides, placement, snapshot, work, Object};
+use crate::{binding, envelope, eviction, member, overrides, placement, snapshot, staged, work, Object};
 
 /// Decodes `value` (found at `path`) into `T`; a type error or an unknown
 /// field becomes a [`FieldError`] naming the exact field.
@@ -26,6 +26,29 @@ pub fn decode<T: DeserializeOwned>(value: &Value, path: &str) -> Result<T, Field
             FieldError::invalid(full, "<value>", message)
         }
     })
+}
+
+/// Decodes an object's `spec` (absent = `{}`) into `T`; a type error or an
+/// unknown field is a [`ValidationError`] naming the object and the field.
+pub fn decode_spec<T: DeserializeOwned>(object: &Object) -> Result<T, ValidationError> {
+    let raw = object.spec().cloned().unwrap_or(Value::Object(Default::default()));
+    decode(&raw, "spec").map_err(|e| ValidationError {
+        kind: object.kind.clone(),
+        name: object.metadata.name.clone(),
+        errors: vec![e],
+    })
+}
+
+/// The `spec` of a stored object (admission guarantees it decodes), or the
+/// default when it does not.
+pub fn spec_or_default<T: DeserializeOwned + Default>(object: &Object) -> T {
+    object.spec().and_then(|s| decode(s, "spec").ok()).unwrap_or_default()
+}
+
+/// The `status` of a stored object, or the default when it has none or it
+/// does not decode.
+pub fn status_or_default<T: DeserializeOwned + Default>(object: &Object) -> T {
+    object.status().and_then(|s| decode(s, "status").ok()).unwrap_or_default()
 }
 
 /// Encodes a typed part back into JSON.
@@ -62,6 +85,34 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
         ) => overrides::prepare_snapshot(object),
         (crate::kinds::FLEET_PLACEMENT_GROUP, envelope::CLUSTER_RESOURCE_ENVELOPE | envelope::RESOURCE_ENVELOPE)
         | ("", "ConfigMap") => envelope::prepare(object),
+        (
+            crate::kinds::FLEET_PLACEMENT_GROUP,
+            staged::CLUSTER_STAGED_UPDATE_STRATEGY
+            | staged::STAGED_UPDATE_STRATEGY
+            | staged::CLUSTER_STAGED_UPDATE_RUN
+            | staged::STAGED_UPDATE_RUN
+            | staged::CLUSTER_APPROVAL_REQUEST
+            | staged::APPROVAL_REQUEST,
+        ) => staged::prepare(object),
+        (
+            crate::kinds::FLEET_PLACEMENT_GROUP,
+            eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION | eviction::CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET,
+        ) => eviction::prepare(object),
         _ => Ok(()),
+    }
+}
+
+/// Checks an update of a typed kind against the stored object (both
+/// prepared): what the kind's spec says may not change. Kinds without such
+/// rules pass.
+pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
+    if placement::is_placement(new) {
+        placement::check_update(old, new)
+    } else if new.group() == crate::kinds::FLEET_PLACEMENT_GROUP && overrides::is_override_kind(&new.kind) {
+        overrides::check_update(old, new)
+    } else if staged::is_run(new) || staged::is_approval_request(new) {
+        staged::check_update(old, new)
+    } else {
+        eviction::check_update(old, new)
     }
 }

@@ -20,10 +20,13 @@
 //!   statuses and the placement's conditions.
 
 pub mod cluster;
+pub mod eviction;
 pub mod overrides;
 pub mod rollout;
 pub mod scheduler;
 pub mod selection;
 pub mod snapshot;
+pub mod staged;
 pub mod status;
+pub mod time;
 pub mod works;

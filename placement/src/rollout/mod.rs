@@ -62,7 +62,8 @@ use fleet_api::placement::{
     DEFAULT_UNAVAILABLE_PERIOD_SECONDS, EXTERNAL, PICK_FIXED, PICK_N,
 };
 
-pub use readiness::{readiness, unix_seconds, Readiness};
+pub use crate::time::unix_seconds;
+pub use readiness::{readiness, Readiness};
 
 /// One binding as the rollout planner sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,7 +23,8 @@
 //! - with no chosen clusters every condition after `Scheduled` is vacuously
 //!   True (messages count 0 clusters);
 //! - with `strategy.type: External`, clusters not yet rolled out make
-//!   `RolloutStarted` Unknown/`RolloutStartedUnknown` rather than False.
+//!   `RolloutStarted` Unknown/`RolloutControlledByExternalController`
+//!   rather than False (SU-13).
 
 mod cluster;
 mod summary;
@@ -55,8 +56,11 @@ pub const ROLLOUT_CONDITIONS: [&str; 5] = [ROLLOUT_STARTED, OVERRIDDEN, WORK_SYN
 pub const REASON_ROLLOUT_STARTED: &str = "RolloutStarted";
 /// Reason: the rollout strategy holds the binding back.
 pub const REASON_ROLLOUT_NOT_STARTED: &str = "RolloutNotStartedYet";
-/// Reason: rollout state unknown (external strategy).
+/// Reason: rollout state not reported yet.
 pub const REASON_ROLLOUT_UNKNOWN: &str = "RolloutStartedUnknown";
+/// Reason: an External strategy's staged update runs decide the rollout
+/// (SU-13), and some cluster is not on the latest resources yet.
+pub const REASON_ROLLOUT_EXTERNAL: &str = "RolloutControlledByExternalController";
 /// Reason: no override applies.
 pub const REASON_NO_OVERRIDE: &str = "NoOverrideSpecified";
 /// Reason: overrides applied.

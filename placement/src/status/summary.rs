@@ -39,7 +39,7 @@ fn summarize(type_: &str, t: &Tally, external: bool) -> (Option<bool>, &'static 
     match type_ {
         ROLLOUT_STARTED if t.false_ > 0 && external => (
             None,
-            REASON_ROLLOUT_UNKNOWN,
+            REASON_ROLLOUT_EXTERNAL,
             format!("Rollout is controlled by an external controller and has not started in {bad}"),
         ),
         ROLLOUT_STARTED if t.false_ > 0 => (
