@@ -210,24 +210,18 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
 }
 
 /// The rules about what may change in an update (placementType, only added
-/// tolerations, an override's placement), and the store-wide limits of
-/// overrides, checked against the store as this node has it.
+/// tolerations, an override's placement, a run's immutable fields, ...:
+/// `typed::check_update`), and the store-wide limits of overrides, checked
+/// against the store as this node has it.
 fn check_update(store: &Store, object: &Object) -> Result<(), String> {
-    let is_override = object.group() == FLEET_PLACEMENT_GROUP && overrides_api::is_override_kind(&object.kind);
-    if !fleet_api::placement::is_placement(object) && !is_override {
-        return Ok(());
-    }
     let (stored, _) = store.get(&ObjectKey::of(object)).map_err(|e| e.to_string())?;
-    if is_override {
-        if let Some(old) = &stored {
-            overrides_api::check_update(old, object).map_err(|e| e.to_string())?;
-        }
+    if let Some(old) = &stored {
+        fleet_api::typed::check_update(old, object).map_err(|e| e.to_string())?;
+    }
+    if object.group() == FLEET_PLACEMENT_GROUP && overrides_api::is_override_kind(&object.kind) {
         return check_override_limits(store, object, stored.is_none());
     }
-    match stored {
-        Some(old) => fleet_api::placement::check_update(&old, object).map_err(|e| e.to_string()),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// overrides.md: at most 100 CROs (100 ROs per namespace), and no resource
