@@ -55,6 +55,40 @@ pub enum Command {
     /// Follow the rollout of a placement.
     #[command(subcommand)]
     Rollout(RolloutCommand),
+    /// Approve a ClusterApprovalRequest (or, with -n, an ApprovalRequest) of a staged update run.
+    Approve(ApproveArgs),
+    /// Cordon a member cluster (NoSchedule taint) and evict every ClusterResourcePlacement from it,
+    /// within their disruption budgets; exits non-zero if some placement could not be evicted.
+    Drain(DrainArgs),
+    /// Remove the taint `drain` added, so placements may choose the cluster again.
+    Uncordon(UncordonArgs),
+}
+
+/// `approve`.
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The approval request's name, e.g. app-v1-after-canary (`<run>-before|after-<stage>`).
+    pub name: String,
+    /// The namespace of an ApprovalRequest (a StagedUpdateRun's); without it, a ClusterApprovalRequest.
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+}
+
+/// `drain`.
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// The member cluster to drain.
+    pub cluster: String,
+    /// How long to wait for the evictions to be judged (e.g. 30s, 2m).
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
+}
+
+/// `uncordon`.
+#[derive(Debug, Args)]
+pub struct UncordonArgs {
+    /// The member cluster to uncordon.
+    pub cluster: String,
 }
 
 /// `rollout ...`.
@@ -316,6 +350,14 @@ mod tests {
         assert!(
             matches!(cli.command, Command::Rollout(RolloutCommand::Status(r)) if !r.watch && r.timeout == Duration::from_secs(600))
         );
+        let cli = Cli::try_parse_from(["fleetctl", "approve", "app-v1-after-canary"]).unwrap();
+        assert!(matches!(cli.command, Command::Approve(a) if a.name == "app-v1-after-canary" && a.namespace.is_none()));
+        let cli = Cli::try_parse_from(["fleetctl", "approve", "r-before-prod", "-n", "team"]).unwrap();
+        assert!(matches!(cli.command, Command::Approve(a) if a.namespace.as_deref() == Some("team")));
+        let cli = Cli::try_parse_from(["fleetctl", "drain", "b"]).unwrap();
+        assert!(matches!(cli.command, Command::Drain(d) if d.cluster == "b" && d.timeout == Duration::from_secs(120)));
+        let cli = Cli::try_parse_from(["fleetctl", "uncordon", "b"]).unwrap();
+        assert!(matches!(cli.command, Command::Uncordon(u) if u.cluster == "b"));
         let cli = Cli::try_parse_from(["fleetctl", "pki", "init", "--dir", "p"]).unwrap();
         assert!(matches!(cli.command, Command::Pki(PkiCommand::Init { nodes: 3, .. })));
     }

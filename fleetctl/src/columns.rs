@@ -1,8 +1,10 @@
 //! Which columns `get` prints for a kind. Per-kind column sets are added here
 //! (one match arm each); the printer only asks [`columns_for`]. The placement
-//! kinds' columns live in [`placement`].
+//! kinds' columns live in [`placement`], the staged update and eviction
+//! kinds' in [`staged`].
 
 pub mod placement;
+pub mod staged;
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -59,6 +61,10 @@ pub fn columns_for(kind: &str, wide: bool) -> Vec<Column> {
         "ClusterResourceBinding" | "ResourceBinding" => placement::binding_columns(wide),
         "ClusterSchedulingPolicySnapshot" | "SchedulingPolicySnapshot" => placement::policy_snapshot_columns(wide),
         "ClusterResourceSnapshot" | "ResourceSnapshot" => placement::resource_snapshot_columns(wide),
+        "ClusterStagedUpdateRun" | "StagedUpdateRun" => staged::run_columns(wide),
+        "ClusterApprovalRequest" | "ApprovalRequest" => staged::approval_request_columns(),
+        "ClusterResourcePlacementEviction" => staged::eviction_columns(wide),
+        "ClusterResourcePlacementDisruptionBudget" => staged::budget_columns(),
         _ => generic_columns(wide),
     }
 }

@@ -2,6 +2,7 @@
 //! metadata, every other field as indented key/value text, then the events.
 
 pub mod placement;
+pub mod run;
 
 mod lines;
 

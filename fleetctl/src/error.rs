@@ -104,6 +104,10 @@ pub enum Error {
     /// `--timeout` passed); the message says what is pending.
     #[error("{0}")]
     RolloutIncomplete(String),
+    /// `drain`: some placements could not be evicted (each was already
+    /// printed with why); the message counts and names them.
+    #[error("{0}")]
+    DrainIncomplete(String),
     /// Some objects of a multi-object command failed; each failure was already printed.
     #[error("{failed} of {total} objects failed")]
     Partial {

@@ -7,6 +7,7 @@
 //!   when its history expired.
 //! - [`pki`]: making the fleet's CA and certificates.
 //! - [`rollout`]: a placement's rollout progress, decided from its status.
+//! - [`staged`]: a staged update run's progress, decided from its status.
 //! - [`run`] / [`run_args`]: the commands, printing to an [`Io`].
 
 pub mod age;
@@ -23,6 +24,7 @@ pub mod kind;
 pub mod output;
 pub mod pki;
 pub mod rollout;
+pub mod staged;
 pub mod table;
 pub mod types;
 pub mod watch;

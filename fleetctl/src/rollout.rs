@@ -14,6 +14,7 @@ use fleet_api::Object;
 use serde_json::Value;
 
 use crate::describe::placement::{gvk_of, namespaced_name_of};
+use crate::staged::{RunOutcome, RunProgress};
 
 /// The per-cluster condition types, in the order a rollout sets them.
 pub const CONDITION_ORDER: [&str; 6] =
@@ -112,6 +113,8 @@ pub struct Progress {
     pub clusters: Vec<ClusterProgress>,
     /// Complete, failed or in progress.
     pub outcome: Outcome,
+    /// For an External placement: its staged update run and where it is.
+    pub run: Option<String>,
 }
 
 impl Progress {
@@ -141,7 +144,7 @@ pub fn progress(placement: &Object) -> Progress {
     let name = format!("{} {:?}", placement.kind.to_ascii_lowercase(), placement.metadata.name);
     let conditions = status.and_then(|s| s.get("conditions")).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let outcome = outcome(&placement.kind, conditions, generation, &clusters);
-    Progress { placement: name, generation, latest_index, clusters, outcome }
+    Progress { placement: name, generation, latest_index, clusters, outcome, run: None }
 }
 
 /// Holds a complete rollout back until the placement and every chosen
@@ -168,6 +171,45 @@ pub fn require_latest_index(mut progress: Progress, latest: Option<u64>) -> Prog
         progress.outcome = Outcome::InProgress(why);
     }
     progress
+}
+
+/// The progress of an External placement, which its newest staged update
+/// run (`run`, `None` when there is none) rolls out: in progress while
+/// the run is, failed when it failed (or a cluster did), and complete
+/// once the run succeeded and the placement reports every cluster
+/// Available at the run's resource index.
+pub fn follow_run(mut progress: Progress, run: Option<&RunProgress>) -> Progress {
+    let Some(run) = run else {
+        progress.run = Some("no staged update run names this placement yet".to_string());
+        if !matches!(progress.outcome, Outcome::Failed(_)) {
+            progress.outcome = Outcome::InProgress(
+                "the placement is External: create a staged update run naming it to roll it out".to_string(),
+            );
+        }
+        return progress;
+    };
+    let (note, outcome) = match &run.outcome {
+        RunOutcome::Succeeded => ("succeeded".to_string(), None),
+        RunOutcome::Failed(why) => (format!("failed: {why}"), Some(Outcome::Failed(format!("{}: {why}", run.run)))),
+        RunOutcome::InProgress(why) => (why.clone(), Some(Outcome::InProgress(format!("{}: {why}", run.run)))),
+    };
+    progress.run = Some(format!("{} (resource index {}): {note}", run.run, dash(&run.resource_index)));
+    match outcome {
+        None => require_latest_index(progress, run.resource_index.parse().ok()),
+        Some(_) if matches!(progress.outcome, Outcome::Failed(_)) => progress,
+        Some(outcome) => {
+            progress.outcome = outcome;
+            progress
+        }
+    }
+}
+
+fn dash(text: &str) -> &str {
+    if text.is_empty() {
+        "-"
+    } else {
+        text
+    }
 }
 
 /// One `placementStatuses` entry's progress at `generation`.

@@ -8,7 +8,7 @@ use fleet_api::Object;
 use super::split_kind_name;
 use crate::cli::DescribeArgs;
 use crate::client::Client;
-use crate::describe::{involves, placement, render};
+use crate::describe::{involves, placement, render, run};
 use crate::error::{Error, Result};
 use crate::io::Io;
 use crate::kind::{KindArg, DEFAULT_NAMESPACE};
@@ -40,6 +40,9 @@ pub async fn run(client: &Client, args: DescribeArgs, io: &mut Io) -> Result<()>
         let snapshots = policy_snapshots(client, &object, args.consistent, io).await?;
         let latest = placement::latest_policy_snapshot(&object, &snapshots);
         return io.out(&placement::render(&object, latest, &events, SystemTime::now()));
+    }
+    if run::is_run_kind(&object.kind) {
+        return io.out(&run::render(&object, &events, SystemTime::now()));
     }
     io.out(&render(&object, &events, SystemTime::now()))
 }

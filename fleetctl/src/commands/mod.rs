@@ -2,9 +2,11 @@
 //! to the hub, and the [`Io`] to print to.
 
 mod apply;
+mod approve;
 mod cluster;
 mod delete;
 mod describe;
+mod drain;
 mod get;
 mod heartbeats;
 mod pki;
@@ -39,6 +41,9 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
         Command::Cluster(command) => cluster::run(&client, command, io).await,
         Command::Token(command) => token::run(&client, command, io).await,
         Command::Rollout(command) => rollout::run(&client, command, io).await,
+        Command::Approve(args) => approve::run(&client, &args, io).await,
+        Command::Drain(args) => drain::drain(&client, &args, io).await,
+        Command::Uncordon(args) => drain::uncordon(&client, &args, io).await,
         Command::Pki(command) => pki::run(command, io),
     }
 }

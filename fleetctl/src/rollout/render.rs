@@ -92,7 +92,10 @@ impl PlainPrinter {
             text.push_str(&format!("{gone}: no longer chosen\n"));
         }
         self.shown = now;
-        let summary = progress.summary();
+        let mut summary = progress.summary();
+        if let Some(run) = &progress.run {
+            summary = format!("{summary}\nrun {run}");
+        }
         if !text.is_empty() || self.summary.as_ref() != Some(&summary) {
             text.push_str(&summary);
             text.push('\n');
@@ -122,8 +125,9 @@ impl TerminalBars {
     pub fn with_draw_target(target: ProgressDrawTarget) -> TerminalBars {
         let multi = MultiProgress::with_draw_target(target);
         let header = multi.add(ProgressBar::new(0).with_style(message_style()));
-        let bar_style = ProgressStyle::with_template("{spinner} [{elapsed}] {bar:40} {pos}/{len} clusters available")
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let bar_style =
+            ProgressStyle::with_template("{spinner} [{elapsed}] {bar:40} {pos}/{len} clusters available {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
         let bar = multi.add(ProgressBar::new(0).with_style(bar_style));
         bar.enable_steady_tick(Duration::from_millis(250));
         TerminalBars { multi, header, rows: Vec::new(), bar, finished: false }
@@ -148,6 +152,9 @@ impl TerminalBars {
         }
         for ((_, row), line) in self.rows.iter().zip(lines) {
             row.set_message(line);
+        }
+        if let Some(run) = &progress.run {
+            self.bar.set_message(format!("run {run}"));
         }
         self.bar.set_length(progress.clusters.len() as u64);
         self.bar.set_position(progress.available() as u64);

@@ -6,6 +6,13 @@
 //! key, for its snapshots) and override snapshot changes (the placements
 //! they may concern).
 //!
+//! Staged update runs are woken by their own changes, by anything that
+//! wakes their placement (its snapshots, bindings and Works), by their
+//! approval requests and by MemberCluster changes that matter to every
+//! placement (labels decide stages); evictions (one key for all) by a new
+//! or changed eviction. A resync queues every unfinished run and the
+//! evictions.
+//!
 //! The feed keeps soft state rebuilt at every resync: each placement's
 //! resource selectors and whether its policy reads cluster properties, and
 //! each cluster's scheduling view, which it publishes to the
@@ -15,10 +22,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use fleet_api::eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION;
 use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::overrides as overrides_api;
 use fleet_api::placement::{self as placement_api, PlacementSpec, CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
 use fleet_api::snapshot::PARENT_PLACEMENT_LABEL;
+use fleet_api::staged::{self as staged_api, CLUSTER_STAGED_UPDATE_RUN, STAGED_UPDATE_RUN};
 use fleet_api::{binding, snapshot, Object, ObjectKey};
 use fleet_placement::cluster::ClusterInfo;
 use fleet_raft::Consensus;
@@ -26,6 +35,7 @@ use fleet_statemachine::{EventType, HubMessage, ListQuery, Store, WatchEvent};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::clusters::ClusterCache;
+use super::evictions::evictions_key;
 use super::queue::WorkQueue;
 
 /// What the feed remembers of a placement.
@@ -34,9 +44,19 @@ struct PlacementEntry {
     reads_properties: bool,
 }
 
+/// What the feed remembers of a staged update run.
+struct RunEntry {
+    /// The placement it rolls out.
+    placement: ObjectKey,
+    /// Initialization failed, or it succeeded or was abandoned: nothing
+    /// wakes it any more.
+    finished: bool,
+}
+
 struct Feed {
     queue: Arc<WorkQueue<ObjectKey>>,
     placements: BTreeMap<ObjectKey, PlacementEntry>,
+    runs: BTreeMap<ObjectKey, RunEntry>,
     clusters: Arc<ClusterCache>,
     /// The index the last cluster listing was read at: cluster events up to
     /// it are already in the cache (replaying them would step it back).
@@ -46,7 +66,8 @@ struct Feed {
 /// Follows the store's events for the whole leadership session.
 pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>, cache: Arc<ClusterCache>) {
     let store = consensus.store().clone();
-    let mut feed = Feed { queue, placements: BTreeMap::new(), clusters: cache, clusters_listed_at: 0 };
+    let mut feed =
+        Feed { queue, placements: BTreeMap::new(), runs: BTreeMap::new(), clusters: cache, clusters_listed_at: 0 };
     loop {
         // Subscribe first, then list: nothing falls between the two.
         let from = store.applied_index();
@@ -102,7 +123,59 @@ impl Feed {
                 self.queue.add(ObjectKey::of(&object));
             }
         }
+        self.runs.clear();
+        for kind in [CLUSTER_STAGED_UPDATE_RUN, STAGED_UPDATE_RUN] {
+            let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
+            for run in store.list(&query)?.0 {
+                self.on_run(&run);
+            }
+        }
+        self.queue.add(evictions_key());
         Ok(())
+    }
+
+    /// Remembers a run and queues it unless it is finished.
+    fn on_run(&mut self, run: &Object) {
+        let key = ObjectKey::of(run);
+        let placement_name = staged_api::run_spec_of(run).placement_name;
+        let namespace = run.metadata.namespace.as_deref().unwrap_or("");
+        let placement =
+            ObjectKey::new(FLEET_PLACEMENT_GROUP, staged_api::placement_kind(&run.kind), namespace, &placement_name);
+        let finished = fleet_placement::staged::is_finished(&staged_api::run_status_of(run));
+        if !finished {
+            self.queue.add(key.clone());
+        }
+        self.runs.insert(key, RunEntry { placement, finished });
+    }
+
+    /// Queues a placement (if known) and the unfinished runs rolling it out.
+    fn wake_placement(&self, placement: &ObjectKey) {
+        if self.placements.contains_key(placement) {
+            self.queue.add(placement.clone());
+        }
+        for (key, run) in &self.runs {
+            if !run.finished && run.placement == *placement {
+                self.queue.add(key.clone());
+            }
+        }
+    }
+
+    /// Queues every unfinished run (a cluster joined, left or was relabelled).
+    fn wake_runs(&self) {
+        for (key, run) in &self.runs {
+            if !run.finished {
+                self.queue.add(key.clone());
+            }
+        }
+    }
+
+    /// Queues the run an approval request gates.
+    fn on_approval_request(&self, request: &Object) {
+        let run = staged_api::approval_spec_of(request).parent_stage_rollout;
+        let kind =
+            if request.kind == staged_api::APPROVAL_REQUEST { STAGED_UPDATE_RUN } else { CLUSTER_STAGED_UPDATE_RUN };
+        let namespace = request.metadata.namespace.as_deref().unwrap_or("");
+        self.queue.add(ObjectKey::new(FLEET_PLACEMENT_GROUP, kind, namespace, &run));
     }
 
     fn remember_placement(&mut self, placement: &Object) {
@@ -120,7 +193,19 @@ impl Feed {
                 self.placements.remove(&event.key);
             } else {
                 self.remember_placement(object);
-                self.queue.add(event.key.clone());
+            }
+            self.wake_placement(&event.key);
+        } else if group == FLEET_PLACEMENT_GROUP && matches!(kind, CLUSTER_STAGED_UPDATE_RUN | STAGED_UPDATE_RUN) {
+            if event.event_type == EventType::Deleted {
+                self.runs.remove(&event.key);
+            } else {
+                self.on_run(object);
+            }
+        } else if group == FLEET_PLACEMENT_GROUP && staged_api::is_approval_request(object) {
+            self.on_approval_request(object);
+        } else if group == FLEET_PLACEMENT_GROUP && kind == CLUSTER_RESOURCE_PLACEMENT_EVICTION {
+            if event.event_type != EventType::Deleted {
+                self.queue.add(evictions_key());
             }
         } else if group == FLEET_PLACEMENT_GROUP && overrides_api::is_override_kind(kind) {
             if event.event_type != EventType::Deleted {
@@ -130,15 +215,11 @@ impl Feed {
             self.on_override_snapshot(object);
         } else if group == FLEET_PLACEMENT_GROUP && kind == "Work" {
             if let Some(parent) = parent_of_work(object) {
-                if self.placements.contains_key(&parent) {
-                    self.queue.add(parent);
-                }
+                self.wake_placement(&parent);
             }
         } else if group == FLEET_PLACEMENT_GROUP && is_placement_child(kind) {
             if let Some(parent) = parent_of(object) {
-                if self.placements.contains_key(&parent) {
-                    self.queue.add(parent);
-                }
+                self.wake_placement(&parent);
             }
         } else if group == FLEET_CLUSTER_GROUP && kind == "MemberCluster" {
             self.on_cluster(event);
@@ -193,6 +274,9 @@ impl Feed {
             if everyone || (properties_only && placement.reads_properties) {
                 self.queue.add(key.clone());
             }
+        }
+        if everyone {
+            self.wake_runs();
         }
     }
 }

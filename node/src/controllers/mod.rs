@@ -3,16 +3,25 @@
 //!
 //! A node runs them only while it leads. On gaining leadership it first
 //! waits until its state machine has applied everything committed before
-//! (a read-index round), then resyncs every placement; on losing it, the
-//! session is cancelled. Every write a controller makes is conditional on
-//! the versions it read, so a deposed leader's late write is refused.
+//! (a read-index round), then resyncs everything (placements, overrides,
+//! runs, evictions); on losing it, the session is cancelled.
+//!
+//! Four controllers share the queue, dispatched by the key's kind:
+//! placements (`placement`), overrides (`overrides`), staged update runs
+//! (`runs`) and evictions (`evictions`, one key for all, so they are judged
+//! one at a time).
+//!
+//! Every write a controller makes is conditional on the versions it read,
+//! so a deposed leader's late write is refused.
 
 mod clusters;
 pub mod events;
+mod evictions;
 mod feed;
 mod overrides;
 pub mod placement;
 pub mod queue;
+mod runs;
 mod view;
 
 use std::sync::Arc;
@@ -170,7 +179,8 @@ async fn reconcile(
         let read_key = key.clone();
         let now = now_rfc3339();
         let step_now = now.clone();
-        let unix_now = unix_seconds();
+        let unix_millis = unix_millis();
+        let unix_now = unix_millis.div_euclid(1000);
         // Blocking: redb reads, and the cluster list may need a rebuild.
         let next = tokio::task::spawn_blocking(move || {
             if read_key.group == fleet_api::kinds::FLEET_PLACEMENT_GROUP
@@ -178,17 +188,21 @@ async fn reconcile(
             {
                 return overrides::next_step(&store, &read_key).map(Some);
             }
-            match fleet.get() {
-                Some(fleet) => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
-                None => Ok(None),
+            // The feed lists the clusters before it queues anything else.
+            let Some(fleet) = fleet.get() else { return Ok(None) };
+            if runs::is_run_key(&read_key) {
+                return runs::next_step(&store, &fleet, &read_key, unix_millis).map(Some);
             }
+            if evictions::is_evictions_key(&read_key) {
+                return evictions::next_step(&store, &fleet, &step_now).map(Some);
+            }
+            placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
         })
         .await
         .map_err(|e| ControllerError::Task(e.to_string()))??;
         let step = match next {
             Some(placement::Next::Write(step)) => *step,
             Some(placement::Next::Done { recheck_after }) => return Ok(Pass::Done { recheck_after }),
-            // The feed lists the clusters before it queues any placement.
             None => return Ok(Pass::Done { recheck_after: Some(ERROR_RETRY) }),
         };
         consensus.write(Command { now, ops: step.ops }).await?;
@@ -197,10 +211,11 @@ async fn reconcile(
     Ok(Pass::MoreSteps)
 }
 
-/// Seconds since the Unix epoch (the controllers' clock for rollout timing).
-fn unix_seconds() -> i64 {
+/// Milliseconds since the Unix epoch (the controllers' clock for rollout
+/// and run timing; whole seconds of it are what the store records).
+fn unix_millis() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
 }

@@ -24,9 +24,14 @@
 //!   True (messages count 0 clusters);
 //! - with `strategy.type: External`, clusters not yet rolled out make
 //!   `RolloutStarted` Unknown/`RolloutControlledByExternalController`
-//!   rather than False (SU-13).
+//!   rather than False (SU-13);
+//! - an External placement's clusters are compared with the one index all
+//!   its active bindings are bound to, when they agree ([`status_index`]):
+//!   a staged update run may roll out an older snapshot (SU-12), and once
+//!   every cluster has it the placement is rolled out.
 
 mod cluster;
+mod external;
 mod summary;
 #[cfg(test)]
 mod tests_cluster;
@@ -37,6 +42,7 @@ use fleet_api::conditions::{find, Condition};
 use fleet_api::Object;
 
 pub use cluster::{fold_cluster, snapshot_index_of_name};
+pub use external::status_index;
 pub use summary::fold_placement;
 
 /// Per-cluster (and placement-suffix) condition: the binding is bound to the latest snapshot.

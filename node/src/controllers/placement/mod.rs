@@ -20,20 +20,22 @@
 //! refused whole and recomputed. The steps run one after another until none
 //! has anything to do.
 
-mod objects;
-mod render;
+pub(crate) mod objects;
+pub(crate) mod render;
 mod rollout;
 mod scheduling;
 pub(crate) mod snapshots;
 mod status;
 mod works;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fleet_api::placement::{self as placement_api, PlacementSpec};
 use fleet_api::snapshot as snapshot_api;
 use fleet_api::{binding, Object, ObjectKey};
 use fleet_placement::cluster::ClusterInfo;
+use fleet_placement::rollout::Readiness;
 use fleet_placement::selection;
 use fleet_statemachine::{Op, Store};
 
@@ -78,20 +80,62 @@ impl View {
         if placement.metadata.deletion_timestamp.is_some() {
             return Ok(None);
         }
-        let (resource_kind, policy_kind) = snapshot_api::snapshot_kinds(&placement.kind);
-        let spec = placement_api::spec_of(&placement);
+        let mut view = View::children_of(store, placement)?;
         let source = StoreSource::new(store);
-        let selected =
-            selection::select_resources(&placement.kind, placement.metadata.namespace.as_deref(), &spec, &source);
+        let placement = &view.placement;
+        view.selected =
+            selection::select_resources(&placement.kind, placement.metadata.namespace.as_deref(), &view.spec, &source);
         source.finish()?;
-        Ok(Some(View {
+        Ok(Some(view))
+    }
+
+    /// The placement's snapshots and bindings, without selecting its
+    /// resources (for the controllers that only follow its bindings).
+    fn children_of(store: &Store, placement: Object) -> Result<View, ControllerError> {
+        let (resource_kind, policy_kind) = snapshot_api::snapshot_kinds(&placement.kind);
+        Ok(View {
             policy_snapshots: view::children(store, &placement, policy_kind)?,
             resource_snapshots: view::children(store, &placement, resource_kind)?,
             bindings: view::children(store, &placement, binding::binding_kind(&placement.kind))?,
-            selected,
-            spec,
+            selected: Vec::new(),
+            spec: placement_api::spec_of(&placement),
             placement,
-        }))
+        })
+    }
+}
+
+/// A placement's snapshots and bindings, and how far each binding's
+/// rollout got, read as the placement controller counts it: for the
+/// controllers that drive or judge a placement's bindings from outside
+/// (staged update runs, evictions).
+pub struct Children {
+    /// The placement and its children (no selected resources).
+    pub view: View,
+    /// Each binding's Works as stored, by binding name.
+    pub works: works::BindingWorks,
+    /// Each binding's readiness for the resources it is bound to (its Works
+    /// exactly as rendering wants them), by binding name.
+    pub readiness: BTreeMap<String, Readiness>,
+}
+
+impl Children {
+    /// Reads `placement`'s children and judges its bindings against the
+    /// fleet's `clusters` (their labels decide override rendering).
+    pub fn read(store: &Store, clusters: &[ClusterInfo], placement: Object) -> Result<Children, ControllerError> {
+        let view = View::children_of(store, placement)?;
+        let works = works::read(store, &view)?;
+        let rendered = render::render(store, clusters, &view, &works)?;
+        let readiness = view
+            .bindings
+            .iter()
+            .map(|b| (b.metadata.name.clone(), rollout::binding_readiness(&view, b, &works, &rendered)))
+            .collect();
+        Ok(Children { view, works, readiness })
+    }
+
+    /// The readiness of binding `name` (in progress when unknown).
+    pub fn readiness_of(&self, name: &str) -> Readiness {
+        self.readiness.get(name).copied().unwrap_or(Readiness::InProgress)
     }
 }
 

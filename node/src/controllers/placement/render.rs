@@ -45,6 +45,11 @@ impl OverrideSnapshots {
         Ok(OverrideSnapshots { all, latest })
     }
 
+    /// The snapshots labelled latest (what applies to new rollouts).
+    pub fn latest(&self) -> &[OverrideSnapshot] {
+        &self.latest
+    }
+
     /// The binding's recorded snapshots in OV-5 order, or `None` if one of
     /// them cannot be found.
     fn recorded(&self, spec: &BindingSpec) -> Option<Vec<OverrideSnapshot>> {

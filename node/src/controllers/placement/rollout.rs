@@ -3,6 +3,7 @@
 //! `maxUnavailable` and `maxSurge`.
 
 use fleet_api::binding::{self, STATE_BOUND, STATE_SCHEDULED};
+use fleet_api::placement::EXTERNAL;
 use fleet_api::snapshot as snapshot_api;
 use fleet_placement::rollout::{self as rollout_plan, Readiness, RolloutAction, RolloutBinding, RolloutInput};
 use fleet_placement::snapshot;
@@ -29,7 +30,7 @@ pub struct Rollout {
 /// yet what rendering says is in progress (an override change counts). One
 /// whose rendering failed keeps its previous Works: it counts by what those
 /// report (so it holds back nobody while they serve), else as failed.
-fn binding_readiness(view: &View, b: &Object, works: &BindingWorks, rendered: &Rendered) -> Readiness {
+pub fn binding_readiness(view: &View, b: &Object, works: &BindingWorks, rendered: &Rendered) -> Readiness {
     let spec = binding::spec_of(b);
     if spec.state == STATE_SCHEDULED {
         return Readiness::InProgress;
@@ -133,8 +134,13 @@ pub fn plan(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
 
 /// Bound bindings whose apply strategy differs from the placement's get the
 /// new one (their Works follow in the Work step). The resources do not
-/// change, so this is not counted against `maxUnavailable`.
+/// change, so this is not counted against `maxUnavailable`. Not for
+/// External placements: their bindings carry the apply strategy their
+/// staged update run froze (a changed one abandons the run, SU-11).
 fn apply_strategy_step(view: &View, apply_strategy: &Option<serde_json::Value>) -> Option<Step> {
+    if view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL) {
+        return None;
+    }
     let mut ops = Vec::new();
     for b in &view.bindings {
         let mut spec = binding::spec_of(b);

@@ -36,7 +36,9 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
     let generation = placement.metadata.generation;
     let current = placement_api::status_of(placement);
     let mut status = current.clone();
-    let latest_index = snapshot::latest_resource_index(&view.resource_snapshots);
+    let external = view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL);
+    let latest = snapshot::latest_resource_index(&view.resource_snapshots);
+    let latest_index = status_fold::status_index(external, &view.bindings, latest);
     status.selected_resources = selection::identifiers(&view.selected);
     status.observed_resource_index = latest_index.map(|i| i.to_string()).unwrap_or_default();
     status.placement_statuses = per_cluster(view, scheduled, works, rendered, &current, latest_index, now);
@@ -45,7 +47,6 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
     let type_ = scheduled_condition_type(&placement.kind);
     // fold_placement carries the transition time over from `current`.
     let scheduled_condition = Condition::new(&type_, fulfilled, reason, message).observing(generation);
-    let external = view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL);
     status.conditions = status_fold::fold_placement(
         &placement.kind,
         generation,

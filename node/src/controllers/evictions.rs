@@ -1,0 +1,104 @@
+//! The eviction controller (eviction.md): ClusterResourcePlacementEvictions
+//! are judged one at a time, oldest first (EV-2), each in one command —
+//! its `Valid`/`Executed` status and, when it executes, the deletion of
+//! the cluster's binding — carrying a `Check` of the placement, its latest
+//! policy snapshot, its other bindings and its budget, so two evictions
+//! never spend the same budget and a judgement on a stale view is refused
+//! whole. Every evaluation ends final (EV-1), so an eviction is never
+//! judged twice; a final one is never read again.
+//!
+//! The evictions share one queue key ([`evictions_key`]): the work queue
+//! never hands a key to two workers at once, which makes the evaluation
+//! serial across the whole hub.
+
+use fleet_api::eviction::{
+    budget_spec_of, eviction_spec_of, eviction_status_of, set_eviction_status,
+    CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET, CLUSTER_RESOURCE_PLACEMENT_EVICTION,
+};
+use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
+use fleet_api::placement::CLUSTER_RESOURCE_PLACEMENT;
+use fleet_api::snapshot::number_of_clusters;
+use fleet_api::ObjectKey;
+use fleet_placement::cluster::ClusterInfo;
+use fleet_placement::eviction::serial::pending_in_order;
+use fleet_placement::eviction::{evaluate, EvictionBinding, EvictionInput, EvictionOutcome, EvictionPlacement};
+use fleet_placement::snapshot::latest_policy_snapshot;
+use fleet_statemachine::{ListQuery, Op, Store};
+
+use super::events::EventNote;
+use super::placement::objects::{check, delete};
+use super::placement::{Children, Next, Step};
+use super::ControllerError;
+
+/// The one queue key of every eviction (kind of an eviction, no name).
+pub fn evictions_key() -> ObjectKey {
+    ObjectKey::new(FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT_EVICTION, "", "")
+}
+
+/// Whether `key` is [`evictions_key`].
+pub fn is_evictions_key(key: &ObjectKey) -> bool {
+    *key == evictions_key()
+}
+
+/// The next step: the judgement of the oldest pending eviction, if any.
+pub fn next_step(store: &Store, clusters: &[ClusterInfo], now: &str) -> Result<Next, ControllerError> {
+    let query = ListQuery {
+        group: FLEET_PLACEMENT_GROUP.into(),
+        kind: CLUSTER_RESOURCE_PLACEMENT_EVICTION.into(),
+        ..Default::default()
+    };
+    let (evictions, _) = store.list(&query)?;
+    let Some(eviction) = pending_in_order(&evictions).into_iter().next() else {
+        return Ok(Next::Done { recheck_after: None });
+    };
+    let spec = eviction_spec_of(eviction);
+    let placement_key = ObjectKey::new(FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT, "", &spec.placement_name);
+    let children = match store.get(&placement_key)?.0 {
+        Some(placement) => Some(Children::read(store, clusters, placement)?),
+        None => None,
+    };
+    let budget_key =
+        ObjectKey::new(FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET, "", &spec.placement_name);
+    let budget = store.get(&budget_key)?.0;
+    let latest_policy = children.as_ref().and_then(|c| latest_policy_snapshot(&c.view.policy_snapshots));
+    let placement =
+        children.as_ref().map(|c| EvictionPlacement::of(&c.view.placement, latest_policy.and_then(number_of_clusters)));
+    let bindings: Vec<EvictionBinding> = children
+        .as_ref()
+        .map(|c| c.view.bindings.iter().map(|b| EvictionBinding::of(b, c.readiness_of(&b.metadata.name))).collect())
+        .unwrap_or_default();
+    let budget_spec = budget.as_ref().map(budget_spec_of);
+    let outcome = evaluate(&EvictionInput {
+        spec: &spec,
+        generation: eviction.metadata.generation,
+        placement: placement.as_ref(),
+        bindings: &bindings,
+        budget: budget_spec.as_ref(),
+    });
+
+    let mut updated = eviction.clone();
+    set_eviction_status(&mut updated, &outcome.status(&eviction_status_of(eviction), now));
+    let mut ops = vec![Op::UpdateStatus { object: updated }];
+    if let Some(children) = &children {
+        ops.push(check(&children.view.placement));
+        ops.extend(latest_policy.map(check));
+        for b in &children.view.bindings {
+            ops.push(match &outcome.delete_binding {
+                Some(name) if *name == b.metadata.name => delete(b),
+                _ => check(b),
+            });
+        }
+    }
+    ops.extend(budget.as_ref().map(check));
+    let events = vec![event_of(&outcome, &spec.cluster_name)];
+    Ok(Next::Write(Box::new(Step { ops, events, placement: eviction.clone() })))
+}
+
+/// What is recorded about the eviction.
+fn event_of(outcome: &EvictionOutcome, cluster: &str) -> EventNote {
+    match &outcome.executed {
+        None => EventNote::warning("EvictionInvalid", outcome.valid.message.clone()),
+        Some(c) if c.is_true() => EventNote::normal("EvictionExecuted", format!("cluster {cluster}: {}", c.message)),
+        Some(c) => EventNote::warning("EvictionBlocked", format!("cluster {cluster}: {}", c.message)),
+    }
+}
