@@ -25,7 +25,7 @@ pub struct Member {
 
 /// A MemberCluster document for `m` heartbeating every second, with `taints` (YAML lines under spec).
 pub fn member_yaml(m: &Member, taints: &str) -> String {
-    let labels: Vec<String> = m.labels.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let labels: Vec<String> = m.labels.iter().map(|(k, v)| format!("{k}: \"{v}\"")).collect();
     format!(
         "apiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata:\n  name: {}\n  labels: {{{}}}\nspec:\n  heartbeatPeriodSeconds: 1\n{taints}",
         m.name,

@@ -33,40 +33,44 @@ fn read_value(agent: &PathBuf, dir: &PathBuf, namespace: &str, name: &str, key: 
     value.pointer(&format!("/data/{key}")).and_then(|v| v.as_str()).map(str::to_string)
 }
 
-/// Records, per cluster, when a ConfigMap first held `want` there.
+/// Records, per cluster, when a ConfigMap first held `want` there (one
+/// polling thread per cluster, so the order of arrivals a few hundred
+/// milliseconds apart is seen).
 pub struct Arrivals {
     stop: Arc<AtomicBool>,
     seen: Arc<Mutex<BTreeMap<String, Instant>>>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl Arrivals {
-    /// Starts polling `clusters` (every ~50 ms per round) for ConfigMap
+    /// Starts polling each of `clusters` (every ~20 ms) for ConfigMap
     /// `namespace/name` with `data.<key>` = `want`.
     pub fn start(hub: &Hub, clusters: &[&str], namespace: &str, name: &str, key: &str, want: &str) -> Arrivals {
         let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(Mutex::new(BTreeMap::new()));
         let agent = binary("fleet-agent");
-        let targets: Vec<(String, PathBuf)> = clusters.iter().map(|c| (c.to_string(), hub.agent_dir(c))).collect();
-        let (namespace, name, key, want) = (namespace.to_string(), name.to_string(), key.to_string(), want.to_string());
-        let (stop_flag, record) = (stop.clone(), seen.clone());
-        let thread = std::thread::spawn(move || {
-            while !stop_flag.load(Ordering::SeqCst) {
-                for (cluster, dir) in &targets {
-                    if record.lock().map(|s| s.contains_key(cluster)).unwrap_or(true) {
-                        continue;
-                    }
-                    if read_value(&agent, dir, &namespace, &name, &key).as_deref() == Some(want.as_str()) {
-                        let now = Instant::now();
-                        if let Ok(mut s) = record.lock() {
-                            s.insert(cluster.clone(), now);
+        let threads = clusters
+            .iter()
+            .map(|cluster| {
+                let (cluster, dir) = (cluster.to_string(), hub.agent_dir(cluster));
+                let (agent, stop, record) = (agent.clone(), stop.clone(), seen.clone());
+                let (namespace, name, key, want) =
+                    (namespace.to_string(), name.to_string(), key.to_string(), want.to_string());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::SeqCst) {
+                        if read_value(&agent, &dir, &namespace, &name, &key).as_deref() == Some(want.as_str()) {
+                            let now = Instant::now();
+                            if let Ok(mut s) = record.lock() {
+                                s.insert(cluster, now);
+                            }
+                            return;
                         }
+                        std::thread::sleep(Duration::from_millis(20));
                     }
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        Arrivals { stop, seen, thread: Some(thread) }
+                })
+            })
+            .collect();
+        Arrivals { stop, seen, threads }
     }
 
     /// When each cluster was first seen holding the value, so far.
@@ -82,7 +86,7 @@ impl Arrivals {
     /// Stops polling and returns the record.
     pub fn finish(mut self) -> BTreeMap<String, Instant> {
         self.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
         self.seen()

@@ -140,11 +140,14 @@ async fn current_progress(client: &Client, placement: &Object, runs: Option<&[Ob
     }
 }
 
-/// The newest run (by creation, then name) naming `placement`.
+/// The newest run naming `placement`: by creation time (whole seconds),
+/// then by last write (a run created later in the same second was written
+/// after an older one finished), then by name.
 fn newest_run<'a>(placement: &Object, runs: &'a [Object]) -> Option<&'a Object> {
+    let created = |o: &Object| o.metadata.creation_timestamp.as_deref().and_then(parse_timestamp);
+    let written = |o: &Object| o.metadata.resource_version_number().unwrap_or(0);
     runs.iter().filter(|r| run_spec_of(r).placement_name == placement.metadata.name).max_by(|a, b| {
-        let created = |o: &Object| o.metadata.creation_timestamp.as_deref().and_then(parse_timestamp);
-        created(a).cmp(&created(b)).then_with(|| a.metadata.name.cmp(&b.metadata.name))
+        (created(a), written(a)).cmp(&(created(b), written(b))).then_with(|| a.metadata.name.cmp(&b.metadata.name))
     })
 }
 
