@@ -126,6 +126,23 @@ async fn the_override_worked_example_relabels_failures_changes_and_removal() {
     assert!(entry(&status, "east-1").get("applicableClusterResourceOverrides").is_none());
     let overridden = cluster_condition(&test_entry, "Overridden");
     assert_eq!((overridden.0.as_str(), overridden.1.as_str()), ("True", "OverriddenSucceeded"));
+    // fleetctl shows what test-1 receives, which overrides it went through, and the new kinds.
+    let out = hub.fleetctl(&["render", "crp", "web", "--cluster", "test-1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rendered = fleet_api::parse::parse_documents("-", &String::from_utf8_lossy(&out.stdout)).expect("yaml");
+    let frontend = rendered.iter().find(|o| o.kind == "Deployment").expect("the Deployment");
+    assert_eq!(frontend.spec().and_then(|s| s.pointer("/replicas")), Some(&serde_json::json!(1)));
+    assert!(!rendered.iter().any(|o| o.metadata.name == "prod-config"), "deleted for test-1");
+    let out = hub.fleetctl(&["describe", "crp", "web"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Applied Overrides:        ClusterResourceOverrideSnapshot/reader-extra-verb-0, ResourceOverrideSnapshot/web/frontend-0, ResourceOverrideSnapshot/web/no-prod-config-0"),
+        "{text}"
+    );
+    let out = hub.fleetctl(&["get", "ro", "-n", "web"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PLACEMENT") && text.contains("frontend         web"), "{text}");
+
     // The hub copy is unchanged.
     let mut admin = hub.client(hub.running()[0]).await;
     let hub_deployment = get(&mut admin, "deployment", "web", "frontend").await.expect("hub deployment");
