@@ -3,7 +3,8 @@
 //! Everything here is pure (no tokio, no I/O) so it can be tested exhaustively:
 //! the generic [`Object`] with typed metadata, the [`kinds`] registry, label
 //! [`selector`]s, multi-document [`parse`]ing, field-path [`validation`] and
-//! the name and label syntax rules in [`names`].
+//! the name and label syntax rules in [`names`]; Fleet's typed kinds and
+//! Open Cluster Management's ([`ocm`]); RFC 3339 [`time`]s.
 
 pub mod binding;
 pub mod conditions;
@@ -11,11 +12,13 @@ pub mod kinds;
 pub mod member;
 pub mod names;
 pub mod object;
+pub mod ocm;
 pub mod parse;
 pub mod placement;
 pub mod quantity;
 pub mod selector;
 pub mod snapshot;
+pub mod time;
 pub mod typed;
 pub mod validation;
 pub mod work;

@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::ocm::{self, addon_score, clusterset, decision, manifestwork, replicaset, CLUSTER_GROUP, WORK_GROUP};
 use crate::validation::{FieldError, ValidationError};
 use crate::{binding, member, placement, snapshot, work, Object};
 
@@ -26,6 +27,24 @@ pub fn decode<T: DeserializeOwned>(value: &Value, path: &str) -> Result<T, Field
             FieldError::invalid(full, "<value>", message)
         }
     })
+}
+
+/// Decodes a top-level `part` of an object (`spec`, `status`; an absent
+/// part reads as `{}`) with its field path in the error, which names the
+/// object.
+pub fn decode_part<T: DeserializeOwned>(object: &Object, part: &str) -> Result<T, ValidationError> {
+    let raw = object.rest.get(part).cloned().unwrap_or(Value::Object(Default::default()));
+    decode(&raw, part).map_err(|e| ValidationError {
+        kind: object.kind.clone(),
+        name: object.metadata.name.clone(),
+        errors: vec![e],
+    })
+}
+
+/// A stored object's `part` (admission guaranteed it decodes), or the
+/// default when it is absent or somehow does not.
+pub fn part_or_default<T: DeserializeOwned + Default>(object: &Object, part: &str) -> T {
+    object.rest.get(part).and_then(|v| decode(v, part).ok()).unwrap_or_default()
 }
 
 /// Encodes a typed part back into JSON.
@@ -53,6 +72,13 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
             | snapshot::CLUSTER_SCHEDULING_POLICY_SNAPSHOT
             | snapshot::SCHEDULING_POLICY_SNAPSHOT,
         ) => snapshot::prepare(object),
+        (CLUSTER_GROUP, ocm::placement::KIND) => ocm::placement::prepare(object),
+        (CLUSTER_GROUP, decision::KIND) => decision::prepare(object),
+        (CLUSTER_GROUP, clusterset::SET_KIND) => clusterset::prepare_set(object),
+        (CLUSTER_GROUP, clusterset::BINDING_KIND) => clusterset::prepare_binding(object),
+        (CLUSTER_GROUP, addon_score::KIND) => addon_score::prepare(object),
+        (WORK_GROUP, manifestwork::KIND) => manifestwork::prepare(object),
+        (WORK_GROUP, replicaset::KIND) => replicaset::prepare(object),
         _ => Ok(()),
     }
 }

@@ -37,10 +37,10 @@ fn fleet(count: usize) -> Vec<ClusterInfo> {
             .into_iter()
             .collect();
             if i % 20 == 7 {
-                c.taints.push(Taint { key: "maintenance".into(), value: "true".into(), effect: "NoSchedule".into() });
+                c.taints.push(Taint::new("maintenance", "true", "NoSchedule"));
             }
             if i % 50 == 3 {
-                c.taints.push(Taint { key: "dedicated".into(), value: "gpu".into(), effect: "NoSchedule".into() });
+                c.taints.push(Taint::new("dedicated", "gpu", "NoSchedule"));
             }
             if i % 97 == 5 {
                 c.ineligible = Some("cluster is not healthy (HeartbeatTimeout)".into());

@@ -11,8 +11,6 @@
 //! `kubernetes.azure.com/node-count` becomes `kubernetes-fleet.io/node-count`
 //! (see [`canonical_property_name`]), so consumers only see canonical names.
 
-use serde_json::Value;
-
 use crate::kinds::Scope;
 use crate::typed::{decode, encode};
 use crate::validation::{quote, FieldError, ValidationError};
@@ -119,12 +117,7 @@ pub fn spec_of(object: &Object) -> PlacementSpec {
 
 /// Decodes a placement's spec with field paths in errors.
 fn decode_spec(object: &Object) -> Result<PlacementSpec, ValidationError> {
-    let raw = object.spec().cloned().unwrap_or(Value::Object(Default::default()));
-    decode(&raw, "spec").map_err(|e| ValidationError {
-        kind: object.kind.clone(),
-        name: object.metadata.name.clone(),
-        errors: vec![e],
-    })
+    crate::typed::decode_part(object, "spec")
 }
 
 /// Fills every default (placement.md, rollout.md) and normalizes property
