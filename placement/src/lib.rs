@@ -14,9 +14,13 @@
 //! - [`works`]: the Works a Bound binding needs and the changes to the
 //!   stored ones;
 //! - [`status`]: folding bindings and Works into per-cluster placement
-//!   statuses and the placement's conditions.
+//!   statuses and the placement's conditions;
+//! - [`ocm`]: the Open Cluster Management scheduler (cluster sets,
+//!   predicates, taints, prioritizers, decision groups and pages) on the
+//!   same framework.
 
 pub mod cluster;
+pub mod ocm;
 pub mod rollout;
 pub mod scheduler;
 pub mod selection;

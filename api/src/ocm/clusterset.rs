@@ -59,16 +59,6 @@ impl ManagedClusterSetSpec {
     pub fn label_selector(&self) -> Option<&LabelSelector> {
         self.cluster_selector.as_ref().and_then(|s| s.label_selector.as_ref())
     }
-
-    /// The spec of the built-in `global` set: every cluster.
-    pub fn global() -> ManagedClusterSetSpec {
-        ManagedClusterSetSpec {
-            cluster_selector: Some(ManagedClusterSelector {
-                selector_type: Some(SELECTOR_LABEL_SELECTOR.into()),
-                label_selector: Some(LabelSelector::default()),
-            }),
-        }
-    }
 }
 
 /// `status` of a ManagedClusterSet or a ManagedClusterSetBinding.
