@@ -1,5 +1,6 @@
 //! The scheduler's view of a MemberCluster: its name, labels, taints, its
-//! properties as exact quantities, and whether it may receive new placements.
+//! properties as exact quantities (and as text: OCM's claims), and whether
+//! (and since when not) it may receive new placements.
 //!
 //! The scheduler never reads a MemberCluster object directly: the node builds
 //! one [`ClusterInfo`] per MemberCluster with [`ClusterInfo::from_member`], so

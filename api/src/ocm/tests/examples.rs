@@ -11,29 +11,7 @@ use crate::placement::IntOrString;
 /// placeholders, which no parser can read as written: `key: ...` became
 /// `key: maintenance` and `labelSelector: {...}` became
 /// `labelSelector: {matchLabels: {tier: canary}}`.
-pub(crate) const PLACEMENT_EXAMPLE: &str = r#"apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata: {name: demo, namespace: ns1}
-spec:
-  numberOfClusters: 2            # unset: all feasible clusters
-  clusterSets: [clusterset1]     # unset: every set bound to the namespace
-  predicates:                    # OR-ed
-    - requiredClusterSelector:
-        labelSelector: {matchLabels: {vendor: OpenShift}}
-        claimSelector: {matchExpressions: [{key: region, operator: In, values: [east]}]}
-  prioritizerPolicy:
-    mode: Additive               # or Exact
-    configurations:
-      - scoreCoordinate: {builtIn: ResourceAllocatableMemory}
-      - scoreCoordinate: {builtIn: Steady}
-        weight: 3
-      - scoreCoordinate: {type: AddOn, addOn: {resourceName: default, scoreName: cpuratio}}
-  tolerations: [{key: maintenance, operator: Exists}]
-  decisionStrategy:
-    groupStrategy:
-      clustersPerDecisionGroup: 25%
-      decisionGroups: [{groupName: canary, groupClusterSelector: {labelSelector: {matchLabels: {tier: canary}}}}]
-"#;
+const PLACEMENT_EXAMPLE: &str = include_str!("placement-example.yaml");
 
 #[test]
 fn spec_placement_example_passes_and_is_defaulted() {

@@ -11,29 +11,7 @@ use crate::ocm::ALLOCATABLE_MEMORY;
 
 /// The Placement example of spec/ocm.md (its two placeholders filled in, as
 /// in `fleet_api`'s example test).
-const EXAMPLE: &str = r#"apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata: {name: demo, namespace: ns1}
-spec:
-  numberOfClusters: 2            # unset: all feasible clusters
-  clusterSets: [clusterset1]     # unset: every set bound to the namespace
-  predicates:                    # OR-ed
-    - requiredClusterSelector:
-        labelSelector: {matchLabels: {vendor: OpenShift}}
-        claimSelector: {matchExpressions: [{key: region, operator: In, values: [east]}]}
-  prioritizerPolicy:
-    mode: Additive               # or Exact
-    configurations:
-      - scoreCoordinate: {builtIn: ResourceAllocatableMemory}
-      - scoreCoordinate: {builtIn: Steady}
-        weight: 3
-      - scoreCoordinate: {type: AddOn, addOn: {resourceName: default, scoreName: cpuratio}}
-  tolerations: [{key: maintenance, operator: Exists}]
-  decisionStrategy:
-    groupStrategy:
-      clustersPerDecisionGroup: 25%
-      decisionGroups: [{groupName: canary, groupClusterSelector: {labelSelector: {matchLabels: {tier: canary}}}}]
-"#;
+const EXAMPLE: &str = include_str!("../../../../api/src/ocm/tests/placement-example.yaml");
 
 fn member(name: &str, tier: &str, memory: &str) -> ClusterInfo {
     let labels = [("vendor", "OpenShift"), ("tier", tier), (CLUSTER_SET_LABEL, "clusterset1")];
