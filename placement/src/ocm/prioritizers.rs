@@ -164,8 +164,9 @@ pub(crate) struct ScoringInputs<'a> {
     pub(crate) addon: &'a AddOnScores,
     /// Now, in Unix seconds.
     pub(crate) now: i64,
-    /// Property slots of allocatable CPU and memory in the pass's table.
+    /// Property slot of allocatable CPU in the pass's table.
     pub(crate) cpu_slot: usize,
+    /// Property slot of allocatable memory in the pass's table.
     pub(crate) memory_slot: usize,
 }
 
