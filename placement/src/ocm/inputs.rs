@@ -2,17 +2,22 @@
 //! pass: other placements' decision counts (Balance) and the add-on scores
 //! (AddOn).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use fleet_api::ocm::addon_score::{self, AddOnPlacementScoreStatus};
 use fleet_api::ocm::decision::{self, PLACEMENT_LABEL};
 use fleet_api::time::unix_seconds;
 use fleet_api::Object;
 
+use crate::scheduler::plugins::FnvBuild;
+
+/// A set of cluster names (the placement's current decisions).
+pub(crate) type NameSet<'a> = HashSet<&'a str, FnvBuild>;
+
 /// How many decisions of *other* placements name each cluster (Balance).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DecisionCounts {
-    counts: HashMap<String, i64>,
+    counts: HashMap<String, i64, FnvBuild>,
     max: i64,
 }
 
@@ -64,7 +69,7 @@ struct ScoreEntry {
 /// and namespace (the cluster).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddOnScores {
-    by_resource: HashMap<String, HashMap<String, ScoreEntry>>,
+    by_resource: HashMap<String, HashMap<String, ScoreEntry, FnvBuild>, FnvBuild>,
 }
 
 /// A score read for one cluster: its value and, when it will expire, when.

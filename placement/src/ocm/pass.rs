@@ -1,11 +1,10 @@
 //! One OCM scheduling pass over the framework's stages (see the module doc
 //! of [`crate::ocm`]).
 
-use std::collections::HashSet;
-
 use fleet_api::ocm::placement::{PlacementSpec, DO_NOT_SCHEDULE, TOPOLOGY_KEY_CLAIM};
 
 use super::groups::{paginate, DecisionGroup, GroupSelectors};
+use super::inputs::NameSet;
 use super::predicates::Predicates;
 use super::prioritizers::{weighted, ScoringInputs, WeightedPrioritizer};
 use super::sets::EligibleSets;
@@ -38,7 +37,7 @@ fn spread_terms(spec: &PlacementSpec) -> impl Iterator<Item = SpreadTerm<'_>> {
 /// Runs one OCM scheduling pass.
 pub fn schedule(request: &OcmRequest) -> OcmOutcome {
     let spec = request.spec;
-    let decided: HashSet<&str> = request.decided.iter().map(String::as_str).collect();
+    let decided: NameSet = request.decided.iter().map(String::as_str).collect();
     let mut fw = Framework::default();
     let sets = EligibleSets::resolve(&spec.cluster_sets, request.cluster_sets, request.bound_sets, fw.vocabulary_mut());
     let predicates = Predicates::compile(&spec.predicates, fw.vocabulary_mut());
@@ -177,9 +176,10 @@ fn describe_candidates(
         list[pos].spread_score = spread;
         chosen.push(candidates[pos]);
     }
+    let not_best = format!("not among the {want} best-ranked clusters");
     for (pos, spread) in result.allowed {
         list[pos].spread_score = spread;
-        list[pos].left_out = Some(format!("not among the {want} best-ranked clusters"));
+        list[pos].left_out = Some(not_best.clone());
     }
     for (pos, reason) in result.rejected {
         list[pos].left_out = Some(reason);

@@ -8,15 +8,13 @@
 //! `trunc(100 × (2(a − min) − (max − min)) / (max − min))`, on exact
 //! quantities (nano-units).
 
-use std::collections::HashSet;
-
 use fleet_api::ocm::placement::{
     AddOnScore, PrioritizerPolicy, COORDINATE_ADD_ON, MODE_EXACT, PRIORITIZER_ALLOCATABLE_CPU,
     PRIORITIZER_ALLOCATABLE_MEMORY, PRIORITIZER_BALANCE, PRIORITIZER_STEADY,
 };
 use fleet_api::quantity::Quantity;
 
-use super::inputs::{AddOnScores, DecisionCounts};
+use super::inputs::{AddOnScores, DecisionCounts, NameSet};
 use crate::scheduler::table::{ClusterTable, Vocabulary};
 
 /// The highest score a prioritizer gives.
@@ -157,7 +155,7 @@ pub fn allocatable_score(a: Quantity, min: Quantity, max: Quantity) -> i64 {
 /// What scoring reads besides the prioritizer itself.
 pub(crate) struct ScoringInputs<'a> {
     /// The placement's current decisions.
-    pub(crate) decided: &'a HashSet<&'a str>,
+    pub(crate) decided: &'a NameSet<'a>,
     /// Other placements' decisions per cluster.
     pub(crate) counts: &'a DecisionCounts,
     /// The add-on scores.

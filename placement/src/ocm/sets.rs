@@ -14,7 +14,7 @@ use fleet_api::ocm::clusterset::{
 use fleet_api::Object;
 
 use crate::scheduler::plugins::CompiledLabelSelector;
-use crate::scheduler::table::{ClusterTable, Vocabulary};
+use crate::scheduler::table::{ClusterTable, Vocabulary, NO_VALUE};
 
 /// A ManagedClusterSet as the scheduler reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,8 +65,10 @@ enum Membership {
 pub(crate) struct EligibleSets<'a> {
     /// Names, sorted.
     pub(crate) names: Vec<&'a str>,
-    /// Names of the sets chosen by the set label.
-    by_label: BTreeSet<&'a str>,
+    /// The set label's key slot.
+    label_slot: usize,
+    /// Value ids of the sets chosen by the set label.
+    by_label: Vec<u32>,
     /// Whether `default` is chosen by the set label (clusters without it belong).
     unlabelled: bool,
     selectors: Vec<CompiledLabelSelector>,
@@ -104,7 +106,8 @@ impl<'a> EligibleSets<'a> {
         }
         let mut eligible = EligibleSets {
             names: names.clone(),
-            by_label: BTreeSet::new(),
+            label_slot: vocabulary.label_key(CLUSTER_SET_LABEL),
+            by_label: Vec::new(),
             unlabelled: false,
             selectors: Vec::new(),
             everything: false,
@@ -113,7 +116,7 @@ impl<'a> EligibleSets<'a> {
             let stored = sets.iter().find(|s| s.name == name).map(|s| &s.spec);
             match Self::membership(name, stored, vocabulary) {
                 Some(Membership::SetLabel) => {
-                    eligible.by_label.insert(name);
+                    eligible.by_label.push(vocabulary.label_value(eligible.label_slot, name));
                     eligible.unlabelled |= name == DEFAULT_SET;
                 }
                 Some(Membership::Selector(s)) => eligible.selectors.push(s),
@@ -151,12 +154,9 @@ impl<'a> EligibleSets<'a> {
         if self.everything {
             return true;
         }
-        if !self.by_label.is_empty() {
-            match table.info(cluster).labels.get(CLUSTER_SET_LABEL) {
-                Some(set) if self.by_label.contains(set) => return true,
-                None if self.unlabelled => return true,
-                _ => {}
-            }
+        let set = table.label(cluster, self.label_slot);
+        if self.by_label.contains(&set) || (self.unlabelled && set == NO_VALUE) {
+            return true;
         }
         self.selectors.iter().any(|s| s.matches(table, cluster))
     }

@@ -17,13 +17,12 @@
 //! A taint without a known `timeAdded` is not covered by a toleration with
 //! `tolerationSeconds` (nothing shows the period has not passed).
 
-use std::collections::HashSet;
-
 use fleet_api::ocm::placement::{
     Toleration, EFFECT_NO_SELECT, EFFECT_NO_SELECT_IF_NEW, EFFECT_PREFER_NO_SELECT, OPERATOR_EXISTS, TAINT_UNREACHABLE,
 };
 use fleet_api::time::unix_seconds;
 
+use super::inputs::NameSet;
 use crate::cluster::ClusterInfo;
 use crate::scheduler::table::ClusterTable;
 use crate::scheduler::FilterPlugin;
@@ -103,13 +102,13 @@ fn matches(t: &Toleration, taint: &OcmTaint) -> bool {
 pub(crate) struct OcmTaints<'a> {
     tolerations: &'a [Toleration],
     /// The placement's current decisions (they keep `NoSelectIfNew` taints).
-    decided: &'a HashSet<&'a str>,
+    decided: &'a NameSet<'a>,
     now: i64,
 }
 
 impl<'a> OcmTaints<'a> {
     /// The filter for a placement's tolerations at `now` (Unix seconds).
-    pub(crate) fn new(tolerations: &'a [Toleration], decided: &'a HashSet<&'a str>, now: i64) -> OcmTaints<'a> {
+    pub(crate) fn new(tolerations: &'a [Toleration], decided: &'a NameSet<'a>, now: i64) -> OcmTaints<'a> {
         OcmTaints { tolerations, decided, now }
     }
 

@@ -84,6 +84,8 @@ pub(crate) fn pick_best(
             rejected: Vec::new(),
         };
     }
+    // Each position's key, for the one-at-a-time comparisons below.
+    let ranks = order.clone();
     order.sort_unstable_by(by_rank);
     let order: Vec<usize> = order.into_iter().map(|k| ties.pos(k)).collect();
 
@@ -116,7 +118,7 @@ pub(crate) fn pick_best(
         for (g, members) in groups.iter().enumerate() {
             let Some(&pos) = members.get(heads[g]) else { continue };
             let Some(spread) = fw.evaluate(candidates[pos]) else { continue };
-            let rank = (spread, key(pos));
+            let rank = (spread, ranks[pos]);
             if best.is_none_or(|(b, _)| rank > b) {
                 best = Some((rank, g));
             }

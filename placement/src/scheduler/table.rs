@@ -105,6 +105,21 @@ pub fn name_sorted(clusters: &[ClusterInfo]) -> Vec<&ClusterInfo> {
     sorted
 }
 
+/// The id of `value` among a key slot's `known` values; a value not known
+/// yet gets a new id on an open slot and [`OTHER_VALUE`] on the others.
+#[inline(always)]
+fn intern<'c>(known: &mut HashMap<&'c str, u32, FnvBuild>, open: bool, value: &'c str) -> u32 {
+    match known.get(value) {
+        Some(&id) => id,
+        None if open => {
+            let id = known.len() as u32;
+            known.insert(value, id);
+            id
+        }
+        None => OTHER_VALUE,
+    }
+}
+
 /// The pass's clusters (name-sorted) and, per cluster, the value id of every
 /// vocabulary key and the value of every vocabulary property.
 #[derive(Debug)]
@@ -133,31 +148,27 @@ impl<'c> ClusterTable<'c> {
             .collect();
         let mut labels = vec![NO_VALUE; clusters.len() * key_slots];
         let mut properties = vec![None; clusters.len() * property_slots];
-        let has_claims = vocabulary.keys.iter().any(|k| k.claim);
+        // Claim slots apart (claims are OCM's): a label named like a claim
+        // (or the other way round) never fills the other's slot.
+        let claim_slots: Vec<(usize, &str)> =
+            vocabulary.keys.iter().enumerate().filter(|(_, k)| k.claim).map(|(i, k)| (i, k.key)).collect();
         for (row, cluster) in clusters.iter().enumerate() {
             if key_slots > 0 {
                 let row_labels = &mut labels[row * key_slots..(row + 1) * key_slots];
-                let claims = has_claims.then(|| cluster.claims.iter()).into_iter().flatten();
-                let pairs = cluster.labels.iter().map(|pair| (pair, false)).chain(claims.map(|pair| (pair, true)));
-                for ((key, value), claim) in pairs {
+                for (key, value) in cluster.labels.iter() {
                     // Lengths first: most keys are told apart without reading their bytes.
-                    let Some(slot) = vocabulary
-                        .keys
-                        .iter()
-                        .position(|k| k.key.len() == key.len() && k.claim == claim && k.key == key)
-                    else {
-                        continue;
-                    };
-                    let known = &mut ids[slot];
-                    row_labels[slot] = match known.get(value) {
-                        Some(&id) => id,
-                        None if vocabulary.keys[slot].open => {
-                            let id = known.len() as u32;
-                            known.insert(value, id);
-                            id
+                    let found =
+                        vocabulary.keys.iter().position(|k| k.key.len() == key.len() && k.key == key && !k.claim);
+                    if let Some(slot) = found {
+                        row_labels[slot] = intern(&mut ids[slot], vocabulary.keys[slot].open, value);
+                    }
+                }
+                if !claim_slots.is_empty() {
+                    for (key, value) in cluster.claims.iter() {
+                        if let Some(&(slot, _)) = claim_slots.iter().find(|(_, k)| *k == key) {
+                            row_labels[slot] = intern(&mut ids[slot], vocabulary.keys[slot].open, value);
                         }
-                        None => OTHER_VALUE,
-                    };
+                    }
                 }
             }
             if property_slots > 0 {
