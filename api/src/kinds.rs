@@ -92,6 +92,8 @@ pub static KINDS: &[KindInfo] = &[
     kind!(FLEET_PLACEMENT, "Work", "works", ["work"], Namespaced, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ClusterResourceOverride", "clusterresourceoverrides", ["cro"], Cluster, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ResourceOverride", "resourceoverrides", ["ro"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterResourceOverrideSnapshot", "clusterresourceoverridesnapshots", ["cros"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ResourceOverrideSnapshot", "resourceoverridesnapshots", ["ros"], Namespaced, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ClusterStagedUpdateStrategy", "clusterstagedupdatestrategies", ["csus"], Cluster, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "StagedUpdateStrategy", "stagedupdatestrategies", ["sus"], Namespaced, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ClusterStagedUpdateRun", "clusterstagedupdateruns", ["csur"], Cluster, true, PLACEMENT_VERSIONS),

@@ -8,16 +8,22 @@
 
 pub mod binding;
 pub mod conditions;
+pub mod envelope;
+pub mod eviction;
 pub mod kinds;
 pub mod member;
 pub mod names;
 pub mod object;
 pub mod ocm;
+pub mod overrides;
 pub mod parse;
 pub mod placement;
 pub mod quantity;
 pub mod selector;
 pub mod snapshot;
+pub mod staged;
+#[cfg(test)]
+mod testing;
 pub mod time;
 pub mod typed;
 pub mod validation;

@@ -48,6 +48,12 @@ impl Taint {
     pub fn new(key: &str, value: &str, effect: &str) -> Taint {
         Taint { key: key.to_string(), value: value.to_string(), effect: effect.to_string(), time_added: None }
     }
+
+    /// Whether `other` is the same taint (key, value and effect), whenever
+    /// each was added.
+    pub fn same_as(&self, other: &Taint) -> bool {
+        self.key == other.key && self.value == other.value && self.effect == other.effect
+    }
 }
 
 /// `spec` of a MemberCluster.

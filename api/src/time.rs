@@ -1,7 +1,7 @@
-//! RFC 3339 timestamps as Unix seconds: objects carry times as text
-//! (`lastTransitionTime`, `validUntil`, a taint's `timeAdded`), while rules
-//! that compare them with "now" (rollout soak times, toleration periods,
-//! score expiry) need numbers. Pure: "now" is always passed in.
+//! Time as the pure code sees it: unix seconds in, RFC 3339 strings in
+//! status out, durations in seconds. Nothing here reads a clock; callers
+//! pass `now`. Here in `api` because admission checks timestamps too (a
+//! taint's `timeAdded`, an add-on score's `validUntil`).
 
 /// What an RFC 3339 timestamp looks like, for validation messages.
 pub const RFC3339_DETAIL: &str = "must be an RFC 3339 timestamp, e.g. \"2024-05-01T10:00:00Z\"";
@@ -67,6 +67,30 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// The RFC 3339 form (`2024-05-01T10:00:00Z`, UTC, whole seconds) of unix
+/// seconds `secs`, as the rest of Fleet writes status times.
+pub fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (the
+/// inverse of [`days_from_civil`], Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 /// Seconds of a duration written as whole numbers with `h`, `m` or `s`
 /// units, possibly combined (`90m`, `360s`, `1h30m`), or a bare `0` —
 /// the form OCM's rollout durations use; `None` for anything else.
@@ -98,6 +122,16 @@ pub fn duration_seconds(text: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_round_trips() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_714_557_600), "2024-05-01T10:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        for secs in [-86_400_i64, 59, 86_399, 951_868_799, 1_709_251_199, 4_102_444_800, 253_402_300_799] {
+            assert_eq!(unix_seconds(&rfc3339(secs)), Some(secs), "{secs}");
+        }
+    }
 
     #[test]
     fn durations_in_hours_minutes_and_seconds() {

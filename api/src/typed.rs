@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::ocm::{self, addon_score, clusterset, decision, manifestwork, replicaset, CLUSTER_GROUP, WORK_GROUP};
 use crate::validation::{FieldError, ValidationError};
-use crate::{binding, member, placement, snapshot, work, Object};
+use crate::{binding, envelope, eviction, member, overrides, placement, snapshot, staged, work, Object};
 
 /// Decodes `value` (found at `path`) into `T`; a type error or an unknown
 /// field becomes a [`FieldError`] naming the exact field.
@@ -29,10 +29,20 @@ pub fn decode<T: DeserializeOwned>(value: &Value, path: &str) -> Result<T, Field
     })
 }
 
-/// Decodes a top-level `part` of an object (`spec`, `status`; an absent
-/// part reads as `{}`) with its field path in the error, which names the
-/// object.
-pub fn decode_part<T: DeserializeOwned>(object: &Object, part: &str) -> Result<T, ValidationError> {
+/// Decodes an object's `spec` (absent = `{}`) into `T`; a type error or an
+/// unknown field is a [`ValidationError`] naming the object and the field.
+pub fn decode_spec<T: DeserializeOwned>(object: &Object) -> Result<T, ValidationError> {
+    decode_part(object, "spec")
+}
+
+/// Decodes an object's `status` (absent = `{}`) into `T`, with the object
+/// and the field named in the error: for checks on the status path.
+pub fn decode_status<T: DeserializeOwned>(object: &Object) -> Result<T, ValidationError> {
+    decode_part(object, "status")
+}
+
+/// Decodes a top-level part of an object (absent = `{}`).
+fn decode_part<T: DeserializeOwned>(object: &Object, part: &str) -> Result<T, ValidationError> {
     let raw = object.rest.get(part).cloned().unwrap_or(Value::Object(Default::default()));
     decode(&raw, part).map_err(|e| ValidationError {
         kind: object.kind.clone(),
@@ -41,10 +51,16 @@ pub fn decode_part<T: DeserializeOwned>(object: &Object, part: &str) -> Result<T
     })
 }
 
-/// A stored object's `part` (admission guaranteed it decodes), or the
-/// default when it is absent or somehow does not.
-pub fn part_or_default<T: DeserializeOwned + Default>(object: &Object, part: &str) -> T {
-    object.rest.get(part).and_then(|v| decode(v, part).ok()).unwrap_or_default()
+/// The `spec` of a stored object (admission guarantees it decodes), or the
+/// default when it does not.
+pub fn spec_or_default<T: DeserializeOwned + Default>(object: &Object) -> T {
+    object.spec().and_then(|s| decode(s, "spec").ok()).unwrap_or_default()
+}
+
+/// The `status` of a stored object, or the default when it has none or it
+/// does not decode.
+pub fn status_or_default<T: DeserializeOwned + Default>(object: &Object) -> T {
+    object.status().and_then(|s| decode(s, "status").ok()).unwrap_or_default()
 }
 
 /// Encodes a typed part back into JSON.
@@ -72,6 +88,28 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
             | snapshot::CLUSTER_SCHEDULING_POLICY_SNAPSHOT
             | snapshot::SCHEDULING_POLICY_SNAPSHOT,
         ) => snapshot::prepare(object),
+        (crate::kinds::FLEET_PLACEMENT_GROUP, overrides::CLUSTER_RESOURCE_OVERRIDE | overrides::RESOURCE_OVERRIDE) => {
+            overrides::prepare(object)
+        }
+        (
+            crate::kinds::FLEET_PLACEMENT_GROUP,
+            overrides::CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT | overrides::RESOURCE_OVERRIDE_SNAPSHOT,
+        ) => overrides::prepare_snapshot(object),
+        (crate::kinds::FLEET_PLACEMENT_GROUP, envelope::CLUSTER_RESOURCE_ENVELOPE | envelope::RESOURCE_ENVELOPE)
+        | ("", "ConfigMap") => envelope::prepare(object),
+        (
+            crate::kinds::FLEET_PLACEMENT_GROUP,
+            staged::CLUSTER_STAGED_UPDATE_STRATEGY
+            | staged::STAGED_UPDATE_STRATEGY
+            | staged::CLUSTER_STAGED_UPDATE_RUN
+            | staged::STAGED_UPDATE_RUN
+            | staged::CLUSTER_APPROVAL_REQUEST
+            | staged::APPROVAL_REQUEST,
+        ) => staged::prepare(object),
+        (
+            crate::kinds::FLEET_PLACEMENT_GROUP,
+            eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION | eviction::CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET,
+        ) => eviction::prepare(object),
         (CLUSTER_GROUP, ocm::placement::KIND) => ocm::placement::prepare(object),
         (CLUSTER_GROUP, decision::KIND) => decision::prepare(object),
         (CLUSTER_GROUP, clusterset::SET_KIND) => clusterset::prepare_set(object),
@@ -80,5 +118,20 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
         (WORK_GROUP, manifestwork::KIND) => manifestwork::prepare(object),
         (WORK_GROUP, replicaset::KIND) => replicaset::prepare(object),
         _ => Ok(()),
+    }
+}
+
+/// Checks an update of a typed kind against the stored object (both
+/// prepared): what the kind's spec says may not change. Kinds without such
+/// rules pass.
+pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
+    if placement::is_placement(new) {
+        placement::check_update(old, new)
+    } else if new.group() == crate::kinds::FLEET_PLACEMENT_GROUP && overrides::is_override_kind(&new.kind) {
+        overrides::check_update(old, new)
+    } else if staged::is_run(new) || staged::is_approval_request(new) {
+        staged::check_update(old, new)
+    } else {
+        eviction::check_update(old, new)
     }
 }

@@ -55,6 +55,27 @@ pub enum Command {
     /// Follow the rollout of a placement.
     #[command(subcommand)]
     Rollout(RolloutCommand),
+    /// Print the objects one member cluster receives from a placement, as the
+    /// hub rendered them for it (overrides applied, envelopes unwrapped).
+    Render(RenderArgs),
+}
+
+/// `render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The placement kind: crp (ClusterResourcePlacement) or rp (ResourcePlacement); KIND/NAME also works.
+    pub kind: String,
+    /// The placement's name.
+    pub name: Option<String>,
+    /// The member cluster whose copy to print.
+    #[arg(long, value_name = "CLUSTER")]
+    pub cluster: String,
+    /// The namespace of a ResourcePlacement (default: "default").
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// yaml (default: one document per object, each Work named in a comment) or json (a List).
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<OutputFormat>,
 }
 
 /// `rollout ...`.

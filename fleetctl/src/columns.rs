@@ -2,6 +2,7 @@
 //! (one match arm each); the printer only asks [`columns_for`]. The placement
 //! kinds' columns live in [`placement`].
 
+pub mod overrides;
 pub mod placement;
 
 use std::collections::BTreeMap;
@@ -59,6 +60,9 @@ pub fn columns_for(kind: &str, wide: bool) -> Vec<Column> {
         "ClusterResourceBinding" | "ResourceBinding" => placement::binding_columns(wide),
         "ClusterSchedulingPolicySnapshot" | "SchedulingPolicySnapshot" => placement::policy_snapshot_columns(wide),
         "ClusterResourceSnapshot" | "ResourceSnapshot" => placement::resource_snapshot_columns(wide),
+        "ClusterResourceOverride" | "ResourceOverride" => overrides::override_columns(),
+        "ClusterResourceOverrideSnapshot" | "ResourceOverrideSnapshot" => overrides::override_snapshot_columns(),
+        "ClusterResourceEnvelope" | "ResourceEnvelope" => overrides::envelope_columns(),
         _ => generic_columns(wide),
     }
 }
@@ -148,11 +152,11 @@ fn last_heartbeat(object: &Object, now: SystemTime) -> String {
     }
 }
 
-fn name_column() -> Column {
+pub(crate) fn name_column() -> Column {
     Column { header: "NAME", value: |o, _| o.metadata.name.clone() }
 }
 
-fn age_column() -> Column {
+pub(crate) fn age_column() -> Column {
     Column { header: "AGE", value: |o, c| age(o.metadata.creation_timestamp.as_deref(), c.now) }
 }
 

@@ -2,7 +2,8 @@
 //! kind and scope resolved (registry, then CRDs stored on the hub), generic
 //! validation with every problem listed, server-set fields dropped.
 
-use fleet_api::kinds::{self, KindInfo, Scope};
+use fleet_api::kinds::{self, KindInfo, Scope, FLEET_PLACEMENT_GROUP};
+use fleet_api::overrides as overrides_api;
 use fleet_api::validation::validate_generic;
 use fleet_api::{Object, ObjectKey};
 use fleet_proto::fleet::KindRef;
@@ -209,14 +210,51 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
 }
 
 /// The rules about what may change in an update (placementType, only added
-/// tolerations), checked against the stored object as this node has it.
+/// tolerations, an override's placement, a run's immutable fields, ...:
+/// `typed::check_update`), and the store-wide limits of overrides, checked
+/// against the store as this node has it.
 fn check_update(store: &Store, object: &Object) -> Result<(), String> {
-    if !fleet_api::placement::is_placement(object) {
-        return Ok(());
-    }
     let (stored, _) = store.get(&ObjectKey::of(object)).map_err(|e| e.to_string())?;
-    match stored {
-        Some(old) => fleet_api::placement::check_update(&old, object).map_err(|e| e.to_string()),
-        None => Ok(()),
+    if let Some(old) = &stored {
+        fleet_api::typed::check_update(old, object).map_err(|e| e.to_string())?;
     }
+    if object.group() == FLEET_PLACEMENT_GROUP && overrides_api::is_override_kind(&object.kind) {
+        return check_override_limits(store, object, stored.is_none());
+    }
+    Ok(())
+}
+
+/// overrides.md: at most 100 CROs (100 ROs per namespace), and no resource
+/// selected by two overrides of the same scope.
+fn check_override_limits(store: &Store, object: &Object, new: bool) -> Result<(), String> {
+    let namespace = object.metadata.namespace.clone();
+    let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: object.kind.clone(), namespace, selector: None };
+    let (others, _) = store.list(&query).map_err(|e| e.to_string())?;
+    let others: Vec<&Object> = others.iter().filter(|o| o.metadata.name != object.metadata.name).collect();
+    if new && others.len() >= overrides_api::MAX_OVERRIDES {
+        let plural = format!("{}s", object.kind);
+        return Err(match object.metadata.namespace.as_deref() {
+            Some(ns) => format!("at most {} {plural} may exist in namespace {ns:?}", overrides_api::MAX_OVERRIDES),
+            None => format!("at most {} {plural} may exist", overrides_api::MAX_OVERRIDES),
+        });
+    }
+    let field = if object.kind == overrides_api::RESOURCE_OVERRIDE {
+        "spec.resourceSelectors"
+    } else {
+        "spec.clusterResourceSelectors"
+    };
+    let mut errors = Vec::new();
+    for (k, selected) in overrides_api::selected_resources(object).iter().enumerate() {
+        if let Some(other) = others.iter().find(|o| overrides_api::selected_resources(o).contains(selected)) {
+            let (group, kind, _, name) = selected;
+            let mut names = [object.metadata.name.as_str(), other.metadata.name.as_str()];
+            names.sort();
+            errors.push(fleet_api::FieldError::invalid(
+                format!("{field}[{k}]"),
+                format!("{}{kind} {name}", if group.is_empty() { String::new() } else { format!("{group}/") }),
+                format!("the resource has been selected by both {} and {}, which is not supported", names[0], names[1]),
+            ));
+        }
+    }
+    fleet_api::ValidationError::check(&object.kind, &object.metadata.name, errors).map_err(|e| e.to_string())
 }

@@ -11,7 +11,10 @@
 //!   pick) and its plugins, producing decisions and binding changes;
 //! - [`rollout`]: the rolling update planner (readiness of a binding from its
 //!   Works; which bindings to bind, update or delete in a pass);
-//! - [`works`]: the Works a Bound binding needs and the changes to the
+//! - [`overrides`]: override snapshots, which apply to a binding, and
+//!   rendering a resource for one cluster through them;
+//! - [`works`]: the Works a Bound binding needs (overrides applied,
+//!   envelopes unwrapped into Works of their own) and the changes to the
 //!   stored ones;
 //! - [`status`]: folding bindings and Works into per-cluster placement
 //!   statuses and the placement's conditions;
@@ -20,10 +23,14 @@
 //!   same framework.
 
 pub mod cluster;
+pub mod eviction;
 pub mod ocm;
+pub mod overrides;
 pub mod rollout;
 pub mod scheduler;
 pub mod selection;
 pub mod snapshot;
+pub mod staged;
 pub mod status;
+pub mod time;
 pub mod works;

@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use fleet_api::envelope::{CLUSTER_RESOURCE_ENVELOPE, RESOURCE_ENVELOPE};
 use fleet_api::kinds::{lookup_group_kind, Scope, FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::placement::{PlacementSpec, ResourceIdentifier, ResourceSelector, NAMESPACE_ONLY, RESOURCE_PLACEMENT};
 use fleet_api::{Object, ObjectKey};
@@ -49,8 +50,12 @@ pub fn is_reserved_namespace(name: &str) -> bool {
 /// Whether a group/kind is one Fleet itself serves (placements, snapshots,
 /// bindings, MemberClusters, OCM kinds, internal kinds, Events): copying those
 /// to members would make members run the hub's control plane, so they are
-/// never selected.
+/// never selected. The two envelope kinds are the exception (EN-1): they
+/// are selected like any hub resource, and only their contents reach members.
 pub fn is_fleet_kind(group: &str, kind: &str) -> bool {
+    if group == FLEET_PLACEMENT_GROUP && matches!(kind, CLUSTER_RESOURCE_ENVELOPE | RESOURCE_ENVELOPE) {
+        return false;
+    }
     group == FLEET_PLACEMENT_GROUP
         || group == FLEET_CLUSTER_GROUP
         || group.ends_with(".kubernetes-fleet.io")

@@ -103,7 +103,7 @@ pub fn canonical_json(value: &Value) -> String {
     out
 }
 
-fn sha256_hex(text: &str) -> String {
+pub(crate) fn sha256_hex(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 

@@ -3,6 +3,8 @@
 //! bindings.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_api::Object;
@@ -89,4 +91,58 @@ pub async fn bindings(hub: &Hub, placement: &str) -> Result<BTreeMap<String, (St
         }
     }
     Ok(out)
+}
+
+/// Whether a Work is Available at its current generation.
+pub fn work_available(work: &Object) -> bool {
+    condition(work, "Available").is_some_and(|c| c.0 == "True" && c.2 == work.metadata.generation)
+}
+
+/// Whether the embedded target of `cluster` holds the object (`namespace`
+/// empty for cluster-scoped kinds).
+pub fn member_has(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> bool {
+    let mut args = vec![kind, name, "-o", "json"];
+    if !namespace.is_empty() {
+        args.extend(["-n", namespace]);
+    }
+    hub.inspect(cluster, &args).status.success()
+}
+
+/// Waits until the object is present (or gone) on the cluster's embedded target.
+pub async fn wait_member(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str, present: bool) {
+    let what = format!("{kind} {namespace}/{name} {} on {cluster}", if present { "present" } else { "gone" });
+    eventually(&what, WAIT, || async {
+        if member_has(hub, cluster, kind, namespace, name) == present {
+            Ok(())
+        } else {
+            Err("not yet".to_string())
+        }
+    })
+    .await;
+}
+
+/// Samples the placement's Works until stopped, recording the most Works
+/// seen unavailable at once.
+pub fn watch_unavailable(
+    hub: &Hub,
+    placement: &str,
+    node: u64,
+) -> (Arc<AtomicBool>, Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let worst = Arc::new(AtomicUsize::new(0));
+    let selector = format!("kubernetes-fleet.io/parent-CRP={placement}");
+    let endpoint = hub.endpoint(node);
+    let pki = hub.pki_dir();
+    let (stop_flag, worst_seen) = (stop.clone(), worst.clone());
+    let task = tokio::spawn(async move {
+        let client = crate::hub::admin_client(&endpoint, &pki);
+        while !stop_flag.load(Ordering::SeqCst) {
+            if let Ok(ws) = crate::objects::list_all(&mut client.clone(), "work", &selector).await {
+                let down = ws.iter().filter(|w| !work_available(w)).count();
+                worst_seen.fetch_max(down, Ordering::SeqCst);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    (stop, worst, task)
 }

@@ -5,12 +5,13 @@
 //! cleaned up (unless `Abandon`), and a failing cluster is reported and holds
 //! the rollout.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use fleet_api::Object;
-use fleet_tests::fleet::{apply_yaml, bindings, fleet, list, Member, WAIT};
+use fleet_tests::fleet::{
+    apply_yaml, bindings, fleet, list, member_has, wait_member, watch_unavailable, work_available, Member, WAIT,
+};
 use fleet_tests::objects::{condition, get};
 use fleet_tests::{eventually, Hub};
 
@@ -45,11 +46,6 @@ async fn works(hub: &Hub, placement: &str) -> Result<Vec<Object>, String> {
     list(hub, "work", &format!("kubernetes-fleet.io/parent-CRP={placement}")).await
 }
 
-/// Whether a Work is Available at its current generation.
-fn work_available(work: &Object) -> bool {
-    condition(work, "Available").is_some_and(|c| c.0 == "True" && c.2 == work.metadata.generation)
-}
-
 fn work_index(work: &Object) -> String {
     work.metadata.labels.get("kubernetes-fleet.io/parent-resource-snapshot-index").cloned().unwrap_or_default()
 }
@@ -70,49 +66,6 @@ async fn wait_rolled_out(hub: &Hub, placement: &str, clusters: usize, index: &st
         }
     })
     .await
-}
-
-/// Whether the embedded target of `cluster` holds the object.
-fn member_has(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> bool {
-    hub.inspect(cluster, &[kind, name, "-n", namespace, "-o", "json"]).status.success()
-}
-
-async fn wait_member(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str, present: bool) {
-    let what = format!("{kind} {namespace}/{name} {} on {cluster}", if present { "present" } else { "gone" });
-    eventually(&what, WAIT, || async {
-        if member_has(hub, cluster, kind, namespace, name) == present {
-            Ok(())
-        } else {
-            Err("not yet".to_string())
-        }
-    })
-    .await;
-}
-
-/// Samples the placement's Works until stopped, recording the most Works
-/// seen unavailable at once.
-fn watch_unavailable(
-    hub: &Hub,
-    placement: &str,
-    node: u64,
-) -> (Arc<AtomicBool>, Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let worst = Arc::new(AtomicUsize::new(0));
-    let selector = format!("kubernetes-fleet.io/parent-CRP={placement}");
-    let endpoint = hub.endpoint(node);
-    let pki = hub.pki_dir();
-    let (stop_flag, worst_seen) = (stop.clone(), worst.clone());
-    let task = tokio::spawn(async move {
-        let client = fleet_tests::hub::admin_client(&endpoint, &pki);
-        while !stop_flag.load(Ordering::SeqCst) {
-            if let Ok(ws) = fleet_tests::objects::list_all(&mut client.clone(), "work", &selector).await {
-                let down = ws.iter().filter(|w| !work_available(w)).count();
-                worst_seen.fetch_max(down, Ordering::SeqCst);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
-    (stop, worst, task)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

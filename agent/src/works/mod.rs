@@ -123,12 +123,15 @@ pub async fn run<T: Target>(
     result
 }
 
+/// Reconciles queued Works one at a time, for ever. A Work that is not
+/// settled is queued again [`RECHECK`] later without holding up the others
+/// (an envelope's Work may wait for the namespace another Work creates).
 async fn reconcile_forever<T: Target>(
     hub: &Hub,
     target: &T,
     ledger: &mut Ledger,
-    state: &Mutex<State>,
-    wake: &Notify,
+    state: &Arc<Mutex<State>>,
+    wake: &Arc<Notify>,
 ) -> Result<(), AgentError> {
     loop {
         let next = {
@@ -155,11 +158,12 @@ async fn reconcile_forever<T: Target>(
             None => forget_work(target, ledger, &name, abandon).await?,
         };
         if !settled {
-            tokio::select! {
-                _ = tokio::time::sleep(RECHECK) => {}
-                _ = wake.notified() => {}
-            }
-            state.lock().await.queue.insert(name);
+            let (state, wake) = (state.clone(), wake.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(RECHECK).await;
+                state.lock().await.queue.insert(name);
+                wake.notify_one();
+            });
         }
     }
 }

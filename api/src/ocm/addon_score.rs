@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::conditions::Condition;
-use crate::typed::part_or_default;
+use crate::typed::status_or_default;
 use crate::validation::{quote, FieldError, ValidationError};
 use crate::Object;
 
@@ -53,7 +53,7 @@ impl AddOnPlacementScoreStatus {
 
 /// The status of a stored AddOnPlacementScore (empty if none yet).
 pub fn status_of(object: &Object) -> AddOnPlacementScoreStatus {
-    part_or_default(object, "status")
+    status_or_default(object)
 }
 
 /// An AddOnPlacementScore holds only status: a `spec` is refused.
@@ -64,7 +64,7 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
 /// Checks a status about to be written (status path): known fields, score
 /// names present and unique, values in −100..100, `validUntil` a timestamp.
 pub fn validate_status(object: &Object) -> Result<(), ValidationError> {
-    let status: AddOnPlacementScoreStatus = crate::typed::decode_part(object, "status")?;
+    let status: AddOnPlacementScoreStatus = crate::typed::decode_status(object)?;
     let mut errors = Vec::new();
     let mut seen = BTreeSet::new();
     for (i, score) in status.scores.iter().enumerate() {

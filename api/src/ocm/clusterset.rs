@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::conditions::Condition;
-use crate::typed::part_or_default;
+use crate::typed::spec_or_default;
 use crate::validation::{check_enum, quote, FieldError, ValidationError};
 use crate::{names, LabelSelector, Object};
 
@@ -81,12 +81,12 @@ pub struct ManagedClusterSetBindingSpec {
 
 /// The spec of a stored ManagedClusterSet.
 pub fn set_spec_of(object: &Object) -> ManagedClusterSetSpec {
-    part_or_default(object, "spec")
+    spec_or_default(object)
 }
 
 /// The spec of a stored ManagedClusterSetBinding.
 pub fn binding_spec_of(object: &Object) -> ManagedClusterSetBindingSpec {
-    part_or_default(object, "spec")
+    spec_or_default(object)
 }
 
 fn validate_set(spec: &ManagedClusterSetSpec, name: &str) -> Vec<FieldError> {

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::typed::{encode, part_or_default};
+use crate::typed::{encode, status_or_default};
 use crate::validation::{quote, FieldError, ValidationError};
 use crate::Object;
 
@@ -51,7 +51,7 @@ pub struct PlacementDecisionStatus {
 
 /// The status of a stored PlacementDecision (empty if none yet).
 pub fn status_of(object: &Object) -> PlacementDecisionStatus {
-    part_or_default(object, "status")
+    status_or_default(object)
 }
 
 /// Writes a PlacementDecision's status.
@@ -67,7 +67,7 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
 /// Checks a status about to be written (status path): at most 100
 /// decisions, each naming a cluster once.
 pub fn validate_status(object: &Object) -> Result<(), ValidationError> {
-    let status: PlacementDecisionStatus = crate::typed::decode_part(object, "status")?;
+    let status: PlacementDecisionStatus = crate::typed::decode_status(object)?;
     let mut errors = Vec::new();
     let path = "status.decisions";
     if status.decisions.len() > MAX_DECISIONS_PER_PAGE {

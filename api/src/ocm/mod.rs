@@ -96,7 +96,7 @@ fn prepare_spec<T: DeserializeOwned + Serialize>(
     validate: impl FnOnce(&T) -> Vec<FieldError>,
     default: impl FnOnce(&mut T),
 ) -> Result<(), ValidationError> {
-    let mut spec: T = crate::typed::decode_part(object, "spec")?;
+    let mut spec: T = crate::typed::decode_spec(object)?;
     ValidationError::check(&object.kind, &object.metadata.name, validate(&spec))?;
     default(&mut spec);
     object.rest.insert("spec".into(), crate::typed::encode(&spec));

@@ -14,7 +14,7 @@ use crate::conditions::Condition;
 use crate::ocm::check_object_name;
 use crate::ocm::manifestwork::{self, ManifestWorkSpec};
 use crate::placement::{IntOrPercent, IntOrString};
-use crate::typed::{encode, part_or_default};
+use crate::typed::{encode, spec_or_default, status_or_default};
 use crate::validation::{check_enum, join_path, quote, FieldError, ValidationError};
 use crate::Object;
 
@@ -207,12 +207,12 @@ pub struct PlacementSummary {
 
 /// The spec of a stored ManifestWorkReplicaSet.
 pub fn spec_of(object: &Object) -> ManifestWorkReplicaSetSpec {
-    part_or_default(object, "spec")
+    spec_or_default(object)
 }
 
 /// The status of a stored ManifestWorkReplicaSet (empty if none yet).
 pub fn status_of(object: &Object) -> ManifestWorkReplicaSetStatus {
-    part_or_default(object, "status")
+    status_or_default(object)
 }
 
 /// Writes a ManifestWorkReplicaSet's status.

@@ -117,7 +117,7 @@ pub fn spec_of(object: &Object) -> PlacementSpec {
 
 /// Decodes a placement's spec with field paths in errors.
 fn decode_spec(object: &Object) -> Result<PlacementSpec, ValidationError> {
-    crate::typed::decode_part(object, "spec")
+    crate::typed::decode_spec(object)
 }
 
 /// Fills every default (placement.md, rollout.md) and normalizes property
@@ -149,11 +149,13 @@ pub fn apply_defaults(spec: &mut PlacementSpec) {
         }
     }
     let strategy = spec.strategy.get_or_insert_with(Default::default);
-    strategy.type_.get_or_insert_with(|| ROLLING_UPDATE.to_string());
-    let rolling = strategy.rolling_update.get_or_insert_with(Default::default);
-    rolling.max_unavailable.get_or_insert_with(|| DEFAULT_MAX_UNAVAILABLE.to_int_or_string());
-    rolling.max_surge.get_or_insert_with(|| DEFAULT_MAX_SURGE.to_int_or_string());
-    rolling.unavailable_period_seconds.get_or_insert(DEFAULT_UNAVAILABLE_PERIOD_SECONDS);
+    let type_ = strategy.type_.get_or_insert_with(|| ROLLING_UPDATE.to_string());
+    if type_ != EXTERNAL {
+        let rolling = strategy.rolling_update.get_or_insert_with(Default::default);
+        rolling.max_unavailable.get_or_insert_with(|| DEFAULT_MAX_UNAVAILABLE.to_int_or_string());
+        rolling.max_surge.get_or_insert_with(|| DEFAULT_MAX_SURGE.to_int_or_string());
+        rolling.unavailable_period_seconds.get_or_insert(DEFAULT_UNAVAILABLE_PERIOD_SECONDS);
+    }
     if let Some(d) = &mut strategy.delete_strategy {
         d.propagation_policy.get_or_insert_with(|| "Delete".to_string());
     }
@@ -173,13 +175,16 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
 }
 
 /// Checks an update of a placement against the stored one: `placementType`
-/// cannot change and tolerations can only be added (every old toleration
-/// must still be present).
+/// cannot change, tolerations can only be added (every old toleration
+/// must still be present), and an `External` rollout strategy stays
+/// `External` (staged-updates.md).
 pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
     let mut old_spec = decode_spec(old)?;
     let mut new_spec = decode_spec(new)?;
     apply_defaults(&mut old_spec);
     apply_defaults(&mut new_spec);
+    let strategy_type = |s: &PlacementSpec| s.strategy.as_ref().and_then(|t| t.type_.clone()).unwrap_or_default();
+    let (old_type, new_type) = (strategy_type(&old_spec), strategy_type(&new_spec));
     let old_policy = old_spec.policy.unwrap_or_default();
     let new_policy = new_spec.policy.unwrap_or_default();
     let mut errors = Vec::new();
@@ -188,6 +193,13 @@ pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
             "spec.policy.placementType",
             quote(new_policy.placement_type()),
             format!("field is immutable (was {})", quote(old_policy.placement_type())),
+        ));
+    }
+    if old_type == EXTERNAL && new_type != EXTERNAL {
+        errors.push(FieldError::invalid(
+            "spec.strategy.type",
+            quote(&new_type),
+            "cannot change rollout strategy type from 'External' to other types",
         ));
     }
     let new_tolerations: Vec<Toleration> = new_policy.tolerations.iter().map(Toleration::normalized).collect();

@@ -362,7 +362,7 @@ fn with_strategy(strategy: Value) -> Object {
 #[test]
 fn strategy_rules() {
     let spec = ok(with_strategy(
-        json!({"type": "External", "rollingUpdate": {"maxUnavailable": 2, "maxSurge": "50%", "unavailablePeriodSeconds": 0},
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2, "maxSurge": "50%", "unavailablePeriodSeconds": 0},
         "applyStrategy": {"type": "ServerSideApply", "whenToTakeOver": "IfNoDiff"}, "deleteStrategy": {"propagationPolicy": "Abandon"}}),
     ));
     let strategy = spec.strategy.unwrap();
@@ -451,4 +451,23 @@ fn tolerations_can_only_be_added() {
     );
     let changed = with_policy(json!({"tolerations": [{"key": "a", "value": "z"}]}));
     assert!(check_update(&old, &changed).is_err());
+}
+
+#[test]
+fn external_strategy_has_no_rolling_update_and_stays_external() {
+    let external = ok(with_strategy(json!({"type": "External"})));
+    let strategy = external.strategy.unwrap();
+    assert_eq!(strategy.type_.as_deref(), Some(EXTERNAL));
+    assert_eq!(strategy.rolling_update, None, "no rollingUpdate defaults for External");
+    let e = err(with_strategy(json!({"type": "External", "rollingUpdate": {"maxSurge": 1}})));
+    has(&e, "spec.strategy.rollingUpdate: Forbidden: rollingUpdate is not allowed when the rollout strategy type is External");
+    let old = with_strategy(json!({"type": "External"}));
+    for new in [with_strategy(json!({"type": "RollingUpdate"})), with_strategy(json!({}))] {
+        has(
+            &check_update(&old, &new).unwrap_err().to_string(),
+            "spec.strategy.type: Invalid value: \"RollingUpdate\": cannot change rollout strategy type from 'External' to other types",
+        );
+    }
+    check_update(&with_strategy(json!({})), &old).unwrap();
+    check_update(&old, &with_strategy(json!({"type": "External"}))).unwrap();
 }

@@ -249,6 +249,12 @@ fn check_property_name(errors: &mut Vec<FieldError>, path: String, name: &str) {
 
 fn validate_strategy(errors: &mut Vec<FieldError>, strategy: &RolloutStrategy) {
     check_enum(errors, "spec.strategy.type", strategy.type_.as_deref(), STRATEGY_TYPES);
+    if strategy.type_.as_deref() == Some(EXTERNAL) && strategy.rolling_update.is_some() {
+        errors.push(FieldError::forbidden(
+            "spec.strategy.rollingUpdate",
+            "rollingUpdate is not allowed when the rollout strategy type is External",
+        ));
+    }
     if let Some(rolling) = &strategy.rolling_update {
         let base = "spec.strategy.rollingUpdate";
         for (field, value) in [("maxUnavailable", &rolling.max_unavailable), ("maxSurge", &rolling.max_surge)] {

@@ -8,6 +8,7 @@ mod describe;
 mod get;
 mod heartbeats;
 mod pki;
+mod render;
 mod rollout;
 mod token;
 
@@ -39,6 +40,7 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
         Command::Cluster(command) => cluster::run(&client, command, io).await,
         Command::Token(command) => token::run(&client, command, io).await,
         Command::Rollout(command) => rollout::run(&client, command, io).await,
+        Command::Render(args) => render::run(&client, args, io).await,
         Command::Pki(command) => pki::run(command, io),
     }
 }

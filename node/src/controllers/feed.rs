@@ -1,7 +1,10 @@
-//! Turns the state machine's watch events into placement keys for the work
-//! queue: a placement's own changes, its snapshots' and bindings' changes,
-//! member cluster changes that can move a scheduling decision, and changes
-//! of hub resources a placement's selectors may select.
+//! Turns the state machine's watch events into keys for the work queue: a
+//! placement's own changes, its snapshots' and bindings' changes, member
+//! cluster changes that can move a scheduling decision (or which override
+//! rules match), changes of hub resources (envelopes included) a
+//! placement's selectors may select, override changes (the override's own
+//! key, for its snapshots) and override snapshot changes (the placements
+//! they may concern).
 //!
 //! The feed keeps soft state rebuilt at every resync: each placement's
 //! resource selectors and whether its policy reads cluster properties, and
@@ -13,6 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
+use fleet_api::overrides as overrides_api;
 use fleet_api::placement::{self as placement_api, PlacementSpec, CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
 use fleet_api::snapshot::PARENT_PLACEMENT_LABEL;
 use fleet_api::{binding, snapshot, Object, ObjectKey};
@@ -92,6 +96,12 @@ impl Feed {
             self.remember_placement(&placement);
             self.queue.add(ObjectKey::of(&placement));
         }
+        for kind in [overrides_api::CLUSTER_RESOURCE_OVERRIDE, overrides_api::RESOURCE_OVERRIDE] {
+            let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
+            for object in store.list(&query)?.0 {
+                self.queue.add(ObjectKey::of(&object));
+            }
+        }
         Ok(())
     }
 
@@ -112,6 +122,12 @@ impl Feed {
                 self.remember_placement(object);
                 self.queue.add(event.key.clone());
             }
+        } else if group == FLEET_PLACEMENT_GROUP && overrides_api::is_override_kind(kind) {
+            if event.event_type != EventType::Deleted {
+                self.queue.add(event.key.clone());
+            }
+        } else if group == FLEET_PLACEMENT_GROUP && overrides_api::is_override_snapshot_kind(kind) {
+            self.on_override_snapshot(object);
         } else if group == FLEET_PLACEMENT_GROUP && kind == "Work" {
             if let Some(parent) = parent_of_work(object) {
                 if self.placements.contains_key(&parent) {
@@ -135,6 +151,18 @@ impl Feed {
                 .collect();
             for key in keys {
                 self.queue.add(key);
+            }
+        }
+    }
+
+    /// A new, relabelled or deleted override snapshot may change what the
+    /// placements it can concern render: the one it names, or every
+    /// placement when it names none.
+    fn on_override_snapshot(&mut self, snapshot: &Object) {
+        let reference = overrides_api::snapshot_spec_of(snapshot).override_spec.placement.map(|p| p.name);
+        for key in self.placements.keys() {
+            if reference.as_ref().is_none_or(|name| *name == key.name) {
+                self.queue.add(key.clone());
             }
         }
     }

@@ -10,6 +10,7 @@
 mod clusters;
 pub mod events;
 mod feed;
+mod overrides;
 pub mod placement;
 pub mod queue;
 mod view;
@@ -171,9 +172,16 @@ async fn reconcile(
         let step_now = now.clone();
         let unix_now = unix_seconds();
         // Blocking: redb reads, and the cluster list may need a rebuild.
-        let next = tokio::task::spawn_blocking(move || match fleet.get() {
-            Some(fleet) => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
-            None => Ok(None),
+        let next = tokio::task::spawn_blocking(move || {
+            if read_key.group == fleet_api::kinds::FLEET_PLACEMENT_GROUP
+                && fleet_api::overrides::is_override_kind(&read_key.kind)
+            {
+                return overrides::next_step(&store, &read_key).map(Some);
+            }
+            match fleet.get() {
+                Some(fleet) => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
+                None => Ok(None),
+            }
         })
         .await
         .map_err(|e| ControllerError::Task(e.to_string()))??;

@@ -8,11 +8,11 @@
 
 mod compact;
 
+use crate::time::unix_seconds;
 use fleet_api::conditions::find;
 use fleet_api::member::{self, Taint, CONDITION_HEALTHY, CONDITION_JOINED};
 use fleet_api::placement::canonical_property_name;
 use fleet_api::quantity::Quantity;
-use fleet_api::time::unix_seconds;
 use fleet_api::Object;
 
 pub use compact::{Labels, Properties};

@@ -4,9 +4,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::time::unix_seconds;
 use fleet_api::ocm::addon_score::{self, AddOnPlacementScoreStatus};
 use fleet_api::ocm::decision::{self, PLACEMENT_LABEL};
-use fleet_api::time::unix_seconds;
 use fleet_api::Object;
 
 use crate::scheduler::plugins::FnvBuild;

@@ -17,10 +17,10 @@
 //! A taint without a known `timeAdded` is not covered by a toleration with
 //! `tolerationSeconds` (nothing shows the period has not passed).
 
+use crate::time::unix_seconds;
 use fleet_api::ocm::placement::{
     Toleration, EFFECT_NO_SELECT, EFFECT_NO_SELECT_IF_NEW, EFFECT_PREFER_NO_SELECT, OPERATOR_EXISTS, TAINT_UNREACHABLE,
 };
-use fleet_api::time::unix_seconds;
 
 use super::inputs::NameSet;
 use crate::cluster::ClusterInfo;

@@ -42,6 +42,10 @@
 //!   is the conservative reading;
 //! - actions come in this order: failed updates, deletes, updates, binds;
 //!   within each, by cluster name then binding name;
+//! - a Bound binding is stale when it is bound to an older snapshot *or*
+//!   records other override snapshots than those that apply now (OV-8);
+//!   the Update action then records both the latest snapshot and the
+//!   current overrides;
 //! - `strategy.type: External` plans nothing (staged update runs roll out).
 
 mod readiness;
@@ -58,7 +62,8 @@ use fleet_api::placement::{
     DEFAULT_UNAVAILABLE_PERIOD_SECONDS, EXTERNAL, PICK_FIXED, PICK_N,
 };
 
-pub use readiness::{readiness, unix_seconds, Readiness};
+pub use crate::time::unix_seconds;
+pub use readiness::{readiness, Readiness};
 
 /// One binding as the rollout planner sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +79,9 @@ pub struct RolloutBinding {
     pub resource_snapshot: String,
     /// How far its Works got (ignored for Scheduled bindings).
     pub readiness: Readiness,
+    /// Whether the override snapshots it records are the ones that apply
+    /// now (OV-8: a change rolls out like a resource change).
+    pub overrides_current: bool,
 }
 
 /// Everything one rollout pass needs.
@@ -214,7 +222,7 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
             let at = available_since.saturating_add(limits.unavailable_period_seconds);
             requeue_at = Some(requeue_at.map_or(at, |r| r.min(at)));
         }
-        match (b.state == STATE_UNSCHEDULED, b.resource_snapshot == latest, is_ready, failed) {
+        match (b.state == STATE_UNSCHEDULED, b.resource_snapshot == latest && b.overrides_current, is_ready, failed) {
             (true, _, true, _) => paid_deletes.push(b),
             (true, _, false, _) => free_deletes.push(b),
             (false, true, _, _) => {}

@@ -1,10 +1,10 @@
 //! How far one binding's rollout got, read from its Works' conditions.
 
 use fleet_api::conditions::{find, Condition};
-pub use fleet_api::time::unix_seconds;
 use fleet_api::work::{status_of, CONDITION_APPLIED, CONDITION_AVAILABLE, REASON_NOT_TRACKABLE};
 use fleet_api::Object;
 
+use crate::time::unix_seconds;
 use crate::works::PARENT_RESOURCE_INDEX_LABEL;
 
 /// How far one binding's rollout got, derived from its Works.

@@ -36,6 +36,7 @@ pub(super) fn b(cluster: &str, state: &str, snapshot: &str, readiness: Readiness
         state: state.into(),
         resource_snapshot: snapshot.into(),
         readiness,
+        overrides_current: true,
     }
 }
 

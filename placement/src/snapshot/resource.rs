@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use fleet_api::envelope::{envelope_type, NUMBER_OF_ENVELOPED_OBJECT_ANNOTATION};
 use fleet_api::placement::spec_of;
 use fleet_api::snapshot::{
     resource_snapshot_name, resource_sub_snapshot_name, snapshot_kinds, ResourceSnapshotSpec,
@@ -80,6 +81,7 @@ pub fn plan_resource_snapshots(placement: &Object, existing: &[Object], selected
         }
     }
     let chunks = split_resources(selected, MAX_SNAPSHOT_BYTES);
+    let envelopes = selected.iter().filter(|o| envelope_type(o).is_some()).count();
     let count = chunks.len();
     let index = indexed.next_index(existing, |i| group_names(name, i, count));
     let (kind, _) = snapshot_kinds(&placement.kind);
@@ -90,6 +92,7 @@ pub fn plan_resource_snapshots(placement: &Object, existing: &[Object], selected
             let mut annotations = BTreeMap::from([(RESOURCE_HASH_ANNOTATION.to_string(), hash.clone())]);
             let object_name = if sub == 0 {
                 annotations.insert(NUMBER_OF_RESOURCE_SNAPSHOTS_ANNOTATION.into(), count.to_string());
+                annotations.insert(NUMBER_OF_ENVELOPED_OBJECT_ANNOTATION.into(), envelopes.to_string());
                 resource_snapshot_name(name, index)
             } else {
                 annotations.insert(SUBINDEX_ANNOTATION.into(), sub.to_string());

@@ -2,6 +2,7 @@
 
 use fleet_api::binding::{spec_of as binding_spec_of, STATE_BOUND};
 use fleet_api::conditions::{find, Condition};
+use fleet_api::envelope::{ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL};
 use fleet_api::placement::{PerClusterStatus, PER_CLUSTER_SCHEDULED};
 use fleet_api::work::{status_of, ManifestCondition, CONDITION_APPLIED, CONDITION_AVAILABLE};
 use fleet_api::Object;
@@ -22,19 +23,46 @@ fn current<'a>(work: &Object, conditions: &'a [Condition], type_: &str) -> Optio
     find(conditions, type_).filter(|c| c.observed_generation.unwrap_or(0) == work.metadata.generation)
 }
 
+/// The `envelope` entry of status lists for a Work that unwraps an envelope
+/// (from its labels): `{name, namespace?, type}`.
+fn envelope_of(work: &Object) -> Option<Value> {
+    let labels = &work.metadata.labels;
+    let type_ = labels.get(ENVELOPE_WORK_LABEL)?;
+    let mut entry = json!({"name": labels.get(ENVELOPE_NAME_LABEL).cloned().unwrap_or_default(), "type": type_});
+    if let Some(ns) = labels.get(ENVELOPE_NAMESPACE_LABEL) {
+        entry["namespace"] = json!(ns);
+    }
+    Some(entry)
+}
+
+/// Every manifest condition of `works` with its Work's envelope, ordered by
+/// identifier.
+fn manifests_of(works: &[&Object]) -> Vec<(ManifestCondition, Option<Value>)> {
+    let mut manifests: Vec<(ManifestCondition, Option<Value>)> = works
+        .iter()
+        .flat_map(|w| {
+            let envelope = envelope_of(w);
+            status_of(w).manifest_conditions.into_iter().map(move |m| (m, envelope.clone()))
+        })
+        .collect();
+    manifests.sort_by(|a, b| a.0.identifier.cmp(&b.0.identifier).then_with(|| a.1.is_some().cmp(&b.1.is_some())));
+    manifests
+}
+
 /// The manifests of `works` whose condition `type_` is False, as
 /// `failedPlacements` entries (at most [`MAX_FAILED_PLACEMENTS`]).
 fn failed_placements(works: &[&Object], type_: &str) -> Vec<Value> {
-    let mut manifests: Vec<ManifestCondition> = works.iter().flat_map(|w| status_of(w).manifest_conditions).collect();
-    manifests.sort_by(|a, b| a.identifier.cmp(&b.identifier));
-    manifests
+    manifests_of(works)
         .iter()
-        .filter_map(|m| {
+        .filter_map(|(m, envelope)| {
             let condition = find(&m.conditions, type_).filter(|c| c.status == "False")?;
             let id = &m.identifier;
             let mut entry = json!({"group": id.group, "version": id.version, "kind": id.kind, "name": id.name});
             if !id.namespace.is_empty() {
                 entry["namespace"] = json!(id.namespace);
+            }
+            if let Some(e) = envelope {
+                entry["envelope"] = e.clone();
             }
             entry["condition"] = fleet_api::typed::encode(condition);
             Some(entry)
@@ -53,11 +81,9 @@ fn detail_placements(works: &[&Object], drift: bool) -> Vec<Value> {
     } else {
         ("observedDiffs", "firstDiffedObservedTime")
     };
-    let mut manifests: Vec<ManifestCondition> = works.iter().flat_map(|w| status_of(w).manifest_conditions).collect();
-    manifests.sort_by(|a, b| a.identifier.cmp(&b.identifier));
-    manifests
+    manifests_of(works)
         .iter()
-        .filter_map(|m| {
+        .filter_map(|(m, envelope)| {
             let details = if drift { m.drift_details.as_ref() } else { m.diff_details.as_ref() }?;
             let observed = details.get(list).and_then(Value::as_array).filter(|a| !a.is_empty())?;
             let id = &m.identifier;
@@ -69,6 +95,9 @@ fn detail_placements(works: &[&Object], drift: bool) -> Vec<Value> {
                 if let Some(v) = details.get(key) {
                     entry[key] = v.clone();
                 }
+            }
+            if let Some(e) = envelope {
+                entry["envelope"] = e.clone();
             }
             if let Some(g) = details.get("observedInMemberClusterGeneration") {
                 entry["targetClusterObservedGeneration"] = g.clone();
@@ -105,11 +134,36 @@ fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (V
     let index = bound.map(|i| i.to_string()).unwrap_or_default();
     let started = "Detected the new changes on the resources and started the rollout process";
     out.push(Condition::new(ROLLOUT_STARTED, true, REASON_ROLLOUT_STARTED, started));
-    let no_override = "No override rules are configured for the selected resources";
-    out.push(Condition::new(OVERRIDDEN, true, REASON_NO_OVERRIDE, no_override));
+    match &facts.rendering {
+        Rendering::OverrideFailed(why) => {
+            let message = format!("Failed to apply the override rules on the resources: {why}");
+            out.push(Condition::new(OVERRIDDEN, false, REASON_OVERRIDE_FAILED, message));
+            return (observe(out, generation), Vec::new());
+        }
+        Rendering::OverridePending => {
+            let message = "Waiting for the override snapshots of this cluster";
+            out.push(Condition::unknown(OVERRIDDEN, REASON_OVERRIDE_PENDING, message));
+            return (observe(out, generation), Vec::new());
+        }
+        Rendering::Overridden => {
+            let message = "Successfully applied the override rules on the resources";
+            out.push(Condition::new(OVERRIDDEN, true, REASON_OVERRIDDEN, message));
+        }
+        Rendering::NoOverrides | Rendering::WorkFailed(_) => {
+            let message = "No override rules are configured for the selected resources";
+            out.push(Condition::new(OVERRIDDEN, true, REASON_NO_OVERRIDE, message));
+        }
+    }
+    if let Rendering::WorkFailed(why) = &facts.rendering {
+        let message = format!("Failed to synchronize the work to the latest: {why}");
+        out.push(Condition::new(WORK_SYNCHRONIZED, false, REASON_SYNC_WORK_FAILED, message));
+        return (observe(out, generation), Vec::new());
+    }
 
     let current_works = current_works(facts, bound);
-    let synced = current_works.len() == facts.works.len() && current_works.len() >= facts.expected_works.max(1);
+    let synced = facts.works_in_sync
+        && current_works.len() == facts.works.len()
+        && current_works.len() >= facts.expected_works.max(1);
     if !synced {
         let message = format!(
             "{} of {} work object(s) are synchronized to resource snapshot index {index}",
@@ -184,6 +238,19 @@ pub fn fold_cluster(entry: &mut PerClusterStatus, facts: &ClusterRollout, genera
     entry.conditions.extend(computed.into_iter().map(|c| carried(&old, c, now)));
     let ours = |t: &str| t == PER_CLUSTER_SCHEDULED || ROLLOUT_CONDITIONS.contains(&t);
     entry.conditions.extend(old.iter().filter(|c| !ours(&c.type_)).cloned());
+    for (field, list) in [
+        (
+            "applicableClusterResourceOverrides",
+            spec.cluster_resource_override_snapshots.iter().map(|n| json!(n)).collect(),
+        ),
+        ("applicableResourceOverrides", spec.resource_override_snapshots.clone()),
+    ] {
+        if list.is_empty() || bound.is_none() {
+            entry.rest.remove(field);
+        } else {
+            entry.rest.insert(field.into(), Value::Array(list));
+        }
+    }
     let current_works = current_works(facts, bound);
     for (field, list) in [
         ("failedPlacements", failed),

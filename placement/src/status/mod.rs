@@ -23,7 +23,8 @@
 //! - with no chosen clusters every condition after `Scheduled` is vacuously
 //!   True (messages count 0 clusters);
 //! - with `strategy.type: External`, clusters not yet rolled out make
-//!   `RolloutStarted` Unknown/`RolloutStartedUnknown` rather than False.
+//!   `RolloutStarted` Unknown/`RolloutControlledByExternalController`
+//!   rather than False (SU-13).
 
 mod cluster;
 mod summary;
@@ -40,7 +41,7 @@ pub use summary::fold_placement;
 
 /// Per-cluster (and placement-suffix) condition: the binding is bound to the latest snapshot.
 pub const ROLLOUT_STARTED: &str = "RolloutStarted";
-/// Overrides were applied (none exist yet: always `NoOverrideSpecified`).
+/// Overrides were applied to the cluster's copy of the resources.
 pub const OVERRIDDEN: &str = "Overridden";
 /// The binding's Works exist for its bound snapshot.
 pub const WORK_SYNCHRONIZED: &str = "WorkSynchronized";
@@ -55,8 +56,11 @@ pub const ROLLOUT_CONDITIONS: [&str; 5] = [ROLLOUT_STARTED, OVERRIDDEN, WORK_SYN
 pub const REASON_ROLLOUT_STARTED: &str = "RolloutStarted";
 /// Reason: the rollout strategy holds the binding back.
 pub const REASON_ROLLOUT_NOT_STARTED: &str = "RolloutNotStartedYet";
-/// Reason: rollout state unknown (external strategy).
+/// Reason: rollout state not reported yet.
 pub const REASON_ROLLOUT_UNKNOWN: &str = "RolloutStartedUnknown";
+/// Reason: an External strategy's staged update runs decide the rollout
+/// (SU-13), and some cluster is not on the latest resources yet.
+pub const REASON_ROLLOUT_EXTERNAL: &str = "RolloutControlledByExternalController";
 /// Reason: no override applies.
 pub const REASON_NO_OVERRIDE: &str = "NoOverrideSpecified";
 /// Reason: overrides applied.
@@ -65,6 +69,8 @@ pub const REASON_OVERRIDDEN: &str = "OverriddenSucceeded";
 pub const REASON_OVERRIDE_FAILED: &str = "OverriddenFailed";
 /// Reason: overriding not done yet.
 pub const REASON_OVERRIDE_PENDING: &str = "OverriddenPending";
+/// Reason: Work generation failed (EN-8).
+pub const REASON_SYNC_WORK_FAILED: &str = "SyncWorkFailed";
 /// Reason: Works are current.
 pub const REASON_WORK_SYNCHRONIZED: &str = "WorkSynchronized";
 /// Reason: Works are missing or stale.
@@ -95,9 +101,30 @@ pub struct ClusterRollout<'a> {
     pub works: &'a [Object],
     /// Index of the latest resource snapshot group, if known.
     pub latest_resource_index: Option<u64>,
-    /// How many Works the bound group needs (its number of snapshots; 0 is
-    /// read as 1).
+    /// How many Works the binding needs (snapshot parts plus envelopes; 0
+    /// is read as 1).
     pub expected_works: usize,
+    /// Whether the stored Works are exactly the rendered ones (content
+    /// included, so an override change counts).
+    pub works_in_sync: bool,
+    /// How rendering the binding's Works for its cluster went.
+    pub rendering: &'a Rendering,
+}
+
+/// How rendering one binding's Works went (overrides.md "Status",
+/// envelopes.md EN-8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rendering {
+    /// Rendered; no override applies to the cluster.
+    NoOverrides,
+    /// Rendered through the binding's override snapshots.
+    Overridden,
+    /// OV-7: an override failed on this cluster (the message says which).
+    OverrideFailed(String),
+    /// A recorded override snapshot is not readable yet.
+    OverridePending,
+    /// EN-8: Work generation stopped for this placement (the message says why).
+    WorkFailed(String),
 }
 
 /// `condition` with its transition time kept from `old` when the status did

@@ -39,7 +39,7 @@ fn summarize(type_: &str, t: &Tally, external: bool) -> (Option<bool>, &'static 
     match type_ {
         ROLLOUT_STARTED if t.false_ > 0 && external => (
             None,
-            REASON_ROLLOUT_UNKNOWN,
+            REASON_ROLLOUT_EXTERNAL,
             format!("Rollout is controlled by an external controller and has not started in {bad}"),
         ),
         ROLLOUT_STARTED if t.false_ > 0 => (
@@ -54,15 +54,24 @@ fn summarize(type_: &str, t: &Tally, external: bool) -> (Option<bool>, &'static 
             (Some(true), REASON_ROLLOUT_STARTED, format!("All {all} start rolling out the latest resources"))
         }
         OVERRIDDEN if t.false_ > 0 => {
-            (Some(false), REASON_OVERRIDE_FAILED, format!("Failed to override resources in {bad}"))
+            (Some(false), REASON_OVERRIDE_FAILED, format!("Failed to override resources in {} cluster(s)", t.false_))
         }
-        OVERRIDDEN if t.unknown > 0 => (None, REASON_OVERRIDE_PENDING, format!("Overriding is pending in {pending}")),
+        OVERRIDDEN if t.unknown > 0 => (
+            None,
+            REASON_OVERRIDE_PENDING,
+            format!(
+                "There are still {} cluster(s) in the process of overriding the selected resources if there is any override defined",
+                t.unknown
+            ),
+        ),
         OVERRIDDEN if t.overridden == 0 => {
             (Some(true), REASON_NO_OVERRIDE, format!("There are no override rules for the selected resources in {all}"))
         }
-        OVERRIDDEN => {
-            (Some(true), REASON_OVERRIDDEN, format!("The selected resources are successfully overridden in {all}"))
-        }
+        OVERRIDDEN => (
+            Some(true),
+            REASON_OVERRIDDEN,
+            format!("The selected resources are successfully overridden in {} cluster(s)", t.overridden),
+        ),
         WORK_SYNCHRONIZED if t.false_ > 0 || t.unknown > 0 => (
             if t.false_ > 0 { Some(false) } else { None },
             REASON_WORK_NOT_SYNCHRONIZED,

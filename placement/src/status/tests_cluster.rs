@@ -48,8 +48,15 @@ fn scheduled_entry() -> PerClusterStatus {
 
 fn fold(binding: &Object, works: &[Object], latest: Option<u64>, expected: usize) -> PerClusterStatus {
     let mut entry = scheduled_entry();
-    let facts =
-        ClusterRollout { cluster: "east", binding, works, latest_resource_index: latest, expected_works: expected };
+    let facts = ClusterRollout {
+        cluster: "east",
+        binding,
+        works,
+        latest_resource_index: latest,
+        expected_works: expected,
+        works_in_sync: true,
+        rendering: &Rendering::NoOverrides,
+    };
     fold_cluster(&mut entry, &facts, 5, "t1");
     entry
 }
@@ -132,6 +139,8 @@ fn apply_pending_and_failed() {
             works: &works,
             latest_resource_index: Some(2),
             expected_works: 1,
+            works_in_sync: true,
+            rendering: &Rendering::NoOverrides,
         };
         fold_cluster(&mut e, &facts, 5, "t2");
         e
@@ -185,6 +194,8 @@ fn later_conditions_are_removed_when_an_earlier_one_turns_false() {
         works: &works,
         latest_resource_index: Some(3),
         expected_works: 1,
+        works_in_sync: true,
+        rendering: &Rendering::NoOverrides,
     };
     fold_cluster(&mut entry, &facts, 6, "t2");
     assert_eq!(summary(&entry)[1..], [s("RolloutStarted", "False", "RolloutNotStartedYet")]);
@@ -232,6 +243,8 @@ fn drifts_and_diffs_reported_by_the_agent_become_drifted_and_diffed_placements()
         works: &facts_works,
         latest_resource_index: Some(2),
         expected_works: 1,
+        works_in_sync: true,
+        rendering: &Rendering::NoOverrides,
     };
     fold_cluster(&mut again, &facts, 5, "t2");
     assert!(!again.rest.contains_key("driftedPlacements") && !again.rest.contains_key("diffedPlacements"));

@@ -99,7 +99,7 @@ fn pending_clusters_make_unknown_conditions() {
 }
 
 #[test]
-fn rollout_blocked_by_strategy_is_false_or_unknown_when_external() {
+fn su_13_rollout_blocked_by_strategy_is_false_or_unknown_when_external() {
     let out = fold(&[cluster(DONE), cluster(&["False"]), cluster(&["False"])], false);
     assert_eq!(out.len(), 2);
     assert_eq!(
@@ -110,7 +110,11 @@ fn rollout_blocked_by_strategy_is_false_or_unknown_when_external() {
     let out = fold(&[cluster(DONE), cluster(&["False"])], true);
     assert_eq!(
         view(&out)[1],
-        ("ClusterResourcePlacementRolloutStarted".into(), "Unknown".into(), "RolloutStartedUnknown".into())
+        (
+            "ClusterResourcePlacementRolloutStarted".into(),
+            "Unknown".into(),
+            "RolloutControlledByExternalController".into()
+        )
     );
 }
 

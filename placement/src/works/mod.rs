@@ -20,19 +20,20 @@
 //!   server fields, replacing only Fleet's labels, the owner references and
 //!   the spec; nothing is written when those already match.
 
+mod envelopes;
+mod render;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_render;
+
+pub use envelopes::envelope_work_name;
+pub use render::{desired_works, desired_works_prepared, ClusterOverrides, PreparedGroup, RenderError};
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fleet_api::binding::spec_of as binding_spec_of;
-use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
-use fleet_api::member::member_namespace;
-use fleet_api::placement::{spec_of as placement_spec_of, RESOURCE_PLACEMENT};
-use fleet_api::snapshot::{resource_spec_of, PARENT_PLACEMENT_LABEL, RESOURCE_INDEX_LABEL, SUBINDEX_ANNOTATION};
-use fleet_api::typed::{decode, encode};
-use fleet_api::work::{ApplyStrategy, DeleteOptions, WorkSpec, Workload};
-use fleet_api::{Object, ObjectMeta, OwnerReference};
+use fleet_api::placement::RESOURCE_PLACEMENT;
+use fleet_api::Object;
 
 /// Label: the binding a Work was rendered for.
 pub const PARENT_BINDING_LABEL: &str = "kubernetes-fleet.io/parent-resource-binding";
@@ -62,82 +63,24 @@ pub enum WorkChange {
     },
 }
 
+/// The prefix of a placement's Work names: `<placement>` (RP:
+/// `<namespace>.<placement>`).
+pub fn work_prefix(placement: &Object) -> String {
+    match (&placement.metadata.namespace, placement.kind == RESOURCE_PLACEMENT) {
+        (Some(ns), true) => format!("{ns}.{}", placement.metadata.name),
+        _ => placement.metadata.name.clone(),
+    }
+}
+
 /// Work name for part `sub` (0 = first snapshot): `<placement>-work` (RP:
 /// `<namespace>.<placement>-work`); `sub > 0`: `<...>-work-<sub>`.
 pub fn work_name(placement: &Object, sub: usize) -> String {
-    let base = match (&placement.metadata.namespace, placement.kind == RESOURCE_PLACEMENT) {
-        (Some(ns), true) => format!("{ns}.{}-work", placement.metadata.name),
-        _ => format!("{}-work", placement.metadata.name),
-    };
+    let base = format!("{}-work", work_prefix(placement));
     if sub == 0 {
         base
     } else {
         format!("{base}-{sub}")
     }
-}
-
-/// The part number of a snapshot in its group (0 for the first).
-fn part_of(snapshot: &Object) -> usize {
-    snapshot.metadata.annotations.get(SUBINDEX_ANNOTATION).and_then(|s| s.parse().ok()).unwrap_or(0)
-}
-
-/// The apply strategy a Work carries: the binding's if set and readable,
-/// else the placement's.
-fn apply_strategy(placement: &Object, binding: &Object) -> Option<ApplyStrategy> {
-    let from_binding = binding_spec_of(binding).apply_strategy.and_then(|v| decode::<ApplyStrategy>(&v, "").ok());
-    from_binding.or_else(|| placement_spec_of(placement).strategy.and_then(|s| s.apply_strategy))
-}
-
-/// The Works a Bound binding needs: one per snapshot of its bound `group`
-/// (first snapshot, then sub-snapshots by subindex), in namespace
-/// `fleet-member-<cluster>`, labelled with the placement
-/// (`kubernetes-fleet.io/parent-CRP`), [`PARENT_BINDING_LABEL`],
-/// [`PARENT_RESOURCE_INDEX_LABEL`] (and [`PARENT_NAMESPACE_LABEL`] for an
-/// RP), controlled by the binding (so deleting the binding deletes them),
-/// with the snapshot's selected resources as manifests, the apply strategy
-/// and the delete options.
-pub fn desired_works(placement: &Object, binding: &Object, group: &[Object]) -> Vec<Object> {
-    let cluster = binding_spec_of(binding).target_cluster;
-    let namespace = member_namespace(&cluster);
-    let strategy = apply_strategy(placement, binding);
-    let propagation = placement_spec_of(placement)
-        .strategy
-        .and_then(|s| s.delete_strategy)
-        .and_then(|d| d.propagation_policy)
-        .unwrap_or_else(|| "Delete".to_string());
-    let owner = OwnerReference::controller_of(binding);
-    let mut parts: Vec<&Object> = group.iter().collect();
-    parts.sort_by_key(|s| part_of(s));
-    parts
-        .into_iter()
-        .map(|snapshot| {
-            let mut labels = BTreeMap::from([
-                (PARENT_PLACEMENT_LABEL.to_string(), placement.metadata.name.clone()),
-                (PARENT_BINDING_LABEL.to_string(), binding.metadata.name.clone()),
-            ]);
-            if let Some(index) = snapshot.metadata.labels.get(RESOURCE_INDEX_LABEL) {
-                labels.insert(PARENT_RESOURCE_INDEX_LABEL.to_string(), index.clone());
-            }
-            if let (true, Some(ns)) = (placement.kind == RESOURCE_PLACEMENT, &placement.metadata.namespace) {
-                labels.insert(PARENT_NAMESPACE_LABEL.to_string(), ns.clone());
-            }
-            let spec = WorkSpec {
-                workload: Workload { manifests: resource_spec_of(snapshot).selected_resources },
-                apply_strategy: strategy.clone(),
-                delete_options: Some(DeleteOptions { propagation_policy: Some(propagation.clone()) }),
-            };
-            let metadata = ObjectMeta {
-                name: work_name(placement, part_of(snapshot)),
-                namespace: Some(namespace.clone()),
-                labels,
-                owner_references: vec![owner.clone()],
-                ..Default::default()
-            };
-            let mut rest = serde_json::Map::new();
-            rest.insert("spec".into(), encode(&spec));
-            Object { api_version: format!("{FLEET_PLACEMENT_GROUP}/v1beta1"), kind: WORK_KIND.into(), metadata, rest }
-        })
-        .collect()
 }
 
 /// Changes turning `existing` (this binding's Works as stored) into

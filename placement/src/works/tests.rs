@@ -5,6 +5,12 @@ use fleet_api::Object;
 use serde_json::{json, Value};
 
 use super::*;
+use fleet_api::snapshot::{PARENT_PLACEMENT_LABEL, SUBINDEX_ANNOTATION};
+
+/// The Works of a binding without overrides.
+fn works_of(placement: &Object, binding: &Object, group: &[Object]) -> Vec<Object> {
+    desired_works(placement, binding, group, &ClusterOverrides::default()).unwrap()
+}
 
 fn object(value: Value) -> Object {
     serde_json::from_value(value).unwrap()
@@ -61,7 +67,7 @@ fn work_names_for_crp_rp_and_parts() {
 
 #[test]
 fn one_work_per_snapshot_in_the_member_namespace_with_its_manifests() {
-    let works = desired_works(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
+    let works = works_of(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
     let names: Vec<_> = works.iter().map(|w| w.metadata.name.as_str()).collect();
     assert_eq!(names, vec!["web-work", "web-work-1"]);
     assert!(works.iter().all(|w| w.metadata.namespace.as_deref() == Some("fleet-member-east") && w.kind == "Work"));
@@ -71,7 +77,7 @@ fn one_work_per_snapshot_in_the_member_namespace_with_its_manifests() {
 
 #[test]
 fn labels_and_owner_name_the_placement_binding_and_index() {
-    let works = desired_works(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
+    let works = works_of(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
     let labels = &works[0].metadata.labels;
     assert_eq!(labels.get(PARENT_PLACEMENT_LABEL).map(String::as_str), Some("web"));
     assert_eq!(labels.get(PARENT_BINDING_LABEL).map(String::as_str), Some("web-east-x1"));
@@ -84,7 +90,7 @@ fn labels_and_owner_name_the_placement_binding_and_index() {
         ("ClusterResourceBinding", "web-east-x1", "b-uid")
     );
     assert_eq!(owner[0].controller, Some(true));
-    let rp_works = desired_works(&rp(), &binding("ResourceBinding", None), &group());
+    let rp_works = works_of(&rp(), &binding("ResourceBinding", None), &group());
     assert_eq!(rp_works[0].metadata.name, "shop.web-work");
     assert_eq!(rp_works[0].metadata.labels.get(PARENT_NAMESPACE_LABEL).map(String::as_str), Some("shop"));
 }
@@ -93,13 +99,13 @@ fn labels_and_owner_name_the_placement_binding_and_index() {
 fn apply_and_delete_strategies_are_carried_over() {
     let placement = crp(json!({"applyStrategy": {"type": "ServerSideApply", "whenToApply": "IfNotDrifted"},
         "deleteStrategy": {"propagationPolicy": "Abandon"}}));
-    let works = desired_works(&placement, &binding("ClusterResourceBinding", None), &group());
+    let works = works_of(&placement, &binding("ClusterResourceBinding", None), &group());
     let spec = work_spec_of(&works[0]);
     assert_eq!(spec.apply_strategy.as_ref().map(|s| s.apply_type()), Some("ServerSideApply"));
     assert_eq!(spec.apply_strategy.and_then(|s| s.when_to_apply).as_deref(), Some("IfNotDrifted"));
     assert!(work_spec_of(&works[0]).abandons_on_delete());
     // The binding's own strategy wins; no delete strategy means Delete.
-    let works = desired_works(
+    let works = works_of(
         &crp(json!({"applyStrategy": {"type": "ServerSideApply"}})),
         &binding("ClusterResourceBinding", Some(json!({"type": "ReportDiff"}))),
         &group(),
@@ -120,21 +126,21 @@ fn stored(mut w: Object, rv: &str) -> Object {
 
 #[test]
 fn plan_creates_missing_works() {
-    let desired = desired_works(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
+    let desired = works_of(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
     let changes = plan_works(&desired, &[]);
     assert_eq!(changes, vec![WorkChange::Create(desired[0].clone()), WorkChange::Create(desired[1].clone())]);
 }
 
 #[test]
 fn plan_is_empty_when_nothing_changed() {
-    let desired = desired_works(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
+    let desired = works_of(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
     let existing: Vec<_> = desired.iter().cloned().map(|w| stored(w, "7")).collect();
     assert!(plan_works(&desired, &existing).is_empty());
 }
 
 #[test]
 fn plan_updates_changed_specs_keeping_server_fields() {
-    let desired = desired_works(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
+    let desired = works_of(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
     let mut old = stored(desired[0].clone(), "7");
     old.rest.insert("spec".into(), json!({"workload": {"manifests": []}}));
     old.metadata.labels.insert(PARENT_RESOURCE_INDEX_LABEL.into(), "1".into());
@@ -150,7 +156,7 @@ fn plan_updates_changed_specs_keeping_server_fields() {
 
 #[test]
 fn plan_deletes_works_no_longer_needed() {
-    let desired = desired_works(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
+    let desired = works_of(&crp(json!({})), &binding("ClusterResourceBinding", None), &group());
     let existing: Vec<_> = desired.iter().cloned().map(|w| stored(w, "7")).collect();
     let changes = plan_works(&desired[..1], &existing);
     assert_eq!(

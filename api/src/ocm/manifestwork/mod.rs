@@ -7,7 +7,7 @@
 //! [`validate_spec`] is shared with ManifestWorkReplicaSet's template.
 
 use crate::ocm::{check_object_name, require};
-use crate::typed::{encode, part_or_default};
+use crate::typed::{encode, spec_or_default, status_or_default};
 use crate::validation::{check_enum, join_path, FieldError, ValidationError};
 use crate::Object;
 
@@ -54,12 +54,12 @@ const FIELD_MANAGER_PREFIX: &str = "work-agent";
 
 /// The spec of a stored ManifestWork (admission guarantees it decodes).
 pub fn spec_of(object: &Object) -> ManifestWorkSpec {
-    part_or_default(object, "spec")
+    spec_or_default(object)
 }
 
 /// The status of a stored ManifestWork (empty if none yet).
 pub fn status_of(object: &Object) -> ManifestWorkStatus {
-    part_or_default(object, "status")
+    status_or_default(object)
 }
 
 /// Writes a ManifestWork's status.

@@ -4,7 +4,7 @@
 //! grouped. [`prepare`] validates, fills OCM's defaults and writes the spec
 //! back; the scheduler lives in `fleet-placement`'s `ocm` module.
 
-use crate::typed::{encode, part_or_default};
+use crate::typed::{encode, spec_or_default, status_or_default};
 use crate::validation::ValidationError;
 use crate::Object;
 
@@ -107,12 +107,12 @@ pub const REASON_CONFIGURED: &str = "Succeedconfigured";
 
 /// The spec of a stored Placement (admission guarantees it decodes).
 pub fn spec_of(object: &Object) -> PlacementSpec {
-    part_or_default(object, "spec")
+    spec_or_default(object)
 }
 
 /// The status of a stored Placement (empty if none yet).
 pub fn status_of(object: &Object) -> PlacementStatus {
-    part_or_default(object, "status")
+    status_or_default(object)
 }
 
 /// Writes a Placement's status.

@@ -10,7 +10,9 @@
 //!    snapshot's status;
 //! 4. rollout: bindings bound to (or moved onto) the latest resource
 //!    snapshot, unscheduled ones deleted, within the strategy's limits;
-//! 5. Work: each bound binding's Works rendered into its cluster's namespace;
+//! 5. Work: each bound binding's Works rendered into its cluster's namespace
+//!    through the override snapshots it records (envelopes unwrapped into
+//!    Works of their own); a binding whose rendering fails keeps its Works;
 //! 6. status: the placement's conditions and per-cluster entries.
 //!
 //! Each step is one command carrying, besides its writes, a `Check` of the
@@ -19,9 +21,10 @@
 //! has anything to do.
 
 mod objects;
+mod render;
 mod rollout;
 mod scheduling;
-mod snapshots;
+pub(crate) mod snapshots;
 mod status;
 mod works;
 
@@ -44,7 +47,8 @@ pub struct Step {
     pub ops: Vec<Op>,
     /// What to record about the placement once the step committed.
     pub events: Vec<EventNote>,
-    /// The placement as read (the events' involved object).
+    /// The object the step is about (the events' involved object): the
+    /// placement, or an override.
     pub placement: Object,
 }
 
@@ -111,14 +115,15 @@ pub fn next_step(
         return Ok(Next::Write(Box::new(step)));
     }
     let works = works::read(store, &view)?;
-    let rollout = rollout::plan(&view, &scheduled, &works, unix_now);
+    let rendered = render::render(store, clusters, &view, &works)?;
+    let rollout = rollout::plan(&view, &scheduled, &works, &rendered, unix_now);
     if let Some(step) = rollout.step {
         return Ok(Next::Write(Box::new(step)));
     }
-    if let Some(step) = works::sync_step(&view, &works) {
+    if let Some(step) = works::sync_step(&view, &works, &rendered) {
         return Ok(Next::Write(Box::new(step)));
     }
-    if let Some(step) = status::step(&view, &scheduled, &works, now) {
+    if let Some(step) = status::step(&view, &scheduled, &works, &rendered, now) {
         return Ok(Next::Write(Box::new(step)));
     }
     let recheck_after =

@@ -8,7 +8,11 @@ use fleet_placement::rollout::{self as rollout_plan, Readiness, RolloutAction, R
 use fleet_placement::snapshot;
 use fleet_statemachine::Op;
 
+use fleet_api::Object;
+use fleet_placement::works::PARENT_RESOURCE_INDEX_LABEL;
+
 use super::objects::{check, delete};
+use super::render::{recorded_lists, records, Rendered};
 use super::scheduling::Scheduled;
 use super::works::{bound_group, BindingWorks};
 use super::{Step, View};
@@ -21,8 +25,38 @@ pub struct Rollout {
     pub recheck_at: Option<i64>,
 }
 
+/// How far a binding's rollout got. A Bound binding whose Works are not
+/// yet what rendering says is in progress (an override change counts). One
+/// whose rendering failed keeps its previous Works: it counts by what those
+/// report (so it holds back nobody while they serve), else as failed.
+fn binding_readiness(view: &View, b: &Object, works: &BindingWorks, rendered: &Rendered) -> Readiness {
+    let spec = binding::spec_of(b);
+    if spec.state == STATE_SCHEDULED {
+        return Readiness::InProgress;
+    }
+    let stored = works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default();
+    match rendered.bound.get(&b.metadata.name) {
+        Some(r) if r.works.is_none() => {
+            let index = stored.first().and_then(|w| w.metadata.labels.get(PARENT_RESOURCE_INDEX_LABEL));
+            match index.and_then(|i| i.parse().ok()) {
+                Some(i) => match rollout_plan::readiness(i, stored, stored.len()) {
+                    Readiness::InProgress => Readiness::Failed,
+                    other => other,
+                },
+                None => Readiness::Failed,
+            }
+        }
+        Some(r) if !r.in_sync => Readiness::InProgress,
+        Some(r) => match bound_group(view, &spec) {
+            Some((index, _)) => rollout_plan::readiness(index, stored, r.works.as_ref().map_or(1, Vec::len)),
+            None => Readiness::InProgress,
+        },
+        None => Readiness::InProgress,
+    }
+}
+
 /// Plans one rollout pass.
-pub fn plan(view: &View, scheduled: &Scheduled, works: &BindingWorks, unix_now: i64) -> Rollout {
+pub fn plan(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: &Rendered, unix_now: i64) -> Rollout {
     let Some(latest_index) = snapshot::latest_resource_index(&view.resource_snapshots) else {
         return Rollout { step: None, recheck_at: None };
     };
@@ -32,24 +66,15 @@ pub fn plan(view: &View, scheduled: &Scheduled, works: &BindingWorks, unix_now: 
         .iter()
         .map(|b| {
             let spec = binding::spec_of(b);
-            let readiness = if spec.state == STATE_SCHEDULED {
-                Readiness::InProgress
-            } else {
-                match bound_group(view, &spec) {
-                    Some((index, group)) => rollout_plan::readiness(
-                        index,
-                        works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default(),
-                        group.len(),
-                    ),
-                    None => Readiness::InProgress,
-                }
-            };
+            let readiness = binding_readiness(view, b, works, rendered);
+            let overrides_current = rendered.applicable.get(&b.metadata.name).is_none_or(|a| records(&spec, a));
             RolloutBinding {
                 name: b.metadata.name.clone(),
                 cluster: spec.target_cluster,
                 state: spec.state,
                 resource_snapshot: spec.resource_snapshot_name,
                 readiness,
+                overrides_current,
             }
         })
         .collect();
@@ -86,6 +111,10 @@ pub fn plan(view: &View, scheduled: &Scheduled, works: &BindingWorks, unix_now: 
                 spec.state = STATE_BOUND.to_string();
                 spec.resource_snapshot_name = resource_snapshot;
                 spec.apply_strategy = apply_strategy.clone();
+                if let Some(applicable) = rendered.applicable.get(&name) {
+                    (spec.cluster_resource_override_snapshots, spec.resource_override_snapshots) =
+                        recorded_lists(applicable);
+                }
                 let mut updated = object.clone();
                 binding::set_spec(&mut updated, &spec);
                 ops.push(Op::Update { object: updated });

@@ -39,9 +39,9 @@ pub fn resource_step(view: &View) -> Option<Step> {
     Some(Step { ops: ops_of(&view.placement, changes), events, placement: view.placement.clone() })
 }
 
-/// The placement check, then the changes as ops.
-fn ops_of(placement: &Object, changes: Vec<SnapshotChange>) -> Vec<Op> {
-    let mut ops = vec![check(placement)];
+/// A check of the owner (placement or override), then the changes as ops.
+pub(crate) fn ops_of(owner: &Object, changes: Vec<SnapshotChange>) -> Vec<Op> {
+    let mut ops = vec![check(owner)];
     for change in changes {
         ops.push(match change {
             SnapshotChange::Create(object) => Op::Create { object: with_uid(object) },

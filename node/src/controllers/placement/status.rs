@@ -12,9 +12,10 @@ use fleet_api::placement::{
 use fleet_api::Object;
 use fleet_placement::selection;
 use fleet_placement::snapshot;
-use fleet_placement::status::{self as status_fold, ClusterRollout};
+use fleet_placement::status::{self as status_fold, ClusterRollout, Rendering};
 use fleet_statemachine::Op;
 
+use super::render::Rendered;
 use super::scheduling::{scheduled_message, Scheduled};
 use super::works::{bound_group, BindingWorks};
 use super::{Step, View};
@@ -30,7 +31,7 @@ const MILESTONES: &[(&str, &str)] = &[
 ];
 
 /// The status write, if the status changed.
-pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, now: &str) -> Option<Step> {
+pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: &Rendered, now: &str) -> Option<Step> {
     let placement = &view.placement;
     let generation = placement.metadata.generation;
     let current = placement_api::status_of(placement);
@@ -38,7 +39,7 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, now: &str)
     let latest_index = snapshot::latest_resource_index(&view.resource_snapshots);
     status.selected_resources = selection::identifiers(&view.selected);
     status.observed_resource_index = latest_index.map(|i| i.to_string()).unwrap_or_default();
-    status.placement_statuses = per_cluster(view, scheduled, works, &current, latest_index, now);
+    status.placement_statuses = per_cluster(view, scheduled, works, rendered, &current, latest_index, now);
 
     let (fulfilled, reason, message) = scheduled.verdict();
     let type_ = scheduled_condition_type(&placement.kind);
@@ -69,6 +70,7 @@ fn per_cluster(
     view: &View,
     scheduled: &Scheduled,
     works: &BindingWorks,
+    rendered: &Rendered,
     current: &PlacementStatus,
     latest_index: Option<u64>,
     now: &str,
@@ -91,13 +93,19 @@ fn per_cluster(
         set_condition(&mut entry.conditions, condition, now);
         if let Some(b) = active_binding(&view.bindings, cluster) {
             let no_works = Vec::new();
-            let expected_works = bound_group(view, &binding::spec_of(b)).map(|(_, g)| g.len()).unwrap_or(1);
+            let this = rendered.bound.get(&b.metadata.name);
+            let expected_works = match this.and_then(|r| r.works.as_ref()) {
+                Some(desired) => desired.len(),
+                None => bound_group(view, &binding::spec_of(b)).map(|(_, g)| g.len()).unwrap_or(1),
+            };
             let facts = ClusterRollout {
                 cluster,
                 binding: b,
                 works: works.get(&b.metadata.name).unwrap_or(&no_works),
                 latest_resource_index: latest_index,
                 expected_works,
+                works_in_sync: this.is_none_or(|r| r.in_sync),
+                rendering: this.map_or(&Rendering::NoOverrides, |r| &r.rendering),
             };
             status_fold::fold_cluster(&mut entry, &facts, generation, now);
         }

@@ -12,6 +12,7 @@ use fleet_placement::works::{self as works_plan, WorkChange, PARENT_BINDING_LABE
 use fleet_statemachine::{Op, Store};
 
 use super::objects::{check, placement_group_key, with_uid};
+use super::render::Rendered;
 use super::{Step, View};
 use crate::controllers::events::EventNote;
 use crate::controllers::ControllerError;
@@ -26,9 +27,10 @@ const MAX_WORK_BYTES: usize = 8 * 1024 * 1024;
 pub type BindingWorks = BTreeMap<String, Vec<Object>>;
 
 /// Reads the Works of every binding of the placement: a range read per
-/// binding in its cluster's namespace, by the Works' name prefix.
+/// binding in its cluster's namespace, by the Works' name prefix
+/// (`<prefix>-`, which covers `-work` parts and envelope Works alike).
 pub fn read(store: &Store, view: &View) -> Result<BindingWorks, ControllerError> {
-    let prefix = works_plan::work_name(&view.placement, 0);
+    let prefix = format!("{}-", works_plan::work_prefix(&view.placement));
     let mut out = BindingWorks::new();
     for b in &view.bindings {
         let spec = binding::spec_of(b);
@@ -59,8 +61,9 @@ pub fn bound_group<'a>(view: &'a View, binding_spec: &binding::BindingSpec) -> O
     Some((index, group))
 }
 
-/// Creates, updates and deletes that bring bound bindings' Works up to date.
-pub fn sync_step(view: &View, works: &BindingWorks) -> Option<Step> {
+/// Creates, updates and deletes that bring bound bindings' Works up to date
+/// (bindings whose rendering failed keep theirs).
+pub fn sync_step(view: &View, works: &BindingWorks, rendered: &Rendered) -> Option<Step> {
     let mut ops = Vec::new();
     let mut writes = 0;
     let mut bytes = 0;
@@ -70,11 +73,9 @@ pub fn sync_step(view: &View, works: &BindingWorks) -> Option<Step> {
         if spec.state != STATE_BOUND {
             continue;
         }
-        let Some((_, group)) = bound_group(view, &spec) else { continue };
-        let group: Vec<Object> = group.into_iter().cloned().collect();
-        let desired = works_plan::desired_works(&view.placement, b, &group);
+        let Some(desired) = rendered.bound.get(&b.metadata.name).and_then(|r| r.works.as_ref()) else { continue };
         let existing = works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default();
-        let changes = works_plan::plan_works(&desired, existing);
+        let changes = works_plan::plan_works(desired, existing);
         if changes.is_empty() {
             continue;
         }

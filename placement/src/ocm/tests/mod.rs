@@ -2,6 +2,7 @@
 //! ranking rules, sets, taints, spread, groups and pages, and property
 //! tests. Helpers build clusters and requests tersely.
 
+use crate::time::rfc3339;
 use fleet_api::member::Taint;
 use fleet_api::ocm::placement::{apply_defaults, PlacementSpec};
 use fleet_api::quantity::Quantity;
@@ -47,13 +48,6 @@ fn with_taint(mut c: ClusterInfo, key: &str, effect: &str, added: Option<i64>) -
     taint.time_added = added.map(rfc3339);
     c.taints.push(taint);
     c
-}
-
-/// An RFC 3339 text for Unix seconds near [`NOW`] (same day).
-fn rfc3339(t: i64) -> String {
-    let seconds = t - 1_714_521_600; // 2024-05-01T00:00:00Z
-    assert!((0..86_400).contains(&seconds), "test times stay on 2024-05-01");
-    format!("2024-05-01T{:02}:{:02}:{:02}Z", seconds / 3600, seconds % 3600 / 60, seconds % 60)
 }
 
 /// `n` plain clusters `c00`, `c01`, ...

@@ -1,0 +1,253 @@
+//! Envelopes (envelopes.md): `ClusterResourceEnvelope`, `ResourceEnvelope`
+//! and the ConfigMap annotated `kubernetes-fleet.io/envelope-configmap`.
+//! The hub stores them as written; their wrapped objects are placed on
+//! member clusters, never on the hub.
+//!
+//! [`wrapped_objects`] is the one reading of an envelope's contents: it is
+//! used by admission (every problem listed, nothing stored) and by Work
+//! rendering (which relies on admission having refused bad envelopes).
+//!
+//! Decisions beyond the spec's wording:
+//! - a wrapped object of a kind Fleet knows the scope of must agree with it:
+//!   a namespace on a known cluster-scoped kind, or none on a known
+//!   namespaced kind, is refused like the table's scope rows;
+//! - an envelope kind carries `data` only: any other top-level field is
+//!   refused (`Forbidden`), as typed kinds refuse unknown fields;
+//! - the value shown for an entry that is not one object is its JSON type
+//!   (`"a string"`, `"a list"`, ...) or, for a ConfigMap, the parse error.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::kinds::{lookup_group_kind, Scope};
+use crate::parse::parse_documents;
+use crate::validation::{join_path, quote, FieldError, ValidationError};
+use crate::Object;
+
+/// Kind of the cluster-scoped envelope.
+pub const CLUSTER_RESOURCE_ENVELOPE: &str = "ClusterResourceEnvelope";
+/// Kind of the namespaced envelope.
+pub const RESOURCE_ENVELOPE: &str = "ResourceEnvelope";
+/// Annotation that makes a ConfigMap an envelope (any non-empty value).
+pub const ENVELOPE_CONFIGMAP_ANNOTATION: &str = "kubernetes-fleet.io/envelope-configmap";
+/// Annotation on the first resource snapshot of a group: how many envelopes it holds (EN-2).
+pub const NUMBER_OF_ENVELOPED_OBJECT_ANNOTATION: &str = "kubernetes-fleet.io/number-of-enveloped-object";
+/// Work label: the envelope type a Work unwraps (EN-4).
+pub const ENVELOPE_WORK_LABEL: &str = "kubernetes-fleet.io/envelope-work";
+/// Work label: the envelope's name.
+pub const ENVELOPE_NAME_LABEL: &str = "kubernetes-fleet.io/envelope-name";
+/// Work label: the envelope's namespace (namespaced envelopes only).
+pub const ENVELOPE_NAMESPACE_LABEL: &str = "kubernetes-fleet.io/envelope-namespace";
+/// Most manifests in one envelope.
+pub const MAX_WRAPPED: usize = 50;
+
+/// The three forms of envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EnvelopeType {
+    /// A ConfigMap with the envelope annotation.
+    ConfigMap,
+    /// A namespaced `ResourceEnvelope`.
+    ResourceEnvelope,
+    /// A cluster-scoped `ClusterResourceEnvelope`.
+    ClusterResourceEnvelope,
+}
+
+impl EnvelopeType {
+    /// The type's name as status and Work labels show it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EnvelopeType::ConfigMap => "ConfigMap",
+            EnvelopeType::ResourceEnvelope => RESOURCE_ENVELOPE,
+            EnvelopeType::ClusterResourceEnvelope => CLUSTER_RESOURCE_ENVELOPE,
+        }
+    }
+}
+
+/// One object found in an envelope.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wrapped {
+    /// The `data` key it was under.
+    pub key: String,
+    /// The object.
+    pub object: Object,
+}
+
+/// Whether `object` is an envelope, and which form.
+pub fn envelope_type(object: &Object) -> Option<EnvelopeType> {
+    match (object.group(), object.kind.as_str()) {
+        (crate::kinds::FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_ENVELOPE) => Some(EnvelopeType::ClusterResourceEnvelope),
+        (crate::kinds::FLEET_PLACEMENT_GROUP, RESOURCE_ENVELOPE) => Some(EnvelopeType::ResourceEnvelope),
+        ("", "ConfigMap")
+            if object.metadata.annotations.get(ENVELOPE_CONFIGMAP_ANNOTATION).is_some_and(|v| !v.is_empty()) =>
+        {
+            Some(EnvelopeType::ConfigMap)
+        }
+        _ => None,
+    }
+}
+
+/// `"rbac.authorization.k8s.io/v1, Kind=Role ops/ops-reader"`: how messages
+/// name a wrapped object.
+pub fn describe_object(object: &Object) -> String {
+    let place = match object.metadata.namespace.as_deref().filter(|n| !n.is_empty()) {
+        Some(ns) => format!("{ns}/{}", object.metadata.name),
+        None => object.metadata.name.clone(),
+    };
+    format!("{}, Kind={} {place}", object.api_version, object.kind)
+}
+
+/// What a JSON value is, for messages.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+const NOT_ONE_OBJECT: &str = "must be exactly one Kubernetes object with apiVersion, kind and metadata.name";
+
+/// Reads one entry into an object, or says why it is not one.
+fn entry_object(kind: EnvelopeType, path: &str, value: &Value) -> Result<Object, FieldError> {
+    let parsed = match (kind, value) {
+        (EnvelopeType::ConfigMap, Value::String(text)) => match parse_documents(path, text) {
+            Ok(mut objects) if objects.len() == 1 => objects.pop().ok_or(()),
+            Ok(objects) => {
+                return Err(FieldError::invalid(path, format!("{} documents", objects.len()), NOT_ONE_OBJECT))
+            }
+            Err(e) => return Err(FieldError::invalid(path, e.to_string(), NOT_ONE_OBJECT)),
+        },
+        (EnvelopeType::ConfigMap, other) => {
+            return Err(FieldError::invalid(path, json_type(other), NOT_ONE_OBJECT));
+        }
+        (_, Value::Object(_)) => serde_json::from_value::<Object>(value.clone()).map_err(|_| ()),
+        (_, other) => return Err(FieldError::invalid(path, json_type(other), NOT_ONE_OBJECT)),
+    };
+    match parsed {
+        Ok(o) if !o.api_version.is_empty() && !o.kind.is_empty() && !o.metadata.name.is_empty() => Ok(o),
+        Ok(o) => Err(FieldError::invalid(path, describe_object(&o), NOT_ONE_OBJECT)),
+        Err(()) => Err(FieldError::invalid(path, json_type(value), NOT_ONE_OBJECT)),
+    }
+}
+
+/// The scope rules of one wrapped object (envelopes.md "Validation").
+fn check_scope(kind: EnvelopeType, envelope_namespace: &str, path: &str, object: &Object) -> Vec<FieldError> {
+    let ns_path = join_path(path, "metadata.namespace");
+    let namespace = object.metadata.namespace.as_deref().filter(|n| !n.is_empty());
+    let known = lookup_group_kind(object.group(), &object.kind).map(|k| k.scope);
+    let mut errors = Vec::new();
+    if kind == EnvelopeType::ClusterResourceEnvelope {
+        if namespace.is_some() || known == Some(Scope::Namespaced) {
+            errors
+                .push(FieldError::forbidden(ns_path, "a ClusterResourceEnvelope may only wrap cluster-scoped objects"));
+        }
+        return errors;
+    }
+    match namespace {
+        None if kind == EnvelopeType::ResourceEnvelope => errors.push(FieldError::required(
+            ns_path,
+            format!("a ResourceEnvelope may only wrap namespaced objects of namespace {}", quote(envelope_namespace)),
+        )),
+        None if known == Some(Scope::Namespaced) => errors.push(FieldError::required(
+            ns_path,
+            format!("{} is namespaced: it must be in namespace {}", object.kind, quote(envelope_namespace)),
+        )),
+        None => {}
+        Some(ns) if ns != envelope_namespace => errors.push(FieldError::invalid(
+            ns_path,
+            quote(ns),
+            format!("must be {}, the envelope's namespace", quote(envelope_namespace)),
+        )),
+        Some(ns) if known == Some(Scope::Cluster) => {
+            errors.push(FieldError::invalid(ns_path, quote(ns), format!("{} is cluster-scoped", object.kind)))
+        }
+        Some(_) => {}
+    }
+    errors
+}
+
+/// The objects an envelope wraps, in `data` key order, or every problem
+/// (envelopes.md "Validation"): 1..50 entries, each exactly one object, in
+/// the right scope and namespace, with a fixed name, not an envelope, no
+/// object twice; a ConfigMap carries no `binaryData`.
+pub fn wrapped_objects(envelope: &Object) -> Result<Vec<Wrapped>, Vec<FieldError>> {
+    let Some(kind) = envelope_type(envelope) else { return Ok(Vec::new()) };
+    let envelope_namespace = envelope.metadata.namespace.clone().unwrap_or_default();
+    let mut errors = Vec::new();
+    if kind == EnvelopeType::ConfigMap && envelope.rest.contains_key("binaryData") {
+        errors.push(FieldError::forbidden("binaryData", "an envelope ConfigMap carries manifests in data only"));
+    }
+    if kind != EnvelopeType::ConfigMap {
+        for field in envelope.rest.keys().filter(|k| k.as_str() != "data") {
+            errors.push(FieldError::forbidden(field.as_str(), "an envelope carries its manifests in data only"));
+        }
+    }
+    let empty = serde_json::Map::new();
+    let data = match envelope.rest.get("data") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            errors.push(FieldError::invalid("data", json_type(other), "must map keys to manifests"));
+            return Err(errors);
+        }
+    };
+    if data.is_empty() {
+        errors.push(FieldError::required("data", "an envelope must wrap at least 1 manifest"));
+    }
+    if data.len() > MAX_WRAPPED {
+        errors.push(FieldError::too_many("data", data.len(), MAX_WRAPPED));
+    }
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (key, value) in data {
+        let path = format!("data[{key}]");
+        let object = match entry_object(kind, &path, value) {
+            Ok(o) => o,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if envelope_type(&object).is_some() {
+            errors.push(FieldError::forbidden(path.as_str(), "envelopes cannot be nested"));
+        }
+        if object.metadata.generate_name.is_some() {
+            errors.push(FieldError::forbidden(
+                join_path(&path, "metadata.generateName"),
+                "wrapped objects must have a fixed name",
+            ));
+        }
+        errors.extend(check_scope(kind, &envelope_namespace, &path, &object));
+        let identity = describe_object(&object);
+        if let Some(first) = seen.get(&identity) {
+            errors.push(FieldError {
+                detail: format!("also wrapped as {first}"),
+                ..FieldError::duplicate(path.as_str(), quote(&identity))
+            });
+        } else {
+            seen.insert(identity, path.clone());
+        }
+        out.push(Wrapped { key: key.clone(), object });
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Validates an envelope (either kind, or an annotated ConfigMap); any other
+/// object passes.
+pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
+    match wrapped_objects(object) {
+        Ok(_) => Ok(()),
+        Err(errors) => ValidationError::check(&object.kind, &object.metadata.name, errors),
+    }
+}
+
+#[cfg(test)]
+mod tests;

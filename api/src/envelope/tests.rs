@@ -1,0 +1,216 @@
+//! One test per validation row of envelopes.md, plus its examples.
+
+use serde_json::{json, Value};
+
+use super::*;
+
+/// The three envelopes of envelopes.md, verbatim.
+const SPEC_EXAMPLES: &str = r#"apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ResourceEnvelope
+metadata: {name: quota, namespace: ops}
+data:
+  "quota.yaml":
+    apiVersion: v1
+    kind: ResourceQuota
+    metadata: {name: ops-quota, namespace: ops}
+    spec: {hard: {requests.cpu: "4", requests.memory: 8Gi}}
+  "role.yaml":
+    apiVersion: rbac.authorization.k8s.io/v1
+    kind: Role
+    metadata: {name: ops-reader, namespace: ops}
+    rules: [{apiGroups: [""], resources: [pods], verbs: [get, list]}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: legacy
+  namespace: ops
+  annotations: {kubernetes-fleet.io/envelope-configmap: "true"}
+data:
+  limits.yaml: |
+    apiVersion: v1
+    kind: LimitRange
+    metadata: {name: ops-limits, namespace: ops}
+    spec: {limits: [{type: Container, default: {cpu: 500m}}]}
+---
+apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterResourceEnvelope
+metadata: {name: guard}
+data:
+  "webhook.yaml":
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: ValidatingWebhookConfiguration
+    metadata: {name: guard}
+    webhooks:
+      - name: guard.example.com
+        rules: [{operations: [CREATE], apiGroups: ["*"], apiVersions: ["*"], resources: ["*"]}]
+        clientConfig: {service: {name: guard, namespace: ops}}
+        admissionReviewVersions: [v1]
+        sideEffects: None
+  "clusterrole.yaml":
+    apiVersion: rbac.authorization.k8s.io/v1
+    kind: ClusterRole
+    metadata: {name: pod-reader}
+    rules: [{apiGroups: [""], resources: [pods], verbs: [get, list, watch]}]
+"#;
+
+fn examples() -> Vec<Object> {
+    crate::parse::parse_documents("envelopes.yaml", SPEC_EXAMPLES).unwrap()
+}
+
+fn envelope(kind: &str, namespace: Option<&str>, data: Value) -> Object {
+    let mut metadata = json!({"name": "quota"});
+    if let Some(ns) = namespace {
+        metadata["namespace"] = json!(ns);
+    }
+    serde_json::from_value(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": kind,
+        "metadata": metadata, "data": data}))
+    .unwrap()
+}
+
+fn role(namespace: Option<&str>) -> Value {
+    let mut metadata = json!({"name": "ops-reader"});
+    if let Some(ns) = namespace {
+        metadata["namespace"] = json!(ns);
+    }
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": metadata, "rules": []})
+}
+
+fn err(mut o: Object) -> String {
+    crate::typed::prepare(&mut o).unwrap_err().to_string()
+}
+
+fn has(e: &str, want: &str) {
+    assert!(e.contains(want), "missing {want:?} in:\n{e}");
+}
+
+#[test]
+fn the_spec_examples_validate_and_unwrap() {
+    let objects = examples();
+    let wrapped: Vec<Vec<String>> = objects
+        .iter()
+        .map(|o| {
+            let mut o = o.clone();
+            crate::typed::prepare(&mut o).unwrap_or_else(|e| panic!("{e}"));
+            wrapped_objects(&o)
+                .unwrap()
+                .into_iter()
+                .map(|w| format!("{}/{}", w.object.kind, w.object.metadata.name))
+                .collect()
+        })
+        .collect();
+    assert_eq!(wrapped[0], ["ResourceQuota/ops-quota", "Role/ops-reader"]);
+    assert_eq!(wrapped[1], ["LimitRange/ops-limits"]);
+    assert_eq!(wrapped[2], ["ClusterRole/pod-reader", "ValidatingWebhookConfiguration/guard"]);
+    let types: Vec<_> = objects.iter().map(|o| envelope_type(o).map(|t| t.as_str())).collect();
+    assert_eq!(types, [Some("ResourceEnvelope"), Some("ConfigMap"), Some("ClusterResourceEnvelope")]);
+}
+
+#[test]
+fn an_envelope_wraps_one_to_fifty_manifests() {
+    has(
+        &err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({}))),
+        "data: Required value: an envelope must wrap at least 1 manifest",
+    );
+    let many: serde_json::Map<String, Value> = (0..51)
+        .map(|i| {
+            let mut r = role(Some("ops"));
+            r["metadata"]["name"] = json!(format!("r{i}"));
+            (format!("r{i}.yaml"), r)
+        })
+        .collect();
+    has(
+        &err(envelope(RESOURCE_ENVELOPE, Some("ops"), Value::Object(many))),
+        "data: Too many: 51: must have at most 50 items",
+    );
+}
+
+#[test]
+fn each_entry_is_exactly_one_object() {
+    let e = err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"a.yaml": "text", "b.yaml": {"kind": "Role"}})));
+    has(&e, "data[a.yaml]: Invalid value: \"a string\": must be exactly one Kubernetes object with apiVersion, kind and metadata.name");
+    has(&e, "data[b.yaml]: Invalid value: ");
+    let mut cm = examples().remove(1);
+    cm.rest.insert("data".into(), json!({"two.yaml": "a: [1\n", "many.yaml": "apiVersion: v1\nkind: A\nmetadata: {name: a}\n---\napiVersion: v1\nkind: B\nmetadata: {name: b}\n"}));
+    let e = err(cm);
+    has(&e, "data[two.yaml]: Invalid value: ");
+    has(&e, "(line 2)");
+    has(&e, "data[many.yaml]: Invalid value: \"2 documents\"");
+}
+
+#[test]
+fn a_cluster_envelope_wraps_cluster_scoped_objects_only() {
+    let e = err(envelope(CLUSTER_RESOURCE_ENVELOPE, None, json!({"r.yaml": role(Some("ops"))})));
+    has(
+        &e,
+        "data[r.yaml].metadata.namespace: Forbidden: a ClusterResourceEnvelope may only wrap cluster-scoped objects",
+    );
+    let e = err(envelope(CLUSTER_RESOURCE_ENVELOPE, None, json!({"r.yaml": role(None)})));
+    has(&e, "data[r.yaml].metadata.namespace: Forbidden");
+}
+
+#[test]
+fn a_resource_envelope_wraps_objects_of_its_namespace_only() {
+    let e = err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"r.yaml": role(None)})));
+    has(
+        &e,
+        r#"data[r.yaml].metadata.namespace: Required value: a ResourceEnvelope may only wrap namespaced objects of namespace "ops""#,
+    );
+    let e = err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"role2.yaml": role(Some("app"))})));
+    has(&e, r#"data[role2.yaml].metadata.namespace: Invalid value: "app": must be "ops", the envelope's namespace"#);
+}
+
+#[test]
+fn wrapped_objects_have_fixed_names() {
+    let mut r = role(Some("ops"));
+    r["metadata"]["generateName"] = json!("x-");
+    let e = err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"r.yaml": r})));
+    has(&e, "data[r.yaml].metadata.generateName: Forbidden: wrapped objects must have a fixed name");
+}
+
+#[test]
+fn the_same_object_cannot_be_wrapped_twice() {
+    let e = err(envelope(
+        RESOURCE_ENVELOPE,
+        Some("ops"),
+        json!({"a.yaml": role(Some("ops")), "b.yaml": role(Some("ops"))}),
+    ));
+    has(
+        &e,
+        r#"data[b.yaml]: Duplicate value: "rbac.authorization.k8s.io/v1, Kind=Role ops/ops-reader": also wrapped as data[a.yaml]"#,
+    );
+}
+
+#[test]
+fn envelopes_cannot_be_nested() {
+    let inner = envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"r.yaml": role(Some("ops"))}));
+    let inner = serde_json::to_value(&inner).unwrap();
+    let e = err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"inner.yaml": inner})));
+    has(&e, "data[inner.yaml]: Forbidden: envelopes cannot be nested");
+}
+
+#[test]
+fn an_envelope_configmap_has_no_binary_data() {
+    let mut cm = examples().remove(1);
+    cm.rest.insert("binaryData".into(), json!({"x": "AAAA"}));
+    has(&err(cm), "binaryData: Forbidden: an envelope ConfigMap carries manifests in data only");
+}
+
+#[test]
+fn a_plain_configmap_is_not_an_envelope() {
+    let mut cm = examples().remove(1);
+    cm.metadata.annotations.clear();
+    cm.rest.insert("data".into(), json!({"anything": "not: [yaml"}));
+    assert_eq!(envelope_type(&cm), None);
+    crate::typed::prepare(&mut cm).unwrap();
+}
+
+#[test]
+fn an_envelope_configmap_may_wrap_cluster_scoped_objects() {
+    let mut cm = examples().remove(1);
+    cm.rest.insert(
+        "data".into(),
+        json!({"cr.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: pod-reader}\n"}),
+    );
+    crate::typed::prepare(&mut cm).unwrap();
+}

@@ -1,0 +1,188 @@
+//! Work rendering with overrides and envelopes: the worked example of
+//! envelopes.md (EN-4, EN-5), EN-3/EN-8 and EN-6.
+
+use fleet_api::envelope::{ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL};
+use fleet_api::work::spec_of as work_spec_of;
+use fleet_api::Object;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::overrides::OverrideSnapshot;
+
+fn object(value: Value) -> Object {
+    serde_json::from_value(value).unwrap()
+}
+
+fn placement(kind: &str) -> Object {
+    let mut metadata = json!({"name": "ops", "uid": "p"});
+    if kind == "ResourcePlacement" {
+        metadata["namespace"] = json!("ops");
+    }
+    object(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": kind, "metadata": metadata,
+        "spec": {"resourceSelectors": []}}))
+}
+
+fn binding() -> Object {
+    object(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourceBinding",
+        "metadata": {"name": "ops-east-1", "uid": "b"},
+        "spec": {"state": "Bound", "targetCluster": "east-1", "resourceSnapshotName": "ops-0-snapshot"}}))
+}
+
+/// The worked example's selection: Namespace ops, ConfigMap settings and
+/// the three envelopes of envelopes.md, in snapshot order.
+fn example_selection() -> Vec<Value> {
+    let text = include_str!("../../../deploy/examples/envelopes/envelopes.yaml");
+    let mut out = vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}})];
+    for o in fleet_api::parse::parse_documents("envelopes.yaml", text).unwrap() {
+        if o.kind != "ClusterResourcePlacement" && o.kind != "Namespace" {
+            out.push(serde_json::to_value(crate::selection::clean(&o)).unwrap());
+        }
+    }
+    out
+}
+
+fn group(resources: Vec<Value>) -> Vec<Object> {
+    vec![object(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourceSnapshot",
+        "metadata": {"name": "ops-0-snapshot", "labels": {"kubernetes-fleet.io/resource-index": "0"}},
+        "spec": {"selectedResources": resources}}))]
+}
+
+fn manifest_names(work: &Object) -> Vec<String> {
+    work_spec_of(work)
+        .workload
+        .manifests
+        .iter()
+        .map(|m| format!("{}/{}", m["kind"].as_str().unwrap(), m["metadata"]["name"].as_str().unwrap()))
+        .collect()
+}
+
+#[test]
+fn en_4_en_5_the_worked_example_makes_four_works() {
+    let works = desired_works(
+        &placement("ClusterResourcePlacement"),
+        &binding(),
+        &group(example_selection()),
+        &ClusterOverrides::default(),
+    )
+    .unwrap();
+    let mut got: Vec<(String, Vec<String>)> =
+        works.iter().map(|w| (w.metadata.name.clone(), manifest_names(w))).collect();
+    got.sort();
+    let want = [
+        ("ops-configmap-f04560b583227939", vec!["LimitRange/ops-limits"]),
+        ("ops-envelope-a3f995da6aee5302", vec!["ValidatingWebhookConfiguration/guard", "ClusterRole/pod-reader"]),
+        ("ops-envelope-b1a37da808567140", vec!["ResourceQuota/ops-quota", "Role/ops-reader"]),
+        ("ops-work", vec!["Namespace/ops", "ConfigMap/settings"]),
+    ];
+    let want: Vec<(String, Vec<String>)> =
+        want.iter().map(|(n, m)| (n.to_string(), m.iter().map(|s| s.to_string()).collect())).collect();
+    assert_eq!(got, want);
+    let quota = works.iter().find(|w| w.metadata.name == "ops-envelope-b1a37da808567140").unwrap();
+    assert_eq!(quota.metadata.labels[ENVELOPE_WORK_LABEL], "ResourceEnvelope");
+    assert_eq!(quota.metadata.labels[ENVELOPE_NAME_LABEL], "quota");
+    assert_eq!(quota.metadata.labels[ENVELOPE_NAMESPACE_LABEL], "ops");
+    assert_eq!(quota.metadata.labels[PARENT_RESOURCE_INDEX_LABEL], "0");
+    assert_eq!(quota.metadata.labels[PARENT_BINDING_LABEL], "ops-east-1");
+    let guard = works.iter().find(|w| w.metadata.name == "ops-envelope-a3f995da6aee5302").unwrap();
+    assert!(!guard.metadata.labels.contains_key(ENVELOPE_NAMESPACE_LABEL));
+}
+
+#[test]
+fn en_3_an_rp_cannot_place_cluster_scoped_objects_from_an_envelope_configmap() {
+    let mut selection = example_selection();
+    let legacy = selection.iter_mut().find(|v| v["metadata"]["name"] == "legacy").unwrap();
+    legacy["data"]["clusterrole.yaml"] =
+        json!("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: pod-reader}\n");
+    let crp = desired_works(
+        &placement("ClusterResourcePlacement"),
+        &binding(),
+        &group(selection.clone()),
+        &ClusterOverrides::default(),
+    );
+    assert!(crp.is_ok());
+    let rp_selection: Vec<Value> = selection.into_iter().filter(|v| v["metadata"]["namespace"] == "ops").collect();
+    let err =
+        desired_works(&placement("ResourcePlacement"), &binding(), &group(rp_selection), &ClusterOverrides::default())
+            .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cluster-scoped object clusterrole.yaml (ClusterRole pod-reader) in envelope ConfigMap ops/legacy can only be placed by a ClusterResourcePlacement"
+    );
+}
+
+fn override_of(kind: &str, name: &str, namespace: &str, spec: Value) -> OverrideSnapshot {
+    OverrideSnapshot {
+        cluster_scoped: kind == "ClusterResourceOverride",
+        name: name.into(),
+        namespace: namespace.into(),
+        spec: serde_json::from_value(spec).unwrap(),
+    }
+}
+
+#[test]
+fn en_6_overrides_target_wrapped_objects_and_a_delete_leaves_the_work() {
+    let drop_role = override_of(
+        "ResourceOverride",
+        "drop-0",
+        "ops",
+        json!({
+        "resourceSelectors": [{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "Role", "name": "ops-reader"},
+                              {"group": "", "version": "v1", "kind": "ResourceQuota", "name": "ops-quota"}],
+        "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []}, "overrideType": "Delete"}]}}),
+    );
+    let patch_envelope = override_of(
+        "ResourceOverride",
+        "env-0",
+        "ops",
+        json!({
+        "resourceSelectors": [{"group": "placement.kubernetes-fleet.io", "version": "v1beta1", "kind": "ResourceEnvelope", "name": "quota"}],
+        "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []},
+            "jsonPatchOverrides": [{"op": "remove", "path": "/data"}]}]}}),
+    );
+    let label_limits = override_of(
+        "ClusterResourceOverride",
+        "ns-0",
+        "",
+        json!({
+        "clusterResourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "ops"}],
+        "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []},
+            "jsonPatchOverrides": [{"op": "add", "path": "/metadata/labels", "value": {"on": "${MEMBER-CLUSTER-NAME}"}}]}]}}),
+    );
+    let overrides = ClusterOverrides {
+        labels: Default::default(),
+        snapshots: vec![label_limits, drop_role, patch_envelope],
+        cluster: "east-1".into(),
+    };
+    let works =
+        desired_works(&placement("ClusterResourcePlacement"), &binding(), &group(example_selection()), &overrides)
+            .unwrap();
+    let quota = works.iter().find(|w| w.metadata.name == "ops-envelope-b1a37da808567140").unwrap();
+    assert!(manifest_names(quota).is_empty(), "both wrapped objects deleted; the Work stays");
+    let legacy = works.iter().find(|w| w.metadata.name == "ops-configmap-f04560b583227939").unwrap();
+    let limits = &work_spec_of(legacy).workload.manifests[0];
+    assert_eq!(limits["metadata"]["labels"]["on"], "east-1", "a CRO naming the namespace reaches wrapped objects");
+    let main = works.iter().find(|w| w.metadata.name == "ops-work").unwrap();
+    assert_eq!(work_spec_of(main).workload.manifests[1]["metadata"]["labels"]["on"], "east-1");
+}
+
+#[test]
+fn ov_7_a_failing_override_fails_the_whole_render() {
+    let bad = override_of(
+        "ClusterResourceOverride",
+        "bad-0",
+        "",
+        json!({
+        "clusterResourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "ops"}],
+        "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []},
+            "jsonPatchOverrides": [{"op": "replace", "path": "/spec/nothing", "value": 1}]}]}}),
+    );
+    let overrides = ClusterOverrides { labels: Default::default(), snapshots: vec![bad], cluster: "east-1".into() };
+    let err =
+        desired_works(&placement("ClusterResourcePlacement"), &binding(), &group(example_selection()), &overrides)
+            .unwrap_err();
+    assert!(matches!(err, RenderError::Override(_)), "{err}");
+    assert!(
+        err.to_string().starts_with(r#"ClusterResourceOverrideSnapshot "bad-0" failed to apply on Namespace "ops""#),
+        "{err}"
+    );
+}

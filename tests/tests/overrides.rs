@@ -1,0 +1,221 @@
+//! Overrides on a real trio with real agents (overrides.md): the worked
+//! example, read back on each member with `fleet-agent inspect`; a failing
+//! patch reported on its cluster and blocking nobody else; a relabelled
+//! cluster getting the other rule's result; an override change rolled out
+//! within `maxUnavailable`; and deleting the overrides rolling back.
+
+use std::sync::atomic::Ordering;
+
+use fleet_api::Object;
+use fleet_tests::fleet::{apply_yaml, fleet, list, member_yaml, watch_unavailable, Member, WAIT};
+use fleet_tests::objects::{condition, get};
+use fleet_tests::{eventually, Hub};
+use serde_json::Value;
+
+const EAST: Member = Member { name: "east-1", labels: &[("env", "prod"), ("region", "east")], nodes: 2, cpu: 4 };
+const WEST: Member = Member { name: "west-1", labels: &[("env", "prod"), ("region", "west")], nodes: 2, cpu: 4 };
+const TEST: Member = Member { name: "test-1", labels: &[("env", "test"), ("region", "east")], nodes: 2, cpu: 4 };
+
+const WEB: &str = include_str!("../../deploy/examples/overrides/web.yaml");
+const OVERRIDES: &str = include_str!("../../deploy/examples/overrides/overrides.yaml");
+
+/// One member-side object as JSON, if present.
+fn on_member(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
+    let mut args = vec![kind, name, "-o", "json"];
+    if !namespace.is_empty() {
+        args.extend(["-n", namespace]);
+    }
+    let out = hub.inspect(cluster, &args);
+    out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten()
+}
+
+/// What one member holds of the example: (verbs, image, replicas, placed-on, prod-config present).
+fn observed(hub: &Hub, cluster: &str) -> Option<(Value, Value, Value, Value, bool)> {
+    let role = on_member(hub, cluster, "clusterrole", "", "web-reader")?;
+    let deployment = on_member(hub, cluster, "deployment", "web", "frontend")?;
+    Some((
+        role["rules"][0]["verbs"].clone(),
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"].clone(),
+        deployment["spec"]["replicas"].clone(),
+        deployment["metadata"]["labels"]["placed-on"].clone(),
+        on_member(hub, cluster, "configmap", "web", "prod-config").is_some(),
+    ))
+}
+
+/// Waits until `cluster` holds exactly `want`.
+async fn wait_observed(hub: &Hub, cluster: &str, want: (Value, Value, Value, Value, bool)) {
+    eventually(&format!("{cluster} holds {want:?}"), WAIT * 2, || async {
+        match observed(hub, cluster) {
+            Some(got) if got == want => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+}
+
+fn v(value: serde_json::Value) -> Value {
+    value
+}
+
+async fn crp(hub: &Hub) -> Object {
+    let mut admin = hub.client(hub.running()[0]).await;
+    get(&mut admin, "crp", "", "web").await.expect("crp web")
+}
+
+/// The per-cluster entry of the placement's status for `cluster`.
+fn entry(crp: &Object, cluster: &str) -> Value {
+    let statuses = crp.status().and_then(|s| s.get("placementStatuses")).cloned().unwrap_or_default();
+    statuses.as_array().into_iter().flatten().find(|e| e["clusterName"] == cluster).cloned().unwrap_or_default()
+}
+
+fn cluster_condition(entry: &Value, type_: &str) -> (String, String, String) {
+    let c =
+        entry["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == type_).cloned().unwrap_or_default();
+    let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+    (text("status"), text("reason"), text("message"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_override_worked_example_relabels_failures_changes_and_removal() {
+    let hub = fleet(&[&EAST, &WEST, &TEST]).await;
+    let one_down = WEB.replace(
+        "  policy: {placementType: PickAll}\n",
+        "  policy: {placementType: PickAll}\n  strategy:\n    type: RollingUpdate\n    rollingUpdate: {maxUnavailable: 1, maxSurge: 1, unavailablePeriodSeconds: 0}\n",
+    );
+    apply_yaml(&hub, &format!("{one_down}---\n{OVERRIDES}"));
+
+    // The worked example's table.
+    let prod = |region: &str, name: &str| {
+        (
+            v(serde_json::json!(["get", "list"])),
+            v(serde_json::json!(format!("registry-{region}.example.com/frontend:1.4"))),
+            v(serde_json::json!(3)),
+            v(serde_json::json!(name)),
+            true,
+        )
+    };
+    let test_row = (
+        v(serde_json::json!(["get", "list", "watch"])),
+        v(serde_json::json!("frontend:1.4")),
+        v(serde_json::json!(1)),
+        v(serde_json::json!("test-1")),
+        false,
+    );
+    wait_observed(&hub, "east-1", prod("east", "east-1")).await;
+    wait_observed(&hub, "west-1", prod("west", "west-1")).await;
+    wait_observed(&hub, "test-1", test_row.clone()).await;
+    eventually("the placement reports OverriddenSucceeded", WAIT, || async {
+        let crp = crp(&hub).await;
+        match condition(&crp, "ClusterResourcePlacementOverridden") {
+            Some((status, reason, _)) if status == "True" && reason == "OverriddenSucceeded" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let status = crp(&hub).await;
+    let test_entry = entry(&status, "test-1");
+    assert_eq!(test_entry["applicableClusterResourceOverrides"], serde_json::json!(["reader-extra-verb-0"]));
+    assert_eq!(
+        test_entry["applicableResourceOverrides"],
+        serde_json::json!([{"name": "frontend-0", "namespace": "web"}, {"name": "no-prod-config-0", "namespace": "web"}])
+    );
+    assert_eq!(
+        entry(&status, "east-1")["applicableResourceOverrides"],
+        serde_json::json!([{"name": "frontend-0", "namespace": "web"}])
+    );
+    assert!(entry(&status, "east-1").get("applicableClusterResourceOverrides").is_none());
+    let overridden = cluster_condition(&test_entry, "Overridden");
+    assert_eq!((overridden.0.as_str(), overridden.1.as_str()), ("True", "OverriddenSucceeded"));
+    // fleetctl shows what test-1 receives, which overrides it went through, and the new kinds.
+    let out = hub.fleetctl(&["render", "crp", "web", "--cluster", "test-1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rendered = fleet_api::parse::parse_documents("-", &String::from_utf8_lossy(&out.stdout)).expect("yaml");
+    let frontend = rendered.iter().find(|o| o.kind == "Deployment").expect("the Deployment");
+    assert_eq!(frontend.spec().and_then(|s| s.pointer("/replicas")), Some(&serde_json::json!(1)));
+    assert!(!rendered.iter().any(|o| o.metadata.name == "prod-config"), "deleted for test-1");
+    let out = hub.fleetctl(&["describe", "crp", "web"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Applied Overrides:        ClusterResourceOverrideSnapshot/reader-extra-verb-0, ResourceOverrideSnapshot/web/frontend-0, ResourceOverrideSnapshot/web/no-prod-config-0"),
+        "{text}"
+    );
+    let out = hub.fleetctl(&["get", "ro", "-n", "web"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PLACEMENT") && text.contains("frontend         web"), "{text}");
+
+    // The hub copy is unchanged.
+    let mut admin = hub.client(hub.running()[0]).await;
+    let hub_deployment = get(&mut admin, "deployment", "web", "frontend").await.expect("hub deployment");
+    assert_eq!(hub_deployment.spec().and_then(|s| s.pointer("/replicas")), Some(&serde_json::json!(3)));
+    assert!(!hub_deployment.metadata.labels.contains_key("placed-on"));
+    let snapshots = list(&hub, "ros", "").await.expect("override snapshots");
+    let mut names: Vec<_> = snapshots.iter().map(|s| s.metadata.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["frontend-0", "no-prod-config-0"]);
+
+    // Removing label `region` from west-1 fails its override; its Work keeps
+    // the registry-west image; a resource change still reaches the others.
+    apply_yaml(&hub, &member_yaml(&Member { labels: &[("env", "prod")], ..WEST }, ""));
+    eventually("west-1 reports OverriddenFailed", WAIT, || async {
+        let crp = crp(&hub).await;
+        let c = cluster_condition(&entry(&crp, "west-1"), "Overridden");
+        let conditions = crp.status().and_then(|s| s.get("conditions")).cloned().unwrap_or_default();
+        let placement = cluster_condition(&serde_json::json!({"conditions": conditions}), "ClusterResourcePlacementOverridden");
+        let placement = Some(placement);
+        let want = "Failed to apply the override rules on the resources: ResourceOverrideSnapshot \"frontend-0\" failed to apply on Deployment \"frontend\" in namespace \"web\": label key region not found on cluster west-1";
+        match placement {
+            Some((s, r, m)) if c.0 == "False" && c.1 == "OverriddenFailed" && c.2 == want && s == "False"
+                && r == "OverriddenFailed" && m == "Failed to override resources in 1 cluster(s)" => Ok(()),
+            other => Err(format!("cluster {c:?}, placement {other:?}")),
+        }
+    })
+    .await;
+    apply_yaml(&hub, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: added, namespace: web}\ndata: {a: b}\n");
+    for cluster in ["east-1", "test-1"] {
+        fleet_tests::fleet::wait_member(&hub, cluster, "configmap", "web", "added", true).await;
+    }
+    assert!(on_member(&hub, "west-1", "configmap", "web", "added").is_none(), "west-1's Work kept its content");
+    wait_observed(&hub, "west-1", prod("west", "west-1")).await;
+
+    // Relabelled clusters get the other rule's result: west-1 back in a
+    // region, test-1 now prod.
+    apply_yaml(&hub, &member_yaml(&WEST, ""));
+    apply_yaml(&hub, &member_yaml(&Member { labels: &[("env", "prod"), ("region", "east")], ..TEST }, ""));
+    wait_observed(&hub, "test-1", prod("east", "test-1")).await;
+    fleet_tests::fleet::wait_member(&hub, "west-1", "configmap", "web", "added", true).await;
+
+    // Editing RO frontend makes frontend-1, rolled out at most one cluster down.
+    let (stop, worst, sampler) = watch_unavailable(&hub, "web", hub.running()[0]);
+    apply_yaml(
+        &hub,
+        &OVERRIDES.replace("value: 1}", "value: 2}").replace(
+            "/metadata/labels/placed-on, value: \"${MEMBER-CLUSTER-NAME}\"",
+            "/metadata/labels/placed-on, value: \"on-${MEMBER-CLUSTER-NAME}\"",
+        ),
+    );
+    for (cluster, region) in [("east-1", "east"), ("west-1", "west"), ("test-1", "east")] {
+        let mut row = prod(region, cluster);
+        row.3 = serde_json::json!(format!("on-{cluster}"));
+        wait_observed(&hub, cluster, row).await;
+    }
+    stop.store(true, Ordering::SeqCst);
+    let _ = sampler.await;
+    assert!(worst.load(Ordering::SeqCst) <= 1, "at most maxUnavailable=1 down, saw {}", worst.load(Ordering::SeqCst));
+    let snapshots = list(&hub, "ros", "kubernetes-fleet.io/parent-resource-override=frontend").await.expect("list");
+    assert_eq!(snapshots.len(), 2, "frontend-0 and frontend-1");
+
+    // Deleting the overrides rolls every object back to the hub's form.
+    let out = hub.fleetctl_with_stdin(&["delete", "-f", "-"], Some(OVERRIDES));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for cluster in ["east-1", "west-1", "test-1"] {
+        let plain = (
+            v(serde_json::json!(["get", "list"])),
+            v(serde_json::json!("frontend:1.4")),
+            v(serde_json::json!(3)),
+            Value::Null,
+            true,
+        );
+        wait_observed(&hub, cluster, plain).await;
+    }
+    assert!(list(&hub, "ros", "").await.expect("list").is_empty(), "snapshots go with their overrides");
+}
