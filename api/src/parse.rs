@@ -190,7 +190,7 @@ fn key_to_string(key: serde_yaml_ng::Value) -> Result<String, String> {
 }
 
 /// Describes a JSON value's type for messages.
-fn type_name(value: &Value) -> &'static str {
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

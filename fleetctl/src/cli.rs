@@ -62,6 +62,9 @@ pub enum Command {
     Drain(DrainArgs),
     /// Remove the taint `drain` added, so placements may choose the cluster again.
     Uncordon(UncordonArgs),
+    /// Print the objects one member cluster receives from a placement, as the
+    /// hub rendered them for it (overrides applied, envelopes unwrapped).
+    Render(RenderArgs),
 }
 
 /// `approve`.
@@ -89,6 +92,24 @@ pub struct DrainArgs {
 pub struct UncordonArgs {
     /// The member cluster to uncordon.
     pub cluster: String,
+}
+
+/// `render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The placement kind: crp (ClusterResourcePlacement) or rp (ResourcePlacement); KIND/NAME also works.
+    pub kind: String,
+    /// The placement's name.
+    pub name: Option<String>,
+    /// The member cluster whose copy to print.
+    #[arg(long, value_name = "CLUSTER")]
+    pub cluster: String,
+    /// The namespace of a ResourcePlacement (default: "default").
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// yaml (default: one document per object, each Work named in a comment) or json (a List).
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<OutputFormat>,
 }
 
 /// `rollout ...`.

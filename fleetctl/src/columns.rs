@@ -3,6 +3,7 @@
 //! kinds' columns live in [`placement`], the staged update and eviction
 //! kinds' in [`staged`].
 
+pub mod overrides;
 pub mod placement;
 pub mod staged;
 
@@ -65,6 +66,9 @@ pub fn columns_for(kind: &str, wide: bool) -> Vec<Column> {
         "ClusterApprovalRequest" | "ApprovalRequest" => staged::approval_request_columns(),
         "ClusterResourcePlacementEviction" => staged::eviction_columns(wide),
         "ClusterResourcePlacementDisruptionBudget" => staged::budget_columns(),
+        "ClusterResourceOverride" | "ResourceOverride" => overrides::override_columns(),
+        "ClusterResourceOverrideSnapshot" | "ResourceOverrideSnapshot" => overrides::override_snapshot_columns(),
+        "ClusterResourceEnvelope" | "ResourceEnvelope" => overrides::envelope_columns(),
         _ => generic_columns(wide),
     }
 }
@@ -154,11 +158,11 @@ fn last_heartbeat(object: &Object, now: SystemTime) -> String {
     }
 }
 
-fn name_column() -> Column {
+pub(crate) fn name_column() -> Column {
     Column { header: "NAME", value: |o, _| o.metadata.name.clone() }
 }
 
-fn age_column() -> Column {
+pub(crate) fn age_column() -> Column {
     Column { header: "AGE", value: |o, c| age(o.metadata.creation_timestamp.as_deref(), c.now) }
 }
 

@@ -126,6 +126,23 @@ async fn the_override_worked_example_relabels_failures_changes_and_removal() {
     assert!(entry(&status, "east-1").get("applicableClusterResourceOverrides").is_none());
     let overridden = cluster_condition(&test_entry, "Overridden");
     assert_eq!((overridden.0.as_str(), overridden.1.as_str()), ("True", "OverriddenSucceeded"));
+    // fleetctl shows what test-1 receives, which overrides it went through, and the new kinds.
+    let out = hub.fleetctl(&["render", "crp", "web", "--cluster", "test-1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rendered = fleet_api::parse::parse_documents("-", &String::from_utf8_lossy(&out.stdout)).expect("yaml");
+    let frontend = rendered.iter().find(|o| o.kind == "Deployment").expect("the Deployment");
+    assert_eq!(frontend.spec().and_then(|s| s.pointer("/replicas")), Some(&serde_json::json!(1)));
+    assert!(!rendered.iter().any(|o| o.metadata.name == "prod-config"), "deleted for test-1");
+    let out = hub.fleetctl(&["describe", "crp", "web"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Applied Overrides:        ClusterResourceOverrideSnapshot/reader-extra-verb-0, ResourceOverrideSnapshot/web/frontend-0, ResourceOverrideSnapshot/web/no-prod-config-0"),
+        "{text}"
+    );
+    let out = hub.fleetctl(&["get", "ro", "-n", "web"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PLACEMENT") && text.contains("frontend         web"), "{text}");
+
     // The hub copy is unchanged.
     let mut admin = hub.client(hub.running()[0]).await;
     let hub_deployment = get(&mut admin, "deployment", "web", "frontend").await.expect("hub deployment");
@@ -201,4 +218,38 @@ async fn the_override_worked_example_relabels_failures_changes_and_removal() {
         wait_observed(&hub, cluster, plain).await;
     }
     assert!(list(&hub, "ros", "").await.expect("list").is_empty(), "snapshots go with their overrides");
+}
+
+/// A CRO selecting `kind`/`name` of group rbac.
+fn cro(name: &str, role: &str) -> String {
+    format!(
+        "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourceOverride\nmetadata: {{name: {name}}}\nspec:\n  clusterResourceSelectors:\n    - {{group: rbac.authorization.k8s.io, version: v1, kind: ClusterRole, name: {role}}}\n  policy:\n    overrideRules:\n      - clusterSelector: {{clusterSelectorTerms: []}}\n        jsonPatchOverrides: [{{op: remove, path: /rules/0}}]\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_wide_override_rules_are_enforced_at_apply() {
+    let hub = Hub::start(fleet_tests::HubOptions::default()).await;
+    let hundred: Vec<String> = (0..100).map(|i| cro(&format!("cro-{i:03}"), &format!("role-{i:03}"))).collect();
+    apply_yaml(&hub, &hundred.join("---\n"));
+
+    // A second override of the same resource is refused, naming both.
+    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&cro("cro-001", "role-007")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("spec.clusterResourceSelectors[0]: Invalid value: \"rbac.authorization.k8s.io/ClusterRole role-007\": the resource has been selected by both cro-001 and cro-007, which is not supported"),
+        "{stderr}"
+    );
+    // The 101st is refused; updating one of the hundred still works.
+    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&cro("cro-100", "role-100")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("at most 100 ClusterResourceOverrides may exist"), "{stderr}");
+    apply_yaml(&hub, &cro("cro-000", "role-000").replace("path: /rules/0", "path: /rules/1"));
+    // spec.placement cannot be added later.
+    let with_placement = cro("cro-001", "role-001").replace("spec:\n", "spec:\n  placement: {name: web}\n");
+    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&with_placement));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("spec.placement: Invalid value: \"web\": The placement field is immutable"), "{stderr}");
+    assert_eq!(list(&hub, "cro", "").await.expect("list").len(), 100);
 }

@@ -14,14 +14,14 @@
 //! - an envelope kind carries `data` only: any other top-level field is
 //!   refused (`Forbidden`), as typed kinds refuse unknown fields;
 //! - the value shown for an entry that is not one object is its JSON type
-//!   (`"a string"`, `"a list"`, ...) or, for a ConfigMap, the parse error.
+//!   (`"a string"`, `"a list"`, `"a mapping"`, ...) or, for a ConfigMap, the parse error.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::kinds::{lookup_group_kind, Scope};
-use crate::parse::parse_documents;
+use crate::parse::{parse_documents, type_name};
 use crate::validation::{join_path, quote, FieldError, ValidationError};
 use crate::Object;
 
@@ -97,18 +97,6 @@ pub fn describe_object(object: &Object) -> String {
     format!("{}, Kind={} {place}", object.api_version, object.kind)
 }
 
-/// What a JSON value is, for messages.
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
 const NOT_ONE_OBJECT: &str = "must be exactly one Kubernetes object with apiVersion, kind and metadata.name";
 
 /// Reads one entry into an object, or says why it is not one.
@@ -122,15 +110,15 @@ fn entry_object(kind: EnvelopeType, path: &str, value: &Value) -> Result<Object,
             Err(e) => return Err(FieldError::invalid(path, e.to_string(), NOT_ONE_OBJECT)),
         },
         (EnvelopeType::ConfigMap, other) => {
-            return Err(FieldError::invalid(path, json_type(other), NOT_ONE_OBJECT));
+            return Err(FieldError::invalid(path, type_name(other), NOT_ONE_OBJECT));
         }
         (_, Value::Object(_)) => serde_json::from_value::<Object>(value.clone()).map_err(|_| ()),
-        (_, other) => return Err(FieldError::invalid(path, json_type(other), NOT_ONE_OBJECT)),
+        (_, other) => return Err(FieldError::invalid(path, type_name(other), NOT_ONE_OBJECT)),
     };
     match parsed {
         Ok(o) if !o.api_version.is_empty() && !o.kind.is_empty() && !o.metadata.name.is_empty() => Ok(o),
         Ok(o) => Err(FieldError::invalid(path, describe_object(&o), NOT_ONE_OBJECT)),
-        Err(()) => Err(FieldError::invalid(path, json_type(value), NOT_ONE_OBJECT)),
+        Err(()) => Err(FieldError::invalid(path, type_name(value), NOT_ONE_OBJECT)),
     }
 }
 
@@ -191,7 +179,7 @@ pub fn wrapped_objects(envelope: &Object) -> Result<Vec<Wrapped>, Vec<FieldError
         None | Some(Value::Null) => &empty,
         Some(Value::Object(map)) => map,
         Some(other) => {
-            errors.push(FieldError::invalid("data", json_type(other), "must map keys to manifests"));
+            errors.push(FieldError::invalid("data", type_name(other), "must map keys to manifests"));
             return Err(errors);
         }
     };

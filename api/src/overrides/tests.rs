@@ -40,58 +40,8 @@ fn has(e: &str, want: &str) {
     assert!(e.contains(want), "missing {want:?} in:\n{e}");
 }
 
-/// The three overrides of overrides.md, verbatim.
-const SPEC_EXAMPLES: &str = r#"apiVersion: placement.kubernetes-fleet.io/v1beta1
-kind: ClusterResourceOverride
-metadata: {name: reader-extra-verb}
-spec:
-  placement: {name: web}
-  clusterResourceSelectors:
-    - {group: rbac.authorization.k8s.io, version: v1, kind: ClusterRole, name: web-reader}
-  policy:
-    overrideRules:
-      - clusterSelector:
-          clusterSelectorTerms:
-            - labelSelector: {matchLabels: {env: test}}
-        jsonPatchOverrides:
-          - {op: add, path: /rules/0/verbs/-, value: watch}
----
-apiVersion: placement.kubernetes-fleet.io/v1beta1
-kind: ResourceOverride
-metadata: {name: frontend, namespace: web}
-spec:
-  placement: {name: web}
-  resourceSelectors:
-    - {group: apps, version: v1, kind: Deployment, name: frontend}
-  policy:
-    overrideRules:
-      - clusterSelector: {clusterSelectorTerms: []}        # every cluster
-        jsonPatchOverrides:
-          - {op: add, path: /metadata/labels/placed-on, value: "${MEMBER-CLUSTER-NAME}"}
-      - clusterSelector:
-          clusterSelectorTerms: [{labelSelector: {matchLabels: {env: prod}}}]
-        jsonPatchOverrides:
-          - op: replace
-            path: /spec/template/spec/containers/0/image
-            value: "registry-${MEMBER-CLUSTER-LABEL-KEY-region}.example.com/frontend:1.4"
-      - clusterSelector:
-          clusterSelectorTerms: [{labelSelector: {matchLabels: {env: test}}}]
-        jsonPatchOverrides:
-          - {op: replace, path: /spec/replicas, value: 1}
----
-apiVersion: placement.kubernetes-fleet.io/v1beta1
-kind: ResourceOverride
-metadata: {name: no-prod-config, namespace: web}
-spec:
-  placement: {name: web}
-  resourceSelectors:
-    - {group: "", version: v1, kind: ConfigMap, name: prod-config}
-  policy:
-    overrideRules:
-      - clusterSelector:
-          clusterSelectorTerms: [{labelSelector: {matchLabels: {env: test}}}]
-        overrideType: Delete
-"#;
+/// The three overrides of overrides.md, verbatim (the deploy example).
+const SPEC_EXAMPLES: &str = include_str!("../../../deploy/examples/overrides/overrides.yaml");
 
 #[test]
 fn the_spec_examples_validate_unchanged() {

@@ -10,6 +10,7 @@ mod drain;
 mod get;
 mod heartbeats;
 mod pki;
+mod render;
 mod rollout;
 mod token;
 
@@ -44,6 +45,7 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
         Command::Approve(args) => approve::run(&client, &args, io).await,
         Command::Drain(args) => drain::drain(&client, &args, io).await,
         Command::Uncordon(args) => drain::uncordon(&client, &args, io).await,
+        Command::Render(args) => render::run(&client, args, io).await,
         Command::Pki(command) => pki::run(command, io),
     }
 }

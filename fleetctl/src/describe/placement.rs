@@ -21,7 +21,14 @@ use crate::table::{render_line, Table};
 /// generic describer would, so fields added later still show).
 const KNOWN_STATUS: &[&str] = &["conditions", "observedResourceIndex", "placementStatuses", "selectedResources"];
 /// The per-cluster fields shown specially.
-const KNOWN_PER_CLUSTER: &[&str] = &["clusterName", "conditions", "failedPlacements", "observedResourceIndex"];
+const KNOWN_PER_CLUSTER: &[&str] = &[
+    "clusterName",
+    "conditions",
+    "failedPlacements",
+    "observedResourceIndex",
+    "applicableClusterResourceOverrides",
+    "applicableResourceOverrides",
+];
 
 /// Whether `kind` is a placement kind this describer handles.
 pub fn is_placement_kind(kind: &str) -> bool {
@@ -98,6 +105,8 @@ fn per_cluster(w: &mut Lines, entry: &Value, now: SystemTime) {
     w.field(2, "Cluster", &field("clusterName"));
     let resource_index = field("observedResourceIndex");
     w.field(3, "Observed Resource Index", if resource_index.is_empty() { "<none>" } else { &resource_index });
+    let overrides = applied_overrides(entry);
+    w.field(3, "Applied Overrides", if overrides.is_empty() { "<none>" } else { &overrides });
     conditions(w, 3, entry.get("conditions"), now);
     match entry.get("failedPlacements").and_then(Value::as_array).filter(|f| !f.is_empty()) {
         None => w.field(3, "Failed Placements", "<none>"),
@@ -114,6 +123,21 @@ fn per_cluster(w: &mut Lines, entry: &Value, now: SystemTime) {
             .collect();
         w.content(3, &others);
     }
+}
+
+/// The override snapshots a cluster's copy went through, in the order they
+/// apply: `ClusterResourceOverrideSnapshot/reader-extra-verb-0,
+/// ResourceOverrideSnapshot/web/frontend-0`.
+fn applied_overrides(entry: &Value) -> String {
+    let list = |field: &str| entry.get(field).and_then(Value::as_array).cloned().unwrap_or_default();
+    let cro = list("applicableClusterResourceOverrides")
+        .into_iter()
+        .map(|n| format!("ClusterResourceOverrideSnapshot/{}", scalar(&n)));
+    let ro = list("applicableResourceOverrides").into_iter().map(|n| {
+        let field = |f: &str| n.get(f).map(scalar).unwrap_or_default();
+        format!("ResourceOverrideSnapshot/{}/{}", field("namespace"), field("name"))
+    });
+    cro.chain(ro).collect::<Vec<_>>().join(", ")
 }
 
 /// `Conditions:` and a table of TYPE STATUS REASON GEN LAST TRANSITION
@@ -174,19 +198,37 @@ pub fn namespaced_name_of(resource: &Value) -> String {
 /// KIND NAMESPACE/NAME CONDITION REASON MESSAGE, one row per failed
 /// placement (`CONDITION` as `Type=Status`, e.g. `Applied=False`).
 pub fn failed_placement_table(failed: &[Value]) -> Table {
-    let mut table = Table::new(["KIND", "NAMESPACE/NAME", "CONDITION", "REASON", "MESSAGE"]);
+    let enveloped = failed.iter().any(|o| o.get("envelope").is_some());
+    let mut headers = vec!["KIND", "NAMESPACE/NAME"];
+    if enveloped {
+        headers.push("ENVELOPE");
+    }
+    headers.extend(["CONDITION", "REASON", "MESSAGE"]);
+    let mut table = Table::new(headers);
     for object in failed {
         let condition = |name: &str| object.get("condition").and_then(|c| c.get(name)).map(scalar).unwrap_or_default();
         let (type_, status) = (condition("type"), condition("status"));
-        table.push(vec![
-            gvk_of(object),
-            namespaced_name_of(object),
+        let mut row = vec![gvk_of(object), namespaced_name_of(object)];
+        if enveloped {
+            row.push(envelope_of(object));
+        }
+        row.extend([
             if status.is_empty() { type_ } else { format!("{type_}={status}") },
             condition("reason"),
             condition("message"),
         ]);
+        table.push(row);
     }
     table
+}
+
+/// `ResourceEnvelope ops/quota` for an object wrapped in an envelope, `""` otherwise.
+fn envelope_of(object: &Value) -> String {
+    let Some(envelope) = object.get("envelope") else { return String::new() };
+    let field = |f: &str| envelope.get(f).map(scalar).unwrap_or_default();
+    let namespace = field("namespace");
+    let place = if namespace.is_empty() { field("name") } else { format!("{namespace}/{}", field("name")) };
+    format!("{} {place}", field("type"))
 }
 
 /// `Latest Policy Snapshot:` with its name, index, PickN count, the
@@ -355,6 +397,7 @@ Status:
   Placement Statuses:
     Cluster:                    east-1
       Observed Resource Index:  <none>
+      Applied Overrides:        <none>
       Conditions:
         TYPE        STATUS   REASON      GEN   LAST TRANSITION   MESSAGE
         Scheduled   True     Scheduled   2     9m                Successfully scheduled resources for placement in east-1 (affinity score: 5, topology spread score: 0): picked by scheduling policy
@@ -448,6 +491,7 @@ Events:  <none>
   Placement Statuses:
     Cluster:                    east-1
       Observed Resource Index:  3
+      Applied Overrides:        <none>
       Conditions:
         TYPE               STATUS   REASON                GEN   LAST TRANSITION   MESSAGE
         Scheduled          True     Scheduled             2     5m

@@ -28,9 +28,9 @@ use fleet_api::overrides::{
 };
 use fleet_api::Object;
 
+pub(crate) use applicable::ResourceId;
 pub use applicable::{applicable, Applicable, NamespacedName};
-pub(crate) use applicable::{selects, ResourceId};
-pub use render::{render, substitute_variables, OverrideFailure};
+pub use render::{render, render_value, substitute_variables, OverrideFailure};
 pub use snapshots::{latest_override_snapshot, override_hash, plan_override_snapshots};
 
 /// One override snapshot, decoded once per pass.

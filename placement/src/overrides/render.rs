@@ -28,10 +28,11 @@ pub struct OverrideFailure {
 }
 
 /// `Deployment "frontend" in namespace "web"` / `ClusterRole "web-reader"`.
-fn describe(resource: &Object) -> String {
-    match resource.metadata.namespace.as_deref().filter(|n| !n.is_empty()) {
-        Some(ns) => format!("{} {} in namespace {}", resource.kind, quote(&resource.metadata.name), quote(ns)),
-        None => format!("{} {}", resource.kind, quote(&resource.metadata.name)),
+fn describe(id: ResourceId) -> String {
+    if id.namespace.is_empty() {
+        format!("{} {}", id.kind, quote(id.name))
+    } else {
+        format!("{} {} in namespace {}", id.kind, quote(id.name), quote(id.namespace))
     }
 }
 
@@ -85,14 +86,35 @@ pub fn render(
     labels: &BTreeMap<String, String>,
     snapshots: &[&OverrideSnapshot],
 ) -> Result<Option<Object>, OverrideFailure> {
+    let value = fleet_api::typed::encode(resource);
+    match render_value(&value, cluster, labels, snapshots)? {
+        None => Ok(None),
+        Some(rendered) if rendered == value => Ok(Some(resource.clone())),
+        Some(rendered) => serde_json::from_value::<Object>(rendered).map(Some).map_err(|e| OverrideFailure {
+            message: format!("the overridden {} is not a valid object: {e}", describe(ResourceId::of(resource))),
+        }),
+    }
+}
+
+/// [`render`] on an object still in JSON form (a snapshot's
+/// `selectedResources` entry): patched in place of a copy, never decoded.
+/// The result must still be an object with `apiVersion`, `kind` and
+/// `metadata.name`.
+pub fn render_value(
+    resource: &Value,
+    cluster: &str,
+    labels: &BTreeMap<String, String>,
+    snapshots: &[&OverrideSnapshot],
+) -> Result<Option<Value>, OverrideFailure> {
+    let id = ResourceId::of_value(resource);
     let mut document: Option<Value> = None;
-    for snapshot in snapshots.iter().filter(|s| selects(s, ResourceId::of(resource))) {
+    for snapshot in snapshots.iter().filter(|s| selects(s, id)) {
         let fail = |why: String| OverrideFailure {
             message: format!(
                 "{} {} failed to apply on {}: {why}",
                 snapshot.kind(),
                 quote(&snapshot.name),
-                describe(resource)
+                describe(id)
             ),
         };
         for rule in snapshot.spec.policy.override_rules.iter().filter(|r| rule_matches(r, labels)) {
@@ -110,17 +132,20 @@ pub fn render(
             }
             let patch: json_patch::Patch =
                 serde_json::from_value(Value::Array(operations)).map_err(|e| fail(e.to_string()))?;
-            let doc = document.get_or_insert_with(|| fleet_api::typed::encode(resource));
+            let doc = document.get_or_insert_with(|| resource.clone());
             json_patch::patch(doc, &patch).map_err(|e| fail(e.to_string()))?;
         }
     }
-    match document {
-        None => Ok(Some(resource.clone())),
-        Some(doc) => {
-            let fail = |why: String| OverrideFailure {
-                message: format!("the overridden {} is not a valid object: {why}", describe(resource)),
-            };
-            serde_json::from_value::<Object>(doc).map(Some).map_err(|e| fail(e.to_string()))
-        }
+    let Some(doc) = document else { return Ok(Some(resource.clone())) };
+    let text = |pointer: &str| doc.pointer(pointer).and_then(Value::as_str).is_some_and(|s| !s.is_empty());
+    if text("/apiVersion") && text("/kind") && text("/metadata/name") {
+        Ok(Some(doc))
+    } else {
+        Err(OverrideFailure {
+            message: format!(
+                "the overridden {} is not a valid object: it needs apiVersion, kind and metadata.name",
+                describe(id)
+            ),
+        })
     }
 }

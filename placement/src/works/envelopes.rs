@@ -6,15 +6,20 @@
 //! that held the envelope, so an envelope keeps its Work when the snapshot
 //! is split differently (the hash names the envelope uniquely).
 
-use fleet_api::envelope::{wrapped_objects, EnvelopeType};
+use std::collections::BTreeMap;
+
+use fleet_api::envelope::{
+    wrapped_objects, EnvelopeType, ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL,
+};
 use fleet_api::placement::RESOURCE_PLACEMENT;
 use fleet_api::typed::encode;
 use fleet_api::Object;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::render::{render_object, ClusterOverrides, RenderError};
+use super::render::{render_value, ClusterOverrides, RenderError};
 use super::work_prefix;
+use crate::overrides::ResourceId;
 use crate::selection::clean;
 
 /// `<prefix>-envelope-<h>` (`ResourceEnvelope`, `ClusterResourceEnvelope`)
@@ -26,43 +31,89 @@ pub fn envelope_work_name(placement: &Object, kind: EnvelopeType, namespace: &st
     format!("{}-{form}-{}", work_prefix(placement), &digest[..16])
 }
 
-/// The manifests of one envelope's Work for one cluster: its wrapped
-/// objects, cleaned and overridden (a Delete rule drops one), ordered by
-/// group, kind, namespace, name.
-pub(super) fn envelope_manifests(
-    placement: &Object,
+/// One envelope of a prepared group: its identity and its wrapped objects,
+/// cleaned, read once for every binding.
+#[derive(Debug, Clone)]
+pub(super) struct PreparedEnvelope {
     kind: EnvelopeType,
-    envelope: &Object,
-    overrides: &ClusterOverrides,
-) -> Result<Vec<Value>, RenderError> {
-    let where_ = || {
-        let ns = envelope.metadata.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default();
-        format!("envelope {} {ns}{}", kind.as_str(), envelope.metadata.name)
-    };
-    let wrapped = wrapped_objects(envelope).map_err(|errors| {
-        let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        RenderError::Envelope(format!("{} is invalid: {}", where_(), list.join("; ")))
-    })?;
-    let mut objects = Vec::with_capacity(wrapped.len());
-    for w in wrapped {
-        let cluster_scoped = w.object.metadata.namespace.as_deref().is_none_or(str::is_empty);
-        if kind == EnvelopeType::ConfigMap && cluster_scoped && placement.kind == RESOURCE_PLACEMENT {
-            return Err(RenderError::Envelope(format!(
-                "cluster-scoped object {} ({} {}) in {} can only be placed by a ClusterResourcePlacement",
-                w.key,
-                w.object.kind,
-                w.object.metadata.name,
-                where_()
-            )));
-        }
-        if let Some(object) = render_object(&clean(&w.object), overrides)? {
-            objects.push(object);
-        }
+    namespace: String,
+    name: String,
+    /// (data key, cleaned object as JSON, cluster-scoped), or why the
+    /// envelope cannot be read (admission refuses such envelopes; kept for
+    /// the status all the same).
+    wrapped: Result<Vec<(String, Value, bool)>, String>,
+}
+
+impl PreparedEnvelope {
+    /// Reads an envelope once.
+    pub(super) fn new(kind: EnvelopeType, envelope: Object) -> PreparedEnvelope {
+        let namespace = envelope.metadata.namespace.clone().unwrap_or_default();
+        let wrapped = wrapped_objects(&envelope)
+            .map(|objects| {
+                objects
+                    .into_iter()
+                    .map(|w| {
+                        let cluster_scoped = w.object.metadata.namespace.as_deref().is_none_or(str::is_empty);
+                        (w.key, encode(&clean(&w.object)), cluster_scoped)
+                    })
+                    .collect()
+            })
+            .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
+        PreparedEnvelope { kind, namespace, name: envelope.metadata.name, wrapped }
     }
-    objects.sort_by(|a, b| {
-        let key =
-            |o: &Object| (o.group().to_string(), o.kind.clone(), o.metadata.namespace.clone(), o.metadata.name.clone());
-        key(a).cmp(&key(b))
-    });
-    Ok(objects.iter().map(encode).collect())
+
+    /// `envelope ConfigMap ops/legacy`, for messages.
+    fn describe(&self) -> String {
+        let ns = if self.namespace.is_empty() { String::new() } else { format!("{}/", self.namespace) };
+        format!("envelope {} {ns}{}", self.kind.as_str(), self.name)
+    }
+
+    /// The envelope's Work name for `placement`.
+    pub(super) fn work_name(&self, placement: &Object) -> String {
+        envelope_work_name(placement, self.kind, &self.namespace, &self.name)
+    }
+
+    /// The envelope labels of its Work (EN-4).
+    pub(super) fn labels(&self) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::from([
+            (ENVELOPE_WORK_LABEL.to_string(), self.kind.as_str().to_string()),
+            (ENVELOPE_NAME_LABEL.to_string(), self.name.clone()),
+        ]);
+        if !self.namespace.is_empty() {
+            labels.insert(ENVELOPE_NAMESPACE_LABEL.to_string(), self.namespace.clone());
+        }
+        labels
+    }
+
+    /// The manifests of this envelope's Work for one cluster: its wrapped
+    /// objects overridden (a Delete rule drops one), ordered by group, kind,
+    /// namespace, name; EN-3 for an RP.
+    pub(super) fn manifests(
+        &self,
+        placement: &Object,
+        overrides: &ClusterOverrides,
+    ) -> Result<Vec<Value>, RenderError> {
+        let wrapped = self
+            .wrapped
+            .as_ref()
+            .map_err(|why| RenderError::Envelope(format!("{} is invalid: {why}", self.describe())))?;
+        let mut objects = Vec::with_capacity(wrapped.len());
+        for (key, object, cluster_scoped) in wrapped {
+            if self.kind == EnvelopeType::ConfigMap && *cluster_scoped && placement.kind == RESOURCE_PLACEMENT {
+                let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+                return Err(RenderError::Envelope(format!(
+                    "cluster-scoped object {key} ({} {}) in {} can only be placed by a ClusterResourcePlacement",
+                    text("/kind"),
+                    text("/metadata/name"),
+                    self.describe()
+                )));
+            }
+            objects.extend(render_value(object, overrides)?);
+        }
+        objects.sort_by_cached_key(|o| {
+            let id = ResourceId::of_value(o);
+            (id.group.to_string(), id.kind.to_string(), id.namespace.to_string(), id.name.to_string())
+        });
+        Ok(objects)
+    }
 }

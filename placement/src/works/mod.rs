@@ -28,7 +28,7 @@ mod tests;
 mod tests_render;
 
 pub use envelopes::envelope_work_name;
-pub use render::{desired_works, ClusterOverrides, RenderError};
+pub use render::{desired_works, desired_works_prepared, ClusterOverrides, PreparedGroup, RenderError};
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -5,21 +5,19 @@
 use std::collections::BTreeMap;
 
 use fleet_api::binding::spec_of as binding_spec_of;
-use fleet_api::envelope::{
-    envelope_type, EnvelopeType, ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL,
-};
+use fleet_api::envelope::{envelope_type, EnvelopeType};
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
 use fleet_api::member::member_namespace;
 use fleet_api::placement::{spec_of as placement_spec_of, RESOURCE_PLACEMENT};
 use fleet_api::snapshot::{resource_spec_of, PARENT_PLACEMENT_LABEL, RESOURCE_INDEX_LABEL, SUBINDEX_ANNOTATION};
 use fleet_api::typed::{decode, encode};
-use fleet_api::work::{ApplyStrategy, DeleteOptions, WorkSpec, Workload};
+use fleet_api::work::{ApplyStrategy, DeleteOptions};
 use fleet_api::{Object, ObjectMeta, OwnerReference};
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use super::envelopes::{envelope_manifests, envelope_work_name};
+use super::envelopes::PreparedEnvelope;
 use super::{work_name, PARENT_BINDING_LABEL, PARENT_NAMESPACE_LABEL, PARENT_RESOURCE_INDEX_LABEL, WORK_KIND};
-use crate::overrides::{self, OverrideFailure, OverrideSnapshot, ResourceId};
+use crate::overrides::{self, OverrideFailure, OverrideSnapshot};
 
 /// The override snapshots a binding records, decoded, with its cluster's
 /// name and labels (for rule matching and variables).
@@ -45,24 +43,12 @@ pub enum RenderError {
 }
 
 /// One object rendered through the binding's overrides (`None`: deleted).
-pub(super) fn render_object(object: &Object, overrides: &ClusterOverrides) -> Result<Option<Object>, RenderError> {
+pub(super) fn render_value(value: &Value, overrides: &ClusterOverrides) -> Result<Option<Value>, RenderError> {
     if overrides.snapshots.is_empty() {
-        return Ok(Some(object.clone()));
-    }
-    let refs: Vec<&OverrideSnapshot> = overrides.snapshots.iter().collect();
-    Ok(overrides::render(object, &overrides.cluster, &overrides.labels, &refs)?)
-}
-
-/// A snapshot resource rendered as a manifest (`None`: deleted); decoded
-/// only when an override selects it.
-fn render_manifest(value: &Value, overrides: &ClusterOverrides) -> Result<Option<Value>, RenderError> {
-    let id = ResourceId::of_value(value);
-    if !overrides.snapshots.iter().any(|s| overrides::selects(s, id)) {
         return Ok(Some(value.clone()));
     }
-    let object: Object = decode(value, "")
-        .map_err(|e| OverrideFailure { message: format!("{} {:?} is not a valid object: {e}", id.kind, id.name) })?;
-    Ok(render_object(&object, overrides)?.map(|o| encode(&o)))
+    let refs: Vec<&OverrideSnapshot> = overrides.snapshots.iter().collect();
+    Ok(overrides::render_value(value, &overrides.cluster, &overrides.labels, &refs)?)
 }
 
 /// Whether a snapshot resource is an envelope, without decoding it unless
@@ -74,6 +60,40 @@ fn as_envelope(value: &Value) -> Option<(EnvelopeType, Object)> {
     }
     let object: Object = decode(value, "").ok()?;
     envelope_type(&object).map(|t| (t, object))
+}
+
+/// A resource snapshot group read once for all the bindings bound to it:
+/// each part's non-envelope resources, and each envelope with its wrapped
+/// objects (cleaned), so rendering a binding only applies its overrides.
+#[derive(Debug, Clone, Default)]
+pub struct PreparedGroup {
+    /// The group's index label.
+    index: Option<String>,
+    /// (part number, non-envelope resources), by part.
+    parts: Vec<(usize, Vec<Value>)>,
+    /// The envelopes, in snapshot order.
+    envelopes: Vec<PreparedEnvelope>,
+}
+
+impl PreparedGroup {
+    /// Reads a group's snapshots (any order).
+    pub fn new(group: &[Object]) -> PreparedGroup {
+        let mut snapshots: Vec<&Object> = group.iter().collect();
+        snapshots.sort_by_key(|s| part_of(s));
+        let index = snapshots.first().and_then(|s| s.metadata.labels.get(RESOURCE_INDEX_LABEL)).cloned();
+        let mut prepared = PreparedGroup { index, ..Default::default() };
+        for snapshot in snapshots {
+            let mut resources = Vec::new();
+            for value in resource_spec_of(snapshot).selected_resources {
+                match as_envelope(&value) {
+                    Some((kind, envelope)) => prepared.envelopes.push(PreparedEnvelope::new(kind, envelope)),
+                    None => resources.push(value),
+                }
+            }
+            prepared.parts.push((part_of(snapshot), resources));
+        }
+        prepared
+    }
 }
 
 /// The part number of a snapshot in its group (0 for the first).
@@ -93,17 +113,22 @@ struct WorkShape {
     namespace: String,
     labels: BTreeMap<String, String>,
     owner: OwnerReference,
-    strategy: Option<ApplyStrategy>,
-    propagation: String,
+    /// The encoded apply strategy.
+    strategy: Option<Value>,
+    /// The encoded delete options.
+    delete_options: Value,
 }
 
 impl WorkShape {
+    /// A Work of `manifests`; its spec is built as JSON directly, so the
+    /// manifests are moved, never copied again (the shape of [`WorkSpec`]).
     fn work(&self, name: String, extra_labels: BTreeMap<String, String>, manifests: Vec<Value>) -> Object {
-        let spec = WorkSpec {
-            workload: Workload { manifests },
-            apply_strategy: self.strategy.clone(),
-            delete_options: Some(DeleteOptions { propagation_policy: Some(self.propagation.clone()) }),
-        };
+        let mut spec = serde_json::Map::new();
+        spec.insert("workload".into(), json!({"manifests": Value::Array(manifests)}));
+        if let Some(strategy) = &self.strategy {
+            spec.insert("applyStrategy".into(), strategy.clone());
+        }
+        spec.insert("deleteOptions".into(), self.delete_options.clone());
         let mut labels = self.labels.clone();
         labels.extend(extra_labels);
         let metadata = ObjectMeta {
@@ -114,7 +139,7 @@ impl WorkShape {
             ..Default::default()
         };
         let mut rest = serde_json::Map::new();
-        rest.insert("spec".into(), encode(&spec));
+        rest.insert("spec".into(), Value::Object(spec));
         Object { api_version: format!("{FLEET_PLACEMENT_GROUP}/v1beta1"), kind: WORK_KIND.into(), metadata, rest }
     }
 }
@@ -133,6 +158,17 @@ pub fn desired_works(
     group: &[Object],
     overrides: &ClusterOverrides,
 ) -> Result<Vec<Object>, RenderError> {
+    desired_works_prepared(placement, binding, &PreparedGroup::new(group), overrides)
+}
+
+/// [`desired_works`] for a group already read into a [`PreparedGroup`]
+/// (the controller prepares each bound group once per pass).
+pub fn desired_works_prepared(
+    placement: &Object,
+    binding: &Object,
+    group: &PreparedGroup,
+    overrides: &ClusterOverrides,
+) -> Result<Vec<Object>, RenderError> {
     let cluster = binding_spec_of(binding).target_cluster;
     let mut labels = BTreeMap::from([
         (PARENT_PLACEMENT_LABEL.to_string(), placement.metadata.name.clone()),
@@ -141,48 +177,32 @@ pub fn desired_works(
     if let (true, Some(ns)) = (placement.kind == RESOURCE_PLACEMENT, &placement.metadata.namespace) {
         labels.insert(PARENT_NAMESPACE_LABEL.to_string(), ns.clone());
     }
+    if let Some(index) = &group.index {
+        labels.insert(PARENT_RESOURCE_INDEX_LABEL.to_string(), index.clone());
+    }
     let propagation = placement_spec_of(placement)
         .strategy
         .and_then(|s| s.delete_strategy)
         .and_then(|d| d.propagation_policy)
         .unwrap_or_else(|| "Delete".to_string());
-    let mut shape = WorkShape {
+    let shape = WorkShape {
         namespace: member_namespace(&cluster),
         labels,
         owner: OwnerReference::controller_of(binding),
-        strategy: apply_strategy(placement, binding),
-        propagation,
+        strategy: apply_strategy(placement, binding).map(|s| encode(&s)),
+        delete_options: encode(&DeleteOptions { propagation_policy: Some(propagation) }),
     };
-    let mut parts: Vec<&Object> = group.iter().collect();
-    parts.sort_by_key(|s| part_of(s));
-    if let Some(index) = parts.first().and_then(|s| s.metadata.labels.get(RESOURCE_INDEX_LABEL)) {
-        shape.labels.insert(PARENT_RESOURCE_INDEX_LABEL.to_string(), index.clone());
-    }
-    let mut works = Vec::with_capacity(parts.len());
-    let mut envelopes = Vec::new();
-    for snapshot in parts {
-        let resources = resource_spec_of(snapshot).selected_resources;
+    let mut works = Vec::with_capacity(group.parts.len() + group.envelopes.len());
+    for (part, resources) in &group.parts {
         let mut manifests = Vec::with_capacity(resources.len());
-        for value in &resources {
-            match as_envelope(value) {
-                Some(envelope) => envelopes.push(envelope),
-                None => manifests.extend(render_manifest(value, overrides)?),
-            }
+        for value in resources {
+            manifests.extend(render_value(value, overrides)?);
         }
-        works.push(shape.work(work_name(placement, part_of(snapshot)), BTreeMap::new(), manifests));
+        works.push(shape.work(work_name(placement, *part), BTreeMap::new(), manifests));
     }
-    for (kind, envelope) in envelopes {
-        let namespace = envelope.metadata.namespace.clone().unwrap_or_default();
-        let mut extra = BTreeMap::from([
-            (ENVELOPE_WORK_LABEL.to_string(), kind.as_str().to_string()),
-            (ENVELOPE_NAME_LABEL.to_string(), envelope.metadata.name.clone()),
-        ]);
-        if !namespace.is_empty() {
-            extra.insert(ENVELOPE_NAMESPACE_LABEL.to_string(), namespace.clone());
-        }
-        let manifests = envelope_manifests(placement, kind, &envelope, overrides)?;
-        let name = envelope_work_name(placement, kind, &namespace, &envelope.metadata.name);
-        works.push(shape.work(name, extra, manifests));
+    for envelope in &group.envelopes {
+        let manifests = envelope.manifests(placement, overrides)?;
+        works.push(shape.work(envelope.work_name(placement), envelope.labels(), manifests));
     }
     Ok(works)
 }

@@ -127,7 +127,7 @@ fn en_6_overrides_target_wrapped_objects_and_a_delete_leaves_the_work() {
         "ops",
         json!({
         "resourceSelectors": [{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "Role", "name": "ops-reader"},
-                              {"group": "", "version": "v1", "kind": "ResourceQuota", "name": "ops-quota"}],
+                              {"group": "", "version": "v1", "kind": "LimitRange", "name": "ops-limits"}],
         "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []}, "overrideType": "Delete"}]}}),
     );
     let patch_envelope = override_of(
@@ -157,10 +157,18 @@ fn en_6_overrides_target_wrapped_objects_and_a_delete_leaves_the_work() {
         desired_works(&placement("ClusterResourcePlacement"), &binding(), &group(example_selection()), &overrides)
             .unwrap();
     let quota = works.iter().find(|w| w.metadata.name == "ops-envelope-b1a37da808567140").unwrap();
-    assert!(manifest_names(quota).is_empty(), "both wrapped objects deleted; the Work stays");
+    assert_eq!(
+        manifest_names(quota),
+        ["ResourceQuota/ops-quota"],
+        "the Role deleted; a patch of the envelope itself ignored"
+    );
+    let quota_object = &work_spec_of(quota).workload.manifests[0];
+    assert_eq!(
+        quota_object["metadata"]["labels"]["on"], "east-1",
+        "a CRO naming the namespace reaches wrapped objects"
+    );
     let legacy = works.iter().find(|w| w.metadata.name == "ops-configmap-f04560b583227939").unwrap();
-    let limits = &work_spec_of(legacy).workload.manifests[0];
-    assert_eq!(limits["metadata"]["labels"]["on"], "east-1", "a CRO naming the namespace reaches wrapped objects");
+    assert!(manifest_names(legacy).is_empty(), "its only object deleted; the Work stays, empty");
     let main = works.iter().find(|w| w.metadata.name == "ops-work").unwrap();
     assert_eq!(work_spec_of(main).workload.manifests[1]["metadata"]["labels"]["on"], "east-1");
 }

@@ -14,7 +14,7 @@ use fleet_placement::cluster::ClusterInfo;
 use fleet_placement::overrides::{self, Applicable, NamespacedName, OverrideSnapshot};
 use fleet_placement::snapshot;
 use fleet_placement::status::Rendering;
-use fleet_placement::works::{self as works_plan, ClusterOverrides, RenderError};
+use fleet_placement::works::{self as works_plan, ClusterOverrides, PreparedGroup, RenderError};
 use fleet_statemachine::{ListQuery, Store};
 
 use super::works::{bound_group, BindingWorks};
@@ -120,6 +120,8 @@ pub fn render(
         })
         .unwrap_or_default();
     let mut rendered = Rendered { bound: BTreeMap::new(), applicable: BTreeMap::new() };
+    // Each bound group is read once for all its bindings.
+    let mut prepared: BTreeMap<u64, PreparedGroup> = BTreeMap::new();
     for b in &view.bindings {
         let spec = binding::spec_of(b);
         if !spec.is_active() {
@@ -135,15 +137,18 @@ pub fn render(
         if spec.state != STATE_BOUND {
             continue;
         }
-        let Some((_, group)) = bound_group(view, &spec) else { continue };
-        let group: Vec<Object> = group.into_iter().cloned().collect();
+        let Some((index, group)) = bound_group(view, &spec) else { continue };
+        let group = prepared.entry(index).or_insert_with(|| {
+            let snapshots: Vec<Object> = group.into_iter().cloned().collect();
+            PreparedGroup::new(&snapshots)
+        });
         let stored = works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default();
         let entry = match overrides.recorded(&spec) {
             None => RenderedBinding { works: None, rendering: Rendering::OverridePending, in_sync: false },
             Some(snapshots) => {
                 let any = !snapshots.is_empty();
                 let context = ClusterOverrides { labels, snapshots, cluster: spec.target_cluster.clone() };
-                match works_plan::desired_works(&view.placement, b, &group, &context) {
+                match works_plan::desired_works_prepared(&view.placement, b, group, &context) {
                     Ok(desired) => {
                         let in_sync = works_plan::plan_works(&desired, stored).is_empty();
                         let rendering = if any { Rendering::Overridden } else { Rendering::NoOverrides };
