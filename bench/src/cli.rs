@@ -35,6 +35,9 @@ pub enum Command {
     /// change of its selected ConfigMap (phase B) until every cluster has the
     /// latest resources applied and available.
     RolloutLatency(RolloutLatencyArgs),
+    /// Time staged update runs over every member cluster, from their Apply to
+    /// Succeeded, split into the hub's controllers and the agents.
+    StagedLatency(StagedLatencyArgs),
 }
 
 /// The system under test.
@@ -177,6 +180,36 @@ pub struct RolloutLatencyArgs {
     #[arg(long, default_value = "bench-rollout")]
     pub namespace: String,
     /// How long one rollout (or one cleanup) may take before the run fails.
+    #[arg(long, default_value_t = 300)]
+    pub timeout_seconds: u64,
+}
+
+/// Flags of `fleet-bench staged-latency`.
+#[derive(Debug, Args)]
+pub struct StagedLatencyArgs {
+    /// Endpoints and transport (only the first endpoint is used).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// How many clusters the runs update (the joined members, all labelled
+    /// with one of the stage values).
+    #[arg(long)]
+    pub clusters: usize,
+    /// The cluster label the stages select on.
+    #[arg(long, default_value = "region")]
+    pub stage_label: String,
+    /// One stage per value, in this order (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "east,west,central")]
+    pub stage_values: Vec<String>,
+    /// Every stage's maxConcurrency: a count or a percentage.
+    #[arg(long, default_value = "100%")]
+    pub max_concurrency: String,
+    /// How many runs (each over a new resource snapshot).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// The Namespace (holding one ConfigMap) the placement selects; deleted at the end.
+    #[arg(long, default_value = "bench-staged")]
+    pub namespace: String,
+    /// How long one run may take before the benchmark fails.
     #[arg(long, default_value_t = 300)]
     pub timeout_seconds: u64,
 }

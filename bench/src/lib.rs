@@ -10,6 +10,7 @@ pub mod payload;
 pub mod placement_latency;
 pub mod report;
 pub mod rollout_latency;
+pub mod staged_latency;
 pub mod watching;
 pub mod work_latency;
 pub mod writer;

@@ -24,6 +24,9 @@ fn main() -> anyhow::Result<()> {
             Command::RolloutLatency(args) => {
                 print!("{}", fleet_bench::rollout_latency::run(&args).await?.text())
             }
+            Command::StagedLatency(args) => {
+                print!("{}", fleet_bench::staged_latency::run(&args).await?.text())
+            }
             Command::Probe(args) => {
                 let endpoints = fleet_bench::probe(&args).await?;
                 println!("{}: wrote through {}", args.target.name(), endpoints.join(", "));

@@ -119,13 +119,18 @@ fn member_cluster_columns(wide: bool) -> Vec<Column> {
 
 /// The status of condition `type_` in `status.conditions`, or `Unknown`.
 fn condition_status(object: &Object, type_: &str) -> String {
+    condition_status_or(object, type_, "Unknown")
+}
+
+/// The status of condition `type_` in `status.conditions`, or `absent`.
+fn condition_status_or(object: &Object, type_: &str, absent: &str) -> String {
     object
         .status()
         .and_then(|s| s.get("conditions"))
         .and_then(Value::as_array)
         .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
         .and_then(|c| c["status"].as_str())
-        .unwrap_or("Unknown")
+        .unwrap_or(absent)
         .to_string()
 }
 

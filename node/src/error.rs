@@ -41,7 +41,7 @@ pub fn store_status(e: StoreError) -> Status {
     match &e {
         StoreError::NotFound { .. } => Status::not_found(e.to_string()),
         StoreError::AlreadyExists { .. } => Status::already_exists(e.to_string()),
-        StoreError::Conflict { .. } => Status::aborted(e.to_string()),
+        StoreError::Conflict { .. } | StoreError::GenerationConflict { .. } => Status::aborted(e.to_string()),
         StoreError::Invalid(_) => Status::invalid_argument(e.to_string()),
     }
 }

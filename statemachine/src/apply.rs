@@ -236,6 +236,17 @@ impl Overlay {
                     }
                     OpOutcome { action: Action::Deleted, object: Arc::new(last) }
                 }
+                Op::CheckGeneration { key, generation } => {
+                    let existing = self
+                        .get(objects, &key.storage_key())?
+                        .ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
+                    let current = existing.metadata.generation;
+                    if current != *generation {
+                        let key = key.clone();
+                        return Err(StoreError::GenerationConflict { key, expected: *generation, current }.into());
+                    }
+                    OpOutcome { action: Action::Unchanged, object: existing }
+                }
                 Op::Check { key, resource_version } => {
                     let existing = self
                         .get(objects, &key.storage_key())?

@@ -43,6 +43,12 @@ pub enum Op {
     /// decision was based on but do not write, so a decision made on a
     /// stale view is refused as a whole.
     Check { key: ObjectKey, resource_version: u64 },
+    /// Changes nothing; fails with a conflict unless the object exists with
+    /// exactly this `metadata.generation` (its spec unchanged). For a
+    /// decision that read an object's spec but not its status when others
+    /// rewrite that status often (a placement's follows every Work): a
+    /// status write does not refuse it, a spec change or deletion does.
+    CheckGeneration { key: ObjectKey, generation: i64 },
 }
 
 /// What one op did.
@@ -92,6 +98,9 @@ pub enum StoreError {
     /// The resourceVersion precondition failed.
     #[error("conflict: {key} is at resourceVersion {current}, not {expected}: the object has been modified; read it again and retry")]
     Conflict { key: ObjectKey, expected: u64, current: u64 },
+    /// The generation precondition failed: the spec changed.
+    #[error("conflict: {key} is at generation {current}, not {expected}: its spec has been modified; read it again and retry")]
+    GenerationConflict { key: ObjectKey, expected: i64, current: i64 },
     /// The op cannot be applied as written.
     #[error("{0}")]
     Invalid(String),

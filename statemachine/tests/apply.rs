@@ -135,6 +135,29 @@ fn a_check_passes_only_at_the_read_version_and_writes_nothing() {
 }
 
 #[test]
+fn a_generation_check_passes_across_status_writes_but_not_spec_changes() {
+    let mut h = Harness::new();
+    h.ok(vec![apply(cm("x", "1"))]);
+    let key = ObjectKey::new("", "ConfigMap", "a", "x");
+    let generation = h.get("x").unwrap().metadata.generation;
+    let mut with_status = h.get("x").unwrap();
+    with_status.metadata.resource_version.clear();
+    with_status.rest.insert("status".into(), json!({"seen": true}));
+    h.ok(vec![Op::UpdateStatus { object: with_status }]);
+    let outcomes = h.ok(vec![Op::CheckGeneration { key: key.clone(), generation }]);
+    assert_eq!(outcomes[0].action, Action::Unchanged, "a status write leaves the spec's generation");
+    h.ok(vec![apply(cm("x", "2"))]);
+    let err = h.refused(vec![apply(cm("z", "1")), Op::CheckGeneration { key: key.clone(), generation }]);
+    assert!(
+        matches!(err, StoreError::GenerationConflict { expected, current, .. } if expected == generation && current == generation + 1),
+        "{err:?}"
+    );
+    assert!(h.get("z").is_none(), "a failed check refuses the whole command");
+    let gone = ObjectKey::new("", "ConfigMap", "a", "gone");
+    assert!(matches!(h.refused(vec![Op::CheckGeneration { key: gone, generation: 1 }]), StoreError::NotFound { .. }));
+}
+
+#[test]
 fn deleting_an_owner_cascades_to_dependents_with_no_other_owner() {
     let mut h = Harness::new();
     let owner_ref = |uid: &str| json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": uid}]);

@@ -43,18 +43,22 @@ fn condition(conditions: &[fleet_api::conditions::Condition], type_: &str) -> Op
     fleet_api::conditions::find(conditions, type_).map(|c| (c.status.clone(), c.message.clone()))
 }
 
-/// Waits until the run's `Succeeded` is True.
-async fn wait_succeeded(hub: &Hub, kind: &str, name: &str) -> UpdateRunStatus {
-    eventually(&format!("{name} succeeded"), WAIT * 2, || async {
-        let status = run_status(hub, kind, name).await?;
-        match condition(&status.conditions, "Succeeded") {
-            Some((s, _)) if s == "True" => Ok(status),
-            other => {
-                Err(format!("Succeeded {other:?}, Progressing {:?}", condition(&status.conditions, "Progressing")))
-            }
+/// Waits until the run's condition `type_` has `status`; returns the run's
+/// status and the condition's message.
+async fn wait_run(hub: &Hub, name: &str, type_: &str, status: &str) -> (UpdateRunStatus, String) {
+    eventually(&format!("{name} {type_}={status}"), WAIT * 2, || async {
+        let run = run_status(hub, "csur", name).await?;
+        match condition(&run.conditions, type_) {
+            Some((s, m)) if s == status => Ok((run, m)),
+            other => Err(format!("{type_} {other:?}, Progressing {:?}", condition(&run.conditions, "Progressing"))),
         }
     })
     .await
+}
+
+/// Waits until the run's `Succeeded` is True.
+async fn wait_succeeded(hub: &Hub, name: &str) -> UpdateRunStatus {
+    wait_run(hub, name, "Succeeded", "True").await.0
 }
 
 /// Waits until approval request `name` exists.
@@ -116,14 +120,7 @@ async fn the_worked_example_goes_stage_by_stage_through_a_wait_and_approvals() {
     apply_yaml(&hub, &format!("{strategy}---\n{RUN}"));
 
     // 1. The frozen stages, in the spec's order.
-    let status = eventually("app-v1 initialized", WAIT, || async {
-        let status = run_status(&hub, "csur", "app-v1").await?;
-        match condition(&status.conditions, "Initialized") {
-            Some((s, _)) if s == "True" => Ok(status),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+    let (status, _) = wait_run(&hub, "app-v1", "Initialized", "True").await;
     let stages: Vec<(String, Vec<String>)> = status
         .stages_status
         .iter()
@@ -201,7 +198,7 @@ async fn the_worked_example_goes_stage_by_stage_through_a_wait_and_approvals() {
     let node = follower(&hub).await;
     let gate_2 = Instant::now();
     fleetctl_ok(&hub, &["--endpoints", &hub.endpoint(node), "approve", "app-v1-before-production"]);
-    let status = wait_succeeded(&hub, "csur", "app-v1").await;
+    let status = wait_succeeded(&hub, "app-v1").await;
     eventually("prod-c holds the app", WAIT, || async { arrivals.at("prod-c").ok_or_else(|| "not yet".to_string()) })
         .await;
     let seen = arrivals.finish();
@@ -302,11 +299,12 @@ async fn a_run_survives_leader_kills_during_a_timed_wait_and_a_half_done_stage()
     let resumed = Instant::now();
     hub.signal_agent("c", "CONT");
 
-    let status = wait_succeeded(&hub, "csur", "app-v1").await;
+    let status = wait_succeeded(&hub, "app-v1").await;
     eventually("d holds the app", WAIT, || async { arrivals.at("d").ok_or_else(|| "not yet".to_string()) }).await;
     let seen = arrivals.finish();
-    assert!(seen["d"] > resumed, "d got the app only after c was available");
-    assert!(seen["a"] < seen["b"] && seen["b"] < seen["c"]);
+    let at = |c: &str| seen.get(c).copied().unwrap_or_else(|| panic!("{c} never seen holding the app: {seen:?}"));
+    assert!(at("d") > resumed, "d got the app only after c was available");
+    assert!(at("a") < at("b") && at("b") < at("c"), "{seen:?}");
     let order: Vec<i64> = ["b", "c", "d"].iter().map(|c| cluster_time(&status, c, "Started")).collect();
     assert!(order.windows(2).all(|w| w[0] <= w[1]), "b, c, d in order: {order:?}");
     assert!(cluster_time(&status, "d", "Started") >= cluster_time(&status, "c", "Succeeded"));
@@ -331,14 +329,7 @@ async fn a_cluster_in_no_stage_fails_initialization_and_an_older_index_rolls_bac
     apply_yaml(&hub, APP);
     let prod_only = "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateStrategy\nmetadata: {name: prod-only}\nspec:\n  stages:\n    - name: production\n      labelSelector: {matchLabels: {environment: production}}\n";
     apply_yaml(&hub, &format!("{prod_only}---\n{}", RUN.replace("three-stage", "prod-only")));
-    let message = eventually("app-v1 failed to initialize", WAIT, || async {
-        let status = run_status(&hub, "csur", "app-v1").await?;
-        match condition(&status.conditions, "Initialized") {
-            Some((s, m)) if s == "False" => Ok(m),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+    let (_, message) = wait_run(&hub, "app-v1", "Initialized", "False").await;
     assert_eq!(
         message,
         "cannot continue the updateRun: failed to validate the updateRun: some clusters are not placed in any stage, total 1, showing up to 10: dev-1"
@@ -353,7 +344,7 @@ async fn a_cluster_in_no_stage_fails_initialization_and_an_older_index_rolls_bac
         format!("apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateRun\nmetadata: {{name: {name}}}\nspec:\n  placementName: app\n  resourceSnapshotIndex: \"{index}\"\n  stagedRolloutStrategyName: all\n")
     };
     apply_yaml(&hub, &format!("{all}---\n{}", run("v0", "0")));
-    wait_succeeded(&hub, "csur", "v0").await;
+    wait_succeeded(&hub, "v0").await;
     let holds = |version: &'static str| {
         let hub = &hub;
         async move {
@@ -382,12 +373,12 @@ async fn a_cluster_in_no_stage_fails_initialization_and_an_older_index_rolls_bac
     // External: the new index waits for a run.
     assert_eq!(configmap_value(&hub, "prod-1", "app", "settings", "version").as_deref(), Some("1"));
     apply_yaml(&hub, &run("v1", "1"));
-    wait_succeeded(&hub, "csur", "v1").await;
+    wait_succeeded(&hub, "v1").await;
     holds("2").await;
 
     // Rollback: a new run naming the older, still kept, index.
     apply_yaml(&hub, &run("v0-again", "0"));
-    wait_succeeded(&hub, "csur", "v0-again").await;
+    wait_succeeded(&hub, "v0-again").await;
     holds("1").await;
     let out = fleetctl_ok(&hub, &["rollout", "status", "crp", "app", "-w", "--timeout", "60s"]);
     assert!(out.contains("successfully rolled out (3/3 clusters available)"), "{out}");

@@ -2,22 +2,13 @@
 //! printer columns): runs, approval requests, evictions (`NAME VALID
 //! EXECUTED`, eviction.md) and disruption budgets.
 
-use serde_json::Value;
-
 use fleet_api::Object;
 
-use super::{age_column, name_column, str_field, Column};
+use super::{age_column, condition_status_or, name_column, str_field, Column};
 
 /// A condition's status, empty while it is not set.
 fn condition(object: &Object, type_: &str) -> String {
-    object
-        .status()
-        .and_then(|s| s.get("conditions"))
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or_default()
-        .to_string()
+    condition_status_or(object, type_, "")
 }
 
 /// `NAME`, `PLACEMENT`, `RESOURCE-SNAPSHOT-INDEX`, `POLICY-SNAPSHOT-INDEX`,

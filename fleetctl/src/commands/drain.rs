@@ -168,3 +168,27 @@ fn with_taints(mut object: Object, taints: &[Taint]) -> Object {
 fn is_conflict(error: &Error) -> bool {
     matches!(error.code(), Some(Code::Aborted | Code::FailedPrecondition)) && !error.is_expired()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleet_placement::eviction::drain::cordon_taint;
+
+    #[test]
+    fn the_taint_write_keeps_the_version_read_and_the_rest_of_the_spec() {
+        let object: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.kubernetes-fleet.io/v1beta1", "kind": "MemberCluster",
+            "metadata": {"name": "b", "resourceVersion": "42"},
+            "spec": {"heartbeatPeriodSeconds": 5, "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]},
+        }))
+        .unwrap();
+        let mut taints = member::spec_of(&object).taints;
+        taints.push(cordon_taint());
+        let cordoned = with_taints(object, &taints);
+        assert_eq!(cordoned.metadata.resource_version, "42", "the write is conditional on what was read");
+        assert_eq!(member::spec_of(&cordoned).heartbeat_period_seconds, Some(5));
+        assert_eq!(member::spec_of(&cordoned).taints, taints);
+        let cleared = with_taints(cordoned, &[]);
+        assert!(cleared.spec().and_then(|s| s.get("taints")).is_none());
+    }
+}

@@ -1,8 +1,8 @@
 //! The eviction controller (eviction.md): ClusterResourcePlacementEvictions
 //! are judged one at a time, oldest first (EV-2), each in one command —
 //! its `Valid`/`Executed` status and, when it executes, the deletion of
-//! the cluster's binding — carrying a `Check` of the placement, its latest
-//! policy snapshot, its other bindings and its budget, so two evictions
+//! the cluster's binding — carrying a check of the placement's spec, its
+//! latest policy snapshot, its other bindings and its budget, so two evictions
 //! never spend the same budget and a judgement on a stale view is refused
 //! whole. Every evaluation ends final (EV-1), so an eviction is never
 //! judged twice; a final one is never read again.
@@ -26,7 +26,7 @@ use fleet_placement::snapshot::latest_policy_snapshot;
 use fleet_statemachine::{ListQuery, Op, Store};
 
 use super::events::EventNote;
-use super::placement::objects::{check, delete};
+use super::placement::objects::{check, check_spec, delete};
 use super::placement::{Children, Next, Step};
 use super::ControllerError;
 
@@ -80,7 +80,7 @@ pub fn next_step(store: &Store, clusters: &[ClusterInfo], now: &str) -> Result<N
     set_eviction_status(&mut updated, &outcome.status(&eviction_status_of(eviction), now));
     let mut ops = vec![Op::UpdateStatus { object: updated }];
     if let Some(children) = &children {
-        ops.push(check(&children.view.placement));
+        ops.push(check_spec(&children.view.placement));
         ops.extend(latest_policy.map(check));
         for b in &children.view.bindings {
             ops.push(match &outcome.delete_binding {

@@ -65,7 +65,10 @@ impl ControllerError {
         matches!(
             self,
             ControllerError::Raft(fleet_raft::Error::Refused(
-                StoreError::Conflict { .. } | StoreError::AlreadyExists { .. } | StoreError::NotFound { .. }
+                StoreError::Conflict { .. }
+                    | StoreError::GenerationConflict { .. }
+                    | StoreError::AlreadyExists { .. }
+                    | StoreError::NotFound { .. }
             ))
         )
     }

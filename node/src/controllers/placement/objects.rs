@@ -9,6 +9,12 @@ pub fn check(object: &Object) -> Op {
     Op::Check { key: ObjectKey::of(object), resource_version: object.metadata.resource_version_number().unwrap_or(0) }
 }
 
+/// A check that `object`'s spec is still at the generation read (its
+/// status may have moved: for objects others write the status of often).
+pub fn check_spec(object: &Object) -> Op {
+    Op::CheckGeneration { key: ObjectKey::of(object), generation: object.metadata.generation }
+}
+
 /// A delete conditional on the version read.
 pub fn delete(object: &Object) -> Op {
     Op::Delete { key: ObjectKey::of(object), resource_version: object.metadata.resource_version_number() }

@@ -1,6 +1,8 @@
 //! One pass's command: the run's status, the writes the planner decided,
 //! and a check of every other object the pass read (so the whole command is
-//! refused if any of them changed meanwhile), plus the events to record.
+//! refused if any of them changed meanwhile; of the placement, whose status
+//! its own controller rewrites with every Work change, only the spec), plus
+//! the events to record.
 
 use std::collections::BTreeSet;
 
@@ -12,7 +14,7 @@ use fleet_statemachine::Op;
 
 use super::read::RunRead;
 use crate::controllers::events::EventNote;
-use crate::controllers::placement::objects::{check, delete, with_uid};
+use crate::controllers::placement::objects::{check, check_spec, delete, with_uid};
 use crate::controllers::placement::Step;
 
 /// The command of a pass, or `None` when it changes nothing.
@@ -60,7 +62,8 @@ pub fn step(read: &RunRead, plan: &RunPlan, now: &str) -> Option<Step> {
     let mut read_objects: Vec<&Object> = Vec::new();
     if let Some(children) = &read.children {
         let view = &children.view;
-        read_objects.push(&view.placement);
+        // Its spec: the placement controller rewrites its status all along.
+        ops.push(check_spec(&view.placement));
         read_objects.extend(&view.policy_snapshots);
         read_objects.extend(&view.resource_snapshots);
         read_objects.extend(&view.bindings);
