@@ -45,7 +45,9 @@ pub fn next_step(
     key: &ObjectKey,
     now_millis: i64,
 ) -> Result<Next, ControllerError> {
+    let started = std::time::Instant::now();
     let Some(read) = read::read(store, clusters, key)? else { return Ok(Next::Done { recheck_after: None }) };
+    let read_ms = started.elapsed().as_secs_f64() * 1000.0;
     let now = now_millis.div_euclid(1000);
     let plan = plan_run(&RunInput {
         run_name: &read.run.metadata.name,
@@ -67,6 +69,8 @@ pub fn next_step(
         let millis = at.saturating_mul(1000).saturating_sub(now_millis).max(0);
         Duration::from_millis(u64::try_from(millis).unwrap_or(0))
     });
+    let pass_ms = started.elapsed().as_secs_f64() * 1000.0;
+    tracing::debug!(run = %key, read_ms, pass_ms, actions = plan.actions.len(), "run pass");
     match write::step(&read, &plan, &fleet_placement::time::rfc3339(now)) {
         Some(step) => Ok(Next::Write(Box::new(step))),
         None => Ok(Next::Done { recheck_after }),
