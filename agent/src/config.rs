@@ -1,6 +1,7 @@
 //! Flags of `fleet-agent` (CONTRACT.md).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -48,6 +49,10 @@ pub struct RunArgs {
     /// Apply to the embedded simulated cluster (the default).
     #[arg(long)]
     pub embedded: bool,
+    /// How often every Work is checked for drift on the cluster (and
+    /// ReportDiff results refreshed), besides whenever it changes.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub drift_check_interval: Option<Duration>,
     /// The embedded target's size, costs and readiness (`--sim-*`).
     #[command(flatten)]
     pub sim: crate::target::embedded::SimArgs,
@@ -84,6 +89,8 @@ pub struct AgentConfig {
     pub ca_file: Option<PathBuf>,
     pub ca_fingerprint: Option<String>,
     pub kubeconfig: Option<PathBuf>,
+    /// Every Work is checked for drift this often ([`crate::works::DRIFT_CHECK_INTERVAL`] by default).
+    pub drift_check_interval: Duration,
 }
 
 impl RunArgs {
@@ -103,6 +110,12 @@ impl RunArgs {
                 )));
             }
         }
+        let drift_check_interval = self.drift_check_interval.unwrap_or(crate::works::DRIFT_CHECK_INTERVAL);
+        if drift_check_interval.is_zero() {
+            return Err(crate::AgentError::Config(
+                "--drift-check-interval: Invalid value: \"0s\": must be more than zero (e.g. 15s)".to_string(),
+            ));
+        }
         Ok(AgentConfig {
             cluster,
             hub,
@@ -111,6 +124,7 @@ impl RunArgs {
             ca_file: self.ca_file.clone(),
             ca_fingerprint: self.ca_fingerprint.clone(),
             kubeconfig: self.kubeconfig.clone(),
+            drift_check_interval,
         })
     }
 }

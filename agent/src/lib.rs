@@ -35,7 +35,13 @@ pub async fn run<T: Target>(
     let target = Arc::new(target);
     tracing::info!(cluster = %config.cluster, target = target.name(), "fleet-agent running");
     let heartbeats = heartbeat::run(config.cluster.clone(), hub.clone(), target.clone());
-    let works = works::run(config.cluster.clone(), hub.clone(), target.clone(), config.data_dir.clone());
+    let works = works::run(
+        config.cluster.clone(),
+        hub.clone(),
+        target.clone(),
+        config.data_dir.clone(),
+        config.drift_check_interval,
+    );
     let renewals = renew_forever(config.data_dir.clone(), hub.clone(), identity);
     let outcome = tokio::select! {
         r = heartbeats => r,

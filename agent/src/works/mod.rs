@@ -3,6 +3,22 @@
 //! told the version expired), and reconcile each Work that changed — or that
 //! is still settling — into the target and back into the Work's status.
 //!
+//! # When a Work is looked at
+//!
+//! - when it is added, or changed other than in its status (a change of its
+//!   status alone is the agent's own report coming back: looking again would
+//!   clear a drift report the moment it is written, as KubeFleet's
+//!   generation-changed rule avoids too);
+//! - on every relist of the watch;
+//! - every [`RECHECK`] while it is not settled (not applied or not
+//!   available yet, drifted under `IfNotDrifted`...);
+//! - every drift-check interval (`--drift-check-interval`, default
+//!   [`DRIFT_CHECK_INTERVAL`]), settled or not: this is when drift on the
+//!   member is found (and, under `whenToApply: Always`, reported and
+//!   overwritten) and ReportDiff results are refreshed. These periodic
+//!   checks wait in a queue of their own, taken only when no change is
+//!   waiting, so a wave of them never holds up a change.
+//!
 //! # Deleted Works
 //!
 //! When a Work is deleted on the hub, what it placed on the member cluster
@@ -32,7 +48,9 @@
 
 pub mod apply;
 pub mod compare;
+pub mod details;
 pub mod ledger;
+pub mod report;
 pub mod strategy;
 pub mod waves;
 
@@ -53,6 +71,8 @@ use ledger::Ledger;
 
 /// How soon a Work that is not settled (not applied, or not available yet) is looked at again.
 const RECHECK: Duration = Duration::from_millis(500);
+/// How often every Work is checked for drift by default (KubeFleet's period).
+pub const DRIFT_CHECK_INTERVAL: Duration = Duration::from_secs(15);
 /// Pause before re-watching after an error.
 const REWATCH: Duration = Duration::from_millis(200);
 
@@ -60,7 +80,10 @@ const REWATCH: Duration = Duration::from_millis(200);
 #[derive(Default)]
 struct State {
     works: BTreeMap<String, Object>,
+    /// Works to look at because something happened to them (first).
     queue: BTreeSet<String>,
+    /// Works due for their periodic drift check (when `queue` is empty).
+    checks: BTreeSet<String>,
     /// Works deleted by a watch event and not yet reconciled: whether their
     /// last state said `propagationPolicy: Abandon`.
     deleted: BTreeMap<String, bool>,
@@ -71,13 +94,17 @@ struct State {
 
 impl State {
     /// Takes in one watch event (`ADDED`, `MODIFIED` or `DELETED`) and queues
-    /// the Work. A `DELETED` event carries the Work's last state: its
+    /// the Work (unless only its status changed). A `DELETED` event carries the Work's last state: its
     /// `propagationPolicy` is kept for [`forget_work`] (unless that state
     /// cannot be read, leaving the decision to the ledger). Returns the Work's
     /// name when it exists.
     fn observe(&mut self, kind: &str, object: Object) -> Option<String> {
         let name = object.metadata.name.clone();
-        self.queue.insert(name.clone());
+        let status_only =
+            kind == "MODIFIED" && self.works.get(&name).is_some_and(|old| only_status_changed(old, &object));
+        if !status_only {
+            self.queue.insert(name.clone());
+        }
         if kind == "DELETED" {
             self.works.remove(&name);
             // A last state that does not read as a Work spec decides nothing: the ledger does.
@@ -93,14 +120,43 @@ impl State {
             Some(name)
         }
     }
+
+    /// The next Work to look at: a changed one first, else one due for its drift check.
+    fn next(&mut self) -> Option<String> {
+        if !self.listed {
+            return None;
+        }
+        let name = self.queue.pop_first().or_else(|| self.checks.pop_first())?;
+        self.checks.remove(&name);
+        Some(name)
+    }
+
+    /// Queues every existing Work for its periodic drift check.
+    fn due_for_checks(&mut self) {
+        let names: Vec<String> = self.works.keys().filter(|n| !self.queue.contains(*n)).cloned().collect();
+        self.checks.extend(names);
+    }
 }
 
-/// Runs the Work loop until the cluster leaves the fleet or a fatal error.
+/// Whether `new` differs from `old` in nothing the agent acts on: same
+/// generation (spec), labels, annotations and deletion state — typically
+/// the agent's own status report coming back through the watch.
+fn only_status_changed(old: &Object, new: &Object) -> bool {
+    let (a, b) = (&old.metadata, &new.metadata);
+    a.generation == b.generation
+        && a.labels == b.labels
+        && a.annotations == b.annotations
+        && a.deletion_timestamp == b.deletion_timestamp
+}
+
+/// Runs the Work loop until the cluster leaves the fleet or a fatal error;
+/// every Work is checked for drift each `drift_check_interval`.
 pub async fn run<T: Target>(
     cluster: String,
     hub: Arc<Hub>,
     target: Arc<T>,
     data_dir: std::path::PathBuf,
+    drift_check_interval: Duration,
 ) -> Result<(), AgentError> {
     let state = Arc::new(Mutex::new(State::default()));
     let wake = Arc::new(Notify::new());
@@ -111,6 +167,7 @@ pub async fn run<T: Target>(
         s.queue.extend(ledger.works());
     }
     let mut watcher = tokio::spawn(watch(cluster.clone(), hub.clone(), state.clone(), wake.clone()));
+    let checker = tokio::spawn(check_periodically(drift_check_interval, state.clone(), wake.clone()));
     // Whichever ends first ends the loop, with its own reason (e.g. the cluster left).
     let result = tokio::select! {
         r = reconcile_forever(&hub, target.as_ref(), &mut ledger, &state, &wake) => r,
@@ -120,7 +177,19 @@ pub async fn run<T: Target>(
         },
     };
     watcher.abort();
+    checker.abort();
     result
+}
+
+/// Queues every Work for a drift check each `interval` (the first after one interval).
+async fn check_periodically(interval: Duration, state: Arc<Mutex<State>>, wake: Arc<Notify>) {
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        state.lock().await.due_for_checks();
+        wake.notify_one();
+    }
 }
 
 /// Reconciles queued Works one at a time, for ever. A Work that is not
@@ -134,14 +203,7 @@ async fn reconcile_forever<T: Target>(
     wake: &Arc<Notify>,
 ) -> Result<(), AgentError> {
     loop {
-        let next = {
-            let mut s = state.lock().await;
-            if s.listed {
-                s.queue.pop_first()
-            } else {
-                None
-            }
-        };
+        let next = state.lock().await.next();
         let Some(name) = next else {
             tokio::select! {
                 _ = wake.notified() => {}
@@ -525,6 +587,39 @@ mod tests {
         assert!(step(&mut state, &target, &mut ledger, "w").await);
         assert!(target.get(&cm_id("gone")).await.unwrap().is_none());
         assert!(target.get(&cm_id("c")).await.unwrap().is_some());
+    }
+
+    #[test]
+    fn changes_come_before_drift_checks_and_a_status_report_coming_back_is_not_a_change() {
+        let mut state = State::default();
+        let w = work_object("w", 1, None, vec![cm("c")]);
+        state.observe("ADDED", w.clone());
+        state.observe("ADDED", work_object("v", 1, None, vec![]));
+        assert_eq!(state.next(), None, "nothing before the first list");
+        state.listed = true;
+        assert_eq!((state.next(), state.next(), state.next()), (Some("v".into()), Some("w".into()), None));
+
+        // The agent's own status write comes back: not queued, but kept as the latest version.
+        let mut reported = w.clone();
+        work::set_status(&mut reported, &work::WorkStatus { conditions: vec![], manifest_conditions: vec![] });
+        reported.metadata.resource_version = "9".into();
+        state.observe("MODIFIED", reported.clone());
+        assert!(state.queue.is_empty());
+        assert_eq!(state.works["w"].metadata.resource_version, "9");
+        let mut relabelled = reported.clone();
+        relabelled.metadata.labels.insert("x".into(), "y".into());
+        state.observe("MODIFIED", relabelled);
+        assert_eq!(state.next(), Some("w".into()), "a label change is looked at");
+        let mut changed = reported;
+        changed.metadata.generation = 2;
+        state.observe("MODIFIED", changed);
+        assert_eq!(state.next(), Some("w".into()), "a spec change is looked at");
+
+        // Drift checks queue every Work, behind any change.
+        state.due_for_checks();
+        state.observe("MODIFIED", work_object("w", 3, None, vec![]));
+        assert_eq!(state.next(), Some("w".into()), "the change first, and it counts as w's check");
+        assert_eq!((state.next(), state.next()), (Some("v".into()), None));
     }
 
     #[test]
