@@ -20,6 +20,67 @@ pub struct Cli {
 pub enum Command {
     /// Show what the embedded target holds (also while the agent runs).
     Inspect(InspectArgs),
+    /// Create or update objects on the embedded cluster as someone other
+    /// than Fleet (like `kubectl apply`; also while the agent runs).
+    Apply(EditApplyArgs),
+    /// Change an object on the embedded cluster with a JSON merge patch
+    /// (like `kubectl patch --type merge`; also while the agent runs).
+    Patch(EditPatchArgs),
+    /// Delete an object from the embedded cluster (like `kubectl delete`;
+    /// also while the agent runs).
+    Delete(EditDeleteArgs),
+}
+
+/// What every out-of-band edit needs.
+#[derive(Debug, Args)]
+pub struct EditTarget {
+    /// The agent's data dir.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// How long to wait for a running agent to make the edit.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10s")]
+    pub timeout: Duration,
+}
+
+/// `fleet-agent apply`.
+#[derive(Debug, Args)]
+pub struct EditApplyArgs {
+    #[command(flatten)]
+    pub target: EditTarget,
+    /// A YAML or JSON file of one or more documents, or `-` for stdin.
+    #[arg(short = 'f', long = "filename")]
+    pub file: String,
+}
+
+/// `fleet-agent patch`.
+#[derive(Debug, Args)]
+pub struct EditPatchArgs {
+    #[command(flatten)]
+    pub target: EditTarget,
+    /// Kind (any name fleetctl accepts, or a custom resource's names).
+    pub kind: String,
+    /// The object's name.
+    pub name: String,
+    /// Namespace (default: `default`, for namespaced kinds).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// The JSON merge patch, e.g. '{"data":{"key":"value"}}' (null removes a field).
+    #[arg(short = 'p', long)]
+    pub patch: String,
+}
+
+/// `fleet-agent delete`.
+#[derive(Debug, Args)]
+pub struct EditDeleteArgs {
+    #[command(flatten)]
+    pub target: EditTarget,
+    /// Kind (any name fleetctl accepts, or a custom resource's names).
+    pub kind: String,
+    /// The object's name.
+    pub name: String,
+    /// Namespace (default: `default`, for namespaced kinds).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
 }
 
 /// Running the agent.

@@ -2,8 +2,10 @@
 //! token, then over mTLS to any hub node: heartbeats with the cluster's
 //! properties, watches its Work, applies it to its target (the embedded
 //! simulated cluster, or a real Kubernetes cluster) and reports conditions.
+//! On an embedded target it also takes out-of-band edits ([`edits`]).
 
 pub mod config;
+pub mod edits;
 pub mod error;
 pub mod heartbeat;
 pub mod hub;

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::target::embedded::{EmbeddedTarget, SimConfig};
+use crate::target::embedded::{Edit, EmbeddedTarget, SimConfig};
 use crate::target::{ApplyMode, OWNER_ANNOTATION};
 
 const OWNER: &str = "fleet-member-a/w";
@@ -39,13 +39,9 @@ fn cluster(dir: &tempfile::TempDir) -> EmbeddedTarget {
     target
 }
 
-/// Someone edits an object on the member cluster.
+/// Someone edits an object on the member cluster (as `fleet-agent apply` would).
 async fn edit(target: &EmbeddedTarget, name: &str, data: Value) {
-    let m = object(cm(name, data));
-    target
-        .apply(ApplyRequest { manifest: &m, mode: ApplyMode::ClientSide, owner: OWNER, take_over: true })
-        .await
-        .unwrap();
+    target.edit(&Edit::Apply { object: object(cm(name, data)) }).unwrap();
 }
 
 async fn data(target: &EmbeddedTarget, name: &str) -> Value {
