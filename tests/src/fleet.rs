@@ -42,16 +42,21 @@ pub fn apply_yaml(hub: &Hub, yaml: &str) {
 /// Starts the hub and the given members (labels applied before joining, CPU
 /// allocatable = capacity), and waits until all report their properties.
 pub async fn fleet(members: &[&Member]) -> Hub {
+    fleet_with(members, &[]).await
+}
+
+/// [`fleet`], every agent started with the extra flags `agent_args` (such
+/// as `--drift-check-interval 1s`).
+pub async fn fleet_with(members: &[&Member], agent_args: &[&str]) -> Hub {
     let mut hub = Hub::start(HubOptions::default()).await;
     for m in members {
         apply_yaml(&hub, &member_yaml(m, ""));
         let nodes = m.nodes.to_string();
         let capacity = format!("cpu={},memory=16Gi", m.cpu);
         let allocatable = format!("cpu={},memory=16Gi", m.cpu);
-        hub.start_agent(
-            m.name,
-            &["--sim-nodes", &nodes, "--sim-capacity", &capacity, "--sim-allocatable", &allocatable],
-        );
+        let mut args = vec!["--sim-nodes", &nodes, "--sim-capacity", &capacity, "--sim-allocatable", &allocatable];
+        args.extend_from_slice(agent_args);
+        hub.start_agent(m.name, &args);
     }
     for m in members {
         let admin = hub.client(hub.running()[0]).await;
