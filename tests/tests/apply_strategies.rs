@@ -13,6 +13,11 @@ use fleet_tests::{eventually, Hub};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
+/// The README's ReportDiff example: CRP `config-audit` of namespace `audit`
+/// (ConfigMap `settings`, `mode: standard`), and someone else's copy.
+const AUDIT: &str = include_str!("../../deploy/examples/apply-strategies/audit.yaml");
+const MEMBER_COPY: &str = include_str!("../../deploy/examples/apply-strategies/member-copy.yaml");
+
 const EAST: Member = Member { name: "east-1", labels: &[("region", "east")], nodes: 2, cpu: 4 };
 const WEST: Member = Member { name: "west-1", labels: &[("region", "west")], nodes: 2, cpu: 4 };
 
@@ -145,12 +150,11 @@ async fn seen(
 async fn report_diff_applies_nothing_and_reports_diffs_on_an_empty_and_a_changed_member() {
     let hub = fleet_with(&[&EAST, &WEST], DRIFT_CHECK).await;
     // west-1 holds a changed copy, created there by someone else.
-    let created = edit(&hub, "west-1", "apply", &["-f", "-"], Some(&objects("probe", &[("settings", "member")])));
-    assert_eq!(created, "namespace/probe created\nconfigmap/settings created\n");
-    apply_yaml(&hub, &objects("probe", &[("settings", "hub")]));
-    apply_yaml(&hub, &crp_yaml("probe", "probe", "{type: ReportDiff}"));
+    let created = edit(&hub, "west-1", "apply", &["-f", "-"], Some(MEMBER_COPY));
+    assert_eq!(created, "namespace/audit created\nconfigmap/settings created\n");
+    apply_yaml(&hub, AUDIT);
 
-    let crp = wait_condition(&hub, "probe", "DiffReported", "True").await;
+    let crp = wait_condition(&hub, "config-audit", "DiffReported", "True").await;
     let placement_conditions: Vec<String> = crp
         .status()
         .and_then(|s| s["conditions"].as_array().cloned())
@@ -190,19 +194,19 @@ async fn report_diff_applies_nothing_and_reports_diffs_on_an_empty_and_a_changed
     }
     // The empty member lacks both objects; the changed one differs in one field.
     let east = entry(&crp, "east-1");
-    for (kind, name) in [("Namespace", "probe"), ("ConfigMap", "settings")] {
+    for (kind, name) in [("Namespace", "audit"), ("ConfigMap", "settings")] {
         let diffed = listed(&east, "diffedPlacements", kind, name).unwrap_or_else(|| panic!("{kind} {name}: {east}"));
         assert_eq!(diffed["observedDiffs"], json!([{"path": "/", "valueInHub": "(the whole object)"}]), "{diffed}");
         assert!(diffed["firstDiffedObservedTime"].is_string() && diffed["observationTime"].is_string(), "{diffed}");
     }
     let west = entry(&crp, "west-1");
     let settings = listed(&west, "diffedPlacements", "ConfigMap", "settings").unwrap_or_else(|| panic!("{west}"));
-    assert_eq!(settings["observedDiffs"], json!([{"path": "/data/k", "valueInHub": "hub", "valueInMember": "member"}]));
+    assert_eq!(settings["observedDiffs"], json!([{"path": "/data/mode", "valueInHub": "standard", "valueInMember": "debug"}]));
     assert!(settings["firstDiffedObservedTime"].is_string(), "{settings}");
-    assert!(listed(&west, "diffedPlacements", "Namespace", "probe").is_none(), "the same namespace: {west}");
+    assert!(listed(&west, "diffedPlacements", "Namespace", "audit").is_none(), "the same namespace: {west}");
 
     // The Works say DiffReported, not Applied.
-    let works = list(&hub, "work", "kubernetes-fleet.io/parent-CRP=probe").await.expect("works");
+    let works = list(&hub, "work", "kubernetes-fleet.io/parent-CRP=config-audit").await.expect("works");
     assert_eq!(works.len(), 2);
     for w in &works {
         assert_eq!(
@@ -213,18 +217,18 @@ async fn report_diff_applies_nothing_and_reports_diffs_on_an_empty_and_a_changed
     }
 
     // Nothing was applied.
-    assert!(on_member(&hub, "east-1", "namespace", "", "probe").is_none());
-    let member_copy = on_member(&hub, "west-1", "configmap", "probe", "settings").expect("kept");
-    assert_eq!(member_copy["data"]["k"], "member");
+    assert!(on_member(&hub, "east-1", "namespace", "", "audit").is_none());
+    let member_copy = on_member(&hub, "west-1", "configmap", "audit", "settings").expect("kept");
+    assert_eq!(member_copy["data"]["mode"], "debug");
     assert_eq!(owner_annotation(&member_copy), None, "not taken over");
 
     // fleetctl speaks of diffs.
-    let out = hub.fleetctl(&["rollout", "status", "crp", "probe"]);
+    let out = hub.fleetctl(&["rollout", "status", "crp", "config-audit"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("east-1: DiffReported") && text.contains("2/2 clusters diff reported"), "{text}");
     assert!(!text.contains("vailable"), "{text}");
-    let out = hub.fleetctl(&["get", "crp", "probe", "-o", "wide"]);
+    let out = hub.fleetctl(&["get", "crp", "config-audit", "-o", "wide"]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut lines = text.lines();
     let headers: Vec<&str> = lines.next().unwrap_or_default().split_whitespace().collect();
@@ -237,7 +241,7 @@ async fn report_diff_applies_nothing_and_reports_diffs_on_an_empty_and_a_changed
         "{text}"
     );
     eventually("describe shows the DiffReported conditions and event", WAIT, || async {
-        let out = hub.fleetctl(&["describe", "crp", "probe"]);
+        let out = hub.fleetctl(&["describe", "crp", "config-audit"]);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         if text.contains("ClusterResourcePlacementDiffReported")
             && text.contains("DiffReportingCompleted")
