@@ -95,11 +95,13 @@ fn a_sequential_history_of_every_kind_of_operation() {
 
 #[test]
 fn overlapping_writes_may_take_effect_in_either_order() {
-    for (rv, value) in [(4, 1), (5, 2)] {
+    // Their versions tell the order: the one sent second may apply first.
+    for (first, second) in [(4, 5), (5, 4)] {
+        let last = if first > second { (first, 1) } else { (second, 2) };
         assert_linearizable(vec![
-            op(1, 0, 50, put(1), written(4)),
-            op(2, 10, 60, put(2), written(5)),
-            op(3, 70, 80, READ, saw(rv, value)),
+            op(1, 0, 50, put(1), written(first)),
+            op(2, 10, 60, put(2), written(second)),
+            op(3, 70, 80, READ, saw(last.0, last.1)),
         ]);
     }
 }
@@ -290,19 +292,35 @@ fn only_the_broken_key_is_reported() {
 
 #[test]
 fn a_search_out_of_steps_is_undecided_not_a_verdict() {
+    // Eight blind writes at once; the read needs the first one last. Without
+    // the resourceVersion order, the search has many orders to try.
     let mut ops = Vec::new();
-    // Eight blind writes at once; the read needs the first one last.
     for i in 0..8 {
         ops.push(op(i, 0, 100, put(i + 1), written(i + 2)));
     }
     ops.push(op(99, 200, 210, READ, saw(2, 1)));
     let history = History::from(ops);
-    let report = check_linearizable(&history, Limits { max_steps_per_key: 5 }).expect("valid");
+    let register = |max_steps_per_key| Limits { max_steps_per_key, rv_order: false };
+    let report = check_linearizable(&history, register(5)).expect("valid");
     assert!(!report.is_decided() && !report.has_violation() && !report.is_linearizable(), "{report}");
     assert_eq!(report.undecided(), vec![KEY]);
     assert_eq!(report.keys[0].verdict, Verdict::Undecided { steps: 5 });
-    let decided = check_linearizable(&history, Limits::default()).expect("valid");
+    let decided = check_linearizable(&history, register(1_000_000)).expect("valid");
     assert!(decided.is_linearizable(), "{decided}");
+}
+
+#[test]
+fn in_fleet_writes_take_effect_in_resource_version_order() {
+    // Fine for a plain register; in Fleet, rv 2 answered last means it
+    // was the last write applied, so the read of rv 9 is stale.
+    let ops =
+        vec![op(1, 0, 100, put(1), written(2)), op(2, 0, 100, put(2), written(9)), op(3, 200, 210, READ, saw(2, 1))];
+    let register = Limits { rv_order: false, ..Limits::default() };
+    assert!(check_linearizable(&History::from(ops.clone()), register).expect("valid").is_linearizable());
+    assert_violation(ops, 2);
+    // Versions going back between two writes in real time.
+    let violation = assert_violation(vec![op(1, 0, 10, put(1), written(5)), op(1, 20, 30, put(2), written(3))], 0);
+    assert!(violation.text.contains("#1 answered rv 3"), "{violation}");
 }
 
 #[test]

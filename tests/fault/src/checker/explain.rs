@@ -58,13 +58,35 @@ fn ever_written(ops: &[KeyOp], digest: u64) -> bool {
     ops.iter().any(|op| op.command.value() == Some(digest) && matches!(op.outcome, Outcome::Ok(_) | Outcome::Unknown))
 }
 
+/// A write not placed in `deepest` that answered an older resourceVersion
+/// than `rv` (so, in resourceVersion order, must come first).
+fn older_unplaced(ops: &[KeyOp], deepest: &Deepest, rv: u64) -> Option<(OpId, u64)> {
+    ops.iter()
+        .enumerate()
+        .filter(|(i, _)| !deepest.linearized.contains(i))
+        .filter_map(|(_, op)| match op.outcome {
+            Outcome::Ok(Response::Written { rv: older }) if older < rv => Some((op.id, older)),
+            _ => None,
+        })
+        .min_by_key(|(_, older)| *older)
+}
+
 /// The sentence saying why the operation cannot be placed.
-fn reason(ops: &[KeyOp], blocked: &KeyOp, state: KeyState, linearized: usize) -> String {
+fn reason(ops: &[KeyOp], blocked: &KeyOp, deepest: &Deepest, rv_order: bool) -> String {
     if let Outcome::Ok(Response::Read { observed: Observed::Present { rv, digest }, .. }) = blocked.outcome {
         if !ever_written(ops, digest) {
             return format!("it read value {digest:#x} at rv {rv}, which no write of this key wrote");
         }
     }
+    if let (true, Outcome::Ok(Response::Written { rv })) = (rv_order, blocked.outcome) {
+        if let Some((older, older_rv)) = older_unplaced(ops, deepest, rv) {
+            return format!(
+                "it answered rv {rv}, but #{older} answered rv {older_rv} and had not taken effect yet: \
+                 writes take effect in resourceVersion order"
+            );
+        }
+    }
+    let (state, linearized) = (deepest.state, deepest.linearized.len());
     format!(
         "its answer fits no order of the operations before it; in the deepest order found \
          ({linearized} operations placed) the key was {state} when it had to take effect"
@@ -80,7 +102,7 @@ fn line(history: &History, id: OpId) -> String {
 }
 
 /// Builds the violation for `key` from the deepest point of its search.
-pub(super) fn violation(history: &History, key: &str, ops: &[KeyOp], deepest: &Deepest) -> Violation {
+pub(super) fn violation(history: &History, key: &str, ops: &[KeyOp], deepest: &Deepest, rv_order: bool) -> Violation {
     let blocked = ops.get(deepest.blocked).copied();
     let op = blocked.map_or(0, |b| b.id);
     let linearized: Vec<OpId> = deepest.linearized.iter().filter_map(|i| ops.get(*i)).map(|o| o.id).collect();
@@ -97,7 +119,7 @@ pub(super) fn violation(history: &History, key: &str, ops: &[KeyOp], deepest: &D
     };
     let mut text = format!("key {key:?}: operation #{op} cannot be linearized\n  {}\n", line(history, op));
     if let Some(b) = blocked {
-        text.push_str(&format!("  why: {}\n", reason(ops, &b, deepest.state, linearized.len())));
+        text.push_str(&format!("  why: {}\n", reason(ops, &b, deepest, rv_order)));
     }
     match last_write {
         Some(w) => text.push_str(&format!("  last write placed before it: {}\n", line(history, w))),

@@ -11,9 +11,9 @@
 //! search succeeds as soon as every operation with a definite outcome is
 //! linearized).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::history::{Command, OpId, Outcome};
+use crate::history::{Command, OpId, Outcome, Response};
 use crate::model::{step, KeyState};
 
 /// One operation of the key, as the search needs it.
@@ -166,16 +166,55 @@ impl Bits {
     }
 }
 
+/// Whether an operation can only observe (a read or a definite refusal):
+/// if it fits the current state without changing it, placing it right away
+/// loses no linearization, so the search does not branch on it.
+fn observes_only(op: &KeyOp) -> bool {
+    matches!(op.command, Command::Read { .. }) || matches!(op.outcome, Outcome::Fail(_))
+}
+
+/// The resourceVersion a successful write answered, if any.
+fn answered_rv(op: &KeyOp) -> Option<u64> {
+    match op.outcome {
+        Outcome::Ok(Response::Written { rv }) => Some(rv),
+        _ => None,
+    }
+}
+
+/// How the search may work.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SearchOptions {
+    pub max_steps: u64,
+    /// Place successful writes only in the order of their answered
+    /// resourceVersions.
+    pub rv_order: bool,
+}
+
+/// A choice made: operation `op` placed next, in state `before`; `forced`
+/// when it was placed without branching (see [`observes_only`]).
+struct Frame {
+    op: usize,
+    before: KeyState,
+    forced: bool,
+}
+
 /// Searches for a linearization of `ops` starting from `initial`, giving up
-/// after `max_steps` steps (one step = one event looked at).
-pub(crate) fn search(ops: &[KeyOp], initial: KeyState, max_steps: u64) -> SearchResult {
+/// after `options.max_steps` steps (one step = one event looked at).
+pub(crate) fn search(ops: &[KeyOp], initial: KeyState, options: SearchOptions) -> SearchResult {
     let mut events = Events::new(ops);
     let head = events.head;
     let mut state = initial;
     let mut linearized = Bits::new(ops.len());
     let mut cache: HashMap<KeyState, HashSet<Vec<u64>>> = HashMap::new();
-    let mut stack: Vec<(usize, KeyState)> = Vec::new();
+    let mut stack: Vec<Frame> = Vec::new();
     let mut remaining = ops.iter().filter(|op| op.complete.is_some()).count();
+    // Answered resourceVersions of writes not yet placed (a multiset).
+    let mut unplaced_rvs: BTreeMap<u64, usize> = BTreeMap::new();
+    if options.rv_order {
+        for rv in ops.iter().filter_map(answered_rv) {
+            *unplaced_rvs.entry(rv).or_default() += 1;
+        }
+    }
     let mut deepest: Option<Deepest> = None;
     let mut steps = 0u64;
     let mut entry = events.next[head];
@@ -183,52 +222,82 @@ pub(crate) fn search(ops: &[KeyOp], initial: KeyState, max_steps: u64) -> Search
         if remaining == 0 {
             return SearchResult { outcome: SearchOutcome::Linearizable, steps };
         }
-        if steps >= max_steps {
+        if steps >= options.max_steps {
             return SearchResult { outcome: SearchOutcome::Exhausted, steps };
         }
         steps += 1;
         let kind = if entry == head { None } else { Some(events.kind[entry]) };
         if kind == Some(Kind::Call) {
             let i = events.op[entry];
-            if let Some(next_state) = step(state, &ops[i].command, &ops[i].outcome) {
-                linearized.set(i, true);
-                let seen = cache.entry(next_state).or_default();
-                if !seen.contains(linearized.0.as_slice()) {
-                    seen.insert(linearized.0.clone());
-                    stack.push((i, state));
-                    state = next_state;
-                    events.lift(i);
-                    if ops[i].complete.is_some() {
-                        remaining -= 1;
-                    }
-                    entry = events.next[head];
-                    continue;
-                }
-                linearized.set(i, false);
-            }
-            entry = events.next[entry];
-            continue;
-        }
-        // A return event of an operation not yet linearized (or, defensively,
-        // the end of the list): this order cannot go on; undo the last choice.
-        if kind == Some(Kind::Return) && deepest.as_ref().is_none_or(|d| stack.len() > d.linearized.len()) {
-            deepest =
-                Some(Deepest { blocked: events.op[entry], state, linearized: stack.iter().map(|(i, _)| *i).collect() });
-        }
-        let Some((i, before)) = stack.pop() else {
-            return match deepest {
-                Some(deepest) => SearchResult { outcome: SearchOutcome::NotLinearizable(deepest), steps },
-                // Unreachable with a definite operation left (its return
-                // event stops the scan), but never claim success here.
-                None => SearchResult { outcome: SearchOutcome::Exhausted, steps },
+            let op = &ops[i];
+            let in_order = match (options.rv_order, answered_rv(op)) {
+                (true, Some(rv)) => unplaced_rvs.keys().next().is_none_or(|first| rv <= *first),
+                _ => true,
             };
-        };
-        state = before;
-        linearized.set(i, false);
-        events.unlift(i);
-        if ops[i].complete.is_some() {
-            remaining += 1;
+            let next_state = if in_order { step(state, &op.command, &op.outcome) } else { None };
+            let Some(next_state) = next_state else {
+                entry = events.next[entry];
+                continue;
+            };
+            let forced = observes_only(op) && next_state == state;
+            linearized.set(i, true);
+            let seen = cache.entry(next_state).or_default();
+            if !seen.contains(linearized.0.as_slice()) {
+                seen.insert(linearized.0.clone());
+                stack.push(Frame { op: i, before: state, forced });
+                state = next_state;
+                events.lift(i);
+                if op.complete.is_some() {
+                    remaining -= 1;
+                }
+                if let Some(rv) = answered_rv(op).filter(|_| options.rv_order) {
+                    if let Some(count) = unplaced_rvs.get_mut(&rv) {
+                        *count -= 1;
+                        if *count == 0 {
+                            unplaced_rvs.remove(&rv);
+                        }
+                    }
+                }
+                entry = events.next[head];
+                continue;
+            }
+            linearized.set(i, false);
+            if !forced {
+                entry = events.next[entry];
+                continue;
+            }
+            // Placing it was already tried from here and failed: so does
+            // everything from here.
+        } else if kind == Some(Kind::Return) && deepest.as_ref().is_none_or(|d| stack.len() > d.linearized.len()) {
+            // The answer of an operation not yet placed: this order cannot
+            // go on. Remember the deepest such point for the explanation.
+            deepest =
+                Some(Deepest { blocked: events.op[entry], state, linearized: stack.iter().map(|f| f.op).collect() });
         }
-        entry = events.next[events.call_at[i]];
+        // Undo choices back to the last one that had alternatives.
+        loop {
+            let Some(frame) = stack.pop() else {
+                return match deepest.take() {
+                    Some(deepest) => SearchResult { outcome: SearchOutcome::NotLinearizable(deepest), steps },
+                    // Unreachable with a definite operation left (its return
+                    // event stops the scan), but never claim success here.
+                    None => SearchResult { outcome: SearchOutcome::Exhausted, steps },
+                };
+            };
+            let i = frame.op;
+            state = frame.before;
+            linearized.set(i, false);
+            events.unlift(i);
+            if ops[i].complete.is_some() {
+                remaining += 1;
+            }
+            if let Some(rv) = answered_rv(&ops[i]).filter(|_| options.rv_order) {
+                *unplaced_rvs.entry(rv).or_default() += 1;
+            }
+            if !frame.forced {
+                entry = events.next[events.call_at[i]];
+                break;
+            }
+        }
     }
 }

@@ -106,7 +106,7 @@ impl Store {
                 let outcome = match (current, expected) {
                     (None, _) => Outcome::Fail(Failure::NotFound),
                     (Some((rv, _)), Some(e)) if rv != e => {
-                        let current = (spec.choice % 2 == 0).then_some(rv);
+                        let current = spec.choice.is_multiple_of(2).then_some(rv);
                         Outcome::Fail(Failure::Conflict { current })
                     }
                     (Some(_), _) => Outcome::Ok(Response::Written { rv: self.write(&key, value) }),
@@ -114,7 +114,7 @@ impl Store {
                 (Command::Update { value, expected }, outcome)
             }
             4 => {
-                let expected = (spec.choice % 3 != 0).then(|| self.expected(&key, spec.choice));
+                let expected = (!spec.choice.is_multiple_of(3)).then(|| self.expected(&key, spec.choice));
                 let outcome = match (current, expected) {
                     (None, _) => Outcome::Fail(Failure::NotFound),
                     (Some((rv, _)), Some(e)) if rv != e => Outcome::Fail(Failure::Conflict { current: Some(rv) }),
@@ -218,9 +218,7 @@ pub fn corrupt_a_read(history: &mut History, pick: usize) -> Option<usize> {
         .ops
         .iter()
         .enumerate()
-        .filter(|(_, op)| {
-            op.command == Command::Read { consistent: true } && matches!(op.outcome, Outcome::Ok(_))
-        })
+        .filter(|(_, op)| op.command == Command::Read { consistent: true } && matches!(op.outcome, Outcome::Ok(_)))
         .map(|(i, _)| i)
         .collect();
     let target = *reads.get(pick % reads.len().max(1))?;
