@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{add_phantoms, corrupt_a_read, lose_answers, sequential, specs, widen, Rng};
+use common::{add_phantoms, corrupt_a_read, overlapping};
 use fleet_fault::{check_linearizable, Limits};
 
 const OPS: usize = 3_000;
@@ -18,10 +18,7 @@ const LIMITS: Limits = Limits::steps(1_000_000);
 #[test]
 fn thousands_of_overlapping_operations_are_decided_linearizable_within_the_budget() {
     for seed in [1, 2, 3] {
-        let mut rng = Rng::new(seed);
-        let mut history = sequential(&specs(&mut rng, OPS, KEYS));
-        widen(&mut history, &mut rng, OVERLAP);
-        lose_answers(&mut history, &mut rng, 30);
+        let (mut history, mut rng) = overlapping(seed, OPS, KEYS, OVERLAP, 30);
         add_phantoms(&mut history, &mut rng, 20, KEYS);
         let report = check_linearizable(&history, LIMITS).expect("a valid history");
         assert!(report.is_linearizable(), "seed {seed}: {report}");
@@ -33,10 +30,7 @@ fn thousands_of_overlapping_operations_are_decided_linearizable_within_the_budge
 #[test]
 fn a_violation_in_thousands_of_overlapping_operations_is_found_within_the_budget() {
     for seed in [4, 5, 6] {
-        let mut rng = Rng::new(seed);
-        let mut history = sequential(&specs(&mut rng, OPS, KEYS));
-        widen(&mut history, &mut rng, OVERLAP);
-        lose_answers(&mut history, &mut rng, 30);
+        let (mut history, _) = overlapping(seed, OPS, KEYS, OVERLAP, 30);
         let read = corrupt_a_read(&mut history, OPS / 2).expect("some answered read");
         let report = check_linearizable(&history, LIMITS).expect("a valid history");
         assert!(report.is_decided(), "seed {seed}: {report}");

@@ -242,3 +242,14 @@ pub fn specs(rng: &mut Rng, count: usize, keys: u8) -> Vec<Spec> {
         })
         .collect()
 }
+
+/// A seeded run of `count` operations over `keys` keys, run one at a time,
+/// then widened by `slots` and with one write answer in `lose_one_in` lost;
+/// the generator is returned to go on from there.
+pub fn overlapping(seed: u64, count: usize, keys: u8, slots: u64, lose_one_in: u64) -> (History, Rng) {
+    let mut rng = Rng::new(seed);
+    let mut history = sequential(&specs(&mut rng, count, keys));
+    widen(&mut history, &mut rng, slots);
+    lose_answers(&mut history, &mut rng, lose_one_in);
+    (history, rng)
+}
