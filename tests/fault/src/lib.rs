@@ -9,12 +9,17 @@
 //!   histories (Wing–Gong search with Lowe's memoization), bounded in work.
 //! - [`monotonic`] and [`watch`]: the weaker guarantees of default reads and
 //!   watch streams.
+//! - [`client`]: a client process that performs those operations on a
+//!   real hub over gRPC and records them.
 //! - [`proxy`]: a fault-injecting TCP proxy per directed link between nodes
 //!   and a [`proxy::Network`] of them for partitions, isolation and healing.
 //!
-//! Everything but [`proxy`] is free of tokio and I/O.
+//! Everything but [`client`] and [`proxy`] is free of tokio and I/O.
+
+#![warn(missing_docs)]
 
 pub mod checker;
+pub mod client;
 pub mod error;
 pub mod history;
 pub mod model;
@@ -24,6 +29,7 @@ pub mod recorder;
 pub mod watch;
 
 pub use checker::{check_linearizable, Limits, Report, Verdict, Violation};
+pub use client::Client;
 pub use error::Error;
 pub use history::{digest, Command, Failure, History, Observed, Op, OpId, Outcome, Response};
 pub use model::KeyState;

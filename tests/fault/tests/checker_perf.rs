@@ -39,3 +39,21 @@ fn a_violation_in_thousands_of_overlapping_operations_is_found_within_the_budget
         assert_eq!(violations[0].key, history.ops[read].key);
     }
 }
+
+#[test]
+fn many_unanswered_writes_are_decided_within_the_budget() {
+    // As under partitions: one write answer in ten lost (each such write
+    // may take effect at any later point, or never), plus fifty writes
+    // that never took effect.
+    for seed in [7, 8] {
+        let (mut history, mut rng) = overlapping(seed, OPS, KEYS, OVERLAP / 5, 10);
+        add_phantoms(&mut history, &mut rng, 50, KEYS);
+        let report = check_linearizable(&history, LIMITS).expect("a valid history");
+        assert!(report.is_linearizable(), "seed {seed}: {report}");
+        let read = corrupt_a_read(&mut history, OPS / 3).expect("some answered read");
+        let report = check_linearizable(&history, LIMITS).expect("a valid history");
+        assert!(report.has_violation() && report.is_decided(), "seed {seed}: {report}");
+        let keys: Vec<String> = report.violations().map(|v| v.key.clone()).collect();
+        assert_eq!(keys, vec![history.ops[read].key.clone()]);
+    }
+}

@@ -6,6 +6,8 @@
 //! compositional). Every search is bounded: past [`Limits::max_steps_per_key`]
 //! the key's verdict is [`Verdict::Undecided`], never a hang.
 
+mod cache;
+mod events;
 mod explain;
 mod search;
 

@@ -3,7 +3,8 @@
 //! improvements — events in a doubly linked list that operations are lifted
 //! out of and put back in O(1) (undo by relinking), and a cache of the
 //! (set of operations linearized, state) pairs already explored, so no
-//! configuration is searched twice.
+//! configuration is searched twice (see [`super::cache`] for how unanswered
+//! operations are kept out of the way).
 //!
 //! An operation with a definite outcome has a call and a return event; one
 //! with an unknown outcome has only a call (it may take effect at any point
@@ -11,9 +12,12 @@
 //! search succeeds as soon as every operation with a definite outcome is
 //! linearized).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
-use crate::history::{Command, OpId, Outcome, Response};
+use super::cache::{Cache, Placed};
+use super::events::{Events, Kind};
+
+use crate::history::{Command, Failure, Observed, OpId, Outcome, Response};
 use crate::model::{step, KeyState};
 
 /// One operation of the key, as the search needs it.
@@ -55,122 +59,26 @@ pub(crate) struct SearchResult {
     pub steps: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Call,
-    Return,
-}
-
-/// Events in time order as a circular doubly linked list; `head` is the
-/// sentinel.
-struct Events {
-    kind: Vec<Kind>,
-    op: Vec<usize>,
-    next: Vec<usize>,
-    prev: Vec<usize>,
-    call_at: Vec<usize>,
-    return_at: Vec<Option<usize>>,
-    head: usize,
-}
-
-impl Events {
-    fn new(ops: &[KeyOp]) -> Events {
-        // (time, calls before returns at the same instant: the permissive
-        // reading of a tie, op) — a total order, so the search is
-        // deterministic.
-        let mut order: Vec<(u64, u8, usize)> = Vec::with_capacity(ops.len() * 2);
-        for (i, op) in ops.iter().enumerate() {
-            order.push((op.invoke, 0, i));
-            if let Some(complete) = op.complete {
-                order.push((complete, 1, i));
-            }
-        }
-        order.sort_unstable();
-        let count = order.len();
-        let head = count;
-        let mut events = Events {
-            kind: Vec::with_capacity(count),
-            op: Vec::with_capacity(count),
-            next: (1..=count + 1).collect(),
-            prev: Vec::with_capacity(count + 1),
-            call_at: vec![0; ops.len()],
-            return_at: vec![None; ops.len()],
-            head,
-        };
-        events.prev.push(head);
-        events.prev.extend(0..count);
-        events.next[head] = if count == 0 { head } else { 0 };
-        if count > 0 {
-            events.next[count - 1] = head;
-        }
-        for (position, (_, kind, i)) in order.into_iter().enumerate() {
-            if kind == 0 {
-                events.kind.push(Kind::Call);
-                events.call_at[i] = position;
-            } else {
-                events.kind.push(Kind::Return);
-                events.return_at[i] = Some(position);
-            }
-            events.op.push(i);
-        }
-        events
-    }
-
-    fn unlink(&mut self, at: usize) {
-        let (prev, next) = (self.prev[at], self.next[at]);
-        self.next[prev] = next;
-        self.prev[next] = prev;
-    }
-
-    fn relink(&mut self, at: usize) {
-        let (prev, next) = (self.prev[at], self.next[at]);
-        self.next[prev] = at;
-        self.prev[next] = at;
-    }
-
-    /// Takes operation `i` out of the list (it is linearized).
-    fn lift(&mut self, i: usize) {
-        self.unlink(self.call_at[i]);
-        if let Some(at) = self.return_at[i] {
-            self.unlink(at);
-        }
-    }
-
-    /// Puts operation `i` back, undoing the last [`lift`](Events::lift).
-    fn unlift(&mut self, i: usize) {
-        if let Some(at) = self.return_at[i] {
-            self.relink(at);
-        }
-        self.relink(self.call_at[i]);
-    }
-}
-
-/// A set of operation indexes.
-#[derive(Debug, Clone)]
-struct Bits(Vec<u64>);
-
-impl Bits {
-    fn new(len: usize) -> Bits {
-        Bits(vec![0; len.div_ceil(64)])
-    }
-
-    fn set(&mut self, i: usize, on: bool) {
-        if let Some(word) = self.0.get_mut(i / 64) {
-            let mask = 1u64 << (i % 64);
-            if on {
-                *word |= mask;
-            } else {
-                *word &= !mask;
-            }
-        }
-    }
-}
-
 /// Whether an operation can only observe (a read or a definite refusal):
 /// if it fits the current state without changing it, placing it right away
 /// loses no linearization, so the search does not branch on it.
 fn observes_only(op: &KeyOp) -> bool {
     matches!(op.command, Command::Read { .. }) || matches!(op.outcome, Outcome::Fail(_))
+}
+
+/// The resourceVersions an operation's answer reveals: the version the
+/// key was at when it took effect (a read's, a refusal's, or a successful
+/// precondition's), and the version a write moved it to. Along a correct
+/// history, revealed versions never go down.
+fn revealed_rvs(op: &KeyOp) -> [Option<u64>; 2] {
+    match (op.command, op.outcome) {
+        (Command::Update { expected, .. }, Outcome::Ok(Response::Written { rv })) => [expected, Some(rv)],
+        (_, Outcome::Ok(Response::Written { rv })) => [None, Some(rv)],
+        (Command::Delete { expected }, Outcome::Ok(Response::Deleted)) => [expected, None],
+        (_, Outcome::Ok(Response::Read { observed: Observed::Present { rv, .. }, .. })) => [Some(rv), None],
+        (_, Outcome::Fail(Failure::Conflict { current })) => [current, None],
+        _ => [None, None],
+    }
 }
 
 /// The resourceVersion a successful write answered, if any.
@@ -190,34 +98,109 @@ pub(crate) struct SearchOptions {
     pub rv_order: bool,
 }
 
-/// A choice made: operation `op` placed next, in state `before`; `forced`
-/// when it was placed without branching (see [`observes_only`]).
+/// Keeps placed operations in resourceVersion order: the answered versions
+/// of writes not yet placed (a multiset: no write goes before an older one),
+/// and the newest version revealed so far (no answer may reveal an older
+/// one; this also bounds the unknown version of an unanswered write that
+/// took effect, which a later read reveals). Both are functions of the set
+/// of operations placed, so the cache needs neither.
+struct Unplaced {
+    rvs: Option<BTreeMap<u64, usize>>,
+    floor: u64,
+}
+
+impl Unplaced {
+    fn new(ops: &[KeyOp], rv_order: bool) -> Unplaced {
+        let rvs = rv_order.then(|| {
+            let mut rvs = BTreeMap::new();
+            for rv in ops.iter().filter_map(answered_rv) {
+                *rvs.entry(rv).or_default() += 1;
+            }
+            rvs
+        });
+        Unplaced { rvs, floor: 0 }
+    }
+
+    /// Whether `op` may be placed now: no write with an older answered
+    /// version is still unplaced, and it reveals no version older than one
+    /// already revealed.
+    fn in_order(&self, op: &KeyOp) -> bool {
+        let Some(rvs) = &self.rvs else { return true };
+        let before_unplaced = match answered_rv(op) {
+            Some(rv) => rvs.keys().next().is_none_or(|first| rv <= *first),
+            None => true,
+        };
+        before_unplaced && revealed_rvs(op).iter().flatten().all(|rv| *rv >= self.floor)
+    }
+
+    /// Takes `op` as placed; returns the floor to restore when undoing it.
+    fn placed(&mut self, op: &KeyOp) -> u64 {
+        let floor = self.floor;
+        if self.rvs.is_some() {
+            self.floor = revealed_rvs(op).iter().flatten().fold(self.floor, |floor, rv| floor.max(*rv));
+        }
+        if let (Some(rvs), Some(rv)) = (&mut self.rvs, answered_rv(op)) {
+            if let Some(count) = rvs.get_mut(&rv) {
+                *count -= 1;
+                if *count == 0 {
+                    rvs.remove(&rv);
+                }
+            }
+        }
+        floor
+    }
+
+    /// Undoes [`placed`](Unplaced::placed).
+    fn unplaced(&mut self, op: &KeyOp, floor: u64) {
+        self.floor = floor;
+        if let (Some(rvs), Some(rv)) = (&mut self.rvs, answered_rv(op)) {
+            *rvs.entry(rv).or_default() += 1;
+        }
+    }
+}
+
+/// Where the search looks next: the answered operations' events from
+/// `entry` on; or, stuck on the answer at `stuck` (time `until`), the
+/// unanswered operations invoked by then, from the `next`-th on.
+#[derive(Debug, Clone, Copy)]
+enum Cursor {
+    Answered { entry: usize },
+    Unanswered { next: usize, until: u64, stuck: usize },
+}
+
+/// A choice made: operation `op` placed in state `before`; `resume` says
+/// where to look for the next alternative once it is undone (`None`: right
+/// after its call event). `forced` when it was placed without branching
+/// (see [`observes_only`]).
 struct Frame {
     op: usize,
     before: KeyState,
+    floor: u64,
+    resume: Option<Cursor>,
     forced: bool,
 }
 
 /// Searches for a linearization of `ops` starting from `initial`, giving up
-/// after `options.max_steps` steps (one step = one event looked at).
+/// after `options.max_steps` steps.
+///
+/// Answered operations are tried first, in event order; only when the scan
+/// is stuck on an answer are the unanswered operations invoked before it
+/// tried, so that configurations enter the cache with as few of those
+/// placed as possible (see [`super::cache`]), and scans of the answered
+/// events never walk past the unanswered ones piling up.
 pub(crate) fn search(ops: &[KeyOp], initial: KeyState, options: SearchOptions) -> SearchResult {
     let mut events = Events::new(ops);
-    let head = events.head;
+    let mut unanswered: Vec<usize> = (0..ops.len()).filter(|i| ops[*i].complete.is_none()).collect();
+    unanswered.sort_by_key(|i| (ops[*i].invoke, *i));
+    let mut placed = Placed::new(ops);
+    let mut cache = Cache::default();
+    let mut unplaced = Unplaced::new(ops, options.rv_order);
     let mut state = initial;
-    let mut linearized = Bits::new(ops.len());
-    let mut cache: HashMap<KeyState, HashSet<Vec<u64>>> = HashMap::new();
     let mut stack: Vec<Frame> = Vec::new();
-    let mut remaining = ops.iter().filter(|op| op.complete.is_some()).count();
-    // Answered resourceVersions of writes not yet placed (a multiset).
-    let mut unplaced_rvs: BTreeMap<u64, usize> = BTreeMap::new();
-    if options.rv_order {
-        for rv in ops.iter().filter_map(answered_rv) {
-            *unplaced_rvs.entry(rv).or_default() += 1;
-        }
-    }
+    let mut remaining = ops.len() - unanswered.len();
     let mut deepest: Option<Deepest> = None;
     let mut steps = 0u64;
-    let mut entry = events.next[head];
+    let mut cursor = Cursor::Answered { entry: events.first() };
     loop {
         if remaining == 0 {
             return SearchResult { outcome: SearchOutcome::Linearizable, steps };
@@ -226,76 +209,87 @@ pub(crate) fn search(ops: &[KeyOp], initial: KeyState, options: SearchOptions) -
             return SearchResult { outcome: SearchOutcome::Exhausted, steps };
         }
         steps += 1;
-        let kind = if entry == head { None } else { Some(events.kind[entry]) };
-        if kind == Some(Kind::Call) {
-            let i = events.op[entry];
-            let op = &ops[i];
-            let in_order = match (options.rv_order, answered_rv(op)) {
-                (true, Some(rv)) => unplaced_rvs.keys().next().is_none_or(|first| rv <= *first),
-                _ => true,
-            };
-            let next_state = if in_order { step(state, &op.command, &op.outcome) } else { None };
-            let Some(next_state) = next_state else {
-                entry = events.next[entry];
-                continue;
-            };
-            let forced = observes_only(op) && next_state == state;
-            linearized.set(i, true);
-            let seen = cache.entry(next_state).or_default();
-            if !seen.contains(linearized.0.as_slice()) {
-                seen.insert(linearized.0.clone());
-                stack.push(Frame { op: i, before: state, forced });
-                state = next_state;
-                events.lift(i);
-                if op.complete.is_some() {
-                    remaining -= 1;
+        // The operation to try now, and where to go on if it cannot be placed.
+        let (i, skip) = match cursor {
+            Cursor::Answered { entry } => match events.kind_at(entry) {
+                Some(Kind::Call) => (events.op[entry], Cursor::Answered { entry: events.next[entry] }),
+                Some(Kind::Return) => {
+                    cursor = Cursor::Unanswered { next: 0, until: events.time[entry], stuck: entry };
+                    continue;
                 }
-                if let Some(rv) = answered_rv(op).filter(|_| options.rv_order) {
-                    if let Some(count) = unplaced_rvs.get_mut(&rv) {
-                        *count -= 1;
-                        if *count == 0 {
-                            unplaced_rvs.remove(&rv);
-                        }
+                // Only with every answered operation placed (checked above).
+                None => (usize::MAX, cursor),
+            },
+            Cursor::Unanswered { next, until, stuck } => match unanswered.get(next) {
+                Some(&i) if ops[i].invoke <= until => (i, Cursor::Unanswered { next: next + 1, until, stuck }),
+                _ => {
+                    // Nothing left to try before this answer: this order
+                    // cannot go on. Remember the deepest such point.
+                    if deepest.as_ref().is_none_or(|d| stack.len() > d.linearized.len()) {
+                        let linearized = stack.iter().map(|f| f.op).collect();
+                        deepest = Some(Deepest { blocked: events.op[stuck], state, linearized });
                     }
+                    (usize::MAX, cursor)
                 }
-                entry = events.next[head];
-                continue;
+            },
+        };
+        let mut backtrack = i == usize::MAX;
+        // An unanswered operation placed right before one that would leave
+        // the same state without it changed nothing that matters: the same
+        // order without it (it never happened) is explored anyway.
+        let erases_unanswered = |op: &KeyOp| {
+            stack.last().is_some_and(|f| {
+                ops[f.op].complete.is_none()
+                    && step(f.before, &op.command, &op.outcome) == step(state, &op.command, &op.outcome)
+            })
+        };
+        if let Some(op) = ops.get(i).filter(|op| !placed.contains(i) && !erases_unanswered(op)) {
+            let next_state = if unplaced.in_order(op) { step(state, &op.command, &op.outcome) } else { None };
+            if let Some(next_state) = next_state {
+                let forced = observes_only(op) && next_state == state;
+                placed.set(i, true);
+                if cache.insert(next_state, &placed) {
+                    let resume = matches!(cursor, Cursor::Unanswered { .. }).then_some(skip);
+                    let floor = unplaced.placed(op);
+                    stack.push(Frame { op: i, before: state, floor, resume, forced });
+                    state = next_state;
+                    events.lift(i);
+                    if op.complete.is_some() {
+                        remaining -= 1;
+                    }
+                    cursor = Cursor::Answered { entry: events.first() };
+                    continue;
+                }
+                placed.set(i, false);
+                // Placing an observer was already explored from here and
+                // failed: so does everything from here.
+                backtrack = forced;
             }
-            linearized.set(i, false);
-            if !forced {
-                entry = events.next[entry];
-                continue;
-            }
-            // Placing it was already tried from here and failed: so does
-            // everything from here.
-        } else if kind == Some(Kind::Return) && deepest.as_ref().is_none_or(|d| stack.len() > d.linearized.len()) {
-            // The answer of an operation not yet placed: this order cannot
-            // go on. Remember the deepest such point for the explanation.
-            deepest =
-                Some(Deepest { blocked: events.op[entry], state, linearized: stack.iter().map(|f| f.op).collect() });
+        }
+        if !backtrack {
+            cursor = skip;
+            continue;
         }
         // Undo choices back to the last one that had alternatives.
         loop {
             let Some(frame) = stack.pop() else {
                 return match deepest.take() {
                     Some(deepest) => SearchResult { outcome: SearchOutcome::NotLinearizable(deepest), steps },
-                    // Unreachable with a definite operation left (its return
+                    // Unreachable with an answered operation left (its return
                     // event stops the scan), but never claim success here.
                     None => SearchResult { outcome: SearchOutcome::Exhausted, steps },
                 };
             };
             let i = frame.op;
             state = frame.before;
-            linearized.set(i, false);
+            placed.set(i, false);
             events.unlift(i);
+            unplaced.unplaced(&ops[i], frame.floor);
             if ops[i].complete.is_some() {
                 remaining += 1;
             }
-            if let Some(rv) = answered_rv(&ops[i]).filter(|_| options.rv_order) {
-                *unplaced_rvs.entry(rv).or_default() += 1;
-            }
             if !frame.forced {
-                entry = events.next[events.call_at[i]];
+                cursor = frame.resume.unwrap_or(Cursor::Answered { entry: events.next[events.call_at[i]] });
                 break;
             }
         }
