@@ -23,6 +23,9 @@ pub enum Error {
         /// Why it failed.
         source: std::io::Error,
     },
+    /// A watcher did not get where it was asked to.
+    #[error("watch: {0}")]
+    Watch(String),
     /// A network helper was given a node it does not know.
     #[error("no proxy for link {from} -> {to}: the network has nodes {nodes:?}")]
     UnknownLink {

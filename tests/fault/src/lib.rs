@@ -9,12 +9,16 @@
 //!   histories (Wing–Gong search with Lowe's memoization), bounded in work.
 //! - [`monotonic`] and [`watch`]: the weaker guarantees of default reads and
 //!   watch streams.
-//! - [`client`]: a client process that performs those operations on a
-//!   real hub over gRPC and records them.
+//! - [`resolve`]: settling unanswered writes from the changes a watcher saw
+//!   committed.
+//! - [`client`] and [`watcher`]: a client process that performs those
+//!   operations on a real hub over gRPC and records them, and a watcher
+//!   that records every committed change across faults.
 //! - [`proxy`]: a fault-injecting TCP proxy per directed link between nodes
 //!   and a [`proxy::Network`] of them for partitions, isolation and healing.
 //!
-//! Everything but [`client`] and [`proxy`] is free of tokio and I/O.
+//! Everything but [`client`], [`watcher`] and [`proxy`] is free of tokio and
+//! I/O.
 
 #![warn(missing_docs)]
 
@@ -26,7 +30,9 @@ pub mod model;
 pub mod monotonic;
 pub mod proxy;
 pub mod recorder;
+pub mod resolve;
 pub mod watch;
+pub mod watcher;
 
 pub use checker::{check_linearizable, Limits, Report, Verdict, Violation};
 pub use client::Client;

@@ -3,9 +3,16 @@
 //! writing, compare-and-setting, deleting and reading a few ConfigMaps
 //! through random nodes while the leader is cut off from its peers and
 //! healed. Clients still reach every node, the isolated leader included.
-//! Afterwards: the history is linearizable, and no client's reads went back
-//! in time. Phases end on counts of completed operations and on leadership
-//! observed, never on a fixed sleep.
+//! Two watchers follow every change throughout: one on a follower that is
+//! never cut off, one moving to the next node whenever its stream breaks or
+//! goes quiet. At the end a consistent read of every key.
+//!
+//! Afterwards: the history is linearizable (so no acknowledged write was
+//! lost: the final reads would show it), also once the unanswered writes
+//! are settled from what the watchers saw; each watch stream holds exactly
+//! the other's changes, in order, without duplicates; and no client's reads
+//! went back in time. Phases end on counts of completed operations and on
+//! leadership observed, never on a fixed sleep.
 //!
 //! Needs the binaries: `cargo build --bins` first.
 
@@ -16,7 +23,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_fault::monotonic::{monotonic_reads, read_your_writes};
-use fleet_fault::{check_linearizable, Client, Limits, Network, Outcome, Recorder};
+use fleet_fault::resolve::resolve;
+use fleet_fault::watch::{watch_stream_check, Change, EventKind, WatchStream};
+use fleet_fault::watcher::{Watched, Watcher};
+use fleet_fault::{check_linearizable, Client, Limits, Network, Outcome, Recorder, Response};
 use fleet_tests::hub::admin_client;
 use fleet_tests::{eventually, Hub, HubOptions};
 
@@ -42,23 +52,33 @@ async fn operations(done: &AtomicU64, more: u64, phase: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leader_isolated_and_healed_under_load_keeps_the_history_linearizable() {
-    let mut hub = Hub::prepare(HubOptions::default());
-    let targets: BTreeMap<u64, SocketAddr> =
-        (1..=3).map(|id| (id, hub.endpoint(id).parse().expect("a node address"))).collect();
-    let network = Network::start(&targets).await.expect("proxies between the nodes");
-    for id in 1..=3 {
-        hub.set_node_args(id, vec!["--peer-dial".into(), network.peers_for(id).expect("peers")]);
-    }
-    hub.launch().await;
+    let (hub, network) = trio_behind_proxies().await;
     let leader = hub.wait_leader().await;
+    let follower = leader % 3 + 1;
 
     let recorder = Arc::new(Recorder::new());
+    let connect = |ids: &[u64]| ids.iter().map(|id| admin_client(&hub.endpoint(*id), &hub.pki_dir())).collect();
+    let pinned = Watcher::spawn(connect(&[follower]), NAMESPACE, recorder.clone(), Duration::from_secs(30));
+    let roaming = Watcher::spawn(connect(&[1, 2, 3]), NAMESPACE, recorder.clone(), Duration::from_secs(1));
+    // The watchers follow once they have seen a first write: from then on
+    // they miss nothing.
+    let mut barrier = Client::new(0, NAMESPACE, connect(&[1, 2, 3]), Arc::new(Recorder::new()), OP_TIMEOUT);
+    let start = barrier_write(&mut barrier).await;
+    eventually("the watchers to follow", Duration::from_secs(30), || async {
+        let seen = (pinned.seen(), roaming.seen());
+        if seen.0 >= start && seen.1 >= start {
+            Ok(())
+        } else {
+            Err(format!("seen {seen:?} of {start}"))
+        }
+    })
+    .await;
+
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let mut clients = Vec::new();
     for process in 1..=CLIENTS {
-        let nodes = (1..=3).map(|id| admin_client(&hub.endpoint(id), &hub.pki_dir())).collect();
-        let mut client = Client::new(process, NAMESPACE, nodes, recorder.clone(), OP_TIMEOUT);
+        let mut client = Client::new(process, NAMESPACE, connect(&[1, 2, 3]), recorder.clone(), OP_TIMEOUT);
         let (stop, done) = (stop.clone(), done.clone());
         clients.push(tokio::spawn(async move {
             let mut unknown = 0u64;
@@ -74,18 +94,7 @@ async fn the_leader_isolated_and_healed_under_load_keeps_the_history_linearizabl
 
     operations(&done, 150, "before the fault").await;
     network.isolate(leader).expect("isolate the leader");
-    let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
-    let successor = eventually("a new leader on the majority side", Duration::from_secs(30), || async {
-        let mut seen = Vec::new();
-        for id in &others {
-            seen.push(hub.status(*id).await?.leader);
-        }
-        match seen.as_slice() {
-            [a, b] if a == b && *a != 0 && *a != leader => Ok(*a),
-            _ => Err(format!("leaders seen by {others:?}: {seen:?}")),
-        }
-    })
-    .await;
+    let successor = new_leader_without(&hub, leader).await;
     operations(&done, 100, "with the old leader isolated").await;
     network.heal();
     let after_heal = hub.wait_leader().await;
@@ -95,13 +104,29 @@ async fn the_leader_isolated_and_healed_under_load_keeps_the_history_linearizabl
     for client in clients {
         unknown += client.await.expect("client task");
     }
+    let mut last_reader = Client::new(CLIENTS + 1, NAMESPACE, connect(&[1, 2, 3]), recorder.clone(), OP_TIMEOUT);
+    for key in KEYS {
+        final_read(&mut last_reader, key).await;
+    }
 
-    let history = recorder.history();
+    // A write after everything else: once a watcher has seen it, it has
+    // seen every change the clients made.
+    let end = barrier_write(&mut barrier).await;
+    let pinned = pinned.finish(end, Duration::from_secs(60)).await.expect("the pinned watcher to reach the end");
+    let roaming = roaming.finish(end, Duration::from_secs(60)).await.expect("the roaming watcher to reach the end");
+    assert!(pinned.complete && roaming.complete, "a watch expired: the record of commits is incomplete");
+
+    let mut history = recorder.history();
     let report = check_linearizable(&history, Limits::default()).expect("a well-formed history");
     println!(
         "leader {leader} isolated, {successor} elected, {after_heal} after healing; {} operations, {unknown} \
-         without an answer; {report}",
-        history.ops.len()
+         without an answer; {} changes watched on node {follower}, {} by the roaming watcher ({} reconnections, \
+         {} redelivered); {report}",
+        history.ops.len(),
+        pinned.committed.len(),
+        roaming.committed.len(),
+        roaming.reconnects,
+        roaming.redelivered,
     );
     assert!(report.is_linearizable(), "{report}");
     assert!(report.ops_checked() >= 200, "too few operations constrained the check: {report}");
@@ -109,4 +134,75 @@ async fn the_leader_isolated_and_healed_under_load_keeps_the_history_linearizabl
     assert!(regressions.is_empty(), "reads went back in time: {regressions:?}");
     let regressions = read_your_writes(&history);
     assert!(regressions.is_empty(), "a client read older than its own write: {regressions:?}");
+
+    let problems = watch_stream_check(&roaming.stream, &changes(&pinned));
+    assert!(problems.is_empty(), "the roaming watch against the pinned one: {problems:?}");
+    let problems = watch_stream_check(&pinned.stream, &changes(&roaming));
+    assert!(problems.is_empty(), "the pinned watch against the roaming one: {problems:?}");
+
+    let settled = resolve(&mut history, &roaming.committed);
+    let report = check_linearizable(&history, Limits::default()).expect("a well-formed history");
+    println!("unanswered writes settled: {settled:?}; {report}");
+    assert!(report.is_linearizable(), "once settled: {report}");
+}
+
+/// A trio whose nodes reach each other only through the proxies of a
+/// [`Network`]; started and with a leader.
+async fn trio_behind_proxies() -> (Hub, Network) {
+    let mut hub = Hub::prepare(HubOptions::default());
+    let targets: BTreeMap<u64, SocketAddr> =
+        (1..=3).map(|id| (id, hub.endpoint(id).parse().expect("a node address"))).collect();
+    let network = Network::start(&targets).await.expect("proxies between the nodes");
+    for id in 1..=3 {
+        hub.set_node_args(id, vec!["--peer-dial".into(), network.peers_for(id).expect("peers")]);
+    }
+    hub.launch().await;
+    (hub, network)
+}
+
+/// Waits until both nodes other than `old` agree on a leader other than `old`.
+async fn new_leader_without(hub: &Hub, old: u64) -> u64 {
+    let others: Vec<u64> = (1..=3).filter(|id| *id != old).collect();
+    eventually("a new leader on the majority side", Duration::from_secs(30), || async {
+        let mut seen = Vec::new();
+        for id in &others {
+            seen.push(hub.status(*id).await?.leader);
+        }
+        match seen.as_slice() {
+            [a, b] if a == b && *a != 0 && *a != old => Ok(*a),
+            _ => Err(format!("leaders seen by {others:?}: {seen:?}")),
+        }
+    })
+    .await
+}
+
+/// A consistent read of `key`, retried until it has a definite answer.
+async fn final_read(client: &mut Client, key: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let outcome = client.read(key, true).await;
+        if outcome != Outcome::Unknown {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "no consistent read of {key} within 30 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Writes the `barrier` key until a write is acknowledged; its version.
+async fn barrier_write(client: &mut Client) -> u64 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match client.write("barrier", None).await {
+            Outcome::Ok(Response::Written { rv }) => return rv,
+            other => assert!(std::time::Instant::now() < deadline, "no barrier write within 30 s: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The changes a watcher saw, as the reference for another stream.
+fn changes(watched: &Watched) -> Vec<Change> {
+    let WatchStream { events, .. } = &watched.stream;
+    events.iter().map(|e| Change { rv: e.rv, key: e.key.clone(), deleted: e.kind == EventKind::Deleted }).collect()
 }
