@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use tonic::transport::Channel;
 use tonic::{Code, Status};
 
+use crate::error::Error;
 use crate::history::{digest, Command, Failure, Observed, Outcome, Response};
 use crate::recorder::Recorder;
 
@@ -74,16 +75,20 @@ fn configmap_kind() -> Option<KindRef> {
 }
 
 impl Client {
-    /// A client with a connection to every node, answering within `timeout`.
+    /// A client with a connection to every node (at least one), answering
+    /// within `timeout`.
     pub fn new(
         process: u64,
         namespace: &str,
         nodes: Vec<FleetClient<Channel>>,
         recorder: Arc<Recorder>,
         timeout: Duration,
-    ) -> Client {
+    ) -> Result<Client, Error> {
+        if nodes.is_empty() {
+            return Err(Error::Client(format!("client {process}: no node to talk to")));
+        }
         let rng = process.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        Client {
+        Ok(Client {
             process,
             namespace: namespace.into(),
             nodes,
@@ -93,7 +98,7 @@ impl Client {
             versions: Default::default(),
             written: 0,
             rng,
-        }
+        })
     }
 
     /// A pseudo-random number below `n` (xorshift; choices, not security).
@@ -105,6 +110,7 @@ impl Client {
     }
 
     fn node(&mut self) -> FleetClient<Channel> {
+        // In bounds: `new` refuses an empty list and `below(n)` is under n.
         let i = self.below(self.nodes.len() as u64) as usize;
         self.nodes[i].clone()
     }
@@ -115,14 +121,25 @@ impl Client {
     }
 
     /// Runs `call` with the timeout, recording `command` on `key` and the
-    /// outcome `judge` draws from the answer.
-    async fn record<T, F>(&mut self, key: &str, command: Command, call: F, judge: impl FnOnce(T) -> Outcome) -> Outcome
+    /// outcome `judge` draws from the answer, with the store revision the
+    /// answer reveals (which later reads then ask for at least).
+    async fn record<T, F>(
+        &mut self,
+        key: &str,
+        command: Command,
+        call: F,
+        judge: impl FnOnce(T) -> (Outcome, u64),
+    ) -> Outcome
     where
         F: std::future::Future<Output = Result<tonic::Response<T>, Status>>,
     {
         let id = self.recorder.invoke(self.process, key, command);
         let outcome = match tokio::time::timeout(self.timeout, call).await {
-            Ok(Ok(reply)) => judge(reply.into_inner()),
+            Ok(Ok(reply)) => {
+                let (outcome, revision) = judge(reply.into_inner());
+                self.seen = self.seen.max(revision);
+                outcome
+            }
             Ok(Err(status)) => failure(&status),
             Err(_) => Outcome::Unknown,
         };
@@ -145,8 +162,8 @@ impl Client {
         let outcome = self
             .record(key, command, node.apply(request), |reply| {
                 match reply.results.first().and_then(|r| observed(&r.object)) {
-                    Some((rv, _)) => Outcome::Ok(Response::Written { rv }),
-                    None => Outcome::Unknown,
+                    Some((rv, _)) => (Outcome::Ok(Response::Written { rv }), reply.resource_version),
+                    None => (Outcome::Unknown, reply.resource_version),
                 }
             })
             .await;
@@ -166,7 +183,9 @@ impl Client {
         };
         let mut node = self.node();
         let outcome = self
-            .record(key, Command::Delete { expected }, node.delete(request), |_| Outcome::Ok(Response::Deleted))
+            .record(key, Command::Delete { expected }, node.delete(request), |reply| {
+                (Outcome::Ok(Response::Deleted), reply.resource_version)
+            })
             .await;
         if outcome == Outcome::Ok(Response::Deleted) {
             self.versions.remove(key);
@@ -185,19 +204,19 @@ impl Client {
         };
         let mut node = self.node();
         let outcome = self
-            .record(key, Command::Read { consistent }, node.get(request), |reply| match observed(&reply.object) {
-                Some((rv, digest)) => Outcome::Ok(Response::Read {
-                    observed: Observed::Present { rv, digest },
-                    served_at: Some(reply.resource_version),
-                }),
-                None => Outcome::Unknown,
+            .record(key, Command::Read { consistent }, node.get(request), |reply| {
+                let outcome = match observed(&reply.object) {
+                    Some((rv, digest)) => Outcome::Ok(Response::Read {
+                        observed: Observed::Present { rv, digest },
+                        served_at: Some(reply.resource_version),
+                    }),
+                    None => Outcome::Unknown,
+                };
+                (outcome, reply.resource_version)
             })
             .await;
         match outcome {
-            Outcome::Ok(Response::Read { observed: Observed::Present { rv, .. }, served_at }) => {
-                self.saw(key, rv);
-                self.seen = self.seen.max(served_at.unwrap_or(0));
-            }
+            Outcome::Ok(Response::Read { observed: Observed::Present { rv, .. }, .. }) => self.saw(key, rv),
             Outcome::Fail(Failure::NotFound) => {
                 self.versions.remove(key);
             }
@@ -209,8 +228,11 @@ impl Client {
     /// One operation picked at random on one of `keys`: reads (half of them
     /// consistent), puts, compare-and-sets from the version last seen, and
     /// deletes with or without a precondition.
+    /// With no key to choose from, nothing is done and the outcome says so.
     pub async fn random_op(&mut self, keys: &[&str]) -> Outcome {
-        let key = keys[self.below(keys.len() as u64) as usize];
+        let Some(&key) = keys.get(self.below(keys.len() as u64) as usize) else {
+            return Outcome::Fail(Failure::Rejected);
+        };
         let known = self.versions.get(key).copied();
         match self.below(10) {
             0..=1 => self.read(key, true).await,
@@ -242,5 +264,11 @@ mod tests {
         assert_eq!(failure(&Status::not_found("gone")), Outcome::Fail(Failure::NotFound));
         let doc: Value = serde_json::from_slice(&document("ns", "a", "v", Some(9))).unwrap_or_default();
         assert_eq!(doc["metadata"]["resourceVersion"], "9");
+    }
+
+    #[test]
+    fn a_client_needs_a_node() {
+        let client = Client::new(3, "ns", Vec::new(), Arc::new(Recorder::new()), Duration::from_secs(1));
+        assert!(matches!(client, Err(Error::Client(m)) if m.contains("client 3")));
     }
 }

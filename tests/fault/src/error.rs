@@ -23,6 +23,9 @@ pub enum Error {
         /// Why it failed.
         source: std::io::Error,
     },
+    /// A client was set up wrongly.
+    #[error("{0}")]
+    Client(String),
     /// A watcher did not get where it was asked to.
     #[error("watch: {0}")]
     Watch(String),

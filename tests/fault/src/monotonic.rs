@@ -2,7 +2,10 @@
 //! but they must never go back in time for one client (CONTRACT.md). This
 //! checks that per client: no read served at an older revision than one the
 //! client already saw, and no key seen at an older resourceVersion than
-//! before. [`read_your_writes`] also counts the client's own writes as seen.
+//! before. [`read_your_writes`] also counts the client's own writes and
+//! deletes as seen (a client keeps that promise only if it asks reads for at
+//! least the revision of its last write, deletes included, as
+//! [`crate::client::Client`] does).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};

@@ -62,7 +62,8 @@ async fn the_leader_isolated_and_healed_under_load_keeps_the_history_linearizabl
     let roaming = Watcher::spawn(connect(&[1, 2, 3]), NAMESPACE, recorder.clone(), Duration::from_secs(1));
     // The watchers follow once they have seen a first write: from then on
     // they miss nothing.
-    let mut barrier = Client::new(0, NAMESPACE, connect(&[1, 2, 3]), Arc::new(Recorder::new()), OP_TIMEOUT);
+    let mut barrier =
+        Client::new(0, NAMESPACE, connect(&[1, 2, 3]), Arc::new(Recorder::new()), OP_TIMEOUT).expect("a client");
     let start = barrier_write(&mut barrier).await;
     eventually("the watchers to follow", Duration::from_secs(30), || async {
         let seen = (pinned.seen(), roaming.seen());
@@ -78,7 +79,8 @@ async fn the_leader_isolated_and_healed_under_load_keeps_the_history_linearizabl
     let done = Arc::new(AtomicU64::new(0));
     let mut clients = Vec::new();
     for process in 1..=CLIENTS {
-        let mut client = Client::new(process, NAMESPACE, connect(&[1, 2, 3]), recorder.clone(), OP_TIMEOUT);
+        let mut client =
+            Client::new(process, NAMESPACE, connect(&[1, 2, 3]), recorder.clone(), OP_TIMEOUT).expect("a client");
         let (stop, done) = (stop.clone(), done.clone());
         clients.push(tokio::spawn(async move {
             let mut unknown = 0u64;
@@ -104,7 +106,8 @@ async fn the_leader_isolated_and_healed_under_load_keeps_the_history_linearizabl
     for client in clients {
         unknown += client.await.expect("client task");
     }
-    let mut last_reader = Client::new(CLIENTS + 1, NAMESPACE, connect(&[1, 2, 3]), recorder.clone(), OP_TIMEOUT);
+    let mut last_reader =
+        Client::new(CLIENTS + 1, NAMESPACE, connect(&[1, 2, 3]), recorder.clone(), OP_TIMEOUT).expect("a client");
     for key in KEYS {
         final_read(&mut last_reader, key).await;
     }
@@ -133,7 +136,21 @@ async fn the_leader_isolated_and_healed_under_load_keeps_the_history_linearizabl
     let regressions = monotonic_reads(&history);
     assert!(regressions.is_empty(), "reads went back in time: {regressions:?}");
     let regressions = read_your_writes(&history);
-    assert!(regressions.is_empty(), "a client read older than its own write: {regressions:?}");
+    let context: Vec<String> = regressions
+        .iter()
+        .flat_map(|r| {
+            let ops = &history.ops;
+            let from = ops[r.earlier].invoke.min(ops[r.op].invoke);
+            let key = &ops[r.op].key;
+            ops.iter()
+                .enumerate()
+                .filter(move |(_, o)| {
+                    &o.key == key && o.complete.is_none_or(|c| c >= from) && o.invoke <= ops[r.op].invoke
+                })
+                .map(|(i, o)| format!("#{i} {o}"))
+        })
+        .collect();
+    assert!(regressions.is_empty(), "a client read older than its own write: {regressions:?}\n{}", context.join("\n"));
 
     let problems = watch_stream_check(&roaming.stream, &changes(&pinned));
     assert!(problems.is_empty(), "the roaming watch against the pinned one: {problems:?}");
