@@ -1,4 +1,5 @@
-//! Fleet's fault suite, the parts that do not need a running hub:
+//! Fleet's fault suite: fault injection between hub nodes, recorded client
+//! histories, and the checks run on them.
 //!
 //! - [`history`] and [`recorder`]: the operations clients perform on a small
 //!   key set and what they observed, with timestamps; a lost answer is an
@@ -19,6 +20,26 @@
 //!
 //! Everything but [`client`], [`watcher`] and [`proxy`] is free of tokio and
 //! I/O.
+//!
+//! # How a fault test drives it
+//!
+//! 1. `Hub::prepare` (the harness in `tests/src`), a [`Network`] on the
+//!    nodes' addresses, `--peer-dial <network.peers_for(id)>` for each node,
+//!    `Hub::launch`: every peer link now runs through its own proxy.
+//! 2. One [`Recorder`]; [`watcher::Watcher`]s (one pinned to a node that
+//!    stays reachable, one roaming); a barrier write they must see before
+//!    the clients start.
+//! 3. [`Client`]s in tasks calling [`Client::random_op`] until told to stop;
+//!    faults in between ([`Network::isolate`], [`Network::partition`],
+//!    [`Network::one_way`], [`Network::heal`], and the harness's kill and
+//!    signals), each phase ending on operations completed or leadership
+//!    observed, never on a sleep.
+//! 4. A consistent read of every key, a final barrier write, and
+//!    [`watcher::Watcher::finish`] at its version.
+//! 5. Checks: [`check_linearizable`] on [`Recorder::history`] (then again
+//!    after [`resolve::resolve`] with what a watcher saw),
+//!    [`monotonic::monotonic_reads`], [`monotonic::read_your_writes`], and
+//!    [`watch::watch_stream_check`] of each watcher against the other.
 
 #![warn(missing_docs)]
 
