@@ -56,7 +56,8 @@ const FLEET_CLUSTER: &str = FLEET_CLUSTER_GROUP;
 /// The API group of placements, snapshots, bindings and Work.
 pub const FLEET_PLACEMENT_GROUP: &str = "placement.kubernetes-fleet.io";
 const FLEET_PLACEMENT: &str = FLEET_PLACEMENT_GROUP;
-const OCM_CLUSTER: &str = "cluster.open-cluster-management.io";
+const OCM_CLUSTER: &str = crate::ocm::CLUSTER_GROUP;
+const OCM_WORK: &str = crate::ocm::WORK_GROUP;
 const CLUSTER_VERSIONS: &[&str] = &["v1beta1", "v1"];
 const PLACEMENT_VERSIONS: &[&str] = &["v1beta1", "v1", "v1alpha1"];
 
@@ -106,9 +107,11 @@ pub static KINDS: &[KindInfo] = &[
     // Open Cluster Management kinds.
     kind!(OCM_CLUSTER, "Placement", "placements", ["placement"], Namespaced, true, &["v1beta1", "v1alpha1"]),
     kind!(OCM_CLUSTER, "PlacementDecision", "placementdecisions", ["placementdecision", "pd"], Namespaced, true, &["v1beta1", "v1alpha1"]),
-    kind!(OCM_CLUSTER, "ManagedClusterSet", "managedclustersets", ["mcs"], Cluster, true, &["v1beta2"]),
-    kind!(OCM_CLUSTER, "ManagedClusterSetBinding", "managedclustersetbindings", ["mcsb"], Namespaced, true, &["v1beta2"]),
+    kind!(OCM_CLUSTER, "ManagedClusterSet", "managedclustersets", ["mcs", "mclset", "mclsets"], Cluster, true, &["v1beta2"]),
+    kind!(OCM_CLUSTER, "ManagedClusterSetBinding", "managedclustersetbindings", ["mcsb", "mclsetbinding", "mclsetbindings"], Namespaced, true, &["v1beta2"]),
     kind!(OCM_CLUSTER, "AddOnPlacementScore", "addonplacementscores", [], Namespaced, true, &["v1alpha1"]),
+    kind!(OCM_WORK, "ManifestWork", "manifestworks", ["mw"], Namespaced, true, &["v1"]),
+    kind!(OCM_WORK, "ManifestWorkReplicaSet", "manifestworkreplicasets", ["mwrs"], Namespaced, true, &["v1alpha1"]),
     // Events.
     kind!("", "Event", "events", ["ev"], Namespaced, false, &["v1"]),
     // Built-in Kubernetes kinds stored as hub resources (scope known).
@@ -201,6 +204,12 @@ mod tests {
             ("pd", "PlacementDecision"),
             ("mcs", "ManagedClusterSet"),
             ("mcsb", "ManagedClusterSetBinding"),
+            ("mclset", "ManagedClusterSet"),
+            ("mclsetbinding", "ManagedClusterSetBinding"),
+            ("mw", "ManifestWork"),
+            ("manifestworks", "ManifestWork"),
+            ("mwrs", "ManifestWorkReplicaSet"),
+            ("addonplacementscores", "AddOnPlacementScore"),
             ("ns", "Namespace"),
             ("cm", "ConfigMap"),
             ("deploy", "Deployment"),
@@ -229,5 +238,9 @@ mod tests {
         assert!(crp.accepts_api_version("placement.kubernetes-fleet.io/v1beta1"));
         assert!(!crp.accepts_api_version("placement.kubernetes-fleet.io/v2"));
         assert_eq!(lookup("cm").unwrap().api_version(), "v1");
+        assert_eq!(lookup("mw").unwrap().api_version(), "work.open-cluster-management.io/v1");
+        assert_eq!(lookup("mwrs").unwrap().api_version(), "work.open-cluster-management.io/v1alpha1");
+        assert!(lookup("placement").unwrap().accepts_api_version("cluster.open-cluster-management.io/v1alpha1"));
+        assert!(!lookup("mcs").unwrap().accepts_api_version("cluster.open-cluster-management.io/v1beta1"));
     }
 }

@@ -3,7 +3,8 @@
 //! Everything here is pure (no tokio, no I/O) so it can be tested exhaustively:
 //! the generic [`Object`] with typed metadata, the [`kinds`] registry, label
 //! [`selector`]s, multi-document [`parse`]ing, field-path [`validation`] and
-//! the name and label syntax rules in [`names`].
+//! the name and label syntax rules in [`names`]; Fleet's typed kinds and
+//! Open Cluster Management's ([`ocm`]); RFC 3339 [`time`]s.
 
 pub mod binding;
 pub mod conditions;
@@ -13,6 +14,7 @@ pub mod kinds;
 pub mod member;
 pub mod names;
 pub mod object;
+pub mod ocm;
 pub mod overrides;
 pub mod parse;
 pub mod placement;
@@ -22,6 +24,7 @@ pub mod snapshot;
 pub mod staged;
 #[cfg(test)]
 mod testing;
+pub mod time;
 pub mod typed;
 pub mod validation;
 pub mod work;

@@ -30,13 +30,30 @@ pub fn member_namespace(cluster: &str) -> String {
 }
 
 /// A taint: clusters with taints get placements only when tolerated.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Taint {
     pub key: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub value: String,
     pub effect: String,
+    /// When the taint was added (RFC 3339), as OCM's taints carry it: an
+    /// OCM toleration's `tolerationSeconds` count from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_added: Option<String>,
+}
+
+impl Taint {
+    /// A taint added at an unknown time.
+    pub fn new(key: &str, value: &str, effect: &str) -> Taint {
+        Taint { key: key.to_string(), value: value.to_string(), effect: effect.to_string(), time_added: None }
+    }
+
+    /// Whether `other` is the same taint (key, value and effect), whenever
+    /// each was added.
+    pub fn same_as(&self, other: &Taint) -> bool {
+        self.key == other.key && self.value == other.value && self.effect == other.effect
+    }
 }
 
 /// `spec` of a MemberCluster.
@@ -159,6 +176,9 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
         if let Some(detail) = names::validate_label_value(&taint.value) {
             errors.push(FieldError::invalid(format!("{path}.value"), quote(&taint.value), detail));
         }
+        if let Some(time) = taint.time_added.as_deref().filter(|t| crate::time::unix_seconds(t).is_none()) {
+            errors.push(FieldError::invalid(format!("{path}.timeAdded"), quote(time), crate::time::RFC3339_DETAIL));
+        }
         if taint.effect != "NoSchedule" {
             errors.push(FieldError::not_supported(format!("{path}.effect"), quote(&taint.effect), &["NoSchedule"]));
         }
@@ -215,6 +235,15 @@ mod tests {
         let e = prepare(&mut o).unwrap_err().to_string();
         assert!(e.contains("spec.heartbeatPeriodSeconds: Invalid value: 0: must be between 1 and 600"), "{e}");
         assert!(e.contains("spec.taints[0].effect: Unsupported value: \"NoExecute\""), "{e}");
+        let mut o = mc(json!({"taints": [{"key": "k", "effect": "NoSchedule", "timeAdded": "yesterday"}]}));
+        let e = prepare(&mut o).unwrap_err().to_string();
+        assert!(
+            e.contains("spec.taints[0].timeAdded: Invalid value: \"yesterday\": must be an RFC 3339 timestamp"),
+            "{e}"
+        );
+        let mut o = mc(json!({"taints": [{"key": "k", "effect": "NoSchedule", "timeAdded": "2024-05-01T10:00:00Z"}]}));
+        prepare(&mut o).unwrap();
+        assert_eq!(spec_of(&o).taints[0].time_added.as_deref(), Some("2024-05-01T10:00:00Z"));
         let mut o = mc(json!({"heartbeatPeriod": 5}));
         let e = prepare(&mut o).unwrap_err().to_string();
         assert!(e.contains("heartbeatPeriod") && e.contains("unknown field"), "{e}");

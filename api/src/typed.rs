@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::ocm::{self, addon_score, clusterset, decision, manifestwork, replicaset, CLUSTER_GROUP, WORK_GROUP};
 use crate::validation::{FieldError, ValidationError};
 use crate::{binding, envelope, eviction, member, overrides, placement, snapshot, staged, work, Object};
 
@@ -31,8 +32,19 @@ pub fn decode<T: DeserializeOwned>(value: &Value, path: &str) -> Result<T, Field
 /// Decodes an object's `spec` (absent = `{}`) into `T`; a type error or an
 /// unknown field is a [`ValidationError`] naming the object and the field.
 pub fn decode_spec<T: DeserializeOwned>(object: &Object) -> Result<T, ValidationError> {
-    let raw = object.spec().cloned().unwrap_or(Value::Object(Default::default()));
-    decode(&raw, "spec").map_err(|e| ValidationError {
+    decode_part(object, "spec")
+}
+
+/// Decodes an object's `status` (absent = `{}`) into `T`, with the object
+/// and the field named in the error: for checks on the status path.
+pub fn decode_status<T: DeserializeOwned>(object: &Object) -> Result<T, ValidationError> {
+    decode_part(object, "status")
+}
+
+/// Decodes a top-level part of an object (absent = `{}`).
+fn decode_part<T: DeserializeOwned>(object: &Object, part: &str) -> Result<T, ValidationError> {
+    let raw = object.rest.get(part).cloned().unwrap_or(Value::Object(Default::default()));
+    decode(&raw, part).map_err(|e| ValidationError {
         kind: object.kind.clone(),
         name: object.metadata.name.clone(),
         errors: vec![e],
@@ -98,6 +110,13 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
             crate::kinds::FLEET_PLACEMENT_GROUP,
             eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION | eviction::CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET,
         ) => eviction::prepare(object),
+        (CLUSTER_GROUP, ocm::placement::KIND) => ocm::placement::prepare(object),
+        (CLUSTER_GROUP, decision::KIND) => decision::prepare(object),
+        (CLUSTER_GROUP, clusterset::SET_KIND) => clusterset::prepare_set(object),
+        (CLUSTER_GROUP, clusterset::BINDING_KIND) => clusterset::prepare_binding(object),
+        (CLUSTER_GROUP, addon_score::KIND) => addon_score::prepare(object),
+        (WORK_GROUP, manifestwork::KIND) => manifestwork::prepare(object),
+        (WORK_GROUP, replicaset::KIND) => replicaset::prepare(object),
         _ => Ok(()),
     }
 }

@@ -204,6 +204,24 @@ impl fmt::Display for ValidationError {
     }
 }
 
+/// Adds a "not supported" error at `path` when `value` is given and is not
+/// one of `allowed`.
+pub fn check_enum(errors: &mut Vec<FieldError>, path: &str, value: Option<&str>, allowed: &[&str]) {
+    if let Some(v) = value {
+        if !allowed.contains(&v) {
+            errors.push(FieldError::not_supported(path, quote(v), allowed));
+        }
+    }
+}
+
+/// Adds an error at `path` when `key` is not a valid label key (topology
+/// keys, toleration keys, property and claim names share that syntax).
+pub fn check_label_key(errors: &mut Vec<FieldError>, path: String, key: &str) {
+    if let Some(detail) = names::validate_label_key(key) {
+        errors.push(FieldError::invalid(path, quote(key), detail));
+    }
+}
+
 /// Checks label keys and values; key errors are reported at `path`, value
 /// errors at `path[key]`.
 pub fn validate_labels(labels: &BTreeMap<String, String>, path: &str) -> Vec<FieldError> {

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::conditions::Condition;
 use crate::typed::{decode, encode};
-use crate::validation::{quote, FieldError, ValidationError};
+use crate::validation::{check_enum, FieldError, ValidationError};
 use crate::Object;
 
 /// Work condition: every manifest was applied.
@@ -182,25 +182,13 @@ const COMPARISONS: &[&str] = &["PartialComparison", "FullComparison"];
 const WHEN_TO_APPLY: &[&str] = &["Always", "IfNotDrifted"];
 const WHEN_TO_TAKE_OVER: &[&str] = &["Always", "IfNoDiff", "Never"];
 
-fn check_enum(errors: &mut Vec<FieldError>, path: &str, value: &Option<String>, allowed: &[&str]) {
-    if let Some(v) = value {
-        if !allowed.contains(&v.as_str()) {
-            errors.push(FieldError::not_supported(path, quote(v), allowed));
-        }
-    }
-}
-
-/// Validates a Work: known fields only, each manifest an object with
-/// `apiVersion`, `kind` and `metadata`, apply strategy values from the spec.
-pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
-    let raw = object.spec().cloned().unwrap_or(Value::Object(Default::default()));
-    let spec: WorkSpec = match decode(&raw, "spec") {
-        Ok(s) => s,
-        Err(e) => return ValidationError::check(&object.kind, &object.metadata.name, vec![e]),
-    };
+/// Checks that each manifest (found at `path[i]`) is an object with
+/// `apiVersion`, `kind` and `metadata`: what an agent needs to apply it.
+/// Shared by Fleet's Work and OCM's ManifestWork.
+pub fn validate_manifests(manifests: &[Value], path: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    for (i, manifest) in spec.workload.manifests.iter().enumerate() {
-        let path = format!("spec.workload.manifests[{i}]");
+    for (i, manifest) in manifests.iter().enumerate() {
+        let path = format!("{path}[{i}]");
         let Some(map) = manifest.as_object() else {
             errors.push(FieldError::invalid(path, "<value>", "must be an object"));
             continue;
@@ -214,14 +202,31 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
             errors.push(FieldError::required(format!("{path}.metadata"), "metadata is required"));
         }
     }
+    errors
+}
+
+/// Validates a Work: known fields only, each manifest an object with
+/// `apiVersion`, `kind` and `metadata`, apply strategy values from the spec.
+pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
+    let raw = object.spec().cloned().unwrap_or(Value::Object(Default::default()));
+    let spec: WorkSpec = match decode(&raw, "spec") {
+        Ok(s) => s,
+        Err(e) => return ValidationError::check(&object.kind, &object.metadata.name, vec![e]),
+    };
+    let mut errors = validate_manifests(&spec.workload.manifests, "spec.workload.manifests");
     if let Some(s) = &spec.apply_strategy {
-        check_enum(&mut errors, "spec.applyStrategy.type", &s.type_, APPLY_TYPES);
-        check_enum(&mut errors, "spec.applyStrategy.comparisonOption", &s.comparison_option, COMPARISONS);
-        check_enum(&mut errors, "spec.applyStrategy.whenToApply", &s.when_to_apply, WHEN_TO_APPLY);
-        check_enum(&mut errors, "spec.applyStrategy.whenToTakeOver", &s.when_to_take_over, WHEN_TO_TAKE_OVER);
+        check_enum(&mut errors, "spec.applyStrategy.type", s.type_.as_deref(), APPLY_TYPES);
+        check_enum(&mut errors, "spec.applyStrategy.comparisonOption", s.comparison_option.as_deref(), COMPARISONS);
+        check_enum(&mut errors, "spec.applyStrategy.whenToApply", s.when_to_apply.as_deref(), WHEN_TO_APPLY);
+        check_enum(&mut errors, "spec.applyStrategy.whenToTakeOver", s.when_to_take_over.as_deref(), WHEN_TO_TAKE_OVER);
     }
     if let Some(d) = &spec.delete_options {
-        check_enum(&mut errors, "spec.deleteOptions.propagationPolicy", &d.propagation_policy, &["Delete", "Abandon"]);
+        check_enum(
+            &mut errors,
+            "spec.deleteOptions.propagationPolicy",
+            d.propagation_policy.as_deref(),
+            &["Delete", "Abandon"],
+        );
     }
     ValidationError::check(&object.kind, &object.metadata.name, errors)
 }

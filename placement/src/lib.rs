@@ -17,10 +17,14 @@
 //!   envelopes unwrapped into Works of their own) and the changes to the
 //!   stored ones;
 //! - [`status`]: folding bindings and Works into per-cluster placement
-//!   statuses and the placement's conditions.
+//!   statuses and the placement's conditions;
+//! - [`ocm`]: the Open Cluster Management scheduler (cluster sets,
+//!   predicates, taints, prioritizers, decision groups and pages) on the
+//!   same framework.
 
 pub mod cluster;
 pub mod eviction;
+pub mod ocm;
 pub mod overrides;
 pub mod rollout;
 pub mod scheduler;

@@ -4,23 +4,9 @@
 use crate::kinds::{lookup_group_kind, Scope};
 use crate::names;
 use crate::quantity::Quantity;
-use crate::validation::{join_path, quote, FieldError};
+use crate::validation::{check_enum, check_label_key, join_path, quote, FieldError};
 
 use super::*;
-
-fn check_enum(errors: &mut Vec<FieldError>, path: &str, value: Option<&str>, allowed: &[&str]) {
-    if let Some(v) = value {
-        if !allowed.contains(&v) {
-            errors.push(FieldError::not_supported(path, quote(v), allowed));
-        }
-    }
-}
-
-fn check_label_key(errors: &mut Vec<FieldError>, path: String, key: &str) {
-    if let Some(detail) = names::validate_label_key(key) {
-        errors.push(FieldError::invalid(path, quote(key), detail));
-    }
-}
 
 /// Validates `spec` of a placement whose objects live in `scope`
 /// (`Cluster` for a CRP, `Namespaced` for an RP).

@@ -1,5 +1,6 @@
 //! The scheduler's view of a MemberCluster: its name, labels, taints, its
-//! properties as exact quantities, and whether it may receive new placements.
+//! properties as exact quantities (and as text: OCM's claims), and whether
+//! (and since when not) it may receive new placements.
 //!
 //! The scheduler never reads a MemberCluster object directly: the node builds
 //! one [`ClusterInfo`] per MemberCluster with [`ClusterInfo::from_member`], so
@@ -7,6 +8,7 @@
 
 mod compact;
 
+use crate::time::unix_seconds;
 use fleet_api::conditions::find;
 use fleet_api::member::{self, Taint, CONDITION_HEALTHY, CONDITION_JOINED};
 use fleet_api::placement::canonical_property_name;
@@ -41,6 +43,13 @@ pub struct ClusterInfo {
     pub ineligible: Option<String>,
     /// true when the MemberCluster is being deleted (deletionTimestamp set): it is treated like a cluster that left.
     pub leaving: bool,
+    /// status.properties as written (canonical names, any text): OCM's cluster claims, which claim selectors and
+    /// claim topology keys read as strings (`region: east`), unlike `properties`, which keeps quantities only.
+    pub claims: Labels,
+    /// When an ineligible cluster (not leaving) stopped being available, in Unix seconds: the last transition of
+    /// its `Healthy` condition, or of `Joined` when it has not joined. OCM's `unreachable` taint counts its
+    /// `tolerationSeconds` from here. None when eligible or when no time is known.
+    pub unavailable_since: Option<i64>,
 }
 
 impl ClusterInfo {
@@ -56,7 +65,9 @@ impl ClusterInfo {
         let leaving = mc.metadata.deletion_timestamp.is_some();
 
         let mut properties: Vec<(String, Quantity)> = Vec::new();
+        let mut claims: Vec<(&str, &str)> = Vec::new();
         for (name, value) in &status.properties {
+            claims.push((canonical_property_name(name), &value.value));
             if let Ok(q) = Quantity::parse(&value.value) {
                 properties.push((canonical_property_name(name).to_string(), q));
             }
@@ -87,6 +98,12 @@ impl ClusterInfo {
             }
         };
 
+        let unavailable_since = match (&ineligible, joined) {
+            (None, _) => None,
+            _ if leaving => None,
+            (Some(_), Some(j)) if j.is_true() => healthy.and_then(|c| unix_seconds(&c.last_transition_time)),
+            (Some(_), j) => j.and_then(|c| unix_seconds(&c.last_transition_time)),
+        };
         ClusterInfo {
             name: mc.metadata.name.clone(),
             labels: Labels::from(&mc.metadata.labels),
@@ -94,6 +111,8 @@ impl ClusterInfo {
             properties: properties.into_iter().collect(),
             ineligible,
             leaving,
+            claims: claims.into_iter().collect(),
+            unavailable_since,
         }
     }
 
@@ -162,6 +181,11 @@ mod tests {
         assert_eq!(p("resources.kubernetes-fleet.io/allocatable-memory"), None);
         assert_eq!(p("resources.kubernetes-fleet.io/available-cpu"), Some(Quantity::parse("0.5").unwrap()));
         assert_eq!(p("resources.kubernetes-fleet.io/available-memory"), Some(Quantity::parse("1Gi").unwrap()));
+        // Claims keep every property as text, under its canonical name.
+        assert_eq!(c.claims.get("broken"), Some("not a number"));
+        assert_eq!(c.claims.get("kubernetes-fleet.io/node-count"), Some("3"));
+        assert_eq!(c.claims.get("resources.kubernetes-fleet.io/total-cpu"), None);
+        assert_eq!(c.unavailable_since, None);
     }
 
     #[test]
@@ -182,6 +206,13 @@ mod tests {
         assert_eq!(c.ineligible.as_deref(), Some("cluster has not joined"));
         let c = base(json!({"conditions": conditions("True", ("Unknown", "HeartbeatTimeout"))}), false);
         assert_eq!(c.ineligible.as_deref(), Some("cluster is not healthy (HeartbeatTimeout)"));
+        let lost = json!([
+            {"type": "Joined", "status": "True", "lastTransitionTime": "2024-05-01T09:00:00Z"},
+            {"type": "Healthy", "status": "Unknown", "lastTransitionTime": "2024-05-01T10:00:00Z"},
+        ]);
+        assert_eq!(base(json!({"conditions": lost}), false).unavailable_since, Some(1_714_557_600));
+        let never = json!([{"type": "Joined", "status": "False", "lastTransitionTime": "2024-05-01T10:00:00Z"}]);
+        assert_eq!(base(json!({"conditions": never}), false).unavailable_since, Some(1_714_557_600));
         let c = base(json!({"conditions": [{"type": "Joined", "status": "True"}]}), false);
         assert_eq!(c.ineligible.as_deref(), Some("cluster is not healthy"));
         let c = base(json!({"conditions": conditions("True", ("True", "ok"))}), true);

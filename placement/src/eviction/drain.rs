@@ -37,13 +37,13 @@ const MAX_NAME: usize = 253;
 
 /// The taint drain adds and uncordon removes.
 pub fn cordon_taint() -> Taint {
-    Taint { key: CORDON_TAINT_KEY.into(), value: CORDON_TAINT_VALUE.into(), effect: "NoSchedule".into() }
+    Taint::new(CORDON_TAINT_KEY, CORDON_TAINT_VALUE, "NoSchedule")
 }
 
 /// `taints` with the cordon taint added; `None` when it is there already.
 pub fn cordoned(taints: &[Taint]) -> Option<Vec<Taint>> {
     let taint = cordon_taint();
-    if taints.contains(&taint) {
+    if taints.iter().any(|t| t.same_as(&taint)) {
         return None;
     }
     let mut out = taints.to_vec();
@@ -54,10 +54,10 @@ pub fn cordoned(taints: &[Taint]) -> Option<Vec<Taint>> {
 /// `taints` without the cordon taint; `None` when it is not there.
 pub fn uncordoned(taints: &[Taint]) -> Option<Vec<Taint>> {
     let taint = cordon_taint();
-    if !taints.contains(&taint) {
+    if !taints.iter().any(|t| t.same_as(&taint)) {
         return None;
     }
-    Some(taints.iter().filter(|t| **t != taint).cloned().collect())
+    Some(taints.iter().filter(|t| !t.same_as(&taint)).cloned().collect())
 }
 
 /// The name of the eviction drain creates for `placement` on `cluster`.

@@ -47,13 +47,10 @@ fn with_status(mut eviction: Object, executed: Option<bool>) -> Object {
 
 #[test]
 fn cordon_and_uncordon_are_idempotent() {
-    let other = Taint { key: "maintenance".into(), value: "true".into(), effect: "NoSchedule".into() };
+    let other = Taint::new("maintenance", "true", "NoSchedule");
     let tainted = cordoned(std::slice::from_ref(&other)).unwrap();
     assert_eq!(tainted, [other.clone(), cordon_taint()]);
-    assert_eq!(
-        cordon_taint(),
-        Taint { key: "cordon-key".into(), value: "cordon-value".into(), effect: "NoSchedule".into() }
-    );
+    assert_eq!(cordon_taint(), Taint::new("cordon-key", "cordon-value", "NoSchedule"));
     assert_eq!(cordoned(&tainted), None);
     assert_eq!(uncordoned(&tainted), Some(vec![other.clone()]));
     assert_eq!(uncordoned(&[other]), None);

@@ -28,6 +28,7 @@
 mod bindings;
 mod framework;
 mod pick;
+pub(crate) mod pick_loop;
 pub mod plugins;
 pub mod table;
 #[cfg(test)]

@@ -3,15 +3,14 @@
 //! plugins.
 
 use std::cmp::Reverse;
-use std::collections::HashMap;
 
 use fleet_api::binding::{ClusterDecision, ClusterScore, STATE_BOUND};
 use fleet_api::placement::{PICK_FIXED, PICK_N};
 
 use super::bindings::{find_cluster, BindingIndex};
 use super::framework::Framework;
-use super::plugins::FnvBuild;
-use super::table::ClusterTable;
+use super::pick_loop::{pick_best, NameTies};
+use super::table::{name_sorted, ClusterTable};
 use super::{
     not_chosen_reason, SchedulingOutcome, SchedulingRequest, MAX_NOT_CHOSEN_REPORTED, MAX_TARGET_CLUSTERS,
     MESSAGE_FULFILLED, REASON_PICKED,
@@ -31,13 +30,7 @@ struct Selection {
 
 /// One pass: sort the clusters, index the bindings, choose, derive actions.
 pub(crate) fn run(fw: &mut Framework, request: &SchedulingRequest) -> SchedulingOutcome {
-    let mut clusters: Vec<&ClusterInfo> = request.clusters.iter().collect();
-    // Stores list clusters by name already: check (one pass) before sorting.
-    if !clusters.is_sorted_by(|a, b| a.name < b.name) {
-        clusters.sort_by(|a, b| a.name.cmp(&b.name));
-        clusters.dedup_by(|a, b| a.name == b.name);
-    }
-    let table = ClusterTable::build(fw.vocabulary(), clusters);
+    let table = ClusterTable::build(fw.vocabulary(), name_sorted(request.clusters));
     let index = BindingIndex::new(request.bindings, table.clusters(), request.policy_snapshot);
     let selection = match request.policy.placement_type() {
         PICK_FIXED => pick_fixed(fw, request, &table, &index),
@@ -175,7 +168,8 @@ fn pick_n(fw: &mut Framework, request: &SchedulingRequest, table: &ClusterTable,
     let scores = fw.score(table, &candidates);
     let kept_indices: Vec<usize> = kept.iter().map(|k| k.0).collect();
     let need = n.saturating_sub(kept.len());
-    let result = pick_best(fw, table, &kept_indices, &candidates, &scores, need);
+    let affinity = |pos: usize| scores[pos].affinity_score;
+    let result = pick_best(fw, table, &kept_indices, &candidates, affinity, NameTies::LargerFirst, need);
 
     let mut chosen: Vec<(usize, ClusterDecision)> =
         kept.iter().map(|&(i, score, _)| (i, picked(&clusters[i].name, score))).collect();
@@ -229,131 +223,4 @@ fn reported_filtered(clusters: &[&ClusterInfo], mut rejected: Vec<(usize, String
     }
     rejected.sort_unstable_by_key(|r| r.0);
     rejected.into_iter().map(|(i, reason)| filtered(&clusters[i].name, reason)).collect()
-}
-
-/// The pick loop's result; positions index the candidate list.
-struct PickResult {
-    /// Picked, in pick order, with the topology spread score at pick time.
-    picked: Vec<(usize, i64)>,
-    /// Not picked, allowed at the end, with their final spread score.
-    allowed: Vec<(usize, i64)>,
-    /// Not picked and rejected by a pick-dependent plugin at the end.
-    rejected: Vec<(usize, String)>,
-}
-
-/// Picks up to `need` candidates: best topology spread score, then affinity
-/// score, then the larger name (cluster index). With pick-dependent plugins
-/// the candidates are grouped by class key, each group kept in (affinity,
-/// name) order, and every step judges one head per group.
-fn pick_best(
-    fw: &mut Framework,
-    table: &ClusterTable,
-    kept: &[usize],
-    candidates: &[usize],
-    scores: &[ClusterScore],
-    need: usize,
-) -> PickResult {
-    // Best first: affinity score, then the larger name. Candidates are in name
-    // order, so a position stands for the name; both fit one packed key.
-    let mut order: Vec<u64> = (0..candidates.len()).map(|pos| rank_key(scores[pos].affinity_score, pos)).collect();
-    let by_rank = |a: &u64, b: &u64| b.cmp(a);
-
-    if !fw.has_pickers() {
-        // Only the first `need` (and the few not-chosen reported after them) need an order.
-        let ordered = need.saturating_add(MAX_NOT_CHOSEN_REPORTED).min(order.len());
-        if ordered < order.len() {
-            order.select_nth_unstable_by(ordered, by_rank);
-        }
-        order[..ordered].sort_unstable_by(by_rank);
-        let take = need.min(order.len());
-        return PickResult {
-            picked: order[..take].iter().map(|&key| (key_pos(key), 0)).collect(),
-            allowed: order[take..].iter().map(|&key| (key_pos(key), 0)).collect(),
-            rejected: Vec::new(),
-        };
-    }
-    order.sort_unstable_by(by_rank);
-    let order: Vec<usize> = order.into_iter().map(key_pos).collect();
-
-    fw.prepare_pick(table, kept, candidates);
-    let mut keys: Vec<u32> = Vec::new();
-    let mut bounds: Vec<usize> = Vec::with_capacity(order.len() + 1);
-    bounds.push(0);
-    for &pos in &order {
-        fw.class_key(candidates[pos], &mut keys);
-        bounds.push(keys.len());
-    }
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    {
-        let mut group_of: HashMap<&[u32], usize, FnvBuild> = HashMap::default();
-        for (j, &pos) in order.iter().enumerate() {
-            let key = &keys[bounds[j]..bounds[j + 1]];
-            let g = *group_of.entry(key).or_insert_with(|| {
-                groups.push(Vec::new());
-                groups.len() - 1
-            });
-            groups[g].push(pos);
-        }
-    }
-
-    let mut heads = vec![0usize; groups.len()];
-    let mut picked = Vec::with_capacity(need.min(order.len()));
-    let mut leftovers = None;
-    while picked.len() < need {
-        let mut best: Option<((i64, i64, usize), usize)> = None;
-        for (g, members) in groups.iter().enumerate() {
-            let Some(&pos) = members.get(heads[g]) else { continue };
-            let Some(spread) = fw.evaluate(candidates[pos]) else { continue };
-            let rank = (spread, scores[pos].affinity_score, candidates[pos]);
-            if best.is_none_or(|(b, _)| rank > b) {
-                best = Some((rank, g));
-            }
-        }
-        let Some(((spread, _, cluster), g)) = best else { break };
-        picked.push((groups[g][heads[g]], spread));
-        heads[g] += 1;
-        if picked.len() == need {
-            // The others are judged in the round they lost (before the last
-            // placement), so their reported scores explain why they lost.
-            leftovers = Some(judge_rest(fw, candidates, &groups, &heads));
-        }
-        fw.place(cluster);
-    }
-    let (allowed, rejected) = leftovers.unwrap_or_else(|| judge_rest(fw, candidates, &groups, &heads));
-    PickResult { picked, allowed, rejected }
-}
-
-/// Not-picked candidates: (allowed with their spread score, rejected with why).
-type Leftovers = (Vec<(usize, i64)>, Vec<(usize, String)>);
-
-/// Candidates not picked (each group from its head on), as allowed with
-/// their spread score or rejected with the reason, in the current state.
-fn judge_rest(fw: &Framework, candidates: &[usize], groups: &[Vec<usize>], heads: &[usize]) -> Leftovers {
-    let mut allowed = Vec::new();
-    let mut rejected = Vec::new();
-    for (g, members) in groups.iter().enumerate() {
-        let rest = &members[heads[g].min(members.len())..];
-        let Some(&first) = rest.first() else { continue };
-        match fw.evaluate(candidates[first]) {
-            Some(spread) => allowed.extend(rest.iter().map(|&pos| (pos, spread))),
-            None => {
-                let reason = fw.reject_reason(candidates[first]);
-                rejected.extend(rest.iter().map(|&pos| (pos, reason.clone())));
-            }
-        }
-    }
-    (allowed, rejected)
-}
-
-/// A sort key ordering by affinity score, then position (both ascending as
-/// numbers): the score, biased to unsigned, in the high half.
-fn rank_key(affinity: i64, pos: usize) -> u64 {
-    let clamped = affinity.clamp(i64::from(i32::MIN), i64::from(i32::MAX));
-    let biased = (clamped - i64::from(i32::MIN)) as u64;
-    (biased << 32) | (pos as u64 & 0xFFFF_FFFF)
-}
-
-/// The position packed by [`rank_key`].
-fn key_pos(key: u64) -> usize {
-    (key & 0xFFFF_FFFF) as usize
 }

@@ -1,5 +1,6 @@
-//! One pass's compact view of the clusters: the label values and property
-//! values the pass's plugins read, pulled out of every [`ClusterInfo`] once.
+//! One pass's compact view of the clusters: the label values (and OCM claim
+//! values) and property values the pass's plugins read, pulled out of every
+//! [`ClusterInfo`] once.
 //!
 //! Why: each plugin used to look labels and properties up in every cluster's
 //! own maps, so a pass over 10,000 clusters walked scattered heap memory
@@ -26,10 +27,12 @@ pub const NO_VALUE: u32 = u32::MAX;
 /// (only on keys that are not open).
 pub const OTHER_VALUE: u32 = u32::MAX - 1;
 
-/// One label key a pass reads.
+/// One label (or claim) key a pass reads.
 #[derive(Debug, Clone, Default)]
 struct KeySlot<'a> {
     key: &'a str,
+    /// The key names a cluster claim (OCM), not a label.
+    claim: bool,
     /// Every distinct value gets an id (topology keys), not only named ones.
     open: bool,
     /// The values selectors name, by id.
@@ -47,10 +50,20 @@ pub struct Vocabulary<'a> {
 impl<'a> Vocabulary<'a> {
     /// The slot of a label key (added on first use).
     pub fn label_key(&mut self, key: &'a str) -> usize {
-        if let Some(slot) = self.keys.iter().position(|k| k.key == key) {
+        self.key_slot(key, false)
+    }
+
+    /// The slot of a cluster claim's name (OCM claim selectors and claim
+    /// topology keys), read from [`ClusterInfo::claims`] like a label.
+    pub fn claim_key(&mut self, key: &'a str) -> usize {
+        self.key_slot(key, true)
+    }
+
+    fn key_slot(&mut self, key: &'a str, claim: bool) -> usize {
+        if let Some(slot) = self.keys.iter().position(|k| k.key == key && k.claim == claim) {
             return slot;
         }
-        self.keys.push(KeySlot { key, ..KeySlot::default() });
+        self.keys.push(KeySlot { key, claim, ..KeySlot::default() });
         self.keys.len() - 1
     }
 
@@ -76,6 +89,34 @@ impl<'a> Vocabulary<'a> {
         }
         self.properties.push(name);
         self.properties.len() - 1
+    }
+}
+
+/// The clusters of a pass in name order, the first of two with the same
+/// name kept: the order every pass's table is built in, so input order
+/// never matters.
+pub fn name_sorted(clusters: &[ClusterInfo]) -> Vec<&ClusterInfo> {
+    let mut sorted: Vec<&ClusterInfo> = clusters.iter().collect();
+    // Stores list clusters by name already: check (one pass) before sorting.
+    if !sorted.is_sorted_by(|a, b| a.name < b.name) {
+        sorted.sort_by(|a, b| a.name.cmp(&b.name));
+        sorted.dedup_by(|a, b| a.name == b.name);
+    }
+    sorted
+}
+
+/// The id of `value` among a key slot's `known` values; a value not known
+/// yet gets a new id on an open slot and [`OTHER_VALUE`] on the others.
+#[inline(always)]
+fn intern<'c>(known: &mut HashMap<&'c str, u32, FnvBuild>, open: bool, value: &'c str) -> u32 {
+    match known.get(value) {
+        Some(&id) => id,
+        None if open => {
+            let id = known.len() as u32;
+            known.insert(value, id);
+            id
+        }
+        None => OTHER_VALUE,
     }
 }
 
@@ -107,25 +148,27 @@ impl<'c> ClusterTable<'c> {
             .collect();
         let mut labels = vec![NO_VALUE; clusters.len() * key_slots];
         let mut properties = vec![None; clusters.len() * property_slots];
+        // Claim slots apart (claims are OCM's): a label named like a claim
+        // (or the other way round) never fills the other's slot.
+        let claim_slots: Vec<(usize, &str)> =
+            vocabulary.keys.iter().enumerate().filter(|(_, k)| k.claim).map(|(i, k)| (i, k.key)).collect();
         for (row, cluster) in clusters.iter().enumerate() {
             if key_slots > 0 {
                 let row_labels = &mut labels[row * key_slots..(row + 1) * key_slots];
                 for (key, value) in cluster.labels.iter() {
                     // Lengths first: most keys are told apart without reading their bytes.
-                    let Some(slot) = vocabulary.keys.iter().position(|k| k.key.len() == key.len() && k.key == key)
-                    else {
-                        continue;
-                    };
-                    let known = &mut ids[slot];
-                    row_labels[slot] = match known.get(value) {
-                        Some(&id) => id,
-                        None if vocabulary.keys[slot].open => {
-                            let id = known.len() as u32;
-                            known.insert(value, id);
-                            id
+                    let found =
+                        vocabulary.keys.iter().position(|k| k.key.len() == key.len() && k.key == key && !k.claim);
+                    if let Some(slot) = found {
+                        row_labels[slot] = intern(&mut ids[slot], vocabulary.keys[slot].open, value);
+                    }
+                }
+                if !claim_slots.is_empty() {
+                    for (key, value) in cluster.claims.iter() {
+                        if let Some(&(slot, _)) = claim_slots.iter().find(|(_, k)| *k == key) {
+                            row_labels[slot] = intern(&mut ids[slot], vocabulary.keys[slot].open, value);
                         }
-                        None => OTHER_VALUE,
-                    };
+                    }
                 }
             }
             if property_slots > 0 {

@@ -12,4 +12,4 @@ pub use eligibility::Eligibility;
 pub use hash::{Fnv, FnvBuild};
 pub use selectors::{CompiledLabelSelector, CompiledTerm};
 pub use taints::{taint_text, tolerates, Taints};
-pub use topology::{TopologySpread, SCHEDULE_ANYWAY_PENALTY};
+pub use topology::{SpreadTerm, TopologySpread, SCHEDULE_ANYWAY_PENALTY};

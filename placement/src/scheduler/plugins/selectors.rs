@@ -7,7 +7,7 @@
 
 use fleet_api::placement::{ClusterSelectorTerm, PropertySelectorRequirement};
 use fleet_api::quantity::Quantity;
-use fleet_api::selector::SelectorOperator;
+use fleet_api::selector::{LabelSelectorRequirement, SelectorOperator};
 use fleet_api::LabelSelector;
 
 use crate::scheduler::table::{ClusterTable, Vocabulary, NO_VALUE};
@@ -37,8 +37,36 @@ impl CompiledLabelSelector {
             let slot = vocabulary.label_key(key);
             requirements.push((slot, LabelTest::In(vec![vocabulary.label_value(slot, value)])));
         }
-        for r in &selector.match_expressions {
-            let slot = vocabulary.label_key(&r.key);
+        let mut compiled = CompiledLabelSelector { requirements };
+        compiled.add_expressions(&selector.match_expressions, vocabulary, Vocabulary::label_key);
+        compiled
+    }
+
+    /// Compiles OCM claim requirements: the same tests on the cluster's
+    /// claims instead of its labels.
+    pub fn compile_claims<'a>(
+        expressions: &'a [LabelSelectorRequirement],
+        vocabulary: &mut Vocabulary<'a>,
+    ) -> CompiledLabelSelector {
+        let mut compiled = CompiledLabelSelector::default();
+        compiled.add_expressions(expressions, vocabulary, Vocabulary::claim_key);
+        compiled
+    }
+
+    /// A selector that also requires `other` (both must match).
+    pub fn and(mut self, other: CompiledLabelSelector) -> CompiledLabelSelector {
+        self.requirements.extend(other.requirements);
+        self
+    }
+
+    fn add_expressions<'a>(
+        &mut self,
+        expressions: &'a [LabelSelectorRequirement],
+        vocabulary: &mut Vocabulary<'a>,
+        key_slot: fn(&mut Vocabulary<'a>, &'a str) -> usize,
+    ) {
+        for r in expressions {
+            let slot = key_slot(vocabulary, &r.key);
             let mut ids = || r.values.iter().map(|v| vocabulary.label_value(slot, v)).collect();
             let test = match r.operator {
                 SelectorOperator::In => LabelTest::In(ids()),
@@ -46,9 +74,8 @@ impl CompiledLabelSelector {
                 SelectorOperator::Exists => LabelTest::Exists,
                 SelectorOperator::DoesNotExist => LabelTest::DoesNotExist,
             };
-            requirements.push((slot, test));
+            self.requirements.push((slot, test));
         }
-        CompiledLabelSelector { requirements }
     }
 
     /// Whether the cluster's labels satisfy every requirement.
@@ -147,7 +174,6 @@ impl CompiledTerm {
 mod tests {
     use std::collections::BTreeMap;
 
-    use fleet_api::selector::LabelSelectorRequirement;
     use proptest::prelude::*;
 
     use super::*;

@@ -69,20 +69,48 @@ pub struct TopologySpread<'a> {
     constraints: Vec<Constraint<'a>>,
 }
 
+/// One spread constraint in the form both schedulers share: KubeFleet's
+/// `topologySpreadConstraints` and OCM's `spreadConstraints` become these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpreadTerm<'a> {
+    /// The label (or claim) whose values are the domains.
+    pub key: &'a str,
+    /// Whether `key` names an OCM cluster claim rather than a label.
+    pub claim: bool,
+    /// The largest allowed skew (at least 1).
+    pub max_skew: i64,
+    /// `DoNotSchedule` (reject) rather than `ScheduleAnyway` (penalize).
+    pub hard: bool,
+}
+
 impl<'a> TopologySpread<'a> {
     /// The plugin for a policy's (defaulted) constraints, reading what `vocabulary` records.
     pub fn new(constraints: &'a [TopologySpreadConstraint], vocabulary: &mut Vocabulary<'a>) -> TopologySpread<'a> {
-        let constraints = constraints
-            .iter()
-            .map(|c| Constraint {
-                key: &c.topology_key,
+        let terms = constraints.iter().map(|c| SpreadTerm {
+            key: &c.topology_key,
+            claim: false,
+            max_skew: c.max_skew.unwrap_or(1),
+            hard: c.when_unsatisfiable.as_deref() != Some("ScheduleAnyway"),
+        });
+        TopologySpread::from_terms(terms, vocabulary)
+    }
+
+    /// The plugin for spread terms in either scheduler's form.
+    pub fn from_terms(
+        terms: impl IntoIterator<Item = SpreadTerm<'a>>,
+        vocabulary: &mut Vocabulary<'a>,
+    ) -> TopologySpread<'a> {
+        let constraints = terms
+            .into_iter()
+            .map(|t| Constraint {
+                key: t.key,
                 slot: {
-                    let slot = vocabulary.label_key(&c.topology_key);
+                    let slot = if t.claim { vocabulary.claim_key(t.key) } else { vocabulary.label_key(t.key) };
                     vocabulary.open(slot);
                     slot
                 },
-                max_skew: c.max_skew.unwrap_or(1).max(1),
-                hard: c.when_unsatisfiable.as_deref() != Some("ScheduleAnyway"),
+                max_skew: t.max_skew.max(1),
+                hard: t.hard,
                 domain_of: Vec::new(),
                 counts: Vec::new(),
                 max: 0,

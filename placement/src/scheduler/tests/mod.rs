@@ -35,7 +35,7 @@ fn with_props(mut c: ClusterInfo, props: &[(&str, &str)]) -> ClusterInfo {
 
 /// Adds a taint.
 fn with_taint(mut c: ClusterInfo, key: &str, value: &str) -> ClusterInfo {
-    c.taints.push(Taint { key: key.into(), value: value.into(), effect: "NoSchedule".into() });
+    c.taints.push(Taint::new(key, value, "NoSchedule"));
     c
 }
 

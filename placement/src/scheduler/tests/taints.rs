@@ -7,7 +7,7 @@ use super::*;
 use crate::scheduler::plugins::tolerates;
 
 fn taint(key: &str, value: &str) -> Taint {
-    Taint { key: key.into(), value: value.into(), effect: "NoSchedule".into() }
+    Taint::new(key, value, "NoSchedule")
 }
 
 fn toleration(key: &str, operator: Option<&str>, value: &str, effect: &str) -> Toleration {

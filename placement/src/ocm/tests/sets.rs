@@ -1,0 +1,151 @@
+//! Cluster sets and bindings: the default set label, label-selector sets,
+//! the built-in `default` and `global` sets, `clusterSets`, and clusters
+//! being deleted.
+
+use fleet_api::ocm::clusterset::{ManagedClusterSelector, ManagedClusterSetSpec, CLUSTER_SET_LABEL};
+use fleet_api::LabelSelector;
+use serde_json::json;
+
+use super::*;
+
+fn in_set(name: &str, set: &str, labels: &[(&str, &str)]) -> ClusterInfo {
+    let mut c = cluster(name, labels);
+    c.labels.insert(CLUSTER_SET_LABEL, set);
+    c
+}
+
+fn fleet() -> Vec<ClusterInfo> {
+    vec![
+        in_set("a1", "alpha", &[("region", "east")]),
+        in_set("a2", "alpha", &[("region", "west")]),
+        in_set("b1", "beta", &[("region", "east")]),
+        in_set("d1", "default", &[]),
+        cluster("n1", &[("region", "east")]),
+    ]
+}
+
+fn label_set(name: &str, labels: &[(&str, &str)]) -> ClusterSet {
+    let selector = LabelSelector {
+        match_labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        ..Default::default()
+    };
+    ClusterSet {
+        name: name.into(),
+        spec: ManagedClusterSetSpec {
+            cluster_selector: Some(ManagedClusterSelector {
+                selector_type: Some("LabelSelector".into()),
+                label_selector: Some(selector),
+            }),
+        },
+    }
+}
+
+fn label_set_of(name: &str) -> ClusterSet {
+    ClusterSet { name: name.into(), spec: ManagedClusterSetSpec::default() }
+}
+
+fn with_bindings(sets: Vec<ClusterSet>, bound: &[&str]) -> Fixture {
+    let mut f = Fixture::new(fleet());
+    f.sets = sets;
+    f.bound = bound.iter().map(|s| s.to_string()).collect();
+    f
+}
+
+#[test]
+fn the_set_label_decides_by_default() {
+    let f = with_bindings(vec![label_set_of("alpha"), label_set_of("beta")], &["alpha"]);
+    let outcome = f.run_json(json!({}));
+    assert_eq!(outcome.chosen, ["a1", "a2"]);
+    assert_eq!(outcome.eligible_sets, ["alpha"]);
+    assert_eq!(outcome.outside_sets, 3);
+}
+
+#[test]
+fn default_holds_unlabelled_clusters_and_global_holds_all() {
+    let f = with_bindings(Vec::new(), &["default"]);
+    assert_eq!(f.run_json(json!({})).chosen, ["d1", "n1"]);
+    let f = with_bindings(Vec::new(), &["global"]);
+    assert_eq!(f.run_json(json!({})).chosen.len(), 5);
+}
+
+#[test]
+fn a_label_selector_set_takes_what_it_selects() {
+    let f = with_bindings(vec![label_set("east", &[("region", "east")])], &["east"]);
+    assert_eq!(f.run_json(json!({})).chosen, ["a1", "b1", "n1"]);
+    // Two bound sets: their union.
+    let f = with_bindings(vec![label_set("east", &[("region", "east")]), label_set_of("alpha")], &["east", "alpha"]);
+    assert_eq!(f.run_json(json!({})).chosen, ["a1", "a2", "b1", "n1"]);
+}
+
+#[test]
+fn cluster_sets_narrow_the_bound_sets() {
+    let sets = vec![label_set_of("alpha"), label_set_of("beta")];
+    let f = with_bindings(sets.clone(), &["alpha", "beta"]);
+    assert_eq!(f.run_json(json!({"clusterSets": ["beta", "gamma"]})).chosen, ["b1"]);
+    let outcome = f.run_json(json!({"clusterSets": ["gamma"]}));
+    assert!(outcome.chosen.is_empty());
+    assert_eq!(outcome.satisfied.reason, "NoManagedClusterSetBindings");
+    assert_eq!(outcome.satisfied.message, "None of ManagedClusterSets [gamma] is bound to placement namespace");
+    // Still one empty page, so consumers see that nothing is decided.
+    assert_eq!(outcome.pages.len(), 1);
+    assert!(outcome.pages[0].decisions.is_empty());
+}
+
+#[test]
+fn bindings_must_name_existing_sets() {
+    for bound in [&[][..], &["missing"][..]] {
+        let outcome = with_bindings(Vec::new(), bound).run_json(json!({}));
+        assert!(outcome.candidates.is_empty());
+        assert_eq!(
+            (outcome.satisfied.reason.as_str(), outcome.satisfied.message.as_str()),
+            ("NoManagedClusterSetBindings", "No valid ManagedClusterSetBindings found in placement namespace")
+        );
+    }
+}
+
+#[test]
+fn empty_sets_and_unmatched_predicates() {
+    let f = with_bindings(vec![label_set_of("gamma")], &["gamma"]);
+    let outcome = f.run_json(json!({}));
+    assert_eq!(outcome.satisfied.reason, "NoManagedClusterMatched");
+    assert_eq!(outcome.satisfied.message, "the cluster sets [gamma] have no member clusters");
+    let f = with_bindings(Vec::new(), &["global"]);
+    let outcome = f.run_json(
+        json!({"predicates": [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"region": "north"}}}}]}),
+    );
+    assert_eq!(outcome.satisfied.reason, "NoManagedClusterMatched");
+    assert_eq!(outcome.excluded_total, 5);
+    assert_eq!(outcome.excluded[0].reason, crate::ocm::REASON_NO_PREDICATE_MATCHES);
+}
+
+#[test]
+fn predicates_are_or_ed_and_each_ands_labels_and_claims() {
+    let clusters = vec![
+        with_claims(cluster("a", &[("vendor", "OpenShift")]), &[("region", "east")]),
+        with_claims(cluster("b", &[("vendor", "OpenShift")]), &[("region", "west")]),
+        with_claims(cluster("c", &[("vendor", "EKS")]), &[("region", "east")]),
+        with_claims(cluster("d", &[("tier", "gold")]), &[]),
+    ];
+    let outcome = Fixture::new(clusters).run_json(json!({"predicates": [
+        {"requiredClusterSelector": {
+            "labelSelector": {"matchLabels": {"vendor": "OpenShift"}},
+            "claimSelector": {"matchExpressions": [{"key": "region", "operator": "In", "values": ["east"]}]}}},
+        {"requiredClusterSelector": {"labelSelector": {"matchLabels": {"tier": "gold"}}}}
+    ]}));
+    assert_eq!(outcome.chosen, ["a", "d"]);
+    // A label with the claim's name does not count as a claim.
+    let outcome = Fixture::new(vec![cluster("x", &[("region", "east")])]).run_json(json!({"predicates": [
+        {"requiredClusterSelector": {"claimSelector": {"matchExpressions": [{"key": "region", "operator": "Exists"}]}}}
+    ]}));
+    assert!(outcome.chosen.is_empty());
+}
+
+#[test]
+fn clusters_being_deleted_are_left_out() {
+    let mut clusters = plain(2);
+    clusters[1].leaving = true;
+    clusters[1].ineligible = Some("cluster is leaving".into());
+    let outcome = Fixture::new(clusters).run_json(json!({}));
+    assert_eq!(outcome.chosen, ["c00"]);
+    assert_eq!(outcome.excluded[0].reason, "cluster is being deleted");
+}
