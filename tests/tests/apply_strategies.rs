@@ -201,7 +201,10 @@ async fn report_diff_applies_nothing_and_reports_diffs_on_an_empty_and_a_changed
     }
     let west = entry(&crp, "west-1");
     let settings = listed(&west, "diffedPlacements", "ConfigMap", "settings").unwrap_or_else(|| panic!("{west}"));
-    assert_eq!(settings["observedDiffs"], json!([{"path": "/data/mode", "valueInHub": "standard", "valueInMember": "debug"}]));
+    assert_eq!(
+        settings["observedDiffs"],
+        json!([{"path": "/data/mode", "valueInHub": "standard", "valueInMember": "debug"}])
+    );
     assert!(settings["firstDiffedObservedTime"].is_string(), "{settings}");
     assert!(listed(&west, "diffedPlacements", "Namespace", "audit").is_none(), "the same namespace: {west}");
 

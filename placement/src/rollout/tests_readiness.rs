@@ -123,7 +123,7 @@ fn report_diff(name: &str, conditions: &[(&str, &str, &str, i64, &str)]) -> Obje
 #[test]
 fn a_report_diff_work_is_ready_once_its_diff_is_reported_and_failed_when_it_cannot_be() {
     let reported = report_diff("w", &[("DiffReported", "True", "AllManifestsDiffReported", 2, T0)]);
-    assert_eq!(readiness(3, &[reported.clone()], 1), Readiness::Ready);
+    assert_eq!(readiness(3, std::slice::from_ref(&reported), 1), Readiness::Ready);
     assert_eq!(readiness(3, &[reported.clone(), ok("w-1", 3)], 2), Readiness::Ready, "mixed parts");
     let failed = report_diff("w", &[("DiffReported", "False", "SomeManifestsHaveNotReportedDiff", 2, T0)]);
     assert_eq!(readiness(3, &[failed], 1), Readiness::Failed);
