@@ -52,11 +52,9 @@ pub struct EditApplyArgs {
     pub file: String,
 }
 
-/// `fleet-agent patch`.
+/// `KIND NAME [-n NS]`: one object of the embedded cluster.
 #[derive(Debug, Args)]
-pub struct EditPatchArgs {
-    #[command(flatten)]
-    pub target: EditTarget,
+pub struct ObjectArgs {
     /// Kind (any name fleetctl accepts, or a custom resource's names).
     pub kind: String,
     /// The object's name.
@@ -64,6 +62,15 @@ pub struct EditPatchArgs {
     /// Namespace (default: `default`, for namespaced kinds).
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
+}
+
+/// `fleet-agent patch`.
+#[derive(Debug, Args)]
+pub struct EditPatchArgs {
+    #[command(flatten)]
+    pub target: EditTarget,
+    #[command(flatten)]
+    pub object: ObjectArgs,
     /// The JSON merge patch, e.g. '{"data":{"key":"value"}}' (null removes a field).
     #[arg(short = 'p', long)]
     pub patch: String,
@@ -74,13 +81,8 @@ pub struct EditPatchArgs {
 pub struct EditDeleteArgs {
     #[command(flatten)]
     pub target: EditTarget,
-    /// Kind (any name fleetctl accepts, or a custom resource's names).
-    pub kind: String,
-    /// The object's name.
-    pub name: String,
-    /// Namespace (default: `default`, for namespaced kinds).
-    #[arg(short = 'n', long)]
-    pub namespace: Option<String>,
+    #[command(flatten)]
+    pub object: ObjectArgs,
 }
 
 /// Running the agent.

@@ -103,14 +103,21 @@ pub fn work_available(work: &Object) -> bool {
     condition(work, "Available").is_some_and(|c| c.0 == "True" && c.2 == work.metadata.generation)
 }
 
-/// Whether the embedded target of `cluster` holds the object (`namespace`
-/// empty for cluster-scoped kinds).
-pub fn member_has(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> bool {
+/// The object on the embedded target of `cluster` as JSON, if it holds it
+/// (`namespace` empty for cluster-scoped kinds).
+pub fn member_object(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> Option<serde_json::Value> {
     let mut args = vec![kind, name, "-o", "json"];
     if !namespace.is_empty() {
         args.extend(["-n", namespace]);
     }
-    hub.inspect(cluster, &args).status.success()
+    let out = hub.inspect(cluster, &args);
+    out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten()
+}
+
+/// Whether the embedded target of `cluster` holds the object (`namespace`
+/// empty for cluster-scoped kinds).
+pub fn member_has(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> bool {
+    member_object(hub, cluster, kind, namespace, name).is_some()
 }
 
 /// Waits until the object is present (or gone) on the cluster's embedded target.

@@ -7,7 +7,7 @@
 
 use fleet_api::Object;
 use fleet_proto::fleet::{WatchEvent, WatchRequest};
-use fleet_tests::fleet::{apply_yaml, fleet_with, list, Member, WAIT};
+use fleet_tests::fleet::{apply_yaml, fleet_with, list, member_object, Member, WAIT};
 use fleet_tests::objects::{condition, get, kind};
 use fleet_tests::{eventually, Hub};
 use futures::StreamExt;
@@ -49,19 +49,9 @@ fn edit(hub: &Hub, cluster: &str, subcommand: &str, args: &[&str], stdin: Option
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// One member-side object as JSON, if present.
-fn on_member(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
-    let mut args = vec![kind, name, "-o", "json"];
-    if !namespace.is_empty() {
-        args.extend(["-n", namespace]);
-    }
-    let out = hub.inspect(cluster, &args);
-    out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten()
-}
-
 /// `data.k` of a ConfigMap on a member.
 fn member_value(hub: &Hub, cluster: &str, namespace: &str, name: &str) -> Option<String> {
-    on_member(hub, cluster, "configmap", namespace, name)?["data"]["k"].as_str().map(str::to_string)
+    member_object(hub, cluster, "configmap", namespace, name)?["data"]["k"].as_str().map(str::to_string)
 }
 
 fn owner_annotation(object: &Value) -> Option<&str> {
@@ -220,8 +210,8 @@ async fn report_diff_applies_nothing_and_reports_diffs_on_an_empty_and_a_changed
     }
 
     // Nothing was applied.
-    assert!(on_member(&hub, "east-1", "namespace", "", "audit").is_none());
-    let member_copy = on_member(&hub, "west-1", "configmap", "audit", "settings").expect("kept");
+    assert!(member_object(&hub, "east-1", "namespace", "", "audit").is_none());
+    let member_copy = member_object(&hub, "west-1", "configmap", "audit", "settings").expect("kept");
     assert_eq!(member_copy["data"]["mode"], "debug");
     assert_eq!(owner_annotation(&member_copy), None, "not taken over");
 
@@ -352,7 +342,7 @@ async fn when_to_take_over_decides_about_objects_created_out_of_band() {
         let failed = listed(&e, "failedPlacements", kind, name).unwrap_or_else(|| panic!("{kind} {name}: {e}"));
         assert_eq!(failed["condition"]["reason"], "ManifestConflict", "{failed}");
     }
-    let cfg = on_member(&hub, "east-1", "configmap", "never", "cfg").expect("cfg");
+    let cfg = member_object(&hub, "east-1", "configmap", "never", "cfg").expect("cfg");
     assert_eq!((cfg["data"]["k"].as_str(), owner_annotation(&cfg)), (Some("member"), None));
 
     // IfNoDiff: the identical objects are taken over, the different one is not, its diff reported.
@@ -367,14 +357,14 @@ async fn when_to_take_over_decides_about_objects_created_out_of_band() {
             && listed(&e, "failedPlacements", "Namespace", "ifnodiff").is_none(),
         "{e}"
     );
-    let same = on_member(&hub, "east-1", "configmap", "ifnodiff", "same").expect("same");
+    let same = member_object(&hub, "east-1", "configmap", "ifnodiff", "same").expect("same");
     assert!(owner_annotation(&same).is_some(), "taken over: {same}");
-    let cfg = on_member(&hub, "east-1", "configmap", "ifnodiff", "cfg").expect("cfg");
+    let cfg = member_object(&hub, "east-1", "configmap", "ifnodiff", "cfg").expect("cfg");
     assert_eq!((cfg["data"]["k"].as_str(), owner_annotation(&cfg)), (Some("member"), None));
 
     // Always: taken over and overwritten.
     wait_condition(&hub, "always", "Available", "True").await;
-    let cfg = on_member(&hub, "east-1", "configmap", "always", "cfg").expect("cfg");
+    let cfg = member_object(&hub, "east-1", "configmap", "always", "cfg").expect("cfg");
     assert_eq!(cfg["data"]["k"], "hub");
     assert_eq!(owner_annotation(&cfg), Some("fleet-member-east-1/always-work"));
 }
@@ -392,13 +382,13 @@ async fn an_object_with_another_owner_is_applied_only_with_allow_co_ownership() 
     let failed = listed(&e, "failedPlacements", "ConfigMap", "cfg").unwrap_or_else(|| panic!("{e}"));
     assert_eq!(failed["condition"]["reason"], "CoOwnershipNotAllowed", "{failed}");
     assert!(listed(&e, "failedPlacements", "Namespace", "owned").is_none(), "the namespace has no other owner: {e}");
-    let cfg = on_member(&hub, "east-1", "configmap", "owned", "cfg").expect("cfg");
+    let cfg = member_object(&hub, "east-1", "configmap", "owned", "cfg").expect("cfg");
     assert_eq!((cfg["data"]["k"].as_str(), owner_annotation(&cfg)), (Some("member"), None));
 
     // Allowed: applied, the other owner kept.
     apply_yaml(&hub, &crp_yaml("owned", "owned", "{allowCoOwnership: true}"));
     wait_condition(&hub, "owned", "Available", "True").await;
-    let cfg = on_member(&hub, "east-1", "configmap", "owned", "cfg").expect("cfg");
+    let cfg = member_object(&hub, "east-1", "configmap", "owned", "cfg").expect("cfg");
     assert_eq!(cfg["data"]["k"], "hub");
     assert!(owner_annotation(&cfg).is_some());
     assert_eq!(cfg["metadata"]["ownerReferences"][0]["name"], "other");

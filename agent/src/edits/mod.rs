@@ -38,7 +38,7 @@ use std::time::Duration;
 use fleet_api::kinds::Scope;
 use fleet_api::Object;
 
-use crate::config::{EditApplyArgs, EditDeleteArgs, EditPatchArgs};
+use crate::config::{EditApplyArgs, EditDeleteArgs, EditPatchArgs, ObjectArgs};
 use crate::inspect::resolve_kind;
 use crate::target::embedded::store::Store;
 use crate::target::embedded::{Edit, EmbeddedTarget, SimConfig};
@@ -98,11 +98,12 @@ pub fn apply_edits(source: &str, text: &str) -> Result<Vec<Edit>, AgentError> {
 
 /// The object `KIND NAME [-n NS]` names on the embedded target of
 /// `data_dir`: the kind as `fleetctl` accepts it (or a custom resource's
-/// names), in `namespace` — `default` when not given — for a namespaced kind.
-pub fn object_id(data_dir: &Path, kind: &str, name: &str, namespace: Option<&str>) -> Result<ResourceId, AgentError> {
+/// names), in the namespace — `default` when not given — for a namespaced kind.
+pub fn object_id(data_dir: &Path, object: &ObjectArgs) -> Result<ResourceId, AgentError> {
     let store = existing_store(data_dir)?;
     let objects: Vec<Object> = store.load_all()?.into_iter().map(|r| r.object).collect();
-    let kind = resolve_kind(kind, &objects)?;
+    let kind = resolve_kind(&object.kind, &objects)?;
+    let (name, namespace) = (object.name.as_str(), object.namespace.as_deref());
     let namespace = match kind.scope {
         Some(Scope::Cluster) => String::new(),
         Some(Scope::Namespaced) => namespace.unwrap_or("default").to_string(),
@@ -126,13 +127,13 @@ pub fn apply_command(args: &EditApplyArgs) -> Result<(), AgentError> {
 pub fn patch_command(args: &EditPatchArgs) -> Result<(), AgentError> {
     let patch: serde_json::Value = serde_json::from_str(&args.patch)
         .map_err(|e| AgentError::Config(format!("-p: Invalid value: {:?}: not JSON: {e}", args.patch)))?;
-    let id = object_id(&args.target.data_dir, &args.kind, &args.name, args.namespace.as_deref())?;
+    let id = object_id(&args.target.data_dir, &args.object)?;
     run(&args.target.data_dir, &[Edit::Patch { id, patch }], args.target.timeout, &mut std::io::stdout())
 }
 
 /// `fleet-agent delete KIND NAME [-n NS]`.
 pub fn delete_command(args: &EditDeleteArgs) -> Result<(), AgentError> {
-    let id = object_id(&args.target.data_dir, &args.kind, &args.name, args.namespace.as_deref())?;
+    let id = object_id(&args.target.data_dir, &args.object)?;
     run(&args.target.data_dir, &[Edit::Delete { id }], args.target.timeout, &mut std::io::stdout())
 }
 
@@ -142,6 +143,10 @@ mod tests {
     use crate::target::embedded::STORE_DIR;
     use crate::target::Target;
     use serde_json::json;
+
+    fn args(kind: &str, name: &str, namespace: Option<&str>) -> ObjectArgs {
+        ObjectArgs { kind: kind.into(), name: name.into(), namespace: namespace.map(Into::into) }
+    }
 
     fn run_text(data_dir: &Path, edits: &[Edit]) -> Result<String, AgentError> {
         let mut out = Vec::new();
@@ -158,13 +163,13 @@ mod tests {
                     apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: app}\ndata: {a: '1'}\n";
         let text = run_text(dir.path(), &apply_edits("f.yaml", yaml).unwrap()).unwrap();
         assert_eq!(text, "namespace/app created\nconfigmap/c created\n");
-        let id = object_id(dir.path(), "cm", "c", Some("app")).unwrap();
+        let id = object_id(dir.path(), &args("cm", "c", Some("app"))).unwrap();
         let patch = Edit::Patch { id: id.clone(), patch: json!({"data": {"a": "2"}}) };
         assert_eq!(run_text(dir.path(), &[patch]).unwrap(), "configmap/c patched\n");
         let reopened = EmbeddedTarget::open(&store_dir, SimConfig::default()).unwrap();
         assert_eq!(reopened.get(&id).await.unwrap().unwrap().rest["data"], json!({"a": "2"}));
-        assert_eq!(object_id(dir.path(), "ns", "app", Some("x")).unwrap().namespace, "", "cluster-scoped");
-        assert_eq!(object_id(dir.path(), "configmap", "c", None).unwrap().namespace, "default");
+        assert_eq!(object_id(dir.path(), &args("ns", "app", Some("x"))).unwrap().namespace, "", "cluster-scoped");
+        assert_eq!(object_id(dir.path(), &args("configmap", "c", None)).unwrap().namespace, "default");
     }
 
     #[tokio::test]
@@ -179,7 +184,7 @@ mod tests {
         let edits = apply_edits("-", yaml).unwrap();
         let text = tokio::task::spawn_blocking(move || run_text(&data_dir, &edits)).await.unwrap().unwrap();
         assert_eq!(text, "namespace/app created\n");
-        let id = object_id(dir.path(), "namespace", "app", None).unwrap();
+        let id = object_id(dir.path(), &args("namespace", "app", None)).unwrap();
         assert!(target.get(&id).await.unwrap().is_some(), "the agent's in-memory records follow");
         server.abort();
         drop(lock);
