@@ -125,8 +125,14 @@ fn current_works<'a>(facts: &ClusterRollout<'a>, bound: Option<u64>) -> Vec<&'a 
 }
 
 /// The cluster's rollout conditions in order, stopping after the first that
-/// is not True, and its failed placements.
-fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (Vec<Condition>, Vec<Value>) {
+/// is not True, and its failed placements; `report_diff` when the binding's
+/// apply strategy is `ReportDiff`.
+fn conditions(
+    facts: &ClusterRollout,
+    bound: Option<u64>,
+    report_diff: bool,
+    generation: i64,
+) -> (Vec<Condition>, Vec<Value>) {
     let mut out = Vec::new();
     let latest_ok = facts.latest_resource_index.is_none_or(|latest| bound == Some(latest));
     if bound.is_none() || !latest_ok {
@@ -180,7 +186,7 @@ fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (V
     out.push(Condition::new(WORK_SYNCHRONIZED, true, REASON_WORK_SYNCHRONIZED, message));
 
     let statuses: Vec<_> = current_works.iter().map(|w| (*w, status_of(w))).collect();
-    if reports_diff(facts.binding) {
+    if report_diff {
         let (condition, failed) = diff_reported(&statuses, &current_works);
         out.push(condition);
         return (observe(out, generation), failed);
@@ -223,12 +229,6 @@ fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (V
     (observe(out, generation), Vec::new())
 }
 
-/// Whether the binding's apply strategy is `ReportDiff`.
-fn reports_diff(binding: &Object) -> bool {
-    let strategy = binding_spec_of(binding).apply_strategy;
-    strategy.as_ref().and_then(|s| s.get("type")).and_then(Value::as_str) == Some(APPLY_TYPE_REPORT_DIFF)
-}
-
 /// `DiffReported` of a cluster in ReportDiff mode, from its Works'
 /// `DiffReported` at their generations, and the manifests that could not
 /// be compared when it is False.
@@ -266,7 +266,9 @@ pub fn fold_cluster(entry: &mut PerClusterStatus, facts: &ClusterRollout, genera
     let bound = (spec.state == STATE_BOUND).then(|| snapshot_index_of_name(&spec.resource_snapshot_name)).flatten();
     entry.cluster_name = facts.cluster.to_string();
     entry.observed_resource_index = bound.map(|i| i.to_string()).unwrap_or_default();
-    let (computed, failed) = conditions(facts, bound, generation);
+    let strategy = spec.apply_strategy.as_ref();
+    let report_diff = strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some(APPLY_TYPE_REPORT_DIFF);
+    let (computed, failed) = conditions(facts, bound, report_diff, generation);
     let old = std::mem::take(&mut entry.conditions);
     entry.conditions.extend(find(&old, PER_CLUSTER_SCHEDULED).cloned());
     entry.conditions.extend(computed.into_iter().map(|c| carried(&old, c, now)));
