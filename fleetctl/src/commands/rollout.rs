@@ -5,10 +5,11 @@
 //! in and what it waits for), and it completes once that run succeeded and
 //! every cluster is Available at the run's resource index.
 //!
-//! Exit status: 0 when the placement's `...Available` condition is True at
-//! its current generation; otherwise an error (exit 1) saying what failed
-//! (a cluster's or the placement's `Applied`/`Overridden` False, naming the
-//! cluster and the first failed object) or what is still pending. With `-w`
+//! Exit status: 0 when the placement's `...Available` condition (for a
+//! `ReportDiff` placement: `...DiffReported`) is True at its current
+//! generation; otherwise an error (exit 1) saying what failed (a cluster's
+//! or the placement's `Applied`/`Overridden`/`DiffReported` False, naming
+//! the cluster and the first failed object) or what is still pending. With `-w`
 //! it waits for one of those, or fails with "timed out waiting ..." after
 //! `--timeout`.
 
