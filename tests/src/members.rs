@@ -33,12 +33,47 @@ fn read_value(agent: &PathBuf, dir: &PathBuf, namespace: &str, name: &str, key: 
     value.pointer(&format!("/data/{key}")).and_then(|v| v.as_str()).map(str::to_string)
 }
 
-/// Records, per cluster, when a ConfigMap first held `want` there (one
-/// polling thread per cluster, so the order of arrivals a few hundred
-/// milliseconds apart is seen).
+/// When a value reached one cluster, as far as polling can tell: it was
+/// there by `present_from` (the end of the first poll that saw it) and not
+/// yet at `absent_until` (the start of the last poll that did not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    /// Certainly absent at this instant (`None`: present from the first poll).
+    pub absent_until: Option<Instant>,
+    /// Certainly present at this instant.
+    pub present_from: Instant,
+}
+
+impl Arrival {
+    /// Whether polling proves `self` arrived before `other` did: `self`
+    /// was seen present while `other` was still absent afterwards. A slow
+    /// poller may fail to prove an order, never prove a false one.
+    pub fn proven_before(&self, other: &Arrival) -> bool {
+        other.absent_until.is_some_and(|absent| self.present_from < absent)
+    }
+
+    /// The least time that certainly passed between `earlier`'s arrival and
+    /// this one's (zero when polling cannot tell).
+    pub fn at_least_after(&self, earlier: &Arrival) -> Duration {
+        self.absent_until.map_or(Duration::ZERO, |absent| absent.saturating_duration_since(earlier.present_from))
+    }
+
+    /// The most time that may have passed between `earlier`'s arrival and
+    /// this one's.
+    pub fn at_most_after(&self, earlier: &Arrival) -> Duration {
+        match earlier.absent_until {
+            Some(absent) => self.present_from.saturating_duration_since(absent),
+            None => Duration::MAX,
+        }
+    }
+}
+
+/// Records, per cluster, when a ConfigMap came to hold `want` there (one
+/// polling thread per cluster, so arrivals a few hundred milliseconds apart
+/// are told apart).
 pub struct Arrivals {
     stop: Arc<AtomicBool>,
-    seen: Arc<Mutex<BTreeMap<String, Instant>>>,
+    seen: Arc<Mutex<BTreeMap<String, Arrival>>>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -57,14 +92,17 @@ impl Arrivals {
                 let (namespace, name, key, want) =
                     (namespace.to_string(), name.to_string(), key.to_string(), want.to_string());
                 std::thread::spawn(move || {
+                    let mut absent_until = None;
                     while !stop.load(Ordering::SeqCst) {
+                        let started = Instant::now();
                         if read_value(&agent, &dir, &namespace, &name, &key).as_deref() == Some(want.as_str()) {
-                            let now = Instant::now();
+                            let arrival = Arrival { absent_until, present_from: Instant::now() };
                             if let Ok(mut s) = record.lock() {
-                                s.insert(cluster, now);
+                                s.insert(cluster, arrival);
                             }
                             return;
                         }
+                        absent_until = Some(started);
                         std::thread::sleep(Duration::from_millis(20));
                     }
                 })
@@ -73,18 +111,18 @@ impl Arrivals {
         Arrivals { stop, seen, threads }
     }
 
-    /// When each cluster was first seen holding the value, so far.
-    pub fn seen(&self) -> BTreeMap<String, Instant> {
+    /// Each cluster's arrival, so far.
+    pub fn seen(&self) -> BTreeMap<String, Arrival> {
         self.seen.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
-    /// When `cluster` was first seen holding it, if it was.
-    pub fn at(&self, cluster: &str) -> Option<Instant> {
+    /// `cluster`'s arrival, if it was seen.
+    pub fn at(&self, cluster: &str) -> Option<Arrival> {
         self.seen().get(cluster).copied()
     }
 
     /// Stops polling and returns the record.
-    pub fn finish(mut self) -> BTreeMap<String, Instant> {
+    pub fn finish(mut self) -> BTreeMap<String, Arrival> {
         self.stop.store(true, Ordering::SeqCst);
         for thread in self.threads.drain(..) {
             let _ = thread.join();

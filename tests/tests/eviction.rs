@@ -133,6 +133,7 @@ async fn evictions_within_and_beyond_a_budget() {
     // of three, picks c again (the only untainted candidate, EV-7).
     let out = hub.fleetctl(&["delete", "crpe", "evict-c"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let before = bindings(&hub, "web").await.expect("bindings")["c"].1.clone();
     apply_yaml(&hub, &eviction("evict-c", "web", "c"));
     let again = eventually("evict-c judged again", WAIT, || judged(&hub, "evict-c")).await;
     assert_eq!(
@@ -143,8 +144,16 @@ async fn evictions_within_and_beyond_a_budget() {
             "Eviction is allowed by specified ClusterResourcePlacementDisruptionBudget, availablePlacements: 3, totalPlacements: 3".into()
         )
     );
-    wait_available(&hub, "web", 3).await;
-    assert_eq!(bound_clusters(&hub, "web").await, ["a", "c", "d"]);
+    eventually("c's binding deleted and c picked again", WAIT, || async {
+        let now = bindings(&hub, "web").await?;
+        let clusters: Vec<&String> = now.keys().collect();
+        match now.get("c") {
+            Some((_, uid)) if *uid != before && clusters == ["a", "c", "d"] => Ok(()),
+            other => Err(format!("{clusters:?}, c: {other:?}")),
+        }
+    })
+    .await;
+    wait_member(&hub, "c", "configmap", "web", "settings", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
