@@ -401,3 +401,33 @@ async fn a_cluster_in_no_stage_fails_initialization_and_an_older_index_rolls_bac
     assert!(out.contains("successfully rolled out (3/3 clusters available)"), "{out}");
     assert!(out.contains("\"v0-again\" (resource index 0): succeeded"), "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespaced_run_rolls_out_a_resource_placement_after_its_approval() {
+    const ONE: Member = Member { name: "one", labels: &[("environment", "production")], nodes: 1, cpu: 2 };
+    const TWO: Member = Member { name: "two", labels: &[("environment", "production")], nodes: 1, cpu: 2 };
+    let hub = fleet(&[&ONE, &TWO]).await;
+    let team = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team}\ndata: {version: \"1\"}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacement\nmetadata: {name: team-ns}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: Namespace, name: team, selectionScope: NamespaceOnly}\n  policy: {placementType: PickAll}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourcePlacement\nmetadata: {name: team-rp, namespace: team}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: ConfigMap, name: settings}\n  policy: {placementType: PickAll}\n  strategy: {type: External}\n";
+    apply_yaml(&hub, team);
+    let run = "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: StagedUpdateStrategy\nmetadata: {name: gated, namespace: team}\nspec:\n  stages:\n    - name: all\n      labelSelector: {}\n      maxConcurrency: 100%\n      beforeStageTasks: [{type: Approval}]\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: StagedUpdateRun\nmetadata: {name: r1, namespace: team}\nspec:\n  placementName: team-rp\n  stagedRolloutStrategyName: gated\n";
+    apply_yaml(&hub, run);
+    eventually("ApprovalRequest team/r1-before-all created", WAIT, || async {
+        let mut admin = hub.client(hub.running()[0]).await;
+        get(&mut admin, "areq", "team", "r1-before-all").await.map(|_| ()).map_err(|e| e.to_string())
+    })
+    .await;
+    let describe = fleetctl_ok(&hub, &["describe", "sur", "r1", "-n", "team"]);
+    assert!(describe.contains("fleetctl approve r1-before-all -n team"), "{describe}");
+    for m in ["one", "two"] {
+        assert_eq!(configmap_value(&hub, m, "team", "settings", "version"), None, "{m} waits for the approval");
+    }
+    let node = follower(&hub).await;
+    let out = fleetctl_ok(&hub, &["--endpoints", &hub.endpoint(node), "approve", "r1-before-all", "-n", "team"]);
+    assert!(out.contains("approvalrequest/r1-before-all approved"), "{out}");
+    let out = fleetctl_ok(&hub, &["rollout", "status", "rp", "team-rp", "-n", "team", "-w", "--timeout", "60s"]);
+    assert!(out.contains("successfully rolled out (2/2 clusters available)"), "{out}");
+    assert!(out.contains("run stagedupdaterun \"r1\" (resource index 0): succeeded"), "{out}");
+    for m in ["one", "two"] {
+        assert_eq!(configmap_value(&hub, m, "team", "settings", "version").as_deref(), Some("1"));
+    }
+}
