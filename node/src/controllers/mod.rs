@@ -10,6 +10,7 @@
 mod clusters;
 pub mod events;
 mod feed;
+pub mod ocm;
 mod overrides;
 pub mod placement;
 pub mod queue;
@@ -178,9 +179,21 @@ async fn reconcile(
             {
                 return overrides::next_step(&store, &read_key).map(Some);
             }
-            match fleet.get() {
-                Some(fleet) => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
-                None => Ok(None),
+            match ocm::OcmKind::of(&read_key) {
+                Some(ocm::OcmKind::ManifestWork) => {
+                    return ocm::delivery::next_step(&store, &read_key, &step_now).map(Some)
+                }
+                Some(ocm::OcmKind::ReplicaSet) => {
+                    return ocm::replicaset::next_step(&store, &read_key, &step_now, unix_now).map(Some)
+                }
+                _ => {}
+            }
+            let Some(fleet) = fleet.get() else { return Ok(None) };
+            match ocm::OcmKind::of(&read_key) {
+                Some(ocm::OcmKind::Placement) => {
+                    ocm::placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
+                }
+                _ => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
             }
         })
         .await
