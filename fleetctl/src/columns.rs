@@ -1,7 +1,8 @@
 //! Which columns `get` prints for a kind. Per-kind column sets are added here
 //! (one match arm each); the printer only asks [`columns_for`]. The placement
-//! kinds' columns live in [`placement`].
+//! kinds' columns live in [`placement`], the OCM kinds' in [`ocm`].
 
+pub mod ocm;
 pub mod overrides;
 pub mod placement;
 
@@ -63,6 +64,11 @@ pub fn columns_for(kind: &str, wide: bool) -> Vec<Column> {
         "ClusterResourceOverride" | "ResourceOverride" => overrides::override_columns(),
         "ClusterResourceOverrideSnapshot" | "ResourceOverrideSnapshot" => overrides::override_snapshot_columns(),
         "ClusterResourceEnvelope" | "ResourceEnvelope" => overrides::envelope_columns(),
+        "Placement" => ocm::placement_columns(wide),
+        "PlacementDecision" => ocm::decision_columns(wide),
+        "ManagedCluster" => ocm::managed_cluster_columns(wide),
+        "ManifestWorkReplicaSet" => ocm::replica_set_columns(wide),
+        "ManifestWork" => ocm::manifest_work_columns(wide),
         _ => generic_columns(wide),
     }
 }

@@ -142,7 +142,7 @@ fn applied_overrides(entry: &Value) -> String {
 
 /// `Conditions:` and a table of TYPE STATUS REASON GEN LAST TRANSITION
 /// MESSAGE (the transition as an age), or `Conditions:  <none>`.
-fn conditions(w: &mut Lines, level: usize, conditions: Option<&Value>, now: SystemTime) {
+pub(crate) fn conditions(w: &mut Lines, level: usize, conditions: Option<&Value>, now: SystemTime) {
     let Some(conditions) = conditions.and_then(Value::as_array).filter(|c| !c.is_empty()) else {
         w.field(level, "Conditions", "<none>");
         return;
