@@ -29,6 +29,11 @@ pub struct Args {
     /// Initial members, `id=host:port,...` (used by --init).
     #[arg(long, default_value = "")]
     pub peers: String,
+    /// This node's own addresses for some peers, `id=host:port,...`, dialed
+    /// instead of the addresses in the membership (which all nodes share).
+    /// For a proxy on each link (fault tests) or peers behind NAT.
+    #[arg(long, default_value = "")]
+    pub peer_dial: String,
     /// On a brand-new cluster, initialize membership with every --peers entry.
     /// Harmless on later starts.
     #[arg(long)]
@@ -61,6 +66,8 @@ pub struct NodeConfig {
     pub data_dir: PathBuf,
     pub tls_dir: PathBuf,
     pub peers: BTreeMap<u64, String>,
+    /// Addresses this node dials for some peers instead of their membership ones.
+    pub peer_dial: BTreeMap<u64, String>,
     pub init: bool,
     pub http_listen: Option<SocketAddr>,
     pub tuning: RaftTuning,
@@ -74,6 +81,7 @@ impl Args {
             return Err(Error::Config("--id: Invalid value: 0: must be a positive integer".into()));
         }
         let peers = parse_peers(&self.peers)?;
+        let peer_dial = parse_id_addresses("--peer-dial", &self.peer_dial)?;
         if self.init && !peers.contains_key(&self.id) {
             return Err(Error::Config(format!(
                 "--peers: must include this node ({}) when --init is given, got {:?}",
@@ -92,6 +100,7 @@ impl Args {
             data_dir: self.data_dir,
             tls_dir: self.tls_dir,
             peers,
+            peer_dial,
             init: self.init,
             http_listen: self.http_listen,
             member_cert_validity: self.member_cert_validity.max(std::time::Duration::from_secs(10)),
@@ -108,20 +117,25 @@ impl Args {
 
 /// Parses `1=127.0.0.1:7001,2=...`.
 pub fn parse_peers(text: &str) -> Result<BTreeMap<u64, String>, Error> {
+    parse_id_addresses("--peers", text)
+}
+
+/// Parses `1=127.0.0.1:7001,2=...` given as `flag`.
+fn parse_id_addresses(flag: &str, text: &str) -> Result<BTreeMap<u64, String>, Error> {
     let mut peers = BTreeMap::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (id, addr) = item
             .split_once('=')
-            .ok_or_else(|| Error::Config(format!("--peers: Invalid value: {item:?}: expected id=host:port")))?;
+            .ok_or_else(|| Error::Config(format!("{flag}: Invalid value: {item:?}: expected id=host:port")))?;
         let id: u64 = id.trim().parse().map_err(|_| {
-            Error::Config(format!("--peers: Invalid value: {item:?}: the id must be a positive integer"))
+            Error::Config(format!("{flag}: Invalid value: {item:?}: the id must be a positive integer"))
         })?;
         let addr = addr.trim();
         if id == 0 || addr.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).is_none() {
-            return Err(Error::Config(format!("--peers: Invalid value: {item:?}: expected id=host:port with id > 0")));
+            return Err(Error::Config(format!("{flag}: Invalid value: {item:?}: expected id=host:port with id > 0")));
         }
         if peers.insert(id, addr.to_string()).is_some() {
-            return Err(Error::Config(format!("--peers: Duplicate value: node {id} is listed twice")));
+            return Err(Error::Config(format!("{flag}: Duplicate value: node {id} is listed twice")));
         }
     }
     Ok(peers)
@@ -139,5 +153,8 @@ mod tests {
         assert!(parse_peers("x=a:1").unwrap_err().to_string().contains("\"x=a:1\""));
         assert!(parse_peers("1=nohost").is_err());
         assert!(parse_peers("").unwrap().is_empty());
+        let dial = parse_id_addresses("--peer-dial", "2=127.0.0.1:9002").unwrap();
+        assert_eq!(dial.get(&2).map(String::as_str), Some("127.0.0.1:9002"));
+        assert!(parse_id_addresses("--peer-dial", "2").unwrap_err().to_string().starts_with("--peer-dial:"));
     }
 }

@@ -58,6 +58,7 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
         config.id,
         &config.data_dir,
         PeerTls { ca_pem: ca_pem.clone(), cert_pem: cert_pem.clone(), key_pem: key_pem.clone() },
+        config.peer_dial.clone(),
         &config.tuning,
     )
     .await?;

@@ -98,8 +98,15 @@ pub struct Consensus {
 
 impl Consensus {
     /// Opens the stores in `data_dir` and starts Raft. Restarting on the same
-    /// directory resumes where the node stopped.
-    pub async fn start(id: u64, data_dir: &Path, tls: PeerTls, tuning: &RaftTuning) -> Result<Arc<Consensus>, Error> {
+    /// directory resumes where the node stopped. `dial` gives this node's own
+    /// addresses for some peers (see [`PeerNetwork::new`]).
+    pub async fn start(
+        id: u64,
+        data_dir: &Path,
+        tls: PeerTls,
+        dial: BTreeMap<u64, String>,
+        tuning: &RaftTuning,
+    ) -> Result<Arc<Consensus>, Error> {
         std::fs::create_dir_all(data_dir).map_err(|e| Error::Storage(format!("{}: {e}", data_dir.display())))?;
         let log = LogStore::open(&data_dir.join("raft-log.redb"))?;
         let sm = StateMachine::open(&data_dir.join("state"))?;
@@ -116,7 +123,7 @@ impl Consensus {
         }
         .validate()
         .map_err(|e| Error::Invalid(format!("raft configuration: {e}")))?;
-        let network = PeerNetwork::new(tls);
+        let network = PeerNetwork::new(tls, dial);
         let raft =
             Raft::new(id, Arc::new(config), network.clone(), log, sm).await.map_err(|e| Error::Raft(e.to_string()))?;
         let (queue, pending) = tokio::sync::mpsc::channel(crate::batcher::QUEUE);

@@ -2,7 +2,7 @@
 //! server name we verify is `node-<id>.fleet`, so a peer is accepted only if
 //! the CA issued it the certificate of the node id we meant to reach.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -39,6 +39,11 @@ pub struct PeerTls {
 #[derive(Clone)]
 pub struct PeerNetwork {
     tls: PeerTls,
+    /// This node's own addresses for some peers, used instead of the
+    /// addresses in the membership (which every node shares): lets a test
+    /// put a proxy on each directed link, or a node reach a peer through
+    /// NAT.
+    dial: Arc<BTreeMap<u64, String>>,
     channels: Arc<Mutex<HashMap<u64, (String, Channel)>>>,
 }
 
@@ -56,14 +61,17 @@ pub enum PeerMethod {
 }
 
 impl PeerNetwork {
-    /// A network that dials with this node's identity.
-    pub fn new(tls: PeerTls) -> PeerNetwork {
-        PeerNetwork { tls, channels: Arc::new(Mutex::new(HashMap::new())) }
+    /// A network that dials with this node's identity, reaching the peers
+    /// in `dial` at the addresses given there instead of their membership
+    /// addresses.
+    pub fn new(tls: PeerTls, dial: BTreeMap<u64, String>) -> PeerNetwork {
+        PeerNetwork { tls, dial: Arc::new(dial), channels: Arc::new(Mutex::new(HashMap::new())) }
     }
 
     /// The cached channel to peer `id` at `addr` (re-made if its address changed).
     /// Channels connect lazily and reconnect by themselves.
     pub fn channel(&self, id: u64, addr: &str) -> Result<Channel, Error> {
+        let addr = self.dial.get(&id).map_or(addr, String::as_str);
         let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((a, ch)) = channels.get(&id) {
             if a == addr {

@@ -67,6 +67,8 @@ pub struct Hub {
     pub dir: TempDir,
     pub options: HubOptions,
     nodes: BTreeMap<u64, NodeProcess>,
+    /// Flags for one node only (e.g. `--peer-dial` through proxies).
+    node_args: BTreeMap<u64, Vec<String>>,
     agents: BTreeMap<String, Child>,
 }
 
@@ -74,9 +76,23 @@ impl Hub {
     /// Makes certificates and starts `options.nodes` nodes, each with `--init`,
     /// then waits for a leader.
     pub async fn start(options: HubOptions) -> Hub {
+        let mut hub = Hub::prepare(options);
+        hub.launch().await;
+        hub
+    }
+
+    /// Makes certificates and picks every node's port without starting any
+    /// node, so that flags can be set per node first; then [`Hub::launch`].
+    pub fn prepare(options: HubOptions) -> Hub {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut hub = Hub { dir, options: options.clone(), nodes: BTreeMap::new(), agents: BTreeMap::new() };
+        let mut hub = Hub {
+            dir,
+            options: options.clone(),
+            nodes: BTreeMap::new(),
+            node_args: BTreeMap::new(),
+            agents: BTreeMap::new(),
+        };
         let pki = hub.pki_dir();
         let out = hub.fleetctl(&[
             "pki",
@@ -90,11 +106,20 @@ impl Hub {
         for id in 1..=options.pki_nodes {
             hub.nodes.insert(id, NodeProcess { port: free_port(), child: None });
         }
-        for id in 1..=options.nodes {
-            hub.start_node(id, options.init_all || id == 1);
-        }
-        hub.wait_leader().await;
         hub
+    }
+
+    /// Starts the initial nodes of a prepared hub and waits for a leader.
+    pub async fn launch(&mut self) {
+        for id in 1..=self.options.nodes {
+            self.start_node(id, self.options.init_all || id == 1);
+        }
+        self.wait_leader().await;
+    }
+
+    /// Flags given to node `id` only, on every (re)start from now on.
+    pub fn set_node_args(&mut self, id: u64, args: Vec<String>) {
+        self.node_args.insert(id, args);
     }
 
     /// The PKI directory.
@@ -148,6 +173,7 @@ impl Hub {
             .args(["--snapshot-logs", &self.options.snapshot_logs.to_string()])
             .args(["--keep-logs", &self.options.keep_logs.to_string()])
             .args(&self.options.node_args)
+            .args(self.node_args.get(&id).into_iter().flatten())
             .env("RUST_LOG", std::env::var("FLEET_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -340,3 +340,23 @@ fn replacing_a_cluster_binds_the_new_one_and_deletes_the_old() {
     assert_eq!(deleted(&p), vec!["web-c0"]);
     assert_eq!(bound(&p), vec!["web-c1"]);
 }
+
+/// OV-8: a change of the overrides that apply (same resource snapshot) rolls
+/// out like a resource change, within `maxUnavailable`.
+#[test]
+fn ov_8_an_override_change_rolls_out_within_max_unavailable() {
+    let s = strategy(pct(25), pct(25), 60);
+    let mut bindings: Vec<RolloutBinding> =
+        (0..8).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::Ready)).collect();
+    assert!(plan(&policy("PickAll", None, 0), &s, &bindings, 0).actions.is_empty(), "nothing stale");
+    for binding in &mut bindings {
+        binding.overrides_current = false;
+    }
+    let first = plan(&policy("PickAll", None, 0), &s, &bindings, 0);
+    assert_eq!(updated(&first), vec!["web-c0", "web-c1"]);
+    for binding in &mut bindings[0..2] {
+        binding.overrides_current = true;
+        binding.readiness = Readiness::InProgress;
+    }
+    assert!(plan(&policy("PickAll", None, 0), &s, &bindings, 1).actions.is_empty(), "waits while two are down");
+}

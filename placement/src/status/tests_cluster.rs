@@ -249,3 +249,58 @@ fn drifts_and_diffs_reported_by_the_agent_become_drifted_and_diffed_placements()
     fold_cluster(&mut again, &facts, 5, "t2");
     assert!(!again.rest.contains_key("driftedPlacements") && !again.rest.contains_key("diffedPlacements"));
 }
+
+#[test]
+fn failed_objects_wrapped_in_an_envelope_name_it_and_overrides_report_their_outcome() {
+    let b = binding("Bound", "web-3-snapshot");
+    let failed = json!([{"identifier": {"ordinal": 0, "group": "admissionregistration.k8s.io", "version": "v1",
+        "kind": "ValidatingWebhookConfiguration", "name": "guard"},
+        "conditions": [{"type": "Applied", "status": "False", "reason": "ManifestApplyFailed", "message": "no",
+            "observedGeneration": 1, "lastTransitionTime": "t0"}]}]);
+    let mut w = work("web-envelope-a3f995da6aee5302", 3, &[("Applied", "False", "SomeManifestsAreNotApplied")], failed);
+    w.metadata.labels.insert("kubernetes-fleet.io/envelope-work".into(), "ClusterResourceEnvelope".into());
+    w.metadata.labels.insert("kubernetes-fleet.io/envelope-name".into(), "guard".into());
+    let entry = fold(&b, &[w], Some(3), 1);
+    let list = entry.rest.get("failedPlacements").and_then(Value::as_array).cloned().unwrap_or_default();
+    assert_eq!(list[0]["envelope"], json!({"name": "guard", "type": "ClusterResourceEnvelope"}));
+    assert_eq!(list[0]["kind"], "ValidatingWebhookConfiguration");
+
+    for (rendering, want) in [
+        (Rendering::Overridden, ("True", "OverriddenSucceeded")),
+        (Rendering::OverrideFailed("x failed".into()), ("False", "OverriddenFailed")),
+        (Rendering::OverridePending, ("Unknown", "OverriddenPending")),
+    ] {
+        let mut entry = scheduled_entry();
+        let works = [work("web-work", 3, OK, json!([]))];
+        let facts = ClusterRollout {
+            cluster: "east",
+            binding: &b,
+            works: &works,
+            latest_resource_index: Some(3),
+            expected_works: 1,
+            works_in_sync: true,
+            rendering: &rendering,
+        };
+        fold_cluster(&mut entry, &facts, 5, "t1");
+        let c = find(&entry.conditions, "Overridden").cloned().unwrap_or_default();
+        assert_eq!((c.status.as_str(), c.reason.as_str()), want, "{rendering:?}");
+        if let Rendering::OverrideFailed(_) = rendering {
+            assert_eq!(c.message, "Failed to apply the override rules on the resources: x failed");
+            assert!(find(&entry.conditions, "WorkSynchronized").is_none(), "the chain stops");
+        }
+    }
+    let mut entry = scheduled_entry();
+    let facts = ClusterRollout {
+        cluster: "east",
+        binding: &b,
+        works: &[],
+        latest_resource_index: Some(3),
+        expected_works: 1,
+        works_in_sync: false,
+        rendering: &Rendering::WorkFailed("cannot".into()),
+    };
+    fold_cluster(&mut entry, &facts, 5, "t1");
+    let c = find(&entry.conditions, "WorkSynchronized").cloned().unwrap_or_default();
+    assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "SyncWorkFailed"));
+    assert_eq!(c.message, "Failed to synchronize the work to the latest: cannot");
+}
