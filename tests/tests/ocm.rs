@@ -234,7 +234,8 @@ async fn a_crp_and_ocm_side_by_side_a_canary_first_rollout_and_leaving_the_set()
     eventually("the ManifestWork of canary-1 reports applied manifests", WAIT, || async {
         let mw = manifest_work(&hub, "canary-1").await.ok_or("no ManifestWork")?;
         let applied = condition(&mw, "Applied");
-        let manifests = mw.status().and_then(|s| s.pointer("/resourceStatus/manifests")).and_then(Value::as_array).map(Vec::len);
+        let manifests =
+            mw.status().and_then(|s| s.pointer("/resourceStatus/manifests")).and_then(Value::as_array).map(Vec::len);
         if applied.as_ref().is_some_and(|c| c.0 == "True") && manifests == Some(2) {
             Ok(())
         } else {

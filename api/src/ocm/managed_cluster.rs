@@ -86,7 +86,8 @@ pub fn view_of(mc: &Object) -> Object {
         c.last_transition_time = source.map(|s| s.last_transition_time.clone()).unwrap_or_default();
         c
     };
-    let mut accepted = Condition::new("HubAcceptedManagedCluster", true, "HubClusterAdminAccepted", "Accepted by hub cluster admin");
+    let mut accepted =
+        Condition::new("HubAcceptedManagedCluster", true, "HubClusterAdminAccepted", "Accepted by hub cluster admin");
     accepted.last_transition_time = mc.metadata.creation_timestamp.clone().unwrap_or_default();
     let conditions = vec![
         accepted,
@@ -94,7 +95,8 @@ pub fn view_of(mc: &Object) -> Object {
         condition("ManagedClusterConditionAvailable", CONDITION_HEALTHY, "ManagedClusterAvailable"),
     ];
     let usage = status.resource_usage.clone().unwrap_or_default();
-    let claims: Vec<Value> = status.properties.iter().map(|(name, p)| json!({"name": name, "value": p.value})).collect();
+    let claims: Vec<Value> =
+        status.properties.iter().map(|(name, p)| json!({"name": name, "value": p.value})).collect();
     let mut metadata = mc.metadata.clone();
     metadata.owner_references.clear();
     metadata.finalizers.clear();
@@ -171,8 +173,16 @@ mod tests {
         let status = view.status().unwrap();
         assert_eq!(status["allocatable"]["cpu"], "3");
         assert_eq!(status["clusterClaims"][0], json!({"name": "region", "value": "east"}));
-        let available = status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "ManagedClusterConditionAvailable").unwrap();
-        assert_eq!((available["status"].as_str(), available["reason"].as_str()), (Some("Unknown"), Some("HeartbeatTimeout")));
+        let available = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "ManagedClusterConditionAvailable")
+            .unwrap();
+        assert_eq!(
+            (available["status"].as_str(), available["reason"].as_str()),
+            (Some("Unknown"), Some("HeartbeatTimeout"))
+        );
     }
 
     #[test]

@@ -226,7 +226,10 @@ mod tests {
         }))
         .unwrap();
         let columns = placement_columns(true);
-        assert_eq!(headers(&columns), ["NAME", "SUCCEEDED", "REASON", "SELECTEDCLUSTERS", "MISCONFIGURED", "DECISIONGROUPS", "AGE"]);
+        assert_eq!(
+            headers(&columns),
+            ["NAME", "SUCCEEDED", "REASON", "SELECTEDCLUSTERS", "MISCONFIGURED", "DECISIONGROUPS", "AGE"]
+        );
         assert_eq!(row(&columns, &placement, &at())[..6], ["demo", "True", "AllDecisionsScheduled", "2", "False", "1"]);
         let mwrs: Object = serde_json::from_value(serde_json::json!({
             "apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",

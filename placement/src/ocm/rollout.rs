@@ -28,9 +28,7 @@
 //! failed, no further cluster is started.
 
 use fleet_api::conditions::{find, Condition};
-use fleet_api::ocm::manifestwork::{
-    self, CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED,
-};
+use fleet_api::ocm::manifestwork::{self, CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED};
 use fleet_api::ocm::replicaset::{RolloutConfig, RolloutStrategy, ROLLOUT_ALL, ROLLOUT_PROGRESSIVE_PER_GROUP};
 use fleet_api::placement::IntOrPercent;
 use fleet_api::Object;
@@ -68,7 +66,8 @@ impl ClusterState {
         }
         let generation = work.metadata.generation;
         let status = manifestwork::status_of(work);
-        let current = |type_: &str| find(&status.conditions, type_).filter(|c| c.observed_generation == Some(generation));
+        let current =
+            |type_: &str| find(&status.conditions, type_).filter(|c| c.observed_generation == Some(generation));
         let is_true = |type_: &str| current(type_).is_some_and(Condition::is_true);
         if is_true(CONDITION_DEGRADED) || current(CONDITION_APPLIED).is_some_and(|c| !c.is_true()) {
             return ClusterState::Failed;
@@ -82,12 +81,8 @@ impl ClusterState {
             let until = at.saturating_add(config.min_success_seconds());
             return if now < until { ClusterState::Soaking { until } } else { ClusterState::Succeeded };
         }
-        let since = work
-            .metadata
-            .annotations
-            .get(ROLLOUT_STARTED_ANNOTATION)
-            .and_then(|t| unix_seconds(t))
-            .unwrap_or(now);
+        let since =
+            work.metadata.annotations.get(ROLLOUT_STARTED_ANNOTATION).and_then(|t| unix_seconds(t)).unwrap_or(now);
         match config.progress_deadline_seconds() {
             Some(deadline) if now > since.saturating_add(deadline) => ClusterState::TimedOut,
             _ => ClusterState::Progressing { since },

@@ -17,13 +17,9 @@ use fleet_placement::works::{plan_works, WorkChange};
 use fleet_statemachine::{Op, Store};
 
 use crate::controllers::events::EventNote;
+use crate::controllers::placement::objects::{check, with_uid};
 use crate::controllers::placement::{Next, Step};
 use crate::controllers::ControllerError;
-
-/// A check that `object` is still at the version read.
-fn check(object: &Object) -> Op {
-    Op::Check { key: ObjectKey::of(object), resource_version: object.metadata.resource_version_number().unwrap_or(0) }
-}
 
 /// The next step for the ManifestWork at `key`.
 pub fn next_step(store: &Store, key: &ObjectKey, now: &str) -> Result<Next, ControllerError> {
@@ -35,7 +31,9 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str) -> Result<Next, Cont
     let cluster = mw.metadata.namespace.clone().unwrap_or_default();
     let member = store.get(&ObjectKey::new(FLEET_CLUSTER_GROUP, "MemberCluster", "", &cluster))?.0;
     let Some(member) = member else {
-        let why = format!("no member cluster is named {cluster:?}: a ManifestWork goes in the namespace named after its cluster");
+        let why = format!(
+            "no member cluster is named {cluster:?}: a ManifestWork goes in the namespace named after its cluster"
+        );
         return Ok(status_step(&mw, failed_applied(&mw, "ClusterNotFound", &why, now), vec![]).unwrap_or(done));
     };
     let namespace = member_namespace(&cluster);
@@ -43,22 +41,21 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str) -> Result<Next, Cont
     let (stored, _) = store.list_named_prefix(FLEET_PLACEMENT_GROUP, "Work", &namespace, &prefix)?;
     let desired = delivery::mirror_works(&mw, &stored);
     // The prefix also lists Works of ManifestWorks whose names extend this one: the label tells.
-    let (ours, theirs): (Vec<Object>, Vec<Object>) = stored
-        .into_iter()
-        .partition(|w| w.metadata.labels.get(MANIFESTWORK_LABEL) == Some(&mw.metadata.name));
+    let (ours, theirs): (Vec<Object>, Vec<Object>) =
+        stored.into_iter().partition(|w| w.metadata.labels.get(MANIFESTWORK_LABEL) == Some(&mw.metadata.name));
     if let Some(foreign) = theirs.iter().find(|w| desired.iter().any(|d| d.metadata.name == w.metadata.name)) {
-        let why = format!("the Work {namespace}/{} exists and is not mirrored from this ManifestWork", foreign.metadata.name);
-        return Ok(status_step(&mw, failed_applied(&mw, "WorkNameConflict", &why, now), vec![check(foreign)]).unwrap_or(done));
+        let why =
+            format!("the Work {namespace}/{} exists and is not mirrored from this ManifestWork", foreign.metadata.name);
+        return Ok(
+            status_step(&mw, failed_applied(&mw, "WorkNameConflict", &why, now), vec![check(foreign)]).unwrap_or(done)
+        );
     }
     let changes = plan_works(&desired, &ours);
     if !changes.is_empty() {
         let mut ops = vec![check(&mw), check(&member)];
         for change in changes {
             ops.push(match change {
-                WorkChange::Create(mut object) => {
-                    object.metadata.uid = uuid::Uuid::new_v4().to_string();
-                    Op::Create { object }
-                }
+                WorkChange::Create(object) => Op::Create { object: with_uid(object) },
                 WorkChange::Update(object) => Op::Update { object },
                 WorkChange::Delete { namespace, name, resource_version } => Op::Delete {
                     key: ObjectKey::new(FLEET_PLACEMENT_GROUP, "Work", &namespace, &name),

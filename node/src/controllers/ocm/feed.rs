@@ -39,7 +39,8 @@ impl OcmFeed {
     /// Rebuilds the soft state from the store and queues every OCM key.
     pub fn resync(&mut self, store: &Store, queue: &WorkQueue<ObjectKey>) -> Result<(), fleet_statemachine::Error> {
         *self = OcmFeed::default();
-        let kinds = [(CLUSTER_GROUP, placement::KIND), (WORK_GROUP, manifestwork::KIND), (WORK_GROUP, replicaset::KIND)];
+        let kinds =
+            [(CLUSTER_GROUP, placement::KIND), (WORK_GROUP, manifestwork::KIND), (WORK_GROUP, replicaset::KIND)];
         for (group, kind) in kinds {
             let query = ListQuery { group: group.into(), kind: kind.into(), namespace: None, selector: None };
             for object in store.list(&query)?.0 {
@@ -144,5 +145,83 @@ impl OcmFeed {
             _ => return false,
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(event_type: EventType, object: serde_json::Value) -> WatchEvent {
+        let object: Object = serde_json::from_value(object).unwrap();
+        WatchEvent {
+            event_type,
+            key: ObjectKey::of(&object),
+            object: Arc::new(object),
+            resource_version: 1,
+            size: 0,
+            previous: None,
+        }
+    }
+
+    async fn drain(queue: &WorkQueue<ObjectKey>) -> Vec<String> {
+        let mut keys = Vec::new();
+        while !queue.is_empty() {
+            let key = queue.next().await;
+            queue.done(&key);
+            keys.push(format!("{}/{}/{}", key.kind, key.namespace, key.name));
+        }
+        keys.sort();
+        keys
+    }
+
+    #[tokio::test]
+    async fn changes_wake_the_placements_replica_sets_and_manifestworks_they_concern() {
+        let queue = WorkQueue::new();
+        let mut feed = OcmFeed::default();
+        let placement = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "p", "namespace": "ns1"}});
+        let other = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "q", "namespace": "ns2"}});
+        let mwrs = json!({"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
+            "metadata": {"name": "web", "namespace": "ns1"}, "spec": {"placementRefs": [{"name": "p"}]}});
+        let mw = json!({"apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+            "metadata": {"name": "web", "namespace": "east", "labels": {REPLICASET_LABEL: "ns1.web"}}});
+        for o in [&placement, &other, &mwrs, &mw] {
+            assert!(feed.on_event(&event(EventType::Added, o.clone()), &queue));
+        }
+        assert_eq!(
+            drain(&queue).await,
+            ["ManifestWork/east/web", "ManifestWorkReplicaSet/ns1/web", "Placement/ns1/p", "Placement/ns2/q"]
+        );
+
+        let binding = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": "prod", "namespace": "ns2"}, "spec": {"clusterSet": "prod"}});
+        feed.on_event(&event(EventType::Added, binding), &queue);
+        assert_eq!(drain(&queue).await, ["Placement/ns2/q"], "bindings wake their namespace");
+
+        let page = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
+            "metadata": {"name": "p-decision-1", "namespace": "ns1", "labels": {PLACEMENT_LABEL: "p"}}});
+        feed.on_event(&event(EventType::Modified, page), &queue);
+        assert_eq!(
+            drain(&queue).await,
+            ["ManifestWorkReplicaSet/ns1/web", "Placement/ns1/p", "Placement/ns2/q"],
+            "pages move Balance everywhere and the rollouts of their placement"
+        );
+
+        let work = json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+            "metadata": {"name": "mw.web", "namespace": "fleet-member-east", "labels": {MANIFESTWORK_LABEL: "web"}}});
+        assert!(feed.on_event(&event(EventType::Modified, work), &queue));
+        assert_eq!(drain(&queue).await, ["ManifestWork/east/web"]);
+        let plain = json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+            "metadata": {"name": "crp-work", "namespace": "fleet-member-east"}});
+        assert!(!feed.on_event(&event(EventType::Modified, plain), &queue), "left to the placement feed");
+
+        feed.on_cluster(&queue, "east", true);
+        assert_eq!(drain(&queue).await, ["ManifestWork/east/web", "Placement/ns1/p", "Placement/ns2/q"]);
     }
 }

@@ -26,6 +26,7 @@ use fleet_statemachine::{ListQuery, Op, Store};
 
 use super::delay_until;
 use crate::controllers::events::EventNote;
+use crate::controllers::placement::objects::{check, delete, with_uid};
 use crate::controllers::placement::{Next, Step};
 use crate::controllers::ControllerError;
 
@@ -61,11 +62,6 @@ pub fn pages_of<'a>(pages: &'a [Object], namespace: &str, name: &str) -> Vec<&'a
 /// The clusters the pages name, in page order.
 pub fn decided_clusters<'a>(pages: impl IntoIterator<Item = &'a Object>) -> Vec<String> {
     pages.into_iter().flat_map(|p| decision::status_of(p).decisions).map(|d| d.cluster_name).collect()
-}
-
-/// A check that `object` is still at the version read.
-fn check(object: &Object) -> Op {
-    Op::Check { key: ObjectKey::of(object), resource_version: object.metadata.resource_version_number().unwrap_or(0) }
 }
 
 /// The next step for the OCM Placement at `key`.
@@ -121,8 +117,7 @@ pub fn next_step(
     for change in changes {
         match change {
             PageChange::Create(page) => {
-                let mut object = page.to_object(&placement);
-                object.metadata.uid = uuid::Uuid::new_v4().to_string();
+                let object = with_uid(page.to_object(&placement));
                 events.push(EventNote::normal(
                     REASON_DECISION_CREATE,
                     format!("Decision {} is created with placement {name} in namespace {namespace}", page.name),
@@ -149,7 +144,7 @@ pub fn next_step(
             }
             PageChange::Delete(page_name) => {
                 let Some(old) = stored.iter().find(|o| o.metadata.name == page_name) else { continue };
-                ops.push(Op::Delete { key: ObjectKey::of(old), resource_version: old.metadata.resource_version_number() });
+                ops.push(delete(old));
                 events.push(EventNote::normal(
                     REASON_DECISION_UPDATE,
                     format!("Decision {page_name} is deleted with placement {name} in namespace {namespace}"),

@@ -35,6 +35,7 @@ use serde_json::Value;
 use super::delay_until;
 use super::placement::{list_kind, pages_of};
 use crate::controllers::events::EventNote;
+use crate::controllers::placement::objects::{check, delete};
 use crate::controllers::placement::{Next, Step};
 use crate::controllers::ControllerError;
 
@@ -48,11 +49,6 @@ const MAX_WRITES: usize = 100;
 /// The label value naming a replica set.
 pub fn replica_set_id(mwrs: &Object) -> String {
     format!("{}.{}", mwrs.metadata.namespace.as_deref().unwrap_or_default(), mwrs.metadata.name)
-}
-
-/// A check that `object` is still at the version read.
-fn check(object: &Object) -> Op {
-    Op::Check { key: ObjectKey::of(object), resource_version: object.metadata.resource_version_number().unwrap_or(0) }
 }
 
 /// One referenced placement as read: whether it exists, its pages, its
@@ -89,13 +85,17 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
     let spec = api::spec_of(&mwrs);
     let id = replica_set_id(&mwrs);
     let template = encode(&spec.manifest_work_template);
-    let query = ListQuery { group: WORK_GROUP.into(), kind: manifestwork::KIND.into(), namespace: None, selector: None };
-    let works: BTreeMap<String, Object> = store
-        .list(&query)?
-        .0
+    let query =
+        ListQuery { group: WORK_GROUP.into(), kind: manifestwork::KIND.into(), namespace: None, selector: None };
+    let (mine, others): (Vec<Object>, Vec<Object>) =
+        store.list(&query)?.0.into_iter().partition(|w| w.metadata.labels.get(REPLICASET_LABEL) == Some(&id));
+    let works: BTreeMap<String, Object> =
+        mine.into_iter().map(|w| (w.metadata.namespace.clone().unwrap_or_default(), w)).collect();
+    // Clusters where a ManifestWork of this name belongs to someone else: never taken over.
+    let foreign: BTreeSet<String> = others
         .into_iter()
-        .filter(|w| w.metadata.labels.get(REPLICASET_LABEL) == Some(&id))
-        .map(|w| (w.metadata.namespace.clone().unwrap_or_default(), w))
+        .filter(|w| w.metadata.name == mwrs.metadata.name)
+        .filter_map(|w| w.metadata.namespace)
         .collect();
     let all_pages = list_kind(store, decision::KIND, Some(&namespace))?;
 
@@ -124,18 +124,32 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
 
     let mut ops = Vec::new();
     let mut started = Vec::new();
+    let mut conflicts = Vec::new();
     for view in &refs {
         for cluster in &view.plan.apply {
+            if foreign.contains(cluster) {
+                conflicts.push(cluster.as_str());
+                continue;
+            }
             if started.len() >= MAX_WRITES {
                 break;
             }
-            ops.push(write_work(&mwrs, &id, &view.name, cluster, works.get(cluster), &template, &spec.cascade_deletion_policy, now));
+            ops.push(write_work(
+                &mwrs,
+                &id,
+                &view.name,
+                cluster,
+                works.get(cluster),
+                &template,
+                &spec.cascade_deletion_policy,
+                now,
+            ));
             started.push(cluster.clone());
         }
     }
     let gone: Vec<&Object> = works.iter().filter(|(cluster, _)| !taken.contains(*cluster)).map(|(_, w)| w).collect();
     for work in gone.iter().take(MAX_WRITES) {
-        ops.push(Op::Delete { key: ObjectKey::of(work), resource_version: work.metadata.resource_version_number() });
+        ops.push(delete(work));
     }
     let recheck_after = refs.iter().filter_map(|r| r.plan.requeue_at).min().map(|at| delay_until(at, unix_now));
     if !ops.is_empty() {
@@ -160,7 +174,17 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
     api::set_status(&mut updated, &status);
     let mut ops: Vec<Op> = works.values().map(check).collect();
     ops.push(Op::UpdateStatus { object: updated });
-    Ok(Next::Write(Box::new(Step { ops, events: Vec::new(), placement: mwrs })))
+    let events = if conflicts.is_empty() {
+        Vec::new()
+    } else {
+        let message = format!(
+            "a ManifestWork named {} that this replica set did not create exists on {}: left alone",
+            mwrs.metadata.name,
+            conflicts.join(", ")
+        );
+        vec![EventNote::warning("ManifestWorkConflict", message)]
+    };
+    Ok(Next::Write(Box::new(Step { ops, events, placement: mwrs })))
 }
 
 /// The create or update giving `cluster` the current template.
@@ -215,7 +239,12 @@ fn summary<'a>(works: impl Iterator<Item = &'a Object>) -> ManifestWorkReplicaSe
 }
 
 /// The replica set's status from what was read.
-fn status(mwrs: &Object, refs: &[RefView], works: &BTreeMap<String, Object>, now: &str) -> ManifestWorkReplicaSetStatus {
+fn status(
+    mwrs: &Object,
+    refs: &[RefView],
+    works: &BTreeMap<String, Object>,
+    now: &str,
+) -> ManifestWorkReplicaSetStatus {
     let generation = mwrs.metadata.generation;
     let mut status = api::status_of(mwrs);
     status.summary = summary(works.values());
@@ -262,9 +291,12 @@ fn status(mwrs: &Object, refs: &[RefView], works: &BTreeMap<String, Object>, now
         None => Condition::new(CONDITION_PLACEMENT_VERIFIED, true, "AsExpected", "every placement is verified"),
     };
     let rolled_out = match refs.iter().find_map(|r| r.plan.stopped.as_ref().map(|why| (r, why))) {
-        Some((r, why)) => {
-            Condition::new(CONDITION_PLACEMENT_ROLLED_OUT, false, "RolloutStopped", format!("placement {}: {why}", r.name))
-        }
+        Some((r, why)) => Condition::new(
+            CONDITION_PLACEMENT_ROLLED_OUT,
+            false,
+            "RolloutStopped",
+            format!("placement {}: {why}", r.name),
+        ),
         None if refs.iter().all(|r| r.plan.rolled_out) => {
             Condition::new(CONDITION_PLACEMENT_ROLLED_OUT, true, "Complete", "rolled out to every decided cluster")
         }

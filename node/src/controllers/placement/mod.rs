@@ -20,7 +20,7 @@
 //! refused whole and recomputed. The steps run one after another until none
 //! has anything to do.
 
-mod objects;
+pub(crate) mod objects;
 mod render;
 mod rollout;
 mod scheduling;

@@ -107,7 +107,9 @@ impl ManifestClass {
             UpdateClass::CreateOnly => {
                 Some(ApplyStrategy { when_to_apply: Some("IfNotDrifted".into()), ..ApplyStrategy::default() })
             }
-            UpdateClass::ReadOnly => Some(ApplyStrategy { type_: Some("ReportDiff".into()), ..ApplyStrategy::default() }),
+            UpdateClass::ReadOnly => {
+                Some(ApplyStrategy { type_: Some("ReportDiff".into()), ..ApplyStrategy::default() })
+            }
         }
     }
 }
@@ -151,7 +153,10 @@ pub fn identifier_of(manifest: &Value) -> ResourceIdentifier {
 /// Whether an option's identifier names `id` (an empty namespace in the
 /// option matches cluster-scoped objects only, as OCM does).
 fn names(option: &ResourceIdentifier, id: &ResourceIdentifier) -> bool {
-    option.group == id.group && option.resource == id.resource && option.name == id.name && option.namespace == id.namespace
+    option.group == id.group
+        && option.resource == id.resource
+        && option.name == id.name
+        && option.namespace == id.namespace
 }
 
 /// The class of each manifest of `spec`, in manifest order.
@@ -208,7 +213,9 @@ pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
     let mut works: BTreeMap<String, (ManifestClass, Vec<Value>)> = BTreeMap::new();
     for (manifest, placed) in spec.workload.manifests.iter().zip(placements(&mw.metadata.name, &spec)) {
         let content = match placed.class.update {
-            UpdateClass::CreateOnly => first_mirrored(existing, &placed.work, manifest).unwrap_or_else(|| manifest.clone()),
+            UpdateClass::CreateOnly => {
+                first_mirrored(existing, &placed.work, manifest).unwrap_or_else(|| manifest.clone())
+            }
             _ => manifest.clone(),
         };
         works.entry(placed.work).or_insert_with(|| (placed.class, Vec::new())).1.push(content);

@@ -106,8 +106,7 @@ pub fn fold_status(mw: &Object, works: &[Object], now: &str) -> ManifestWorkStat
     let failed: Vec<String> =
         reports.iter().filter(|r| !r.applied).map(|r| r.condition.resource_meta.ordinal.to_string()).collect();
     let unavailable = reports.iter().filter(|r| !r.available).count();
-    status.resource_status =
-        ManifestResourceStatus { manifests: reports.into_iter().map(|r| r.condition).collect() };
+    status.resource_status = ManifestResourceStatus { manifests: reports.into_iter().map(|r| r.condition).collect() };
     let applied = if failed.is_empty() {
         Condition::new(CONDITION_APPLIED, true, "AppliedManifestWorkComplete", "Apply manifest work complete")
     } else {
@@ -117,19 +116,30 @@ pub fn fold_status(mw: &Object, works: &[Object], now: &str) -> ManifestWorkStat
     let available = if unavailable == 0 {
         Condition::new(CONDITION_AVAILABLE, true, "ResourcesAvailable", "All resources are available")
     } else {
-        Condition::new(CONDITION_AVAILABLE, false, "ResourcesNotAvailable", format!("{unavailable} of the resources are not available"))
+        Condition::new(
+            CONDITION_AVAILABLE,
+            false,
+            "ResourcesNotAvailable",
+            format!("{unavailable} of the resources are not available"),
+        )
     };
     let degraded = if failed.is_empty() {
         Condition::new(CONDITION_DEGRADED, false, "AsExpected", "No manifest failed")
     } else {
-        Condition::new(CONDITION_DEGRADED, true, "ApplyFailed", format!("manifest(s) {} failed to apply", failed.join(", ")))
+        Condition::new(
+            CONDITION_DEGRADED,
+            true,
+            "ApplyFailed",
+            format!("manifest(s) {} failed to apply", failed.join(", ")),
+        )
     };
     let done = applied.is_true() && available.is_true();
     for c in [applied, available, degraded] {
         set_condition(&mut status.conditions, c.observing(generation), now);
     }
     if done {
-        let c = Condition::new(CONDITION_PROGRESSING, false, "Completed", "Applied and available").observing(generation);
+        let c =
+            Condition::new(CONDITION_PROGRESSING, false, "Completed", "Applied and available").observing(generation);
         set_condition(&mut status.conditions, c, now);
     } else {
         progressing(&mut status, "not every manifest is applied and available yet");

@@ -1,8 +1,8 @@
 use fleet_api::conditions::find;
+use fleet_api::conditions::Condition;
 use fleet_api::ocm::manifestwork::{self, CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_PROGRESSING};
 use fleet_api::work::{self, ManifestCondition, WorkResourceIdentifier, WorkStatus};
 use fleet_api::Object;
-use fleet_api::conditions::Condition;
 use serde_json::{json, Value};
 
 use super::*;
@@ -63,10 +63,8 @@ fn a_create_only_manifest_keeps_its_first_content() {
 }
 
 fn reported(work: &mut Object, conditions: &[(&str, bool, &str)]) {
-    let c: Vec<Condition> = conditions
-        .iter()
-        .map(|(t, s, r)| Condition::new(t, *s, r, "").observing(work.metadata.generation))
-        .collect();
+    let c: Vec<Condition> =
+        conditions.iter().map(|(t, s, r)| Condition::new(t, *s, r, "").observing(work.metadata.generation)).collect();
     let status = WorkStatus {
         conditions: vec![Condition::new(work::CONDITION_APPLIED, true, "x", "").observing(work.metadata.generation)],
         manifest_conditions: vec![ManifestCondition {

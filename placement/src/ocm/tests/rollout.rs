@@ -21,7 +21,12 @@ fn strategy(v: serde_json::Value) -> RolloutStrategy {
 /// Clusters `(name, group index, group name, state)`.
 fn clusters(list: &[(&str, usize, &str, ClusterState)]) -> Vec<RolloutCluster> {
     list.iter()
-        .map(|(n, i, g, s)| RolloutCluster { name: n.to_string(), group_index: *i, group_name: g.to_string(), state: *s })
+        .map(|(n, i, g, s)| RolloutCluster {
+            name: n.to_string(),
+            group_index: *i,
+            group_name: g.to_string(),
+            state: *s,
+        })
         .collect()
 }
 
@@ -119,7 +124,8 @@ fn work(template: &serde_json::Value, started: i64, conditions: &[(&str, bool, i
 #[test]
 fn states_come_from_the_manifestwork_and_stored_times() {
     let template = json!({"workload": {"manifests": []}});
-    let other = json!({"workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}]}});
+    let other =
+        json!({"workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}]}});
     let config = strategy(json!({"type": "Progressive", "progressive": {
         "minSuccessTime": "1m", "progressDeadline": "5m"}}))
     .config();

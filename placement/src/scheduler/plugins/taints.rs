@@ -55,9 +55,8 @@ impl FilterPlugin for Taints<'_> {
     }
 
     fn filter(&self, table: &ClusterTable, cluster: usize) -> Result<(), String> {
-        let untolerated = |taint: &&Taint| {
-            taint.effect != PREFER_NO_SELECT && !self.tolerations.iter().any(|t| tolerates(t, taint))
-        };
+        let untolerated =
+            |taint: &&Taint| taint.effect != PREFER_NO_SELECT && !self.tolerations.iter().any(|t| tolerates(t, taint));
         match table.info(cluster).taints.iter().find(untolerated) {
             Some(taint) => Err(format!("cluster has taint \"{}\" that is not tolerated", taint_text(taint))),
             None => Ok(()),
