@@ -119,14 +119,18 @@ fn member_cluster_columns(wide: bool) -> Vec<Column> {
 
 /// The status of condition `type_` in `status.conditions`, or `Unknown`.
 fn condition_status(object: &Object, type_: &str) -> String {
+    condition_field(object, type_, "status").unwrap_or_else(|| "Unknown".to_string())
+}
+
+/// A text field (`status`, `reason`, ...) of condition `type_` in `status.conditions`.
+fn condition_field(object: &Object, type_: &str, field: &str) -> Option<String> {
     object
         .status()
         .and_then(|s| s.get("conditions"))
         .and_then(Value::as_array)
         .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("Unknown")
-        .to_string()
+        .and_then(|c| c[field].as_str())
+        .map(str::to_string)
 }
 
 fn property(object: &Object, name: &str) -> String {

@@ -4,7 +4,7 @@
 use fleet_api::Object;
 use serde_json::Value;
 
-use super::{age_column, condition_status, labels_text, name_column, Column};
+use super::{age_column, condition_field, condition_status, labels_text, name_column, Column};
 
 /// A field of `status` at a JSON pointer, as text (`""` if absent).
 fn status_text(object: &Object, pointer: &str) -> String {
@@ -17,14 +17,7 @@ fn status_text(object: &Object, pointer: &str) -> String {
 
 /// The reason of condition `type_`, `""` when absent.
 fn condition_reason(object: &Object, type_: &str) -> String {
-    object
-        .status()
-        .and_then(|s| s.get("conditions"))
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
-        .and_then(|c| c["reason"].as_str())
-        .unwrap_or_default()
-        .to_string()
+    condition_field(object, type_, "reason").unwrap_or_default()
 }
 
 /// `NAME`, `SUCCEEDED`, `REASON`, `SELECTEDCLUSTERS`, `AGE` of a Placement;
