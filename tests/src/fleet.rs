@@ -43,15 +43,25 @@ pub fn apply_yaml(hub: &Hub, yaml: &str) {
 /// allocatable = capacity, 16Gi of memory), and waits until all report
 /// their properties.
 pub async fn fleet(members: &[&Member]) -> Hub {
+    fleet_with(members, &[]).await
+}
+
+/// [`fleet`], every agent started with the extra flags `agent_args` (such
+/// as `--drift-check-interval 1s`).
+pub async fn fleet_with(members: &[&Member], agent_args: &[&str]) -> Hub {
     let sized: Vec<(&Member, &str)> = members.iter().map(|m| (*m, "16Gi")).collect();
-    fleet_sized(&sized).await
+    start_fleet(&sized, agent_args).await
 }
 
 /// Like [`fleet`], with each member's allocatable (= capacity) memory.
 pub async fn fleet_sized(members: &[(&Member, &str)]) -> Hub {
+    start_fleet(members, &[]).await
+}
+
+async fn start_fleet(members: &[(&Member, &str)], agent_args: &[&str]) -> Hub {
     let mut hub = Hub::start(HubOptions::default()).await;
     for (m, memory) in members {
-        start_member(&mut hub, m, memory);
+        start_member_with(&mut hub, m, memory, agent_args);
     }
     for (m, _) in members {
         wait_joined(&hub, m.name).await;
@@ -61,10 +71,16 @@ pub async fn fleet_sized(members: &[(&Member, &str)]) -> Hub {
 
 /// Applies the member's MemberCluster and starts its agent with `memory`.
 pub fn start_member(hub: &mut Hub, m: &Member, memory: &str) {
+    start_member_with(hub, m, memory, &[]);
+}
+
+fn start_member_with(hub: &mut Hub, m: &Member, memory: &str, agent_args: &[&str]) {
     apply_yaml(hub, &member_yaml(m, ""));
     let nodes = m.nodes.to_string();
     let size = format!("cpu={},memory={memory}", m.cpu);
-    hub.start_agent(m.name, &["--sim-nodes", &nodes, "--sim-capacity", &size, "--sim-allocatable", &size]);
+    let mut args = vec!["--sim-nodes", &nodes, "--sim-capacity", &size, "--sim-allocatable", &size];
+    args.extend_from_slice(agent_args);
+    hub.start_agent(m.name, &args);
 }
 
 /// Waits until the cluster joined, is healthy and reports its resources.
@@ -111,14 +127,21 @@ pub fn work_available(work: &Object) -> bool {
     condition(work, "Available").is_some_and(|c| c.0 == "True" && c.2 == work.metadata.generation)
 }
 
-/// Whether the embedded target of `cluster` holds the object (`namespace`
-/// empty for cluster-scoped kinds).
-pub fn member_has(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> bool {
+/// The object on the embedded target of `cluster` as JSON, if it holds it
+/// (`namespace` empty for cluster-scoped kinds).
+pub fn member_object(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> Option<serde_json::Value> {
     let mut args = vec![kind, name, "-o", "json"];
     if !namespace.is_empty() {
         args.extend(["-n", namespace]);
     }
-    hub.inspect(cluster, &args).status.success()
+    let out = hub.inspect(cluster, &args);
+    out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten()
+}
+
+/// Whether the embedded target of `cluster` holds the object (`namespace`
+/// empty for cluster-scoped kinds).
+pub fn member_has(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> bool {
+    member_object(hub, cluster, kind, namespace, name).is_some()
 }
 
 /// Waits until the object is present (or gone) on the cluster's embedded target.

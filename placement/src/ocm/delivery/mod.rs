@@ -18,7 +18,7 @@
 //! | --- | --- |
 //! | `Update` (default) | default apply strategy (client-side apply) |
 //! | `ServerSideApply` (`force`) | `applyStrategy.type: ServerSideApply` (`force`) |
-//! | `CreateOnly` | `whenToApply: IfNotDrifted`, and the manifest as first mirrored is kept: later template edits and cluster-side edits are left alone; the agent's `FoundDrifts` reads back as applied |
+//! | `CreateOnly` | `whenToApply: IfNotDrifted`, `whenToTakeOver: Never`, and the manifest as first mirrored is kept: later template edits, cluster-side edits and an object that already existed are left alone; the agent's `FoundDrifts` and `ManifestConflict` read back as applied |
 //! | `ReadOnly` | `applyStrategy.type: ReportDiff` (nothing is written) |
 //! | `Orphan`, or listed by `SelectivelyOrphan` | `deleteOptions.propagationPolicy: Abandon` |
 //! | `Foreground` (default) | `Delete` |
@@ -104,9 +104,11 @@ impl ManifestClass {
                 server_side_apply_config: Some(ServerSideApplyConfig { force }),
                 ..ApplyStrategy::default()
             }),
-            UpdateClass::CreateOnly => {
-                Some(ApplyStrategy { when_to_apply: Some("IfNotDrifted".into()), ..ApplyStrategy::default() })
-            }
+            UpdateClass::CreateOnly => Some(ApplyStrategy {
+                when_to_apply: Some("IfNotDrifted".into()),
+                when_to_take_over: Some("Never".into()),
+                ..ApplyStrategy::default()
+            }),
             UpdateClass::ReadOnly => {
                 Some(ApplyStrategy { type_: Some("ReportDiff".into()), ..ApplyStrategy::default() })
             }

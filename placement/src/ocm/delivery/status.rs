@@ -10,8 +10,9 @@
 //! them sees their older `observedGeneration`). Current reports set the
 //! conditions observing this generation:
 //! - `Applied` True when every manifest applied (a `CreateOnly` manifest the
-//!   agent found changed on the cluster counts as applied: it exists and is
-//!   left alone), else False;
+//!   agent found changed on the cluster, or already there, counts as
+//!   applied: it exists and is left alone; a `ReadOnly` one counts as applied and available once the
+//!   agent compared it, its `DiffReported` reason kept), else False;
 //! - `Available` True when every manifest is available, else False;
 //! - `Degraded` True when some manifest failed to apply;
 //! - `Progressing` True until both `Applied` and `Available` are True.
@@ -27,8 +28,9 @@ use serde_json::Value;
 
 use super::{identifier_of, placements, Placed, UpdateClass, MANIFESTWORK_GENERATION_LABEL};
 
-/// The agent's reason for a `CreateOnly` manifest changed on the cluster.
-const REASON_DRIFTED: &str = "FoundDrifts";
+/// The agent's reasons for a `CreateOnly` manifest that exists and is left
+/// alone: changed on the cluster since created, or there before.
+const LEFT_ALONE: &[&str] = &["FoundDrifts", "ManifestConflict"];
 
 /// One manifest's report, as the ManifestWork shows it.
 struct ManifestReport {
@@ -53,16 +55,19 @@ fn report(ordinal: usize, manifest: &Value, placed: &Placed, status: &WorkStatus
     };
     let reported = status.manifest_conditions.iter().find(|m| m.identifier.ordinal == placed.ordinal as i64);
     let mut conditions: Vec<Condition> = reported.map(|m| m.conditions.clone()).unwrap_or_default();
+    if placed.class.update == UpdateClass::ReadOnly {
+        conditions = read_only(&conditions);
+    }
     for c in &mut conditions {
         c.observed_generation = Some(generation);
         let created_earlier = placed.class.update == UpdateClass::CreateOnly
             && c.type_ == CONDITION_APPLIED
             && !c.is_true()
-            && c.reason == REASON_DRIFTED;
+            && LEFT_ALONE.contains(&c.reason.as_str());
         if created_earlier {
             c.status = "True".into();
             c.reason = "CreateOnly".into();
-            c.message = "created earlier; CreateOnly leaves it as the cluster has it".into();
+            c.message = "exists on the cluster; CreateOnly leaves it as the cluster has it".into();
         }
     }
     let is_true = |type_: &str| find(&conditions, type_).is_some_and(Condition::is_true);
@@ -74,10 +79,30 @@ fn report(ordinal: usize, manifest: &Value, placed: &Placed, status: &WorkStatus
     }
 }
 
+/// A `ReadOnly` manifest's conditions from its `DiffReported` report (the
+/// agent writes nothing and compares): read means applied and available.
+fn read_only(reported: &[Condition]) -> Vec<Condition> {
+    let Some(diff) = find(reported, work::CONDITION_DIFF_REPORTED) else { return Vec::new() };
+    let message = format!("ReadOnly: nothing is written; {}", diff.message);
+    let mut out = vec![
+        Condition { message: message.clone(), ..Condition::new(CONDITION_APPLIED, diff.is_true(), &diff.reason, "") },
+        Condition { message, ..Condition::new(CONDITION_AVAILABLE, diff.is_true(), &diff.reason, "") },
+    ];
+    for c in &mut out {
+        c.last_transition_time = diff.last_transition_time.clone();
+    }
+    out
+}
+
 /// Whether a Work is current for ManifestWork generation `generation`.
 fn current(work: &Object, generation: i64) -> bool {
     let mirrored = work.metadata.labels.get(MANIFESTWORK_GENERATION_LABEL).and_then(|g| g.parse::<i64>().ok());
-    let observed = find(&work::status_of(work).conditions, work::CONDITION_APPLIED).and_then(|c| c.observed_generation);
+    let status = work::status_of(work);
+    // A ReportDiff Work (ReadOnly manifests) reports `DiffReported` in place of `Applied`.
+    let observed = [work::CONDITION_APPLIED, work::CONDITION_DIFF_REPORTED]
+        .iter()
+        .find_map(|t| find(&status.conditions, t))
+        .and_then(|c| c.observed_generation);
     mirrored == Some(generation) && observed == Some(work.metadata.generation)
 }
 

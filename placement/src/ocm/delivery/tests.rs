@@ -45,7 +45,9 @@ fn manifests_go_to_one_work_per_class_in_the_cluster_namespace() {
     }
     let spec = |i: usize| work::spec_of(&works[i]);
     assert_eq!(spec(0).workload.manifests, vec![cm("a", "1")]);
-    assert_eq!(spec(1).apply_strategy.unwrap().when_to_apply.as_deref(), Some("IfNotDrifted"));
+    let create_only = spec(1).apply_strategy.unwrap();
+    assert_eq!(create_only.when_to_apply.as_deref(), Some("IfNotDrifted"));
+    assert_eq!(create_only.when_to_take_over.as_deref(), Some("Never"));
     assert!(spec(2).abandons_on_delete());
     assert_eq!(spec(3).apply_strategy.unwrap().apply_type(), "ReportDiff");
 }
@@ -108,4 +110,31 @@ fn status_folds_current_reports_under_the_manifestwork_ordinals() {
     let status = fold_status(&w, &works, "t3");
     assert!(!find(&status.conditions, CONDITION_APPLIED).unwrap().is_true());
     assert!(find(&status.conditions, "Degraded").unwrap().is_true());
+}
+
+#[test]
+fn a_read_only_manifest_reads_back_from_the_diff_report() {
+    let w = mw(
+        json!({"workload": {"manifests": [cm("a", "1")]},
+            "manifestConfigs": [config("a", json!({"type": "ReadOnly"}))]}),
+        1,
+    );
+    let mut works = mirror_works(&w, &[]);
+    works[0].metadata.generation = 1;
+    let diff =
+        |status: bool, reason: &str| Condition::new(work::CONDITION_DIFF_REPORTED, status, reason, "").observing(1);
+    let status = WorkStatus {
+        conditions: vec![diff(true, "AllManifestsDiffReported")],
+        manifest_conditions: vec![ManifestCondition {
+            identifier: WorkResourceIdentifier { ordinal: 0, ..Default::default() },
+            conditions: vec![diff(true, "FoundDiff")],
+            ..Default::default()
+        }],
+    };
+    work::set_status(&mut works[0], &status);
+    let folded = fold_status(&w, &works, "t1");
+    let applied = find(&folded.conditions, CONDITION_APPLIED).unwrap();
+    assert!(applied.is_true() && find(&folded.conditions, CONDITION_AVAILABLE).unwrap().is_true(), "{folded:?}");
+    let manifest = &folded.resource_status.manifests[0].conditions;
+    assert_eq!(find(manifest, CONDITION_APPLIED).unwrap().reason, "FoundDiff");
 }
