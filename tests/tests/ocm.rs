@@ -13,7 +13,9 @@
 //!   ManagedCluster view loses its ManifestWork and what it placed.
 
 use fleet_api::Object;
-use fleet_tests::fleet::{apply_yaml, fleet_sized, list, member_has, start_member, wait_joined, Member, WAIT};
+use fleet_tests::fleet::{
+    apply_yaml, fleet_sized, list, member_has, start_member, wait_joined, wait_member, Member, WAIT,
+};
 use fleet_tests::objects::{condition, get};
 use fleet_tests::{eventually, Hub};
 use serde_json::Value;
@@ -195,39 +197,18 @@ async fn a_crp_and_ocm_side_by_side_a_canary_first_rollout_and_leaving_the_set()
 
     wait_decided(&hub, "rollout", &["canary-1", "x-1", "x-2"]).await;
     // The canary group first: while it soaks (minSuccessTime 5s) nobody else has it.
-    eventually("canary-1 holds web-config", WAIT, || async {
-        if member_has(&hub, "canary-1", "configmap", "ocm-web", "web-config") {
-            Ok(())
-        } else {
-            Err("not yet".into())
-        }
-    })
-    .await;
+    wait_member(&hub, "canary-1", "configmap", "ocm-web", "web-config", true).await;
     for rest in ["x-1", "x-2"] {
         assert!(!member_has(&hub, rest, "configmap", "ocm-web", "web-config"), "{rest} before the canary soaked");
         assert!(manifest_work(&hub, rest).await.is_none(), "{rest} has no ManifestWork yet");
     }
     for cluster in ["x-1", "x-2"] {
-        eventually(&format!("{cluster} holds web-config"), WAIT, || async {
-            if member_has(&hub, cluster, "configmap", "ocm-web", "web-config") {
-                Ok(())
-            } else {
-                Err("not yet".into())
-            }
-        })
-        .await;
+        wait_member(&hub, cluster, "configmap", "ocm-web", "web-config", true).await;
     }
 
     // The KubeFleet placement reached the same clusters meanwhile.
     for cluster in ["canary-1", "x-1", "x-2"] {
-        eventually(&format!("{cluster} holds shared-config"), WAIT, || async {
-            if member_has(&hub, cluster, "configmap", "shared", "shared-config") {
-                Ok(())
-            } else {
-                Err("not yet".into())
-            }
-        })
-        .await;
+        wait_member(&hub, cluster, "configmap", "shared", "shared-config", true).await;
     }
 
     // ManifestWorks report back; the replica set sums them up.
