@@ -105,6 +105,7 @@ pub static KINDS: &[KindInfo] = &[
     kind!(FLEET_PLACEMENT, "ClusterResourceEnvelope", "clusterresourceenvelopes", [], Cluster, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ResourceEnvelope", "resourceenvelopes", [], Namespaced, true, PLACEMENT_VERSIONS),
     // Open Cluster Management kinds.
+    kind!(OCM_CLUSTER, "ManagedCluster", "managedclusters", ["mcl", "mcls"], Cluster, true, &["v1"]),
     kind!(OCM_CLUSTER, "Placement", "placements", ["placement"], Namespaced, true, &["v1beta1", "v1alpha1"]),
     kind!(OCM_CLUSTER, "PlacementDecision", "placementdecisions", ["placementdecision", "pd"], Namespaced, true, &["v1beta1", "v1alpha1"]),
     kind!(OCM_CLUSTER, "ManagedClusterSet", "managedclustersets", ["mcs", "mclset", "mclsets"], Cluster, true, &["v1beta2"]),
@@ -207,6 +208,8 @@ mod tests {
             ("mclset", "ManagedClusterSet"),
             ("mclsetbinding", "ManagedClusterSetBinding"),
             ("mw", "ManifestWork"),
+            ("mcl", "ManagedCluster"),
+            ("managedclusters", "ManagedCluster"),
             ("manifestworks", "ManifestWork"),
             ("mwrs", "ManifestWorkReplicaSet"),
             ("addonplacementscores", "AddOnPlacementScore"),

@@ -29,6 +29,11 @@ pub fn member_namespace(cluster: &str) -> String {
     format!("fleet-member-{cluster}")
 }
 
+/// Taint effects a MemberCluster accepts: Fleet's `NoSchedule`, and OCM's
+/// `NoSelect` and `PreferNoSelect` written through the ManagedCluster view
+/// (one inventory; OCM's `NoSelectIfNew` is stored as `NoSchedule`).
+pub const TAINT_EFFECTS: &[&str] = &["NoSchedule", "NoSelect", "PreferNoSelect"];
+
 /// A taint: clusters with taints get placements only when tolerated.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -154,7 +159,7 @@ pub fn new_member_cluster(name: &str) -> Object {
 }
 
 /// Validates and defaults a MemberCluster: known fields only, heartbeat
-/// period in range (default 60), taints with effect `NoSchedule`, and the
+/// period in range (default 60), taints with a known effect, and the
 /// member-name label.
 pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     let mut errors = Vec::new();
@@ -179,8 +184,8 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
         if let Some(time) = taint.time_added.as_deref().filter(|t| crate::time::unix_seconds(t).is_none()) {
             errors.push(FieldError::invalid(format!("{path}.timeAdded"), quote(time), crate::time::RFC3339_DETAIL));
         }
-        if taint.effect != "NoSchedule" {
-            errors.push(FieldError::not_supported(format!("{path}.effect"), quote(&taint.effect), &["NoSchedule"]));
+        if !TAINT_EFFECTS.contains(&taint.effect.as_str()) {
+            errors.push(FieldError::not_supported(format!("{path}.effect"), quote(&taint.effect), TAINT_EFFECTS));
         }
     }
     ValidationError::check(&object.kind, &object.metadata.name, errors)?;

@@ -1,8 +1,9 @@
 //! Which columns `get` prints for a kind. Per-kind column sets are added here
 //! (one match arm each); the printer only asks [`columns_for`]. The placement
-//! kinds' columns live in [`placement`], the staged update and eviction
-//! kinds' in [`staged`].
+//! kinds' columns live in [`placement`], the OCM kinds' in [`ocm`], the
+//! staged update and eviction kinds' in [`staged`].
 
+pub mod ocm;
 pub mod overrides;
 pub mod placement;
 pub mod staged;
@@ -69,6 +70,11 @@ pub fn columns_for(kind: &str, wide: bool) -> Vec<Column> {
         "ClusterResourceOverride" | "ResourceOverride" => overrides::override_columns(),
         "ClusterResourceOverrideSnapshot" | "ResourceOverrideSnapshot" => overrides::override_snapshot_columns(),
         "ClusterResourceEnvelope" | "ResourceEnvelope" => overrides::envelope_columns(),
+        "Placement" => ocm::placement_columns(wide),
+        "PlacementDecision" => ocm::decision_columns(wide),
+        "ManagedCluster" => ocm::managed_cluster_columns(wide),
+        "ManifestWorkReplicaSet" => ocm::replica_set_columns(wide),
+        "ManifestWork" => ocm::manifest_work_columns(wide),
         _ => generic_columns(wide),
     }
 }
@@ -119,19 +125,18 @@ fn member_cluster_columns(wide: bool) -> Vec<Column> {
 
 /// The status of condition `type_` in `status.conditions`, or `Unknown`.
 fn condition_status(object: &Object, type_: &str) -> String {
-    condition_status_or(object, type_, "Unknown")
+    condition_field(object, type_, "status").unwrap_or_else(|| "Unknown".to_string())
 }
 
-/// The status of condition `type_` in `status.conditions`, or `absent`.
-fn condition_status_or(object: &Object, type_: &str, absent: &str) -> String {
+/// A text field (`status`, `reason`, ...) of condition `type_` in `status.conditions`.
+fn condition_field(object: &Object, type_: &str, field: &str) -> Option<String> {
     object
         .status()
         .and_then(|s| s.get("conditions"))
         .and_then(Value::as_array)
         .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or(absent)
-        .to_string()
+        .and_then(|c| c[field].as_str())
+        .map(str::to_string)
 }
 
 fn property(object: &Object, name: &str) -> String {

@@ -1,6 +1,7 @@
 //! `describe` text, like kubectl's generic describer: a header block, the
 //! metadata, every other field as indented key/value text, then the events.
 
+pub mod ocm;
 pub mod placement;
 pub mod run;
 

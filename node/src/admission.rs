@@ -2,7 +2,9 @@
 //! kind and scope resolved (registry, then CRDs stored on the hub), generic
 //! validation with every problem listed, server-set fields dropped.
 
-use fleet_api::kinds::{self, KindInfo, Scope, FLEET_PLACEMENT_GROUP};
+use fleet_api::kinds::{self, KindInfo, Scope, FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
+use fleet_api::member;
+use fleet_api::ocm::managed_cluster;
 use fleet_api::overrides as overrides_api;
 use fleet_api::validation::validate_generic;
 use fleet_api::{Object, ObjectKey};
@@ -179,6 +181,9 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
             crate::members::internal::INTERNAL_GROUP
         ));
     }
+    if managed_cluster::is_managed_cluster(object.group(), &object.kind) {
+        object = through_managed_cluster(store, &object)?;
+    }
     let kind = resolve_document(store, &object).map_err(|s| s.message().to_string())?;
     if let Some(info) = kinds::lookup_group_kind(&kind.group, &kind.kind) {
         if !object.api_version.is_empty() && !info.accepts_api_version(&object.api_version) {
@@ -205,8 +210,50 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
     object.strip_server_fields();
     validate_generic(&object, kind.scope).map_err(|e| e.to_string())?;
     fleet_api::typed::prepare(&mut object).map_err(|e| e.to_string())?;
+    if object.group() == FLEET_CLUSTER_GROUP && object.kind == "MemberCluster" {
+        stamp_taint_times(store, &mut object)?;
+    }
     check_update(store, &object)?;
     Ok(object)
+}
+
+/// The MemberCluster a ManagedCluster document writes (one inventory: its
+/// labels and taints go to the MemberCluster of the same name, conditional
+/// on the version read).
+fn through_managed_cluster(store: &Store, document: &Object) -> Result<Object, String> {
+    let info = kinds::lookup_group_kind(document.group(), &document.kind);
+    if let Some(info) = info.filter(|i| !i.accepts_api_version(&document.api_version)) {
+        return Err(format!(
+            "{} {:?}: apiVersion: Unsupported value: {:?}: supported values: {}",
+            info.kind,
+            document.metadata.name,
+            document.api_version,
+            info.api_version()
+        ));
+    }
+    let key = ObjectKey::new(FLEET_CLUSTER_GROUP, "MemberCluster", "", &document.metadata.name);
+    let (stored, _) = store.get(&key).map_err(|e| e.to_string())?;
+    managed_cluster::to_member(document, stored.as_ref()).map_err(|e| e.to_string())
+}
+
+/// Gives every taint of a MemberCluster a `timeAdded` (OCM's
+/// `tolerationSeconds` count from it): the stored one for a taint that was
+/// already there, now for a new one. The proposer decides the time; the
+/// command carries it.
+fn stamp_taint_times(store: &Store, object: &mut Object) -> Result<(), String> {
+    let mut spec = member::spec_of(object);
+    if spec.taints.iter().all(|t| t.time_added.is_some()) {
+        return Ok(());
+    }
+    let (stored, _) = store.get(&ObjectKey::of(object)).map_err(|e| e.to_string())?;
+    let before = stored.as_ref().map(member::spec_of).unwrap_or_default();
+    let now = crate::service::now_rfc3339();
+    for taint in spec.taints.iter_mut().filter(|t| t.time_added.is_none()) {
+        let known = before.taints.iter().find(|t| t.same_as(taint)).and_then(|t| t.time_added.clone());
+        taint.time_added = Some(known.unwrap_or_else(|| now.clone()));
+    }
+    object.rest.insert("spec".into(), fleet_api::typed::encode(&spec));
+    Ok(())
 }
 
 /// The rules about what may change in an update (placementType, only added

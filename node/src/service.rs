@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use fleet_api::ocm::{self, managed_cluster};
 use fleet_api::{LabelSelector, Object, ObjectKey};
 use fleet_proto::fleet::fleet_server::Fleet;
 use fleet_proto::fleet::{
@@ -126,6 +127,16 @@ impl FleetService {
         blocking(move || admission::resolve_kind_ref(&store, &kind)).await
     }
 
+    /// Resolves a kind for reading: the ManagedCluster view reads the
+    /// MemberClusters (`Some(view)` maps each one).
+    async fn resolve_read(&self, kind: Option<KindRef>) -> Result<(ResolvedKind, Option<View>), Status> {
+        let resolved = self.resolve(kind).await?;
+        if managed_cluster::is_managed_cluster(&resolved.group, &resolved.kind) {
+            return Ok((member_cluster_kind(), Some(managed_cluster::view_of as View)));
+        }
+        Ok((resolved, None))
+    }
+
     async fn propose(&self, ops: Vec<Op>) -> Result<(u64, Vec<fleet_statemachine::OpOutcome>), Status> {
         self.consensus.write(Command { now: now_rfc3339(), ops }).await.map_err(raft_status)
     }
@@ -147,6 +158,34 @@ impl FleetService {
                 })
                 .collect(),
         }
+    }
+}
+
+/// Maps a stored object to how a view shows it.
+pub type View = fn(&Object) -> Object;
+
+/// The MemberCluster kind, which the ManagedCluster view reads and writes.
+fn member_cluster_kind() -> ResolvedKind {
+    ResolvedKind {
+        group: fleet_api::kinds::FLEET_CLUSTER_GROUP.into(),
+        kind: "MemberCluster".into(),
+        plural: "memberclusters".into(),
+        scope: fleet_api::Scope::Cluster,
+    }
+}
+
+/// Refuses status writes the kind's own rules refuse (PlacementDecision
+/// pages, AddOnPlacementScores) and writes through the read-only view.
+fn check_status(object: &Object) -> Result<(), Status> {
+    let invalid = |e: fleet_api::ValidationError| Status::invalid_argument(e.to_string());
+    match (object.group(), object.kind.as_str()) {
+        (ocm::CLUSTER_GROUP, ocm::decision::KIND) => ocm::decision::validate_status(object).map_err(invalid),
+        (ocm::CLUSTER_GROUP, ocm::addon_score::KIND) => ocm::addon_score::validate_status(object).map_err(invalid),
+        (group, kind) if managed_cluster::is_managed_cluster(group, kind) => Err(Status::invalid_argument(format!(
+            "ManagedCluster {:?}: status: Forbidden: a ManagedCluster's status is its MemberCluster's, reported by its agent",
+            object.metadata.name
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -198,6 +237,7 @@ impl Fleet for FleetService {
         let caller = authorize(&request, "UpdateStatus", Access::Write, true)?;
         let object = Object::from_json(&request.into_inner().object)
             .map_err(|e| Status::invalid_argument(format!("object: not a valid object: {e}")))?;
+        check_status(&object)?;
         let store = self.store();
         let (object, kind) = blocking(move || {
             let kind = admission::resolve_document(&store, &object)?;
@@ -218,7 +258,7 @@ impl Fleet for FleetService {
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
         let caller = authorize(&request, "Get", Access::Read, true)?;
         let req = request.into_inner();
-        let kind = self.resolve(req.kind).await?;
+        let (kind, view) = self.resolve_read(req.kind).await?;
         self.member_scope(&caller, &kind, &kind.namespace_or_default(&req.namespace), "Get").await?;
         self.read_barrier(req.read.as_ref()).await?;
         let key = kind.key(&req.namespace, &req.name);
@@ -226,13 +266,14 @@ impl Fleet for FleetService {
         let lookup = key.clone();
         let (object, index) = blocking(move || store.get(&lookup).map_err(storage_status)).await?;
         let object = object.ok_or_else(|| not_found(&kind, &key))?;
+        let object = view.map_or(object.clone(), |v| v(&object));
         Ok(Response::new(GetResponse { object: object.to_json(), resource_version: index }))
     }
 
     async fn list(&self, request: Request<ListRequest>) -> Result<Response<ListResponse>, Status> {
         let caller = authorize(&request, "List", Access::Read, true)?;
         let req = request.into_inner();
-        let kind = self.resolve(req.kind).await?;
+        let (kind, view) = self.resolve_read(req.kind).await?;
         let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
         self.member_scope(&caller, &kind, &scope_ns, "List").await?;
         let selector = parse_selector(&req.label_selector)?;
@@ -243,13 +284,15 @@ impl Fleet for FleetService {
         query.selector = selector;
         let store = self.store();
         let (items, index) = blocking(move || store.list(&query).map_err(storage_status)).await?;
-        Ok(Response::new(ListResponse { items: items.iter().map(Object::to_json).collect(), resource_version: index }))
+        let items = items.iter().map(|o| view.map_or_else(|| o.to_json(), |v| v(o).to_json())).collect();
+        Ok(Response::new(ListResponse { items, resource_version: index }))
     }
 
     async fn delete(&self, request: Request<DeleteRequest>) -> Result<Response<WriteResponse>, Status> {
         authorize(&request, "Delete", Access::Write, false)?;
         let req = request.into_inner();
-        let kind = self.resolve(req.kind).await?;
+        // Deleting a ManagedCluster deletes its MemberCluster: one inventory.
+        let (kind, _) = self.resolve_read(req.kind).await?;
         let key = kind.key(&req.namespace, &req.name);
         let precondition = (req.resource_version > 0).then_some(req.resource_version);
         let result = self.propose(vec![Op::Delete { key: key.clone(), resource_version: precondition }]).await;
@@ -266,7 +309,7 @@ impl Fleet for FleetService {
     async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
         let caller = authorize(&request, "Watch", Access::Read, true)?;
         let req = request.into_inner();
-        let kind = self.resolve(req.kind.clone()).await?;
+        let (kind, view) = self.resolve_read(req.kind.clone()).await?;
         let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
         self.member_scope(&caller, &kind, &scope_ns, "Watch").await?;
         let selector = parse_selector(&req.label_selector)?;
@@ -281,7 +324,7 @@ impl Fleet for FleetService {
             _ => None,
         };
         let stream =
-            crate::watch::start(self.store(), query, req.resource_version, self.stopping.clone(), member).await?;
+            crate::watch::start(self.store(), query, req.resource_version, self.stopping.clone(), member, view).await?;
         Ok(Response::new(stream))
     }
 

@@ -33,6 +33,7 @@ pub async fn start(
     from: u64,
     stopping: tokio::sync::watch::Receiver<bool>,
     member: Option<String>,
+    view: Option<crate::service::View>,
 ) -> Result<Pin<Box<dyn Stream<Item = Result<WireEvent, Status>> + Send>>, Status> {
     let listed = from == 0;
     let (initial, from) = if listed {
@@ -46,6 +47,7 @@ pub async fn start(
     tokio::spawn(async move {
         for object in initial {
             let rv = object.metadata.resource_version_number().unwrap_or(0);
+            let object = view.map_or(object.clone(), |v| v(&object));
             let event = WireEvent { r#type: "ADDED".into(), object: object.to_json(), resource_version: rv };
             if tx.send(Ok(event)).await.is_err() {
                 return;
@@ -59,22 +61,27 @@ pub async fn start(
             }
         }
         for event in subscription.backlog {
-            if !send_if_matching(&tx, &query, &event).await {
+            if !send_if_matching(&tx, &query, &event, view).await {
                 return;
             }
         }
-        forward_live(tx, query, subscription.receiver, stopping, member).await;
+        forward_live(tx, query, subscription.receiver, stopping, member, view).await;
     });
     Ok(Box::pin(ReceiverStream::new(rx)))
 }
 
-async fn send_if_matching(tx: &Out, query: &ListQuery, event: &fleet_statemachine::WatchEvent) -> bool {
+async fn send_if_matching(
+    tx: &Out,
+    query: &ListQuery,
+    event: &fleet_statemachine::WatchEvent,
+    view: Option<crate::service::View>,
+) -> bool {
     let Some((event_type, object)) = query.view_of(event) else {
         return true;
     };
     let wire = WireEvent {
         r#type: event_type.as_str().to_string(),
-        object: object.to_json(),
+        object: view.map_or_else(|| object.to_json(), |v| v(object).to_json()),
         resource_version: event.resource_version,
     };
     tx.send(Ok(wire)).await.is_ok()
@@ -86,6 +93,7 @@ async fn forward_live(
     mut receiver: tokio::sync::broadcast::Receiver<HubMessage>,
     mut stopping: tokio::sync::watch::Receiver<bool>,
     member: Option<String>,
+    view: Option<crate::service::View>,
 ) {
     loop {
         tokio::select! {
@@ -103,7 +111,7 @@ async fn forward_live(
                         )))).await;
                         return;
                     }
-                    if !send_if_matching(&tx, &query, &event).await {
+                    if !send_if_matching(&tx, &query, &event, view).await {
                         return;
                     }
                 }

@@ -40,7 +40,8 @@ pub fn apply_yaml(hub: &Hub, yaml: &str) {
 }
 
 /// Starts the hub and the given members (labels applied before joining, CPU
-/// allocatable = capacity), and waits until all report their properties.
+/// allocatable = capacity, 16Gi of memory), and waits until all report
+/// their properties.
 pub async fn fleet(members: &[&Member]) -> Hub {
     fleet_with(members, &[]).await
 }
@@ -48,35 +49,58 @@ pub async fn fleet(members: &[&Member]) -> Hub {
 /// [`fleet`], every agent started with the extra flags `agent_args` (such
 /// as `--drift-check-interval 1s`).
 pub async fn fleet_with(members: &[&Member], agent_args: &[&str]) -> Hub {
+    let sized: Vec<(&Member, &str)> = members.iter().map(|m| (*m, "16Gi")).collect();
+    start_fleet(&sized, agent_args).await
+}
+
+/// Like [`fleet`], with each member's allocatable (= capacity) memory.
+pub async fn fleet_sized(members: &[(&Member, &str)]) -> Hub {
+    start_fleet(members, &[]).await
+}
+
+async fn start_fleet(members: &[(&Member, &str)], agent_args: &[&str]) -> Hub {
     let mut hub = Hub::start(HubOptions::default()).await;
-    for m in members {
-        apply_yaml(&hub, &member_yaml(m, ""));
-        let nodes = m.nodes.to_string();
-        let capacity = format!("cpu={},memory=16Gi", m.cpu);
-        let allocatable = format!("cpu={},memory=16Gi", m.cpu);
-        let mut args = vec!["--sim-nodes", &nodes, "--sim-capacity", &capacity, "--sim-allocatable", &allocatable];
-        args.extend_from_slice(agent_args);
-        hub.start_agent(m.name, &args);
+    for (m, memory) in members {
+        start_member_with(&mut hub, m, memory, agent_args);
     }
-    for m in members {
-        let admin = hub.client(hub.running()[0]).await;
-        eventually(&format!("{} joined, healthy, with properties", m.name), WAIT, || {
-            let mut admin = admin.clone();
-            async move {
-                let mc = get(&mut admin, "mc", "", m.name).await.map_err(|e| e.to_string())?;
-                let healthy = condition(&mc, "Healthy").is_some_and(|c| c.0 == "True");
-                let joined = condition(&mc, "Joined").is_some_and(|c| c.0 == "True");
-                let has_cpu = mc.status().and_then(|s| s.pointer("/resourceUsage/available/cpu")).is_some();
-                if healthy && joined && has_cpu {
-                    Ok(())
-                } else {
-                    Err(format!("{:?}", mc.status()))
-                }
-            }
-        })
-        .await;
+    for (m, _) in members {
+        wait_joined(&hub, m.name).await;
     }
     hub
+}
+
+/// Applies the member's MemberCluster and starts its agent with `memory`.
+pub fn start_member(hub: &mut Hub, m: &Member, memory: &str) {
+    start_member_with(hub, m, memory, &[]);
+}
+
+fn start_member_with(hub: &mut Hub, m: &Member, memory: &str, agent_args: &[&str]) {
+    apply_yaml(hub, &member_yaml(m, ""));
+    let nodes = m.nodes.to_string();
+    let size = format!("cpu={},memory={memory}", m.cpu);
+    let mut args = vec!["--sim-nodes", &nodes, "--sim-capacity", &size, "--sim-allocatable", &size];
+    args.extend_from_slice(agent_args);
+    hub.start_agent(m.name, &args);
+}
+
+/// Waits until the cluster joined, is healthy and reports its resources.
+pub async fn wait_joined(hub: &Hub, name: &str) {
+    let admin = hub.client(hub.running()[0]).await;
+    eventually(&format!("{name} joined, healthy, with properties"), WAIT, || {
+        let mut admin = admin.clone();
+        async move {
+            let mc = get(&mut admin, "mc", "", name).await.map_err(|e| e.to_string())?;
+            let healthy = condition(&mc, "Healthy").is_some_and(|c| c.0 == "True");
+            let joined = condition(&mc, "Joined").is_some_and(|c| c.0 == "True");
+            let has_cpu = mc.status().and_then(|s| s.pointer("/resourceUsage/available/cpu")).is_some();
+            if healthy && joined && has_cpu {
+                Ok(())
+            } else {
+                Err(format!("{:?}", mc.status()))
+            }
+        }
+    })
+    .await;
 }
 
 /// Lists objects of a kind in every namespace, with a `-l` selector.

@@ -7,6 +7,7 @@
 //! - [`clusterset`]: `ManagedClusterSet` (v1beta2) and
 //!   `ManagedClusterSetBinding`;
 //! - [`addon_score`]: `AddOnPlacementScore` (v1alpha1);
+//! - [`managed_cluster`]: the `ManagedCluster` view of MemberClusters;
 //! - [`manifestwork`]: `ManifestWork` (work v1) and its status;
 //! - [`replicaset`]: `ManifestWorkReplicaSet` (work v1alpha1) and its
 //!   rollout strategy.
@@ -40,6 +41,7 @@ use crate::{LabelSelector, Object};
 pub mod addon_score;
 pub mod clusterset;
 pub mod decision;
+pub mod managed_cluster;
 pub mod manifestwork;
 pub mod placement;
 pub mod replicaset;

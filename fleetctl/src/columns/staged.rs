@@ -4,11 +4,11 @@
 
 use fleet_api::Object;
 
-use super::{age_column, condition_status_or, name_column, str_field, Column};
+use super::{age_column, condition_field, name_column, str_field, Column};
 
 /// A condition's status, empty while it is not set.
 fn condition(object: &Object, type_: &str) -> String {
-    condition_status_or(object, type_, "")
+    condition_field(object, type_, "status").unwrap_or_default()
 }
 
 /// `NAME`, `PLACEMENT`, `RESOURCE-SNAPSHOT-INDEX`, `POLICY-SNAPSHOT-INDEX`,

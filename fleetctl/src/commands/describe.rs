@@ -8,7 +8,7 @@ use fleet_api::Object;
 use super::split_kind_name;
 use crate::cli::DescribeArgs;
 use crate::client::Client;
-use crate::describe::{involves, placement, render, run};
+use crate::describe::{involves, ocm, placement, render, run};
 use crate::error::{Error, Result};
 use crate::io::Io;
 use crate::kind::{KindArg, DEFAULT_NAMESPACE};
@@ -16,7 +16,8 @@ use crate::types::ListQuery;
 
 /// Prints the object and the Events about it (from its namespace, or
 /// `default` for cluster-scoped objects); for a placement, also its latest
-/// scheduling policy snapshot's decisions.
+/// scheduling policy snapshot's decisions; for an OCM Placement, its
+/// decision pages and candidates' scores.
 pub async fn run(client: &Client, args: DescribeArgs, io: &mut Io) -> Result<()> {
     let (kind_name, name) = split_kind_name(&args.kind, args.name.clone())?;
     let name = name.ok_or_else(|| Error::Usage("describe needs KIND NAME".to_string()))?;
@@ -36,6 +37,21 @@ pub async fn run(client: &Client, args: DescribeArgs, io: &mut Io) -> Result<()>
             Vec::new()
         }
     };
+    if ocm::is_ocm_placement(&object) {
+        let query = ListQuery {
+            consistent: args.consistent,
+            label_selector: ocm::pages_selector(&object),
+            ..ListQuery::new(KindArg::resolve("placementdecisions"), namespace.clone())
+        };
+        let pages = match client.list(&query).await {
+            Ok(list) => list.items,
+            Err(e) => {
+                io.err(&format!("warning: cannot list placement decisions: {e}\n"))?;
+                Vec::new()
+            }
+        };
+        return io.out(&ocm::render(&object, &pages, &events, SystemTime::now()));
+    }
     if placement::is_placement_kind(&object.kind) {
         let snapshots = policy_snapshots(client, &object, args.consistent, io).await?;
         let latest = placement::latest_policy_snapshot(&object, &snapshots);

@@ -36,6 +36,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::clusters::ClusterCache;
 use super::evictions::evictions_key;
+use super::ocm::feed::OcmFeed;
 use super::queue::WorkQueue;
 
 /// What the feed remembers of a placement.
@@ -61,13 +62,21 @@ struct Feed {
     /// The index the last cluster listing was read at: cluster events up to
     /// it are already in the cache (replaying them would step it back).
     clusters_listed_at: u64,
+    /// The OCM controllers' part.
+    ocm: OcmFeed,
 }
 
 /// Follows the store's events for the whole leadership session.
 pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>, cache: Arc<ClusterCache>) {
     let store = consensus.store().clone();
-    let mut feed =
-        Feed { queue, placements: BTreeMap::new(), runs: BTreeMap::new(), clusters: cache, clusters_listed_at: 0 };
+    let mut feed = Feed {
+        queue,
+        placements: BTreeMap::new(),
+        runs: BTreeMap::new(),
+        clusters: cache,
+        clusters_listed_at: 0,
+        ocm: OcmFeed::default(),
+    };
     loop {
         // Subscribe first, then list: nothing falls between the two.
         let from = store.applied_index();
@@ -131,7 +140,7 @@ impl Feed {
             }
         }
         self.queue.add(evictions_key());
-        Ok(())
+        self.ocm.resync(store, &self.queue)
     }
 
     /// Remembers a run and queues it unless it is finished.
@@ -188,6 +197,9 @@ impl Feed {
         let object = &event.object;
         let group = event.key.group.as_str();
         let kind = event.key.kind.as_str();
+        if self.ocm.on_event(event, &self.queue) {
+            return;
+        }
         if group == FLEET_PLACEMENT_GROUP && matches!(kind, CLUSTER_RESOURCE_PLACEMENT | RESOURCE_PLACEMENT) {
             if event.event_type == EventType::Deleted {
                 self.placements.remove(&event.key);
@@ -255,6 +267,7 @@ impl Feed {
         let name = &event.key.name;
         let (everyone, properties_only) = if event.event_type == EventType::Deleted {
             self.clusters.remove(name);
+            self.ocm.on_cluster(&self.queue, name, false);
             (true, false)
         } else {
             let view = ClusterInfo::from_member(&event.object);
@@ -264,7 +277,11 @@ impl Feed {
                     || old.ineligible != view.ineligible
                     || old.leaving != view.leaving
             };
-            match self.clusters.upsert(name, view.clone()) {
+            let old = self.clusters.upsert(name, view.clone());
+            if old.as_ref() != Some(&view) {
+                self.ocm.on_cluster(&self.queue, name, old.is_none());
+            }
+            match old {
                 None => (true, false),
                 Some(old) if everyone(&old) => (true, false),
                 Some(old) => (false, old.properties != view.properties),

@@ -4,12 +4,13 @@
 //! A node runs them only while it leads. On gaining leadership it first
 //! waits until its state machine has applied everything committed before
 //! (a read-index round), then resyncs everything (placements, overrides,
-//! runs, evictions); on losing it, the session is cancelled.
+//! runs, evictions, OCM objects); on losing it, the session is cancelled.
 //!
-//! Four controllers share the queue, dispatched by the key's kind:
+//! The controllers share the queue, dispatched by the key's kind:
 //! placements (`placement`), overrides (`overrides`), staged update runs
-//! (`runs`) and evictions (`evictions`, one key for all, so they are judged
-//! one at a time).
+//! (`runs`), evictions (`evictions`, one key for all, so they are judged
+//! one at a time) and OCM's placements, ManifestWorks and replica sets
+//! (`ocm`).
 //!
 //! Every write a controller makes is conditional on the versions it read,
 //! so a deposed leader's late write is refused.
@@ -18,6 +19,7 @@ mod clusters;
 pub mod events;
 mod evictions;
 mod feed;
+pub mod ocm;
 mod overrides;
 pub mod placement;
 pub mod queue;
@@ -191,6 +193,15 @@ async fn reconcile(
             {
                 return overrides::next_step(&store, &read_key).map(Some);
             }
+            match ocm::OcmKind::of(&read_key) {
+                Some(ocm::OcmKind::ManifestWork) => {
+                    return ocm::delivery::next_step(&store, &read_key, &step_now).map(Some)
+                }
+                Some(ocm::OcmKind::ReplicaSet) => {
+                    return ocm::replicaset::next_step(&store, &read_key, &step_now, unix_now).map(Some)
+                }
+                _ => {}
+            }
             // The feed lists the clusters before it queues anything else.
             let Some(fleet) = fleet.get() else { return Ok(None) };
             if runs::is_run_key(&read_key) {
@@ -199,7 +210,12 @@ async fn reconcile(
             if evictions::is_evictions_key(&read_key) {
                 return evictions::next_step(&store, &fleet, &step_now).map(Some);
             }
-            placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
+            match ocm::OcmKind::of(&read_key) {
+                Some(ocm::OcmKind::Placement) => {
+                    ocm::placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
+                }
+                _ => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
+            }
         })
         .await
         .map_err(|e| ControllerError::Task(e.to_string()))??;

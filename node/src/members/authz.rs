@@ -1,6 +1,8 @@
 //! What a member agent may touch: only the Work of its own namespace
-//! (`fleet-member-<cluster>`), only while its MemberCluster exists and the
-//! certificate it presents is one the hub issued to it.
+//! (`fleet-member-<cluster>`) and the AddOnPlacementScores of the namespace
+//! named after its cluster (OCM's convention; it may write their status),
+//! only while its MemberCluster exists and the certificate it presents is
+//! one the hub issued to it.
 
 use fleet_api::member::member_namespace;
 use fleet_api::ObjectKey;
@@ -35,7 +37,9 @@ pub fn check_credential(store: &Store, cluster: &str, serial: &str) -> Result<()
 pub fn check_scope(cluster: &str, kind: &ResolvedKind, namespace: &str, rpc: &str) -> Result<(), Status> {
     let own = member_namespace(cluster);
     let is_work = kind.group == fleet_api::kinds::FLEET_PLACEMENT_GROUP && kind.kind == "Work";
-    if is_work && namespace == own {
+    // OCM's convention: a cluster's add-on scores live in the namespace named after it.
+    let is_score = kind.group == fleet_api::ocm::CLUSTER_GROUP && kind.kind == fleet_api::ocm::addon_score::KIND;
+    if (is_work && namespace == own) || (is_score && namespace == cluster) {
         Ok(())
     } else {
         let what = if namespace.is_empty() {
@@ -44,7 +48,7 @@ pub fn check_scope(cluster: &str, kind: &ResolvedKind, namespace: &str, rpc: &st
             format!("{} in namespace {namespace:?}", kind.plural)
         };
         Err(Status::permission_denied(format!(
-            "system:fleet:member:{cluster} may not call {rpc} on {what}: a member may only read the Work of namespace {own:?} and write its status"
+            "system:fleet:member:{cluster} may not call {rpc} on {what}: a member may only read the Work of namespace {own:?} and write its status (and the AddOnPlacementScores of namespace {cluster:?})"
         )))
     }
 }
@@ -71,5 +75,8 @@ mod tests {
         assert!(check_scope("a", &work, "", "List").is_err(), "all namespaces is not its own");
         let err = check_scope("a", &kind("", "ConfigMap"), "fleet-member-a", "Get").unwrap_err();
         assert!(err.message().contains("may only read the Work"), "{err}");
+        let score = kind("cluster.open-cluster-management.io", "AddOnPlacementScore");
+        assert!(check_scope("a", &score, "a", "UpdateStatus").is_ok());
+        assert!(check_scope("a", &score, "b", "UpdateStatus").is_err());
     }
 }

@@ -46,11 +46,13 @@ use fleet_api::ocm::placement::{DecisionGroupStatus, PlacementSpec};
 
 use crate::cluster::ClusterInfo;
 
+pub mod delivery;
 mod groups;
 mod inputs;
 mod pass;
 mod predicates;
 mod prioritizers;
+pub mod rollout;
 mod sets;
 mod status;
 mod taints;

@@ -5,8 +5,9 @@
 use fleet_api::conditions::{set_condition, Condition};
 use fleet_api::ocm::decision::{self, PlacementDecisionStatus};
 use fleet_api::ocm::placement::{
-    PlacementStatus, CONDITION_MISCONFIGURED, CONDITION_SATISFIED, REASON_ALL_DECISIONS_SCHEDULED, REASON_CONFIGURED,
-    REASON_MISCONFIGURED, REASON_NOT_ALL_DECISIONS_SCHEDULED, REASON_NO_BINDINGS, REASON_NO_CLUSTER_MATCHED,
+    CandidateScore, CandidateScores, PlacementStatus, WeightedName, CONDITION_MISCONFIGURED, CONDITION_SATISFIED,
+    MAX_CANDIDATE_SCORES, REASON_ALL_DECISIONS_SCHEDULED, REASON_CONFIGURED, REASON_MISCONFIGURED,
+    REASON_NOT_ALL_DECISIONS_SCHEDULED, REASON_NO_BINDINGS, REASON_NO_CLUSTER_MATCHED,
 };
 use fleet_api::Object;
 
@@ -82,6 +83,33 @@ impl OcmOutcome {
             number_of_selected_clusters: self.chosen.len() as i64,
             decision_groups: self.group_statuses.clone(),
             conditions,
+            candidate_scores: Some(self.candidate_scores()),
+        }
+    }
+
+    /// The candidates' scores for the status: chosen ones first, then by
+    /// total descending and name, at most [`MAX_CANDIDATE_SCORES`].
+    pub fn candidate_scores(&self) -> CandidateScores {
+        let mut ranked: Vec<&super::Candidate> = self.candidates.iter().collect();
+        ranked.sort_by(|a, b| b.chosen.cmp(&a.chosen).then(b.total.cmp(&a.total)).then(a.cluster.cmp(&b.cluster)));
+        let omitted = ranked.len().saturating_sub(MAX_CANDIDATE_SCORES) as i64;
+        ranked.truncate(MAX_CANDIDATE_SCORES);
+        CandidateScores {
+            prioritizers: self
+                .prioritizers
+                .iter()
+                .map(|p| WeightedName { name: p.prioritizer.name(), weight: p.weight })
+                .collect(),
+            candidates: ranked
+                .into_iter()
+                .map(|c| CandidateScore {
+                    cluster_name: c.cluster.clone(),
+                    scores: c.scores.clone(),
+                    total: c.total,
+                    selected: c.chosen,
+                })
+                .collect(),
+            omitted,
         }
     }
 

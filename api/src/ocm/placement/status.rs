@@ -18,6 +18,64 @@ pub struct PlacementStatus {
     /// `PlacementSatisfied` and `PlacementMisconfigured`.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// Fleet's addition to OCM's status: how the candidates scored in the
+    /// latest pass, so `fleetctl describe placement` can show why these
+    /// clusters were chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate_scores: Option<CandidateScores>,
+}
+
+/// Most candidates [`CandidateScores`] lists (the best-ranked first).
+pub const MAX_CANDIDATE_SCORES: usize = 100;
+
+/// Every candidate's score per prioritizer and total, best-ranked first
+/// (at most [`MAX_CANDIDATE_SCORES`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateScores {
+    /// The prioritizers, as `Name` or `AddOn/<resource>/<score>`, with their weights.
+    #[serde(default)]
+    pub prioritizers: Vec<WeightedName>,
+    /// The candidates listed.
+    #[serde(default)]
+    pub candidates: Vec<CandidateScore>,
+    /// How many candidates were left off the list.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// A prioritizer's name and weight.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WeightedName {
+    /// The prioritizer.
+    #[serde(default)]
+    pub name: String,
+    /// Its weight.
+    #[serde(default)]
+    pub weight: i64,
+}
+
+/// One candidate's scores.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateScore {
+    /// The cluster.
+    #[serde(default)]
+    pub cluster_name: String,
+    /// Per prioritizer, in the order of `prioritizers` (unweighted, −100..100).
+    #[serde(default)]
+    pub scores: Vec<i64>,
+    /// Σ weight × score.
+    #[serde(default)]
+    pub total: i64,
+    /// Whether it was chosen.
+    #[serde(default)]
+    pub selected: bool,
 }
 
 /// One decision group: its index and name, its PlacementDecision pages and

@@ -15,6 +15,7 @@ mod groups;
 mod prioritizers;
 mod properties;
 mod ranking;
+mod rollout;
 mod sets;
 mod spread;
 mod status;

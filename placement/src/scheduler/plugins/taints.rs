@@ -1,10 +1,15 @@
 //! Taints and tolerations: a tainted cluster gets placements only from
-//! policies that tolerate every one of its taints.
+//! policies that tolerate every one of its taints — except OCM's
+//! `PreferNoSelect` (written through the ManagedCluster view), a hint that
+//! never keeps a cluster out, for either scheduler.
 
 use fleet_api::member::Taint;
 use fleet_api::placement::Toleration;
 
 use crate::scheduler::framework::FilterPlugin;
+
+/// OCM's hint-only taint effect.
+const PREFER_NO_SELECT: &str = fleet_api::ocm::placement::EFFECT_PREFER_NO_SELECT;
 use crate::scheduler::table::ClusterTable;
 
 /// Filters out clusters with a taint that no toleration matches.
@@ -50,7 +55,9 @@ impl FilterPlugin for Taints<'_> {
     }
 
     fn filter(&self, table: &ClusterTable, cluster: usize) -> Result<(), String> {
-        match table.info(cluster).taints.iter().find(|taint| !self.tolerations.iter().any(|t| tolerates(t, taint))) {
+        let untolerated =
+            |taint: &&Taint| taint.effect != PREFER_NO_SELECT && !self.tolerations.iter().any(|t| tolerates(t, taint));
+        match table.info(cluster).taints.iter().find(untolerated) {
             Some(taint) => Err(format!("cluster has taint \"{}\" that is not tolerated", taint_text(taint))),
             None => Ok(()),
         }

@@ -1,0 +1,238 @@
+//! `get` columns of the Open Cluster Management kinds, as OCM's printer
+//! columns show them (and `-o wide` adds what a Fleet user asks next).
+
+use fleet_api::Object;
+use serde_json::Value;
+
+use super::{age_column, condition_field, condition_status, labels_text, name_column, Column};
+
+/// A field of `status` at a JSON pointer, as text (`""` if absent).
+fn status_text(object: &Object, pointer: &str) -> String {
+    match object.status().and_then(|s| s.pointer(pointer)) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The reason of condition `type_`, `""` when absent.
+fn condition_reason(object: &Object, type_: &str) -> String {
+    condition_field(object, type_, "reason").unwrap_or_default()
+}
+
+/// `NAME`, `SUCCEEDED`, `REASON`, `SELECTEDCLUSTERS`, `AGE` of a Placement;
+/// wide adds `MISCONFIGURED` and `DECISIONGROUPS`.
+pub fn placement_columns(wide: bool) -> Vec<Column> {
+    let mut columns = vec![
+        name_column(),
+        Column { header: "SUCCEEDED", value: |o, _| condition_status(o, "PlacementSatisfied") },
+        Column { header: "REASON", value: |o, _| condition_reason(o, "PlacementSatisfied") },
+        Column { header: "SELECTEDCLUSTERS", value: |o, _| status_text(o, "/numberOfSelectedClusters") },
+    ];
+    if wide {
+        columns.push(Column { header: "MISCONFIGURED", value: |o, _| condition_status(o, "PlacementMisconfigured") });
+        columns.push(Column {
+            header: "DECISIONGROUPS",
+            value: |o, _| {
+                let groups = o.status().and_then(|s| s.get("decisionGroups")).and_then(Value::as_array);
+                groups.map_or(0, Vec::len).to_string()
+            },
+        });
+    }
+    columns.push(age_column());
+    columns
+}
+
+/// The clusters a PlacementDecision page names.
+fn decided(object: &Object) -> Vec<String> {
+    let decisions = object.status().and_then(|s| s.get("decisions")).and_then(Value::as_array);
+    decisions.into_iter().flatten().filter_map(|d| d["clusterName"].as_str().map(str::to_string)).collect()
+}
+
+/// `NAME`, `PLACEMENT`, `GROUP`, `DECISIONS`, `AGE` of a PlacementDecision;
+/// wide adds the clusters.
+pub fn decision_columns(wide: bool) -> Vec<Column> {
+    let mut columns = vec![
+        name_column(),
+        Column { header: "PLACEMENT", value: |o, _| label_of(o, fleet_api::ocm::decision::PLACEMENT_LABEL) },
+        Column {
+            header: "GROUP",
+            value: |o, _| {
+                let name = label_of(o, fleet_api::ocm::decision::DECISION_GROUP_NAME_LABEL);
+                let index = label_of(o, fleet_api::ocm::decision::DECISION_GROUP_INDEX_LABEL);
+                if name.is_empty() {
+                    index
+                } else {
+                    format!("{index} ({name})")
+                }
+            },
+        },
+        Column { header: "DECISIONS", value: |o, _| decided(o).len().to_string() },
+    ];
+    if wide {
+        columns.push(Column {
+            header: "CLUSTERS",
+            value: |o, _| {
+                let clusters = decided(o);
+                if clusters.is_empty() {
+                    "<none>".to_string()
+                } else {
+                    clusters.join(",")
+                }
+            },
+        });
+    }
+    columns.push(age_column());
+    columns
+}
+
+fn label_of(object: &Object, key: &str) -> String {
+    object.metadata.labels.get(key).cloned().unwrap_or_default()
+}
+
+/// A resource of `status.allocatable`, or `<none>`.
+fn allocatable(object: &Object, resource: &str) -> String {
+    let value = object.status().and_then(|s| s.get("allocatable")).and_then(|a| a.get(resource));
+    value.and_then(Value::as_str).unwrap_or("<none>").to_string()
+}
+
+/// `NAME`, `HUB ACCEPTED`, `JOINED`, `AVAILABLE`, `AGE` of a ManagedCluster;
+/// wide adds allocatable CPU and memory, taints and labels.
+pub fn managed_cluster_columns(wide: bool) -> Vec<Column> {
+    let mut columns = vec![
+        name_column(),
+        Column {
+            header: "HUB ACCEPTED",
+            value: |o, _| o.spec().and_then(|s| s.get("hubAcceptsClient")).map(|v| v.to_string()).unwrap_or_default(),
+        },
+        Column { header: "JOINED", value: |o, _| condition_status(o, "ManagedClusterJoined") },
+        Column { header: "AVAILABLE", value: |o, _| condition_status(o, "ManagedClusterConditionAvailable") },
+    ];
+    if wide {
+        columns.extend([
+            Column { header: "CPU", value: |o, _| allocatable(o, "cpu") },
+            Column { header: "MEMORY", value: |o, _| allocatable(o, "memory") },
+            Column {
+                header: "TAINTS",
+                value: |o, _| {
+                    let taints = o.spec().and_then(|s| s.get("taints")).and_then(Value::as_array);
+                    let texts: Vec<String> = taints
+                        .into_iter()
+                        .flatten()
+                        .map(|t| format!("{}:{}", t["key"].as_str().unwrap_or(""), t["effect"].as_str().unwrap_or("")))
+                        .collect();
+                    if texts.is_empty() {
+                        "<none>".to_string()
+                    } else {
+                        texts.join(",")
+                    }
+                },
+            },
+            Column { header: "LABELS", value: |o, _| labels_text(o) },
+        ]);
+    }
+    columns.push(age_column());
+    columns
+}
+
+/// `NAME`, `PLACEMENT`, `FOUND`, `ROLLEDOUT`, `APPLIED`, `AGE` of a
+/// ManifestWorkReplicaSet; wide adds the summary counts.
+pub fn replica_set_columns(wide: bool) -> Vec<Column> {
+    let mut columns = vec![
+        name_column(),
+        Column {
+            header: "PLACEMENTS",
+            value: |o, _| {
+                let refs = o.spec().and_then(|s| s.get("placementRefs")).and_then(Value::as_array);
+                let names: Vec<&str> = refs.into_iter().flatten().filter_map(|r| r["name"].as_str()).collect();
+                names.join(",")
+            },
+        },
+        Column { header: "FOUND", value: |o, _| condition_status(o, "PlacementVerified") },
+        Column { header: "ROLLEDOUT", value: |o, _| condition_status(o, "PlacementRolledOut") },
+        Column { header: "APPLIED", value: |o, _| condition_status(o, "ManifestworkApplied") },
+    ];
+    if wide {
+        columns.extend([
+            Column { header: "TOTAL", value: |o, _| count(o, "total") },
+            Column { header: "APPLIED#", value: |o, _| count(o, "applied") },
+            Column { header: "AVAILABLE#", value: |o, _| count(o, "available") },
+            Column { header: "DEGRADED#", value: |o, _| count(o, "degraded") },
+            Column { header: "PROGRESSING#", value: |o, _| count(o, "progressing") },
+        ]);
+    }
+    columns.push(age_column());
+    columns
+}
+
+/// A count of `status.summary`, `0` when absent.
+fn count(object: &Object, field: &str) -> String {
+    let value = object.status().and_then(|s| s.pointer(&format!("/summary/{field}"))).and_then(Value::as_i64);
+    value.unwrap_or(0).to_string()
+}
+
+/// `NAME`, `APPLIED`, `AVAILABLE`, `AGE` of a ManifestWork; wide adds
+/// `DEGRADED`, `PROGRESSING` and the manifest count.
+pub fn manifest_work_columns(wide: bool) -> Vec<Column> {
+    let mut columns = vec![
+        name_column(),
+        Column { header: "APPLIED", value: |o, _| condition_status(o, "Applied") },
+        Column { header: "AVAILABLE", value: |o, _| condition_status(o, "Available") },
+    ];
+    if wide {
+        columns.extend([
+            Column { header: "DEGRADED", value: |o, _| condition_status(o, "Degraded") },
+            Column { header: "PROGRESSING", value: |o, _| condition_status(o, "Progressing") },
+            Column {
+                header: "MANIFESTS",
+                value: |o, _| {
+                    let manifests = o.spec().and_then(|s| s.pointer("/workload/manifests")).and_then(Value::as_array);
+                    manifests.map_or(0, Vec::len).to_string()
+                },
+            },
+        ]);
+    }
+    columns.push(age_column());
+    columns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::columns::{headers, row, Lookups, RowContext};
+    use std::collections::BTreeMap;
+    use std::time::SystemTime;
+
+    fn at() -> RowContext<'static> {
+        static NONE: Lookups = Lookups { latest_policy_index: BTreeMap::new() };
+        RowContext { now: SystemTime::UNIX_EPOCH, lookups: &NONE }
+    }
+
+    #[test]
+    fn placement_and_replica_set_rows() {
+        let placement: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "demo", "namespace": "ns1"},
+            "status": {"numberOfSelectedClusters": 2, "decisionGroups": [{}],
+                "conditions": [{"type": "PlacementSatisfied", "status": "True", "reason": "AllDecisionsScheduled"},
+                               {"type": "PlacementMisconfigured", "status": "False"}]}
+        }))
+        .unwrap();
+        let columns = placement_columns(true);
+        assert_eq!(
+            headers(&columns),
+            ["NAME", "SUCCEEDED", "REASON", "SELECTEDCLUSTERS", "MISCONFIGURED", "DECISIONGROUPS", "AGE"]
+        );
+        assert_eq!(row(&columns, &placement, &at())[..6], ["demo", "True", "AllDecisionsScheduled", "2", "False", "1"]);
+        let mwrs: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
+            "metadata": {"name": "web", "namespace": "ns1"},
+            "spec": {"placementRefs": [{"name": "demo"}]},
+            "status": {"summary": {"total": 3, "applied": 2, "available": 1, "degraded": 0, "progressing": 1},
+                "conditions": [{"type": "PlacementVerified", "status": "True"}]}
+        }))
+        .unwrap();
+        let cells = row(&replica_set_columns(true), &mwrs, &at());
+        assert_eq!(cells[..10], ["web", "demo", "True", "Unknown", "Unknown", "3", "2", "1", "0", "1"]);
+    }
+}

@@ -1,0 +1,163 @@
+//! The OCM Placement controller's step: one scheduling pass over the
+//! store's sets, bindings, decision pages and add-on scores and the leader's
+//! cluster cache, then — when anything differs — one command with the page
+//! creates, updates and deletes and the Placement's new status, and the
+//! events spec/ocm.md asks for: `DecisionCreate` per new page,
+//! `DecisionUpdate` per changed or removed page, and `ScoreUpdate` (every
+//! candidate's `name:total`) only when the chosen clusters changed.
+//!
+//! What the command checks: the Placement (its status write is conditional
+//! on the version read), every page it writes, and the set bindings of its
+//! namespace and the ManagedClusterSets it read (few objects, and they
+//! decide which clusters count at all). Other placements' pages (Balance)
+//! and add-on scores are many and change often; a change of any of them
+//! wakes every Placement through the feed, so a pass made on an older one
+//! is redone right after — the same level-triggered guarantee the cluster
+//! cache gives.
+
+use fleet_api::ocm::clusterset::{self, BINDING_KIND, SET_KIND};
+use fleet_api::ocm::decision::{self, PlacementDecisionStatus, PLACEMENT_LABEL};
+use fleet_api::ocm::placement as placement_api;
+use fleet_api::ocm::{addon_score, CLUSTER_GROUP};
+use fleet_api::{Object, ObjectKey};
+use fleet_placement::cluster::ClusterInfo;
+use fleet_placement::ocm::{self as ocm_scheduler, AddOnScores, ClusterSet, DecisionCounts, OcmRequest, PageChange};
+use fleet_statemachine::{ListQuery, Op, Store};
+
+use super::delay_until;
+use crate::controllers::events::EventNote;
+use crate::controllers::placement::objects::{check, delete, with_uid};
+use crate::controllers::placement::{Next, Step};
+use crate::controllers::ControllerError;
+
+/// Event reason: a PlacementDecision page was created.
+pub const REASON_DECISION_CREATE: &str = "DecisionCreate";
+/// Event reason: a PlacementDecision page changed or was removed.
+pub const REASON_DECISION_UPDATE: &str = "DecisionUpdate";
+/// Event reason: the decisions changed; the message holds every candidate's total.
+pub const REASON_SCORE_UPDATE: &str = "ScoreUpdate";
+
+/// Lists every object of an OCM cluster-group kind (in `namespace`, if given).
+pub fn list_kind(store: &Store, kind: &str, namespace: Option<&str>) -> Result<Vec<Object>, ControllerError> {
+    let query = ListQuery {
+        group: CLUSTER_GROUP.into(),
+        kind: kind.into(),
+        namespace: namespace.map(str::to_string),
+        selector: None,
+    };
+    Ok(store.list(&query)?.0)
+}
+
+/// The PlacementDecision pages of the Placement `name` in `namespace` among `pages`.
+pub fn pages_of<'a>(pages: &'a [Object], namespace: &str, name: &str) -> Vec<&'a Object> {
+    pages
+        .iter()
+        .filter(|p| {
+            p.metadata.namespace.as_deref() == Some(namespace)
+                && p.metadata.labels.get(PLACEMENT_LABEL).map(String::as_str) == Some(name)
+        })
+        .collect()
+}
+
+/// The clusters the pages name, in page order.
+pub fn decided_clusters<'a>(pages: impl IntoIterator<Item = &'a Object>) -> Vec<String> {
+    pages.into_iter().flat_map(|p| decision::status_of(p).decisions).map(|d| d.cluster_name).collect()
+}
+
+/// The next step for the OCM Placement at `key`.
+pub fn next_step(
+    store: &Store,
+    clusters: &[ClusterInfo],
+    key: &ObjectKey,
+    now: &str,
+    unix_now: i64,
+) -> Result<Next, ControllerError> {
+    let Some(placement) = store.get(key)?.0 else { return Ok(Next::Done { recheck_after: None }) };
+    if placement.metadata.deletion_timestamp.is_some() {
+        return Ok(Next::Done { recheck_after: None });
+    }
+    let namespace = placement.metadata.namespace.clone().unwrap_or_default();
+    let name = placement.metadata.name.clone();
+    let spec = placement_api::spec_of(&placement);
+
+    let set_objects = list_kind(store, SET_KIND, None)?;
+    let bindings = list_kind(store, BINDING_KIND, Some(&namespace))?;
+    let all_pages = list_kind(store, decision::KIND, None)?;
+    let score_objects = list_kind(store, addon_score::KIND, None)?;
+
+    let cluster_sets: Vec<ClusterSet> = set_objects.iter().map(ClusterSet::from_object).collect();
+    let bound_sets: Vec<String> = bindings.iter().map(|b| clusterset::binding_spec_of(b).cluster_set).collect();
+    let stored: Vec<Object> = pages_of(&all_pages, &namespace, &name).into_iter().cloned().collect();
+    let decided = decided_clusters(&stored);
+    let other_decisions = DecisionCounts::from_pages(&all_pages, &namespace, &name);
+    let addon_scores = AddOnScores::from_objects(&score_objects);
+
+    let outcome = ocm_scheduler::schedule(&OcmRequest {
+        placement_name: &name,
+        spec: &spec,
+        clusters,
+        cluster_sets: &cluster_sets,
+        bound_sets: &bound_sets,
+        decided: &decided,
+        other_decisions: &other_decisions,
+        addon_scores: &addon_scores,
+        now: unix_now,
+    });
+    let recheck_after = outcome.requeue_at.map(|at| delay_until(at, unix_now));
+
+    let previous = placement_api::status_of(&placement);
+    let status = outcome.status(&previous, placement.metadata.generation, now);
+    let changes = ocm_scheduler::page_changes(&name, &stored, &outcome.pages);
+    if changes.is_empty() && status == previous {
+        return Ok(Next::Done { recheck_after });
+    }
+
+    let mut ops = Vec::new();
+    let mut events = Vec::new();
+    for change in changes {
+        match change {
+            PageChange::Create(page) => {
+                let object = with_uid(page.to_object(&placement));
+                events.push(EventNote::normal(
+                    REASON_DECISION_CREATE,
+                    format!("Decision {} is created with placement {name} in namespace {namespace}", page.name),
+                ));
+                ops.push(Op::Create { object });
+            }
+            PageChange::Update(page) => {
+                let Some(old) = stored.iter().find(|o| o.metadata.name == page.name) else { continue };
+                let mut updated = old.clone();
+                let labels = page.labels(&name);
+                let relabel = labels.iter().any(|(k, v)| old.metadata.labels.get(k) != Some(v));
+                if relabel {
+                    updated.metadata.labels.extend(labels);
+                    ops.push(Op::Update { object: updated.clone() });
+                    // The label write moved the version: the status write below follows it.
+                    updated.metadata.resource_version = String::new();
+                }
+                decision::set_status(&mut updated, &PlacementDecisionStatus { decisions: page.decisions.clone() });
+                ops.push(Op::UpdateStatus { object: updated });
+                events.push(EventNote::normal(
+                    REASON_DECISION_UPDATE,
+                    format!("Decision {} is updated with placement {name} in namespace {namespace}", page.name),
+                ));
+            }
+            PageChange::Delete(page_name) => {
+                let Some(old) = stored.iter().find(|o| o.metadata.name == page_name) else { continue };
+                ops.push(delete(old));
+                events.push(EventNote::normal(
+                    REASON_DECISION_UPDATE,
+                    format!("Decision {page_name} is deleted with placement {name} in namespace {namespace}"),
+                ));
+            }
+        }
+    }
+    if outcome.decisions_changed(&decided) {
+        events.push(EventNote::normal(REASON_SCORE_UPDATE, outcome.score_message()));
+    }
+    ops.extend(bindings.iter().chain(&set_objects).map(check));
+    let mut updated = placement.clone();
+    placement_api::set_status(&mut updated, &status);
+    ops.push(Op::UpdateStatus { object: updated });
+    Ok(Next::Write(Box::new(Step { ops, events, placement })))
+}

@@ -1,0 +1,140 @@
+use fleet_api::conditions::find;
+use fleet_api::conditions::Condition;
+use fleet_api::ocm::manifestwork::{self, CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_PROGRESSING};
+use fleet_api::work::{self, ManifestCondition, WorkResourceIdentifier, WorkStatus};
+use fleet_api::Object;
+use serde_json::{json, Value};
+
+use super::*;
+
+fn cm(name: &str, value: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "app"}, "data": {"v": value}})
+}
+
+fn mw(spec: Value, generation: i64) -> Object {
+    let mut o: Object = serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+        "metadata": {"name": "web", "namespace": "east", "uid": "u1", "generation": generation},
+        "spec": spec
+    }))
+    .unwrap();
+    manifestwork::prepare(&mut o).unwrap();
+    o
+}
+
+fn config(name: &str, strategy: Value) -> Value {
+    json!({"resourceIdentifier": {"resource": "configmaps", "name": name, "namespace": "app"}, "updateStrategy": strategy})
+}
+
+#[test]
+fn manifests_go_to_one_work_per_class_in_the_cluster_namespace() {
+    let w = mw(
+        json!({"workload": {"manifests": [cm("a", "1"), cm("b", "1"), cm("c", "1"), cm("d", "1")]},
+            "deleteOption": {"propagationPolicy": "SelectivelyOrphan",
+                "selectivelyOrphans": {"orphaningRules": [{"resource": "configmaps", "name": "d", "namespace": "app"}]}},
+            "manifestConfigs": [config("b", json!({"type": "CreateOnly"})), config("c", json!({"type": "ReadOnly"}))]}),
+        1,
+    );
+    let works = mirror_works(&w, &[]);
+    let names: Vec<&str> = works.iter().map(|w| w.metadata.name.as_str()).collect();
+    assert_eq!(names, ["mw.web", "mw.web.create-only", "mw.web.orphan", "mw.web.read-only"]);
+    for work in &works {
+        assert_eq!(work.metadata.namespace.as_deref(), Some("fleet-member-east"));
+        assert_eq!(work.metadata.labels[MANIFESTWORK_LABEL], "web");
+        assert_eq!(work.metadata.owner_references[0].uid, "u1");
+    }
+    let spec = |i: usize| work::spec_of(&works[i]);
+    assert_eq!(spec(0).workload.manifests, vec![cm("a", "1")]);
+    let create_only = spec(1).apply_strategy.unwrap();
+    assert_eq!(create_only.when_to_apply.as_deref(), Some("IfNotDrifted"));
+    assert_eq!(create_only.when_to_take_over.as_deref(), Some("Never"));
+    assert!(spec(2).abandons_on_delete());
+    assert_eq!(spec(3).apply_strategy.unwrap().apply_type(), "ReportDiff");
+}
+
+#[test]
+fn a_create_only_manifest_keeps_its_first_content() {
+    let spec = |value: &str| {
+        json!({"workload": {"manifests": [cm("a", value), cm("b", value)]},
+            "manifestConfigs": [config("b", json!({"type": "CreateOnly"}))]})
+    };
+    let first = mirror_works(&mw(spec("1"), 1), &[]);
+    let second = mirror_works(&mw(spec("2"), 2), &first);
+    assert_eq!(work::spec_of(&second[0]).workload.manifests, vec![cm("a", "2")], "Update follows the template");
+    assert_eq!(work::spec_of(&second[1]).workload.manifests, vec![cm("b", "1")], "CreateOnly keeps the first");
+}
+
+fn reported(work: &mut Object, conditions: &[(&str, bool, &str)]) {
+    let c: Vec<Condition> =
+        conditions.iter().map(|(t, s, r)| Condition::new(t, *s, r, "").observing(work.metadata.generation)).collect();
+    let status = WorkStatus {
+        conditions: vec![Condition::new(work::CONDITION_APPLIED, true, "x", "").observing(work.metadata.generation)],
+        manifest_conditions: vec![ManifestCondition {
+            identifier: WorkResourceIdentifier { ordinal: 0, ..Default::default() },
+            conditions: c,
+            ..Default::default()
+        }],
+    };
+    work::set_status(work, &status);
+}
+
+#[test]
+fn status_folds_current_reports_under_the_manifestwork_ordinals() {
+    let w = mw(
+        json!({"workload": {"manifests": [cm("a", "1"), cm("b", "1")]},
+            "manifestConfigs": [config("b", json!({"type": "CreateOnly"}))]}),
+        3,
+    );
+    let mut works = mirror_works(&w, &[]);
+    for work in &mut works {
+        work.metadata.generation = 1;
+    }
+    // Nothing reported yet: progressing, nothing applied claimed.
+    let status = fold_status(&w, &works, "t1");
+    assert!(find(&status.conditions, CONDITION_PROGRESSING).unwrap().is_true());
+    assert!(find(&status.conditions, CONDITION_APPLIED).is_none());
+
+    reported(&mut works[0], &[(CONDITION_APPLIED, true, "ManifestApplied"), (CONDITION_AVAILABLE, true, "ok")]);
+    reported(&mut works[1], &[(CONDITION_APPLIED, false, "FoundDrifts"), (CONDITION_AVAILABLE, true, "ok")]);
+    let status = fold_status(&w, &works, "t2");
+    let applied = find(&status.conditions, CONDITION_APPLIED).unwrap();
+    assert!(applied.is_true(), "{applied:?}");
+    assert_eq!(applied.observed_generation, Some(3));
+    assert!(!find(&status.conditions, CONDITION_PROGRESSING).unwrap().is_true());
+    let manifests = &status.resource_status.manifests;
+    assert_eq!(manifests.len(), 2);
+    assert_eq!((manifests[1].resource_meta.ordinal, manifests[1].resource_meta.name.as_str()), (1, "b"));
+    assert_eq!(find(&manifests[1].conditions, CONDITION_APPLIED).unwrap().reason, "CreateOnly");
+
+    reported(&mut works[0], &[(CONDITION_APPLIED, false, "ManifestConflict")]);
+    let status = fold_status(&w, &works, "t3");
+    assert!(!find(&status.conditions, CONDITION_APPLIED).unwrap().is_true());
+    assert!(find(&status.conditions, "Degraded").unwrap().is_true());
+}
+
+#[test]
+fn a_read_only_manifest_reads_back_from_the_diff_report() {
+    let w = mw(
+        json!({"workload": {"manifests": [cm("a", "1")]},
+            "manifestConfigs": [config("a", json!({"type": "ReadOnly"}))]}),
+        1,
+    );
+    let mut works = mirror_works(&w, &[]);
+    works[0].metadata.generation = 1;
+    let diff =
+        |status: bool, reason: &str| Condition::new(work::CONDITION_DIFF_REPORTED, status, reason, "").observing(1);
+    let status = WorkStatus {
+        conditions: vec![diff(true, "AllManifestsDiffReported")],
+        manifest_conditions: vec![ManifestCondition {
+            identifier: WorkResourceIdentifier { ordinal: 0, ..Default::default() },
+            conditions: vec![diff(true, "FoundDiff")],
+            ..Default::default()
+        }],
+    };
+    work::set_status(&mut works[0], &status);
+    let folded = fold_status(&w, &works, "t1");
+    let applied = find(&folded.conditions, CONDITION_APPLIED).unwrap();
+    assert!(applied.is_true() && find(&folded.conditions, CONDITION_AVAILABLE).unwrap().is_true(), "{folded:?}");
+    let manifest = &folded.resource_status.manifests[0].conditions;
+    assert_eq!(find(manifest, CONDITION_APPLIED).unwrap().reason, "FoundDiff");
+}
