@@ -130,8 +130,8 @@ impl FleetService {
         self.consensus.write(Command { now: now_rfc3339(), ops }).await.map_err(raft_status)
     }
 
-    async fn status(&self) -> ClusterStatusResponse {
-        let (leader, term, members) = self.consensus.cluster_status().await;
+    async fn status(&self, digest: bool) -> ClusterStatusResponse {
+        let (leader, term, members) = self.consensus.cluster_status(digest).await;
         ClusterStatusResponse {
             leader: leader.unwrap_or(0),
             term,
@@ -144,6 +144,8 @@ impl FleetService {
                     role: m.role,
                     last_applied: m.last_applied,
                     reachable: m.reachable,
+                    digest: m.digest,
+                    digest_index: m.digest_index,
                 })
                 .collect(),
         }
@@ -290,7 +292,7 @@ impl Fleet for FleetService {
         request: Request<ClusterStatusRequest>,
     ) -> Result<Response<ClusterStatusResponse>, Status> {
         authorize(&request, "ClusterStatus", Access::Read, false)?;
-        Ok(Response::new(self.status().await))
+        Ok(Response::new(self.status(request.get_ref().digest).await))
     }
 
     async fn add_node(&self, request: Request<AddNodeRequest>) -> Result<Response<ClusterStatusResponse>, Status> {
@@ -306,7 +308,7 @@ impl Fleet for FleetService {
             .change_membership(MembershipChange::Add { id: req.id, address: req.address })
             .await
             .map_err(raft_status)?;
-        Ok(Response::new(self.status().await))
+        Ok(Response::new(self.status(false).await))
     }
 
     async fn remove_node(
@@ -316,7 +318,7 @@ impl Fleet for FleetService {
         authorize(&request, "RemoveNode", Access::Write, false)?;
         let id = request.into_inner().id;
         self.consensus.change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;
-        Ok(Response::new(self.status().await))
+        Ok(Response::new(self.status(false).await))
     }
 
     async fn create_token(

@@ -7,6 +7,7 @@
 
 mod apply;
 pub mod command;
+pub mod digest;
 pub mod error;
 pub mod proposal;
 pub mod raft_types;
@@ -15,6 +16,7 @@ pub mod state_machine;
 pub mod store;
 pub mod watch;
 
+pub use digest::StateDigest;
 pub use command::{Action, Command, Op, OpOutcome, Response, StoreError};
 pub use error::Error;
 pub use proposal::{EncodedCommand, Part, Proposal};
