@@ -1,5 +1,5 @@
 //! A follower partitioned away while the others write past log compaction
-//! (a snapshot every 40 entries, 10 kept behind it), then healed: the log
+//! (a snapshot every 20 entries, 5 kept behind it), then healed: the log
 //! it needs is gone, so the leader sends a snapshot, which it installs and
 //! goes on from. Then the checks of [`scenario`], the digest comparison
 //! showing the installed state is exactly the others'.
@@ -15,7 +15,7 @@ const INSTALLED: &str = "installing snapshot from the leader";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_partitioned_past_compaction_is_caught_up_by_a_snapshot() {
-    let options = HubOptions { snapshot_logs: 40, keep_logs: 10, ..HubOptions::default() };
+    let options = HubOptions { snapshot_logs: 20, keep_logs: 5, ..HubOptions::default() };
     // The pinned watcher stays on the follower that is never cut off.
     let mut run = Scenario::start("follower past compaction", options, true, |leader| leader % 3 + 1).await;
     run.operations(100, "before the partition").await;
@@ -28,7 +28,7 @@ async fn a_follower_partitioned_past_compaction_is_caught_up_by_a_snapshot() {
         run.network.partition(&[lagging], &others).expect("partition the follower");
         run.fault();
         // Enough writes for several snapshots and purges behind them.
-        run.operations(400, "with the follower cut off").await;
+        run.operations(150, "with the follower cut off").await;
         run.network.heal();
         eventually("the lagging follower to install a snapshot", Duration::from_secs(60), || async {
             let now = installs(&run, lagging);
