@@ -327,6 +327,7 @@ impl Fleet for FleetService {
     ) -> Result<Response<CreateTokenResponse>, Status> {
         authorize(&request, "CreateToken", Access::Write, false)?;
         let req = request.into_inner();
+        // 0: the default hour; over a day is refused by create_token.
         let ttl = Duration::from_secs(if req.ttl_seconds == 0 { 3600 } else { req.ttl_seconds });
         Ok(Response::new(self.members.create_token(&req.cluster, ttl).await?))
     }
