@@ -198,7 +198,16 @@ impl Fleet for FleetService {
 
     async fn update_status(&self, request: Request<UpdateStatusRequest>) -> Result<Response<WriteResponse>, Status> {
         let caller = authorize(&request, "UpdateStatus", Access::Write, true)?;
-        let object = Object::from_json(&request.into_inner().object)
+        let bytes = request.into_inner().object;
+        // Size-limited like any write, before decoding anything.
+        if bytes.len() > fleet_api::validation::MAX_OBJECT_BYTES {
+            return Err(Status::invalid_argument(format!(
+                "object: Too long: a status update of {} bytes, over the limit of {} bytes for an object",
+                bytes.len(),
+                fleet_api::validation::MAX_OBJECT_BYTES
+            )));
+        }
+        let object = Object::from_json(&bytes)
             .map_err(|e| Status::invalid_argument(format!("object: not a valid object: {e}")))?;
         let store = self.store();
         let (object, kind) = blocking(move || {

@@ -223,6 +223,13 @@ impl Consensus {
     /// or the state machine's refusal.
     pub async fn write(&self, command: Command) -> Result<(u64, Vec<OpOutcome>), Error> {
         let command = EncodedCommand::new(command).map_err(|e| Error::Codec(e.to_string()))?;
+        if command.encoded_len() > crate::MAX_COMMAND_BYTES {
+            return Err(Error::TooLarge {
+                what: describe(command.command()),
+                bytes: command.encoded_len(),
+                limit: crate::MAX_COMMAND_BYTES,
+            });
+        }
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.queue.send(crate::batcher::Pending::one(command, reply)).await.map_err(|_| Error::ShuttingDown)?;
         let response: Response = answer.await.map_err(|_| Error::ShuttingDown)??;
@@ -237,6 +244,11 @@ impl Consensus {
     pub async fn write_forwarded(&self, proposal: Proposal) -> Result<Vec<Response>, Routed> {
         if !self.leads() {
             return Err(Routed::NotLeader);
+        }
+        if proposal.encoded_len() > crate::MAX_COMMAND_BYTES {
+            let what = "a forwarded proposal".to_string();
+            let (bytes, limit) = (proposal.encoded_len(), crate::MAX_COMMAND_BYTES);
+            return Err(Routed::Failed(Error::TooLarge { what, bytes, limit }.to_string()));
         }
         let (reply, answer) = tokio::sync::oneshot::channel();
         let pending = crate::batcher::Pending::forwarded(proposal, reply);
@@ -436,5 +448,23 @@ impl Consensus {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!("raft shutdown: {e}");
         }
+    }
+}
+
+/// Names what a command writes, for an error: its first object and how many
+/// operations it holds.
+fn describe(command: &fleet_statemachine::Command) -> String {
+    use fleet_statemachine::Op;
+    let first = command.ops.first().map(|op| match op {
+        Op::Create { object } | Op::Apply { object, .. } | Op::Update { object } | Op::UpdateStatus { object } => {
+            let key = fleet_api::ObjectKey::of(object);
+            format!("{} {}/{}", object.kind, key.namespace, key.name)
+        }
+        Op::Delete { key, .. } | Op::Check { key, .. } => format!("{} {}/{}", key.kind, key.namespace, key.name),
+    });
+    match (first, command.ops.len()) {
+        (Some(first), 1) => format!("the write of {first}"),
+        (Some(first), n) => format!("a write of {n} objects ({first} first)"),
+        (None, _) => "an empty write".to_string(),
     }
 }
