@@ -205,7 +205,7 @@ impl ClusterStatus {
                 last_applied: m.last_applied,
                 reachable: m.reachable,
                 digest: (!m.digest.is_empty())
-                    .then(|| MemberDigest { digest: m.digest, digest_index: m.digest_index }),
+                    .then_some(MemberDigest { digest: m.digest, digest_index: m.digest_index }),
             })
             .collect();
         members.sort_by_key(|m| m.id);

@@ -412,10 +412,7 @@ impl Consensus {
                     // `None` (what an older caller sends) asks for no digest.
                     let ask = digest.then_some(true);
                     let wait = Duration::from_secs(if digest { 5 } else { 1 });
-                    self.network
-                        .call::<_, NodeStatus>(id, &address, PeerMethod::NodeStatus, &ask, wait)
-                        .await
-                        .ok()
+                    self.network.call::<_, NodeStatus>(id, &address, PeerMethod::NodeStatus, &ask, wait).await.ok()
                 };
                 match status {
                     Some(s) => MemberStatus {

@@ -16,8 +16,8 @@ pub mod state_machine;
 pub mod store;
 pub mod watch;
 
-pub use digest::StateDigest;
 pub use command::{Action, Command, Op, OpOutcome, Response, StoreError};
+pub use digest::StateDigest;
 pub use error::Error;
 pub use proposal::{EncodedCommand, Part, Proposal};
 pub use raft_types::TypeConfig;

@@ -50,7 +50,14 @@ mod tests {
     use crate::types::ClusterMember;
 
     fn member(id: u64, role: &str, reachable: bool) -> ClusterMember {
-        ClusterMember { id, address: format!("127.0.0.1:700{id}"), role: role.into(), last_applied: 40 + id, reachable, digest: None }
+        ClusterMember {
+            id,
+            address: format!("127.0.0.1:700{id}"),
+            role: role.into(),
+            last_applied: 40 + id,
+            reachable,
+            digest: None,
+        }
     }
 
     #[test]

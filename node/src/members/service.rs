@@ -130,7 +130,10 @@ impl MemberService {
             Ok((objects, _)) => objects
                 .iter()
                 .filter(|o| tokens::is_dead(o, now))
-                .map(|o| Op::Delete { key: fleet_api::ObjectKey::of(o), resource_version: o.metadata.resource_version_number() })
+                .map(|o| Op::Delete {
+                    key: fleet_api::ObjectKey::of(o),
+                    resource_version: o.metadata.resource_version_number(),
+                })
                 .collect(),
             Err(e) => {
                 tracing::warn!("listing bootstrap tokens to collect: {e}");

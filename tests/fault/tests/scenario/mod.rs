@@ -112,8 +112,8 @@ impl Scenario {
                 Watcher::spawn(connect(&hub, &[1, 2, 3]), NAMESPACE, recorder.clone(), Duration::from_secs(1));
             (pinned, roaming, on)
         });
-        let mut barrier =
-            Client::new(0, NAMESPACE, connect(&hub, &[1, 2, 3]), Arc::new(Recorder::new()), OP_TIMEOUT).expect("client");
+        let mut barrier = Client::new(0, NAMESPACE, connect(&hub, &[1, 2, 3]), Arc::new(Recorder::new()), OP_TIMEOUT)
+            .expect("client");
         let first = barrier_write(&mut barrier).await;
         if let Some((pinned, roaming, _)) = &watchers {
             eventually("the watchers to follow", Duration::from_secs(30), || async {
@@ -131,8 +131,8 @@ impl Scenario {
         let done = Arc::new(AtomicU64::new(0));
         let mut clients = Vec::new();
         for process in 1..=CLIENTS {
-            let mut client =
-                Client::new(process, NAMESPACE, connect(&hub, &[1, 2, 3]), recorder.clone(), OP_TIMEOUT).expect("client");
+            let mut client = Client::new(process, NAMESPACE, connect(&hub, &[1, 2, 3]), recorder.clone(), OP_TIMEOUT)
+                .expect("client");
             let (stop, done) = (stop.clone(), done.clone());
             clients.push(tokio::spawn(async move {
                 let mut unknown = 0u64;
@@ -239,7 +239,8 @@ impl Scenario {
             problems.push(format!("a client read older than its own write: {regressions:?}"));
         }
         if let Some((pinned, roaming, on)) = self.watchers.take() {
-            let pinned = pinned.finish(end, Duration::from_secs(60)).await.expect("the pinned watcher to reach the end");
+            let pinned =
+                pinned.finish(end, Duration::from_secs(60)).await.expect("the pinned watcher to reach the end");
             let roaming =
                 roaming.finish(end, Duration::from_secs(60)).await.expect("the roaming watcher to reach the end");
             if !(pinned.complete && roaming.complete) {
