@@ -28,7 +28,7 @@ async fn a_follower_partitioned_past_compaction_is_caught_up_by_a_snapshot() {
         run.network.partition(&[lagging], &others).expect("partition the follower");
         run.fault();
         // Enough writes for several snapshots and purges behind them.
-        run.operations(150, "with the follower cut off").await;
+        run.operations(100, "with the follower cut off").await;
         run.network.heal();
         eventually("the lagging follower to install a snapshot", Duration::from_secs(60), || async {
             let now = installs(&run, lagging);
