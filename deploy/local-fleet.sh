@@ -10,6 +10,8 @@
 #   deploy/local-fleet.sh down    # stop everything and remove its state
 #
 # State lives in .fleet-local/ (certificates, data dirs, logs, pids).
+# FLEET_DRIFT_CHECK_INTERVAL (default 15s) is passed to the agents'
+# --drift-check-interval.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -57,6 +59,7 @@ Local hub running. Use it with:
   export FLEET_ENDPOINTS=$FLEET_ENDPOINTS FLEET_TLS_DIR=$FLEET_TLS_DIR
   $BIN/fleetctl get crp
 Look inside a member:  $BIN/fleet-agent inspect --data-dir $STATE/agent-east-1 -A   (or agent-west-1, agent-central-1)
+Change it behind Fleet's back:  $BIN/fleet-agent patch --data-dir $STATE/agent-east-1 KIND NAME -n NS -p '{...}'   (also apply -f, delete)
 Logs: $STATE/node-*.log, $STATE/agent-*.log   Stop: deploy/local-fleet.sh down
 TXT
 }
@@ -77,7 +80,8 @@ start_members() {
       args=(--token "$token" --ca-fingerprint "$fp")
     fi
     "$BIN/fleet-agent" --cluster "$name" --hub "$FLEET_ENDPOINTS" --data-dir "$STATE/agent-$name" \
-      --embedded --sim-nodes "$nodes" "${args[@]}" >>"$STATE/agent-$name.log" 2>&1 &
+      --embedded --sim-nodes "$nodes" --drift-check-interval "${FLEET_DRIFT_CHECK_INTERVAL:-15s}" \
+      "${args[@]}" >>"$STATE/agent-$name.log" 2>&1 &
     echo $! >"$STATE/agent-$name.pid"
   done
   echo "waiting for the members to join..."

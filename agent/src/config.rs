@@ -1,6 +1,7 @@
 //! Flags of `fleet-agent` (CONTRACT.md).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -19,6 +20,69 @@ pub struct Cli {
 pub enum Command {
     /// Show what the embedded target holds (also while the agent runs).
     Inspect(InspectArgs),
+    /// Create or update objects on the embedded cluster as someone other
+    /// than Fleet (like `kubectl apply`; also while the agent runs).
+    Apply(EditApplyArgs),
+    /// Change an object on the embedded cluster with a JSON merge patch
+    /// (like `kubectl patch --type merge`; also while the agent runs).
+    Patch(EditPatchArgs),
+    /// Delete an object from the embedded cluster (like `kubectl delete`;
+    /// also while the agent runs).
+    Delete(EditDeleteArgs),
+}
+
+/// What every out-of-band edit needs.
+#[derive(Debug, Args)]
+pub struct EditTarget {
+    /// The agent's data dir.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// How long to wait for a running agent to make the edit.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10s")]
+    pub timeout: Duration,
+}
+
+/// `fleet-agent apply`.
+#[derive(Debug, Args)]
+pub struct EditApplyArgs {
+    #[command(flatten)]
+    pub target: EditTarget,
+    /// A YAML or JSON file of one or more documents, or `-` for stdin.
+    #[arg(short = 'f', long = "filename")]
+    pub file: String,
+}
+
+/// `KIND NAME [-n NS]`: one object of the embedded cluster.
+#[derive(Debug, Args)]
+pub struct ObjectArgs {
+    /// Kind (any name fleetctl accepts, or a custom resource's names).
+    pub kind: String,
+    /// The object's name.
+    pub name: String,
+    /// Namespace (default: `default`, for namespaced kinds).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+}
+
+/// `fleet-agent patch`.
+#[derive(Debug, Args)]
+pub struct EditPatchArgs {
+    #[command(flatten)]
+    pub target: EditTarget,
+    #[command(flatten)]
+    pub object: ObjectArgs,
+    /// The JSON merge patch, e.g. '{"data":{"key":"value"}}' (null removes a field).
+    #[arg(short = 'p', long)]
+    pub patch: String,
+}
+
+/// `fleet-agent delete`.
+#[derive(Debug, Args)]
+pub struct EditDeleteArgs {
+    #[command(flatten)]
+    pub target: EditTarget,
+    #[command(flatten)]
+    pub object: ObjectArgs,
 }
 
 /// Running the agent.
@@ -48,6 +112,10 @@ pub struct RunArgs {
     /// Apply to the embedded simulated cluster (the default).
     #[arg(long)]
     pub embedded: bool,
+    /// How often every Work is checked for drift on the cluster (and
+    /// ReportDiff results refreshed), besides whenever it changes.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub drift_check_interval: Option<Duration>,
     /// The embedded target's size, costs and readiness (`--sim-*`).
     #[command(flatten)]
     pub sim: crate::target::embedded::SimArgs,
@@ -84,6 +152,8 @@ pub struct AgentConfig {
     pub ca_file: Option<PathBuf>,
     pub ca_fingerprint: Option<String>,
     pub kubeconfig: Option<PathBuf>,
+    /// Every Work is checked for drift this often ([`crate::works::DRIFT_CHECK_INTERVAL`] by default).
+    pub drift_check_interval: Duration,
 }
 
 impl RunArgs {
@@ -103,6 +173,12 @@ impl RunArgs {
                 )));
             }
         }
+        let drift_check_interval = self.drift_check_interval.unwrap_or(crate::works::DRIFT_CHECK_INTERVAL);
+        if drift_check_interval.is_zero() {
+            return Err(crate::AgentError::Config(
+                "--drift-check-interval: Invalid value: \"0s\": must be more than zero (e.g. 15s)".to_string(),
+            ));
+        }
         Ok(AgentConfig {
             cluster,
             hub,
@@ -111,6 +187,7 @@ impl RunArgs {
             ca_file: self.ca_file.clone(),
             ca_fingerprint: self.ca_fingerprint.clone(),
             kubeconfig: self.kubeconfig.clone(),
+            drift_check_interval,
         })
     }
 }

@@ -33,6 +33,10 @@ pub enum AgentError {
     /// The target failed.
     #[error(transparent)]
     Target(#[from] TargetError),
+    /// An out-of-band edit of the embedded target could not be made: the
+    /// store is held by another process, or the running agent did not answer.
+    #[error("{0}")]
+    Edit(String),
 }
 
 impl AgentError {

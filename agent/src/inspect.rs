@@ -17,13 +17,13 @@ use crate::target::embedded::store::Store;
 use crate::target::TargetError;
 
 /// The kind a user named, resolved against the registry and the cluster's CRDs.
-struct Kind {
-    group: String,
-    kind: String,
+pub(crate) struct Kind {
+    pub group: String,
+    pub kind: String,
     /// `deployments.apps`-style name for messages.
-    resource: String,
+    pub resource: String,
     /// `None` when unknown (decided per object by whether it has a namespace).
-    scope: Option<Scope>,
+    pub scope: Option<Scope>,
 }
 
 /// Renders what the embedded target of the agent data dir `dir` holds (in
@@ -135,7 +135,7 @@ fn no_resources(namespace: Option<&str>) -> String {
 /// Resolves a kind name: the registry (`deploy`, `cm`, plurals, Kinds, with
 /// an optional `.group` suffix), then CRDs stored in the cluster (their
 /// kind, plural, singular and short names), then the Kind of any stored object.
-fn resolve_kind(name: &str, objects: &[Object]) -> Result<Kind, TargetError> {
+pub(crate) fn resolve_kind(name: &str, objects: &[Object]) -> Result<Kind, TargetError> {
     let (base, group) = match name.split_once('.') {
         Some((base, group)) => (base, Some(group)),
         None => (name, None),

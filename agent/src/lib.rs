@@ -2,8 +2,10 @@
 //! token, then over mTLS to any hub node: heartbeats with the cluster's
 //! properties, watches its Work, applies it to its target (the embedded
 //! simulated cluster, or a real Kubernetes cluster) and reports conditions.
+//! On an embedded target it also takes out-of-band edits ([`edits`]).
 
 pub mod config;
+pub mod edits;
 pub mod error;
 pub mod heartbeat;
 pub mod hub;
@@ -35,7 +37,13 @@ pub async fn run<T: Target>(
     let target = Arc::new(target);
     tracing::info!(cluster = %config.cluster, target = target.name(), "fleet-agent running");
     let heartbeats = heartbeat::run(config.cluster.clone(), hub.clone(), target.clone());
-    let works = works::run(config.cluster.clone(), hub.clone(), target.clone(), config.data_dir.clone());
+    let works = works::run(
+        config.cluster.clone(),
+        hub.clone(),
+        target.clone(),
+        config.data_dir.clone(),
+        config.drift_check_interval,
+    );
     let renewals = renew_forever(config.data_dir.clone(), hub.clone(), identity);
     let outcome = tokio::select! {
         r = heartbeats => r,

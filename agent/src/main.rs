@@ -1,8 +1,10 @@
-//! `fleet-agent`: run the member agent, or `inspect` its embedded cluster.
+//! `fleet-agent`: run the member agent, `inspect` its embedded cluster, or
+//! edit that cluster out of band (`apply`, `patch`, `delete`).
 
 use clap::Parser;
 use fleet_agent::config::{Cli, Command};
-use fleet_agent::target::embedded::EmbeddedTarget;
+use fleet_agent::edits::{self, lock::StoreLock};
+use fleet_agent::target::embedded::{EmbeddedTarget, STORE_DIR};
 use fleet_agent::target::kubernetes::KubernetesTarget;
 
 #[tokio::main]
@@ -16,17 +18,23 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
-    if let Some(Command::Inspect(args)) = cli.command {
-        let text = fleet_agent::inspect::inspect(
-            &args.data_dir,
-            args.kind.as_deref(),
-            args.name.as_deref(),
-            args.namespace.as_deref(),
-            args.all_namespaces,
-            args.output.as_deref() == Some("json"),
-        )?;
-        print!("{text}");
-        return Ok(());
+    match &cli.command {
+        Some(Command::Inspect(args)) => {
+            let text = fleet_agent::inspect::inspect(
+                &args.data_dir,
+                args.kind.as_deref(),
+                args.name.as_deref(),
+                args.namespace.as_deref(),
+                args.all_namespaces,
+                args.output.as_deref() == Some("json"),
+            )?;
+            print!("{text}");
+            return Ok(());
+        }
+        Some(Command::Apply(args)) => return Ok(edits::apply_command(args)?),
+        Some(Command::Patch(args)) => return Ok(edits::patch_command(args)?),
+        Some(Command::Delete(args)) => return Ok(edits::delete_command(args)?),
+        None => {}
     }
     let config = cli.run.config()?;
     std::fs::create_dir_all(&config.data_dir)?;
@@ -36,8 +44,15 @@ async fn main() -> anyhow::Result<()> {
         fleet_agent::run(config, target, shutdown).await?;
     } else {
         let sim = cli.run.sim.to_config()?;
-        let target = EmbeddedTarget::open(&config.data_dir.join("embedded"), sim)?;
-        fleet_agent::run(config, target, shutdown).await?;
+        let store = config.data_dir.join(STORE_DIR);
+        // Held for the agent's life: out-of-band edits then go through the inbox.
+        let _lock = StoreLock::acquire(&store, edits::LOCK_WAIT).await?;
+        let target = EmbeddedTarget::open(&store, sim)?;
+        let inbox = edits::inbox::serve(target.clone());
+        tokio::select! {
+            r = fleet_agent::run(config, target, shutdown) => r?,
+            r = inbox => r?,
+        }
     }
     Ok(())
 }

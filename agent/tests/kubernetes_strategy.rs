@@ -9,8 +9,8 @@ mod apiserver_double;
 use apiserver_double::ApiServerDouble;
 use fleet_agent::target::kubernetes::KubernetesTarget;
 use fleet_agent::target::OWNER_ANNOTATION;
-use fleet_agent::works::apply::{apply_work, REASON_REPORT_DIFF};
-use fleet_api::work::{WorkStatus, CONDITION_APPLIED};
+use fleet_agent::works::apply::apply_work;
+use fleet_api::work::{WorkStatus, CONDITION_APPLIED, CONDITION_DIFF_REPORTED, REASON_ALL_DIFF_REPORTED};
 use fleet_api::Object;
 use serde_json::{json, Value};
 
@@ -70,8 +70,9 @@ async fn report_diff_writes_nothing() {
     let w = work(json!({"type": "ReportDiff"}), vec![config_map(json!({"owner": "fleet"})), missing]);
     let out = apply_work(&target, &w, None, true, "t").await;
     assert!(double.requests().iter().all(|r| r.method == "GET"), "only reads");
-    let c = out.status.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).expect("Applied");
-    assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", REASON_REPORT_DIFF));
+    let c = out.status.conditions.iter().find(|c| c.type_ == CONDITION_DIFF_REPORTED).expect("DiffReported");
+    assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", REASON_ALL_DIFF_REPORTED));
+    assert!(out.status.conditions.iter().all(|c| c.type_ != CONDITION_APPLIED), "nothing applied, nothing said to be");
     let diffs = |i: usize| {
         out.status.manifest_conditions[i].diff_details.as_ref().expect("diffDetails")["observedDiffs"].clone()
     };

@@ -23,6 +23,21 @@ pub const REASON_ALL_AVAILABLE: &str = "AllManifestsAvailable";
 pub const REASON_SOME_NOT_AVAILABLE: &str = "SomeManifestsAreNotAvailable";
 /// Everything is available or untrackable, at least one untrackable.
 pub const REASON_NOT_TRACKABLE: &str = "WorkNotTrackable";
+/// Work (and manifest) condition of a `ReportDiff` Work, in place of
+/// `Applied`/`Available`: the differences from the member were computed.
+pub const CONDITION_DIFF_REPORTED: &str = "DiffReported";
+/// `DiffReported=True`: every manifest's differences were computed.
+pub const REASON_ALL_DIFF_REPORTED: &str = "AllManifestsDiffReported";
+/// `DiffReported=False`: some manifest's differences could not be computed.
+pub const REASON_SOME_DIFF_NOT_REPORTED: &str = "SomeManifestsHaveNotReportedDiff";
+/// Manifest `DiffReported=True`: the member's object matches the manifest.
+pub const REASON_NO_DIFF_FOUND: &str = "NoDiffFound";
+/// Manifest `DiffReported=True`: differences are listed in `diffDetails`.
+pub const REASON_FOUND_DIFF: &str = "FoundDiff";
+/// Manifest `DiffReported=False`: the comparison failed (the message says why).
+pub const REASON_DIFF_FAILED: &str = "Failed";
+/// `applyStrategy.type` that applies nothing and reports differences.
+pub const APPLY_TYPE_REPORT_DIFF: &str = "ReportDiff";
 
 /// `spec.workload`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -62,6 +77,11 @@ impl ApplyStrategy {
     /// `ClientSideApply` (default), `ServerSideApply` or `ReportDiff`.
     pub fn apply_type(&self) -> &str {
         self.type_.as_deref().unwrap_or("ClientSideApply")
+    }
+
+    /// Whether the type is `ReportDiff` (nothing is applied; status speaks of `DiffReported`).
+    pub fn reports_diff(&self) -> bool {
+        self.apply_type() == APPLY_TYPE_REPORT_DIFF
     }
 }
 
@@ -141,6 +161,12 @@ pub fn spec_of(object: &Object) -> WorkSpec {
     object.spec().and_then(|s| decode(s, "spec").ok()).unwrap_or_default()
 }
 
+/// Whether a stored Work's `applyStrategy.type` is `ReportDiff`, read
+/// without decoding its manifests (readiness and status folding ask often).
+pub fn reports_diff(object: &Object) -> bool {
+    object.spec().and_then(|s| s.pointer("/applyStrategy/type")).and_then(Value::as_str) == Some(APPLY_TYPE_REPORT_DIFF)
+}
+
 /// The status of a stored Work.
 pub fn status_of(object: &Object) -> WorkStatus {
     object.status().and_then(|s| decode(s, "status").ok()).unwrap_or_default()
@@ -151,7 +177,7 @@ pub fn set_status(object: &mut Object, status: &WorkStatus) {
     object.rest.insert("status".into(), encode(status));
 }
 
-const APPLY_TYPES: &[&str] = &["ClientSideApply", "ServerSideApply", "ReportDiff"];
+const APPLY_TYPES: &[&str] = &["ClientSideApply", "ServerSideApply", APPLY_TYPE_REPORT_DIFF];
 const COMPARISONS: &[&str] = &["PartialComparison", "FullComparison"];
 const WHEN_TO_APPLY: &[&str] = &["Always", "IfNotDrifted"];
 const WHEN_TO_TAKE_OVER: &[&str] = &["Always", "IfNoDiff", "Never"];

@@ -7,6 +7,11 @@
 //! the placement's `metadata.generation` (or absent). A stale condition is
 //! treated as not reported yet, so an old failure or an old success does not
 //! decide the rollout of a newer generation.
+//!
+//! A placement whose `applyStrategy.type` is `ReportDiff` applies nothing:
+//! its clusters end at `DiffReported` rather than `Applied`/`Available`
+//! ([`REPORT_DIFF_ORDER`]), it is complete when `...DiffReported` is True,
+//! and the text counts clusters "diff reported", not "available".
 
 pub mod render;
 
@@ -18,6 +23,24 @@ use crate::describe::placement::{gvk_of, namespaced_name_of};
 /// The per-cluster condition types, in the order a rollout sets them.
 pub const CONDITION_ORDER: [&str; 6] =
     ["Scheduled", "RolloutStarted", "Overridden", "WorkSynchronized", "Applied", "Available"];
+/// The same for a `ReportDiff` placement.
+pub const REPORT_DIFF_ORDER: [&str; 5] =
+    ["Scheduled", "RolloutStarted", "Overridden", "WorkSynchronized", "DiffReported"];
+
+/// The per-cluster condition types of a placement in that mode.
+fn condition_order(report_diff: bool) -> &'static [&'static str] {
+    if report_diff {
+        &REPORT_DIFF_ORDER
+    } else {
+        &CONDITION_ORDER
+    }
+}
+
+/// Whether a placement's `strategy.applyStrategy.type` is `ReportDiff`.
+pub fn reports_diff(placement: &Object) -> bool {
+    let type_ = placement.spec().and_then(|s| s.pointer("/strategy/applyStrategy/type"));
+    type_.and_then(Value::as_str) == Some(fleet_api::work::APPLY_TYPE_REPORT_DIFF)
+}
 
 /// How many pending clusters an in-progress message names.
 const NAMED_CLUSTERS: usize = 3;
@@ -41,7 +64,9 @@ pub enum Stage {
     Applied,
     /// The resources are available on the member.
     Available,
-    /// `Applied` or `Overridden` is False: the rollout failed there.
+    /// `ReportDiff`: the member reported its differences (nothing is applied).
+    DiffReported,
+    /// `Applied`, `Overridden` or `DiffReported` is False: the rollout failed there.
     Failed,
 }
 
@@ -56,8 +81,14 @@ impl Stage {
             Stage::WorkSynchronized => "WorkSynchronized",
             Stage::Applied => "Applied",
             Stage::Available => "Available",
+            Stage::DiffReported => "DiffReported",
             Stage::Failed => "Failed",
         }
+    }
+
+    /// Whether the cluster is done: available, or (`ReportDiff`) diff reported.
+    pub fn is_done(self) -> bool {
+        matches!(self, Stage::Available | Stage::DiffReported)
     }
 
     /// The stage reached when condition `type_` (of [`CONDITION_ORDER`]) is True.
@@ -69,6 +100,7 @@ impl Stage {
             "WorkSynchronized" => Stage::WorkSynchronized,
             "Applied" => Stage::Applied,
             "Available" => Stage::Available,
+            "DiffReported" => Stage::DiffReported,
             _ => Stage::Pending,
         }
     }
@@ -83,7 +115,7 @@ pub struct ClusterProgress {
     pub resource_index: Option<String>,
     /// How far it got.
     pub stage: Stage,
-    /// Why it is not further (empty once Available): the first failed
+    /// Why it is not further (empty once done): the first failed
     /// placement, else the blocking condition, else `waiting for TYPE`.
     pub detail: String,
 }
@@ -91,7 +123,8 @@ pub struct ClusterProgress {
 /// Whether the rollout is over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// The placement's `...Available` condition is True at its generation.
+    /// The placement's `...Available` (`ReportDiff`: `...DiffReported`)
+    /// condition is True at its generation.
     Complete,
     /// A cluster (or the placement) reports a failure; the text names it.
     Failed(String),
@@ -108,6 +141,8 @@ pub struct Progress {
     pub generation: i64,
     /// The latest resource index (`status.observedResourceIndex`), if reported.
     pub latest_index: Option<String>,
+    /// Whether the placement only reports diffs (`applyStrategy.type: ReportDiff`).
+    pub report_diff: bool,
     /// One entry per chosen cluster, in the status's order.
     pub clusters: Vec<ClusterProgress>,
     /// Complete, failed or in progress.
@@ -115,20 +150,30 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// How many clusters are [`Stage::Available`].
+    /// How many clusters are done ([`Stage::is_done`]).
     pub fn available(&self) -> usize {
-        self.clusters.iter().filter(|c| c.stage == Stage::Available).count()
+        self.clusters.iter().filter(|c| c.stage.is_done()).count()
     }
 
-    /// `N/M clusters available`.
+    /// What a done cluster is: `available`, or `diff reported`.
+    pub fn done_word(&self) -> &'static str {
+        if self.report_diff {
+            "diff reported"
+        } else {
+            "available"
+        }
+    }
+
+    /// `N/M clusters available` (`ReportDiff`: `N/M clusters diff reported`).
     pub fn summary(&self) -> String {
-        format!("{}/{} clusters available", self.available(), self.clusters.len())
+        format!("{}/{} clusters {}", self.available(), self.clusters.len(), self.done_word())
     }
 }
 
 /// The rollout progress of a ClusterResourcePlacement or ResourcePlacement.
 pub fn progress(placement: &Object) -> Progress {
     let generation = placement.metadata.generation;
+    let report_diff = reports_diff(placement);
     let status = placement.status();
     let latest_index = status.and_then(|s| s.get("observedResourceIndex")).map(text).filter(|s| !s.is_empty());
     let clusters: Vec<ClusterProgress> = status
@@ -136,12 +181,14 @@ pub fn progress(placement: &Object) -> Progress {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .map(|entry| cluster_progress(entry, generation))
+        .map(|entry| cluster_progress(entry, generation, report_diff))
         .collect();
     let name = format!("{} {:?}", placement.kind.to_ascii_lowercase(), placement.metadata.name);
     let conditions = status.and_then(|s| s.get("conditions")).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    let outcome = outcome(&placement.kind, conditions, generation, &clusters);
-    Progress { placement: name, generation, latest_index, clusters, outcome }
+    let mut progress =
+        Progress { placement: name, generation, latest_index, report_diff, clusters, outcome: Outcome::Complete };
+    progress.outcome = outcome(&placement.kind, conditions, &progress);
+    progress
 }
 
 /// Holds a complete rollout back until the placement and every chosen
@@ -170,13 +217,14 @@ pub fn require_latest_index(mut progress: Progress, latest: Option<u64>) -> Prog
     progress
 }
 
-/// One `placementStatuses` entry's progress at `generation`.
-pub fn cluster_progress(entry: &Value, generation: i64) -> ClusterProgress {
+/// One `placementStatuses` entry's progress at `generation` (of a
+/// `ReportDiff` placement with `report_diff`).
+pub fn cluster_progress(entry: &Value, generation: i64, report_diff: bool) -> ClusterProgress {
     let conditions = entry.get("conditions").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let failed = entry.get("failedPlacements").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let mut stage = Stage::Pending;
     let mut detail = String::new();
-    for type_ in CONDITION_ORDER {
+    for &type_ in condition_order(report_diff) {
         match current_condition(conditions, type_, generation) {
             Some(c) if c["status"] == "True" => stage = Stage::reached_by(type_),
             Some(c) => {
@@ -203,18 +251,19 @@ pub fn cluster_progress(entry: &Value, generation: i64) -> ClusterProgress {
     }
 }
 
-/// Whether a condition that is not True means the rollout failed: `Applied`
-/// or `Overridden` False, unless the reason says it is only pending.
+/// Whether a condition that is not True means the rollout failed: `Applied`,
+/// `Overridden` or `DiffReported` False, unless the reason says it is only pending.
 fn is_failure(type_: &str, condition: &Value) -> bool {
     let reason = condition["reason"].as_str().unwrap_or("");
     condition["status"] == "False"
-        && matches!(type_, "Applied" | "Overridden")
+        && matches!(type_, "Applied" | "Overridden" | "DiffReported")
         && !reason.ends_with("Pending")
         && !reason.ends_with("Unknown")
 }
 
 /// The placement's outcome from its own conditions and its clusters'.
-fn outcome(kind: &str, conditions: &[Value], generation: i64, clusters: &[ClusterProgress]) -> Outcome {
+fn outcome(kind: &str, conditions: &[Value], progress: &Progress) -> Outcome {
+    let (generation, clusters) = (progress.generation, progress.clusters.as_slice());
     let failed: Vec<&ClusterProgress> = clusters.iter().filter(|c| c.stage == Stage::Failed).collect();
     if let Some(first) = failed.first() {
         let mut message = format!("cluster {}: {}", first.cluster, first.detail);
@@ -223,13 +272,14 @@ fn outcome(kind: &str, conditions: &[Value], generation: i64, clusters: &[Cluste
         }
         return Outcome::Failed(message);
     }
-    for type_ in ["Overridden", "Applied"] {
+    for type_ in ["Overridden", "Applied", "DiffReported"] {
         let full = format!("{kind}{type_}");
         if let Some(c) = current_condition(conditions, &full, generation).filter(|c| is_failure(type_, c)) {
             return Outcome::Failed(condition_text(c));
         }
     }
-    let available_type = format!("{kind}Available");
+    let order = condition_order(progress.report_diff);
+    let available_type = format!("{kind}{}", order[order.len() - 1]);
     let available = conditions.iter().find(|c| c["type"] == available_type.as_str());
     if available.is_some_and(|c| c["status"] == "True") {
         if current_condition(conditions, &available_type, generation).is_some() {
@@ -240,17 +290,17 @@ fn outcome(kind: &str, conditions: &[Value], generation: i64, clusters: &[Cluste
             "waiting for generation {generation} to be observed (the status is of generation {observed})"
         ));
     }
-    Outcome::InProgress(pending_text(kind, conditions, generation, clusters))
+    Outcome::InProgress(pending_text(kind, conditions, progress))
 }
 
 /// What an in-progress rollout waits for: `N/M clusters available`, the
-/// first clusters not available yet, and the first placement condition not True.
-fn pending_text(kind: &str, conditions: &[Value], generation: i64, clusters: &[ClusterProgress]) -> String {
-    let available = clusters.iter().filter(|c| c.stage == Stage::Available).count();
-    let mut parts = vec![format!("{available}/{} clusters available", clusters.len())];
+/// first clusters not done yet, and the first placement condition not True.
+fn pending_text(kind: &str, conditions: &[Value], progress: &Progress) -> String {
+    let (generation, clusters) = (progress.generation, progress.clusters.as_slice());
+    let mut parts = vec![progress.summary()];
     let waiting: Vec<String> = clusters
         .iter()
-        .filter(|c| c.stage != Stage::Available)
+        .filter(|c| !c.stage.is_done())
         .map(|c| format!("{} ({})", c.cluster, c.stage.as_str()))
         .collect();
     if !waiting.is_empty() {
@@ -260,7 +310,7 @@ fn pending_text(kind: &str, conditions: &[Value], generation: i64, clusters: &[C
         }
         parts.push(format!("waiting for {names}"));
     }
-    let blocking = CONDITION_ORDER.iter().map(|t| format!("{kind}{t}")).find_map(|type_| {
+    let blocking = condition_order(progress.report_diff).iter().map(|t| format!("{kind}{t}")).find_map(|type_| {
         match current_condition(conditions, &type_, generation) {
             Some(c) if c["status"] == "True" => None,
             Some(c) => Some(condition_text(c)),

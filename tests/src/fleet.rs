@@ -42,16 +42,21 @@ pub fn apply_yaml(hub: &Hub, yaml: &str) {
 /// Starts the hub and the given members (labels applied before joining, CPU
 /// allocatable = capacity), and waits until all report their properties.
 pub async fn fleet(members: &[&Member]) -> Hub {
+    fleet_with(members, &[]).await
+}
+
+/// [`fleet`], every agent started with the extra flags `agent_args` (such
+/// as `--drift-check-interval 1s`).
+pub async fn fleet_with(members: &[&Member], agent_args: &[&str]) -> Hub {
     let mut hub = Hub::start(HubOptions::default()).await;
     for m in members {
         apply_yaml(&hub, &member_yaml(m, ""));
         let nodes = m.nodes.to_string();
         let capacity = format!("cpu={},memory=16Gi", m.cpu);
         let allocatable = format!("cpu={},memory=16Gi", m.cpu);
-        hub.start_agent(
-            m.name,
-            &["--sim-nodes", &nodes, "--sim-capacity", &capacity, "--sim-allocatable", &allocatable],
-        );
+        let mut args = vec!["--sim-nodes", &nodes, "--sim-capacity", &capacity, "--sim-allocatable", &allocatable];
+        args.extend_from_slice(agent_args);
+        hub.start_agent(m.name, &args);
     }
     for m in members {
         let admin = hub.client(hub.running()[0]).await;
@@ -98,14 +103,21 @@ pub fn work_available(work: &Object) -> bool {
     condition(work, "Available").is_some_and(|c| c.0 == "True" && c.2 == work.metadata.generation)
 }
 
-/// Whether the embedded target of `cluster` holds the object (`namespace`
-/// empty for cluster-scoped kinds).
-pub fn member_has(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> bool {
+/// The object on the embedded target of `cluster` as JSON, if it holds it
+/// (`namespace` empty for cluster-scoped kinds).
+pub fn member_object(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> Option<serde_json::Value> {
     let mut args = vec![kind, name, "-o", "json"];
     if !namespace.is_empty() {
         args.extend(["-n", namespace]);
     }
-    hub.inspect(cluster, &args).status.success()
+    let out = hub.inspect(cluster, &args);
+    out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten()
+}
+
+/// Whether the embedded target of `cluster` holds the object (`namespace`
+/// empty for cluster-scoped kinds).
+pub fn member_has(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> bool {
+    member_object(hub, cluster, kind, namespace, name).is_some()
 }
 
 /// Waits until the object is present (or gone) on the cluster's embedded target.

@@ -379,6 +379,28 @@ impl Hub {
             .expect("fleet-agent inspect")
     }
 
+    /// Edits the embedded target of `cluster` out of band, as `kubectl` on
+    /// that cluster would: `fleet-agent SUBCOMMAND --data-dir DIR ARGS...`
+    /// (`apply -f -` with `stdin`, `patch KIND NAME -n NS -p JSON`, `delete
+    /// KIND NAME -n NS`), also while its agent runs.
+    pub fn edit_member(&self, cluster: &str, subcommand: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(binary("fleet-agent"))
+            .arg(subcommand)
+            .arg("--data-dir")
+            .arg(self.agent_dir(cluster))
+            .args(args)
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn fleet-agent");
+        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            let _ = pipe.write_all(text.as_bytes());
+        }
+        child.wait_with_output().expect("fleet-agent output")
+    }
+
     /// The last lines of an agent's log.
     pub fn agent_log_tail(&self, cluster: &str) -> String {
         let text = std::fs::read_to_string(self.agent_log(cluster)).unwrap_or_default();

@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 
 use fleet_api::Object;
-use fleet_tests::fleet::{apply_yaml, fleet, list, member_yaml, watch_unavailable, Member, WAIT};
+use fleet_tests::fleet::{apply_yaml, fleet, list, member_object, member_yaml, watch_unavailable, Member, WAIT};
 use fleet_tests::objects::{condition, get};
 use fleet_tests::{eventually, Hub};
 use serde_json::Value;
@@ -19,26 +19,16 @@ const TEST: Member = Member { name: "test-1", labels: &[("env", "test"), ("regio
 const WEB: &str = include_str!("../../deploy/examples/overrides/web.yaml");
 const OVERRIDES: &str = include_str!("../../deploy/examples/overrides/overrides.yaml");
 
-/// One member-side object as JSON, if present.
-fn on_member(hub: &Hub, cluster: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
-    let mut args = vec![kind, name, "-o", "json"];
-    if !namespace.is_empty() {
-        args.extend(["-n", namespace]);
-    }
-    let out = hub.inspect(cluster, &args);
-    out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten()
-}
-
 /// What one member holds of the example: (verbs, image, replicas, placed-on, prod-config present).
 fn observed(hub: &Hub, cluster: &str) -> Option<(Value, Value, Value, Value, bool)> {
-    let role = on_member(hub, cluster, "clusterrole", "", "web-reader")?;
-    let deployment = on_member(hub, cluster, "deployment", "web", "frontend")?;
+    let role = member_object(hub, cluster, "clusterrole", "", "web-reader")?;
+    let deployment = member_object(hub, cluster, "deployment", "web", "frontend")?;
     Some((
         role["rules"][0]["verbs"].clone(),
         deployment["spec"]["template"]["spec"]["containers"][0]["image"].clone(),
         deployment["spec"]["replicas"].clone(),
         deployment["metadata"]["labels"]["placed-on"].clone(),
-        on_member(hub, cluster, "configmap", "web", "prod-config").is_some(),
+        member_object(hub, cluster, "configmap", "web", "prod-config").is_some(),
     ))
 }
 
@@ -174,7 +164,7 @@ async fn the_override_worked_example_relabels_failures_changes_and_removal() {
     for cluster in ["east-1", "test-1"] {
         fleet_tests::fleet::wait_member(&hub, cluster, "configmap", "web", "added", true).await;
     }
-    assert!(on_member(&hub, "west-1", "configmap", "web", "added").is_none(), "west-1's Work kept its content");
+    assert!(member_object(&hub, "west-1", "configmap", "web", "added").is_none(), "west-1's Work kept its content");
     wait_observed(&hub, "west-1", prod("west", "west-1")).await;
 
     // Relabelled clusters get the other rule's result: west-1 back in a

@@ -310,9 +310,15 @@ async fn a_cluster_that_fails_to_apply_is_reported_and_holds_the_rollout() {
     apply_yaml(&hub, &app("probe", "1"));
     let report = "    type: RollingUpdate\n    applyStrategy: {type: ReportDiff}\n";
     apply_yaml(&hub, &crp("probe", "probe", "    placementType: PickFixed\n    clusterNames: [west-1]\n", report));
-    wait_rolled_out(&hub, "probe", 1, "0").await;
-    let mut admin = hub.client(hub.running()[0]).await;
-    let probe = get(&mut admin, "crp", "", "probe").await.expect("probe");
+    let probe = eventually("probe reports its diffs", WAIT * 4, || async {
+        let mut admin = hub.client(hub.running()[0]).await;
+        let crp = get(&mut admin, "crp", "", "probe").await.map_err(|e| e.to_string())?;
+        match condition(&crp, "ClusterResourcePlacementDiffReported") {
+            Some(c) if c.0 == "True" && c.2 == crp.metadata.generation => Ok(crp),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
     let status = probe.status().cloned().unwrap_or_default();
     let diffed = status["placementStatuses"][0]["diffedPlacements"].as_array().cloned().unwrap_or_default();
     assert!(

@@ -122,8 +122,10 @@ pub struct Applied {
 }
 
 /// Why a target operation failed. Messages name the object and say what
-/// would be accepted; they end up in Work status.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// would be accepted; they end up in Work status (and travel as JSON in
+/// answers to out-of-band edits, [`crate::edits`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "reason", content = "message")]
 pub enum TargetError {
     /// The manifest is not acceptable to the cluster (bad field, unknown kind...).
     #[error("{0}")]

@@ -8,39 +8,40 @@
 //! drift). Refusals are `Applied=False` with the decision's reason, and
 //! `driftDetails` (drifts) or `diffDetails` (differences preventing a takeover).
 //!
-//! With `type: ReportDiff` ([`report_work`]) nothing is written or deleted:
-//! each manifest gets `diffDetails` — always present, with an empty
-//! `observedDiffs` when the live object has no difference — and the Work's
-//! `Applied` and `Available` are True with reason [`REASON_REPORT_DIFF`].
+//! With `type: ReportDiff` the Work goes to [`report_work`] instead: nothing
+//! is written, and status speaks of `DiffReported`.
 //!
-//! Drift detection and diff reports are refreshed whenever the Work is
-//! looked at: on each change, on every relist of the Work watch, and every
-//! [`RECHECK`](super) while the Work is not settled (a drifted or refused
-//! manifest keeps it unsettled, so a drift reverted on the member is
-//! applied over soon after). `firstDriftedObservedTime` /
-//! `firstDiffedObservedTime` are carried over from the Work's status while
-//! drifts / differences persist.
+//! Drift is looked for whenever the Work is looked at: on each change, on
+//! every relist of the Work watch, every drift-check interval (see
+//! [`super`]) and every [`RECHECK`](super) while the Work is not settled.
+//! With `whenToApply: Always` a drifted object is written again at once
+//! (even if the Work did not change) and the drifts it had are reported in
+//! that pass's `driftDetails`; the next check, finding none, clears them.
+//! With `IfNotDrifted` the drift keeps the manifest refused (and the Work
+//! unsettled) until it is reverted on the member. `firstDriftedObservedTime`
+//! / `firstDiffedObservedTime` are carried over from the Work's status
+//! while drifts / differences persist ([`super::details`]).
 
 use std::collections::BTreeSet;
 
 use fleet_api::conditions::{set_condition, Condition};
 use fleet_api::work::{
     self, ManifestCondition, WorkResourceIdentifier, WorkStatus, CONDITION_APPLIED, CONDITION_AVAILABLE,
-    REASON_ALL_APPLIED, REASON_ALL_AVAILABLE, REASON_NOT_TRACKABLE, REASON_SOME_NOT_APPLIED, REASON_SOME_NOT_AVAILABLE,
+    CONDITION_DIFF_REPORTED, REASON_ALL_APPLIED, REASON_ALL_AVAILABLE, REASON_NOT_TRACKABLE, REASON_SOME_NOT_APPLIED,
+    REASON_SOME_NOT_AVAILABLE,
 };
 use fleet_api::Object;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::compare::Difference;
+use super::details::{details, Report};
 use super::ledger::{Entry, LastApplied};
-use super::strategy::{decide, report_diff, Decision, Strategy};
+use super::report::report_work;
+use super::strategy::{decide, Decision, Strategy};
 use super::waves::wave;
 use crate::target::availability::{availability, Availability};
 use crate::target::{ApplyRequest, ResourceId, Target, TargetError};
-
-/// Reason of a ReportDiff Work's `Applied` and `Available` (and of its manifests').
-pub const REASON_REPORT_DIFF: &str = "ReportDiffMode";
 
 /// What applying a Work produced.
 #[derive(Debug, Clone)]
@@ -53,11 +54,15 @@ pub struct WorkOutcome {
     pub settled: bool,
 }
 
-struct Manifest {
+/// One manifest of a Work, read.
+pub(super) struct Manifest {
     ordinal: usize,
-    object: Option<Object>,
-    identifier: WorkResourceIdentifier,
-    refusal: Option<(String, String)>,
+    /// The manifest as an object, if it reads as one.
+    pub object: Option<Object>,
+    /// How status names it.
+    pub identifier: WorkResourceIdentifier,
+    /// Why it cannot be applied at all (reason, message), if so.
+    pub refusal: Option<(String, String)>,
 }
 
 fn identifier(ordinal: usize, value: &serde_json::Value) -> WorkResourceIdentifier {
@@ -80,7 +85,7 @@ fn identifier(ordinal: usize, value: &serde_json::Value) -> WorkResourceIdentifi
 }
 
 /// Reads the manifests, marking those that cannot be applied and why.
-fn manifests(spec: &work::WorkSpec) -> Vec<Manifest> {
+pub(super) fn manifests(spec: &work::WorkSpec) -> Vec<Manifest> {
     let mut seen = BTreeSet::new();
     spec.workload
         .manifests
@@ -110,9 +115,9 @@ fn manifests(spec: &work::WorkSpec) -> Vec<Manifest> {
 struct Processed {
     /// The live object, or why it is not applied (reason, message).
     result: Result<Object, (String, String)>,
-    /// Drifts found (`whenToApply: IfNotDrifted`).
+    /// Drifts found (refused under `IfNotDrifted`, overwritten under `Always`).
     drifts: Option<Vec<Difference>>,
-    /// Differences that prevented a takeover, or reported by ReportDiff.
+    /// Differences that prevented a takeover.
     diffs: Option<Vec<Difference>>,
     /// `metadata.generation` of the live object (0 if none).
     member_generation: i64,
@@ -137,7 +142,7 @@ fn non_empty(list: Vec<Difference>) -> Option<Vec<Difference>> {
 }
 
 /// Reads the live object and, by the strategy's decision, writes the manifest
-/// (with `reapply`) or only looks at it.
+/// or only looks at it (when `reapply` is false and nothing is amiss).
 async fn process<T: Target>(
     target: &T,
     strategy: &Strategy,
@@ -158,52 +163,21 @@ async fn process<T: Target>(
         Decision::Refuse { reason, message, drifts, diffs } => {
             processed(Err((reason.to_string(), message)), non_empty(drifts), non_empty(diffs), false)
         }
-        Decision::Apply { take_over } if reapply => {
-            let request = ApplyRequest { manifest: object, mode: strategy.mode, owner, take_over };
-            match target.apply(request).await {
-                Ok(a) => Processed {
-                    member_generation: a.live.metadata.generation,
-                    ..processed(Ok(a.live), None, None, true)
-                },
-                Err(e) => processed(Err((failure_reason(&e).to_string(), e.to_string())), None, None, false),
-            }
-        }
-        Decision::Apply { .. } => match live {
-            Some(live) => processed(Ok(live), None, None, false),
-            None => {
-                processed(Err(("ManifestMissing".into(), format!("{id} is gone from the cluster"))), None, None, false)
+        Decision::Apply { take_over, drifts } => match live {
+            Some(live) if !reapply && drifts.is_empty() => processed(Ok(live), None, None, false),
+            // Written when the Work changed, when the object is gone from the
+            // member (deleted there: re-created) and when it drifted (the
+            // drifts are reported with the generation that drifted).
+            _ => {
+                let request = ApplyRequest { manifest: object, mode: strategy.mode, owner, take_over };
+                let drifts = non_empty(drifts);
+                match target.apply(request).await {
+                    Ok(a) => processed(Ok(a.live), drifts, None, true),
+                    Err(e) => processed(Err((failure_reason(&e).to_string(), e.to_string())), drifts, None, false),
+                }
             }
         },
     }
-}
-
-/// `driftDetails` (`drift`) or `diffDetails` in KubeFleet's shape; the first
-/// observed time is kept from `previous` while it reported some too.
-pub fn details(
-    drift: bool,
-    found: &[Difference],
-    previous: Option<&Value>,
-    member_generation: i64,
-    now: &str,
-) -> Value {
-    let (list, first) = if drift {
-        ("observedDrifts", "firstDriftedObservedTime")
-    } else {
-        ("observedDiffs", "firstDiffedObservedTime")
-    };
-    let mut v = json!({
-        "observationTime": now,
-        "observedInMemberClusterGeneration": member_generation,
-        list: found.iter().map(Difference::to_json).collect::<Vec<_>>(),
-    });
-    if !found.is_empty() {
-        let before = previous
-            .filter(|p| p.get(list).and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
-            .and_then(|p| p.get(first))
-            .cloned();
-        v[first] = before.unwrap_or_else(|| json!(now));
-    }
-    v
 }
 
 /// Applies (or, with `reapply` false, only re-checks) a Work. `previous` is
@@ -237,6 +211,7 @@ pub async fn apply_work<T: Target>(
     for m in &items {
         let old_condition = old.manifest_conditions.iter().find(|c| c.identifier == m.identifier);
         let mut conditions = old_condition.map(|c| c.conditions.clone()).unwrap_or_default();
+        conditions.retain(|c| c.type_ != CONDITION_DIFF_REPORTED);
         let processed = match (&m.refusal, &m.object) {
             (Some((reason, message)), _) => Processed::failed(reason, message.clone()),
             (None, Some(object)) => {
@@ -300,10 +275,10 @@ pub async fn apply_work<T: Target>(
             conditions,
             drift_details: processed
                 .drifts
-                .map(|d| details(true, &d, old_condition.and_then(|c| c.drift_details.as_ref()), g, now)),
+                .map(|d| details(Report::Drift, &d, old_condition.and_then(|c| c.drift_details.as_ref()), g, now)),
             diff_details: processed
                 .diffs
-                .map(|d| details(false, &d, old_condition.and_then(|c| c.diff_details.as_ref()), g, now)),
+                .map(|d| details(Report::Diff, &d, old_condition.and_then(|c| c.diff_details.as_ref()), g, now)),
         });
     }
     manifest_conditions.sort_by_key(|c| c.identifier.ordinal);
@@ -329,6 +304,7 @@ pub async fn apply_work<T: Target>(
     }
 
     let mut conditions = old.conditions.clone();
+    conditions.retain(|c| c.type_ != CONDITION_DIFF_REPORTED);
     let applied = if applied_all {
         Condition::new(CONDITION_APPLIED, true, REASON_ALL_APPLIED, "all manifests are applied")
     } else {
@@ -373,89 +349,8 @@ pub async fn apply_work<T: Target>(
     }
 }
 
-/// A ReportDiff Work: writes and deletes nothing, reports each manifest's
-/// differences from the live object (see the module doc). What the Work
-/// placed before (under another type) stays placed, untouched.
-pub async fn report_work<T: Target>(
-    target: &T,
-    work_object: &Object,
-    strategy: &Strategy,
-    previous: Option<&Entry>,
-    now: &str,
-) -> WorkOutcome {
-    let spec = work::spec_of(work_object);
-    let generation = work_object.metadata.generation;
-    let old = work::status_of(work_object);
-    let (mut failed, mut differing) = (0usize, 0usize);
-    let mut manifest_conditions = Vec::new();
-    for m in manifests(&spec) {
-        let old_condition = old.manifest_conditions.iter().find(|c| c.identifier == m.identifier);
-        let mut conditions = old_condition.map(|c| c.conditions.clone()).unwrap_or_default();
-        let found = match (&m.refusal, &m.object) {
-            (Some((reason, message)), _) => Err((reason.clone(), message.clone())),
-            (None, Some(object)) => match target.get(&ResourceId::of(object)).await {
-                Ok(live) => {
-                    let g = live.as_ref().map_or(0, |l| l.metadata.generation);
-                    Ok((report_diff(object, live.as_ref(), strategy.comparison), g))
-                }
-                Err(e) => Err((failure_reason(&e).to_string(), e.to_string())),
-            },
-            (None, None) => Err(("ManifestInvalid".into(), "manifest could not be read".into())),
-        };
-        let diff_details = match found {
-            Ok((diffs, g)) => {
-                differing += usize::from(!diffs.is_empty());
-                let message = format!("ReportDiff mode: not applied; {} difference(s) found", diffs.len());
-                for type_ in [CONDITION_APPLIED, CONDITION_AVAILABLE] {
-                    let c = Condition::new(type_, true, REASON_REPORT_DIFF, message.clone()).observing(generation);
-                    set_condition(&mut conditions, c, now);
-                }
-                Some(details(false, &diffs, old_condition.and_then(|c| c.diff_details.as_ref()), g, now))
-            }
-            Err((reason, message)) => {
-                failed += 1;
-                let c = Condition::new(CONDITION_APPLIED, false, &reason, message).observing(generation);
-                set_condition(&mut conditions, c, now);
-                conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
-                None
-            }
-        };
-        manifest_conditions.push(ManifestCondition {
-            identifier: m.identifier.clone(),
-            conditions,
-            drift_details: None,
-            diff_details,
-        });
-    }
-    let mut conditions = old.conditions.clone();
-    if failed == 0 {
-        let message = format!(
-            "ReportDiff mode: nothing was applied; {differing} of {} manifests have differences from the member cluster",
-            manifest_conditions.len()
-        );
-        for type_ in [CONDITION_APPLIED, CONDITION_AVAILABLE] {
-            let c = Condition::new(type_, true, REASON_REPORT_DIFF, message.clone()).observing(generation);
-            set_condition(&mut conditions, c, now);
-        }
-    } else {
-        let message = format!("ReportDiff mode: {failed} manifests could not be compared");
-        let c = Condition::new(CONDITION_APPLIED, false, REASON_SOME_NOT_APPLIED, message).observing(generation);
-        set_condition(&mut conditions, c, now);
-        conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
-    }
-    let previous = previous.cloned().unwrap_or_default();
-    WorkOutcome {
-        status: WorkStatus { conditions, manifest_conditions },
-        entry: Entry {
-            generation: if failed == 0 { generation } else { 0 },
-            abandon_on_delete: spec.abandons_on_delete(),
-            ..previous
-        },
-        settled: failed == 0,
-    }
-}
-
-fn failure_reason(e: &TargetError) -> &'static str {
+/// The manifest condition reason of a target error.
+pub(super) fn failure_reason(e: &TargetError) -> &'static str {
     match e {
         TargetError::Invalid(_) => "ManifestApplyFailed",
         TargetError::Conflict(_) => "ManifestConflict",

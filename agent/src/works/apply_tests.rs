@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::target::embedded::{EmbeddedTarget, SimConfig};
+use crate::target::embedded::{Edit, EmbeddedTarget, SimConfig};
 use crate::target::{ApplyMode, OWNER_ANNOTATION};
 
 const OWNER: &str = "fleet-member-a/w";
@@ -39,13 +39,9 @@ fn cluster(dir: &tempfile::TempDir) -> EmbeddedTarget {
     target
 }
 
-/// Someone edits an object on the member cluster.
+/// Someone edits an object on the member cluster (as `fleet-agent apply` would).
 async fn edit(target: &EmbeddedTarget, name: &str, data: Value) {
-    let m = object(cm(name, data));
-    target
-        .apply(ApplyRequest { manifest: &m, mode: ApplyMode::ClientSide, owner: OWNER, take_over: true })
-        .await
-        .unwrap();
+    target.edit(&Edit::Apply { object: object(cm(name, data)) }).unwrap();
 }
 
 async fn data(target: &EmbeddedTarget, name: &str) -> Value {
@@ -172,13 +168,14 @@ async fn if_not_drifted_reports_a_live_edit_and_does_not_overwrite_it() {
     let work_applied = condition(&out.status.conditions, CONDITION_APPLIED);
     assert_eq!(work_applied, ("False", REASON_SOME_NOT_APPLIED));
 
-    // Re-checked later with the status reported: the first time is kept.
+    // Re-checked later with the status reported: the times are kept.
     work::set_status(&mut w, &out.status);
     let again = apply_work(&target, &w, Some(&out.entry), true, "t2").await;
     let drift = manifest(&again.status, 0).drift_details.clone().unwrap();
     assert_eq!(
         (drift["firstDriftedObservedTime"].as_str(), drift["observationTime"].as_str()),
-        (Some("t1"), Some("t2"))
+        (Some("t1"), Some("t1")),
+        "the same drift: the report (and so the Work) does not change"
     );
 
     // The edit is reverted on the member: the new manifest is applied.
@@ -192,17 +189,51 @@ async fn if_not_drifted_reports_a_live_edit_and_does_not_overwrite_it() {
 }
 
 #[tokio::test]
-async fn always_overwrites_a_live_edit() {
+async fn always_overwrites_a_live_edit_reporting_it_once() {
     let dir = tempfile::tempdir().unwrap();
     let target = cluster(&dir);
-    let first = apply_work(&target, &work(1, json!({}), vec![cm("c", json!({"a": "1"}))]), None, true, "t0").await;
+    let mut w = work(1, json!({}), vec![cm("c", json!({"a": "1"}))]);
+    let first = apply_work(&target, &w, None, true, "t0").await;
+    work::set_status(&mut w, &first.status);
     edit(&target, "c", json!({"a": "edited"})).await;
-    let out =
-        apply_work(&target, &work(2, json!({}), vec![cm("c", json!({"a": "1"}))]), Some(&first.entry), true, "t1")
-            .await;
+
+    // A re-check of the unchanged Work finds the drift, reports it and writes over it.
+    let out = apply_work(&target, &w, Some(&first.entry), false, "t1").await;
     assert_eq!(applied(&out.status, 0), ("True", "ManifestApplied"));
-    assert!(manifest(&out.status, 0).drift_details.is_none());
+    let drift = manifest(&out.status, 0).drift_details.clone().expect("the drift is reported");
+    assert_eq!(drift["observedDrifts"], json!([{"path": "/data/a", "valueInHub": "1", "valueInMember": "edited"}]));
+    assert_eq!(
+        (drift["firstDriftedObservedTime"].as_str(), drift["observationTime"].as_str()),
+        (Some("t1"), Some("t1"))
+    );
+    assert_eq!(drift["observedInMemberClusterGeneration"], json!(2), "the generation that drifted");
+    assert_eq!(data(&target, "c").await, json!({"a": "1"}), "overwritten in the same pass");
+    assert!(out.settled && out.entry.generation == 1);
+
+    // The next check finds no drift and clears the report.
+    work::set_status(&mut w, &out.status);
+    let next = apply_work(&target, &w, Some(&out.entry), false, "t2").await;
+    assert!(manifest(&next.status, 0).drift_details.is_none());
+    assert_eq!(applied(&next.status, 0), ("True", "ManifestApplied"));
+
+    // A hub change is not a drift: the new manifest is applied, nothing reported.
+    let changed =
+        apply_work(&target, &work(2, json!({}), vec![cm("c", json!({"a": "2"}))]), Some(&next.entry), true, "t3").await;
+    assert!(manifest(&changed.status, 0).drift_details.is_none());
+    assert_eq!(data(&target, "c").await, json!({"a": "2"}));
+}
+
+#[tokio::test]
+async fn an_object_deleted_on_the_member_is_created_again_at_the_next_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    let w = work(1, json!({}), vec![cm("c", json!({"a": "1"}))]);
+    let first = apply_work(&target, &w, None, true, "t0").await;
+    target.delete(&id("c")).await.unwrap();
+    let out = apply_work(&target, &w, Some(&first.entry), false, "t1").await;
+    assert_eq!(applied(&out.status, 0), ("True", "ManifestApplied"));
     assert_eq!(data(&target, "c").await, json!({"a": "1"}));
+    assert!(out.settled);
 }
 
 #[tokio::test]
@@ -211,26 +242,60 @@ async fn report_diff_changes_nothing_and_reports_every_manifest() {
     let target = cluster(&dir);
     target.create_unmanaged(&object(cm("differs", json!({"a": "2"})))).unwrap();
     target.create_unmanaged(&object(cm("same", json!({"a": "1"})))).unwrap();
-    let manifests =
-        vec![cm("differs", json!({"a": "1"})), cm("same", json!({"a": "1"})), cm("missing", json!({"a": "1"}))];
+    let mut generate_name = cm("", json!({}));
+    generate_name["metadata"] = json!({"generateName": "g-", "namespace": "app"});
+    let manifests = vec![
+        cm("differs", json!({"a": "1"})),
+        cm("same", json!({"a": "1"})),
+        cm("missing", json!({"a": "1"})),
+        generate_name,
+    ];
     let before = target.list();
-    let w = work(3, json!({"type": "ReportDiff"}), manifests);
+    let w = work(3, json!({"type": "ReportDiff"}), manifests.clone());
     let out = apply_work(&target, &w, None, true, "t").await;
     assert_eq!(target.list(), before, "nothing written");
-    assert!(target.get(&id("missing")).await.unwrap().is_none());
     let diffs = |o: i64| manifest(&out.status, o).diff_details.clone().unwrap()["observedDiffs"].clone();
     assert_eq!(diffs(0), json!([{"path": "/data/a", "valueInHub": "1", "valueInMember": "2"}]));
     assert_eq!(diffs(1), json!([]));
     assert_eq!(diffs(2), json!([{"path": "/", "valueInHub": "(the whole object)"}]));
     assert!(manifest(&out.status, 1).diff_details.as_ref().unwrap().get("firstDiffedObservedTime").is_none());
-    for type_ in [CONDITION_APPLIED, CONDITION_AVAILABLE] {
-        assert_eq!(condition(&out.status.conditions, type_), ("True", REASON_REPORT_DIFF));
+    assert!(manifest(&out.status, 3).diff_details.is_none(), "not compared");
+    let reported = |o: i64| condition(&manifest(&out.status, o).conditions, CONDITION_DIFF_REPORTED);
+    assert_eq!(reported(0), ("True", "FoundDiff"));
+    assert_eq!(reported(1), ("True", "NoDiffFound"));
+    assert_eq!(reported(2), ("True", "FoundDiff"));
+    assert_eq!(reported(3), ("False", "Failed"));
+    let work_reported = condition(&out.status.conditions, CONDITION_DIFF_REPORTED);
+    assert_eq!(work_reported, ("False", "SomeManifestsHaveNotReportedDiff"));
+    assert!(!out.settled && out.entry.generation == 0);
+
+    // Without the bad manifest every diff is reported; no Applied/Available anywhere.
+    let mut w2 = work(4, json!({"type": "ReportDiff"}), manifests[..3].to_vec());
+    work::set_status(&mut w2, &out.status);
+    let out = apply_work(&target, &w2, None, true, "t").await;
+    let work_reported = condition(&out.status.conditions, CONDITION_DIFF_REPORTED);
+    assert_eq!(work_reported, ("True", "AllManifestsDiffReported"));
+    let types: Vec<&str> = out.status.conditions.iter().map(|c| c.type_.as_str()).collect();
+    assert_eq!(types, ["DiffReported"]);
+    for m in &out.status.manifest_conditions {
+        let types: Vec<&str> = m.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["DiffReported"]);
     }
-    let message = &out.status.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).unwrap().message;
-    assert!(message.contains("nothing was applied") && message.contains("2 of 3"), "{message}");
     assert!(out.settled);
-    assert_eq!(out.entry.generation, 3);
+    assert_eq!(out.entry.generation, 4);
     assert!(out.entry.placed.is_empty());
+
+    // Switching the Work to an apply type drops DiffReported again.
+    let mut w5 = work(5, json!({}), manifests[..3].to_vec());
+    work::set_status(&mut w5, &out.status);
+    let applied_out = apply_work(&target, &w5, None, true, "t").await;
+    let types: Vec<&str> = applied_out.status.conditions.iter().map(|c| c.type_.as_str()).collect();
+    assert_eq!(types, ["Applied", "Available"]);
+    assert!(applied_out
+        .status
+        .manifest_conditions
+        .iter()
+        .all(|m| m.conditions.iter().all(|c| c.type_ != CONDITION_DIFF_REPORTED)));
 }
 
 #[tokio::test]
@@ -238,9 +303,14 @@ async fn switching_to_report_diff_keeps_what_the_work_placed() {
     let dir = tempfile::tempdir().unwrap();
     let target = cluster(&dir);
     let first = apply_work(&target, &work(1, json!({}), vec![cm("c", json!({"a": "1"}))]), None, true, "t").await;
-    let out = apply_work(&target, &work(2, json!({"type": "ReportDiff"}), vec![]), Some(&first.entry), true, "t").await;
+    let mut w = work(2, json!({"type": "ReportDiff"}), vec![cm("c", json!({"a": "1"}))]);
+    work::set_status(&mut w, &first.status);
+    let out = apply_work(&target, &w, Some(&first.entry), true, "t").await;
     assert!(target.get(&id("c")).await.unwrap().is_some(), "not pruned");
     assert_eq!(out.entry.placed, first.entry.placed);
+    let types: Vec<&str> = out.status.conditions.iter().map(|c| c.type_.as_str()).collect();
+    assert_eq!(types, ["DiffReported"], "Applied and Available are gone");
+    assert_eq!(manifest(&out.status, 0).conditions.len(), 1);
 }
 
 #[tokio::test]

@@ -3,6 +3,22 @@
 //! told the version expired), and reconcile each Work that changed — or that
 //! is still settling — into the target and back into the Work's status.
 //!
+//! # When a Work is looked at
+//!
+//! - when it is added, or changed other than in its status (a change of its
+//!   status alone is the agent's own report coming back: looking again would
+//!   clear a drift report the moment it is written, as KubeFleet's
+//!   generation-changed rule avoids too);
+//! - on every relist of the watch;
+//! - every [`RECHECK`] while it is not settled (not applied or not
+//!   available yet, drifted under `IfNotDrifted`...);
+//! - every drift-check interval (`--drift-check-interval`, default
+//!   [`DRIFT_CHECK_INTERVAL`]), settled or not: this is when drift on the
+//!   member is found (and, under `whenToApply: Always`, reported and
+//!   overwritten) and ReportDiff results are refreshed. These periodic
+//!   checks wait in a queue of their own, taken only when no change is
+//!   waiting, so a wave of them never holds up a change.
+//!
 //! # Deleted Works
 //!
 //! When a Work is deleted on the hub, what it placed on the member cluster
@@ -32,7 +48,9 @@
 
 pub mod apply;
 pub mod compare;
+pub mod details;
 pub mod ledger;
+pub mod report;
 pub mod strategy;
 pub mod waves;
 
@@ -53,6 +71,8 @@ use ledger::Ledger;
 
 /// How soon a Work that is not settled (not applied, or not available yet) is looked at again.
 const RECHECK: Duration = Duration::from_millis(500);
+/// How often every Work is checked for drift by default (KubeFleet's period).
+pub const DRIFT_CHECK_INTERVAL: Duration = Duration::from_secs(15);
 /// Pause before re-watching after an error.
 const REWATCH: Duration = Duration::from_millis(200);
 
@@ -60,7 +80,10 @@ const REWATCH: Duration = Duration::from_millis(200);
 #[derive(Default)]
 struct State {
     works: BTreeMap<String, Object>,
+    /// Works to look at because something happened to them (first).
     queue: BTreeSet<String>,
+    /// Works due for their periodic drift check (when `queue` is empty).
+    checks: BTreeSet<String>,
     /// Works deleted by a watch event and not yet reconciled: whether their
     /// last state said `propagationPolicy: Abandon`.
     deleted: BTreeMap<String, bool>,
@@ -71,13 +94,17 @@ struct State {
 
 impl State {
     /// Takes in one watch event (`ADDED`, `MODIFIED` or `DELETED`) and queues
-    /// the Work. A `DELETED` event carries the Work's last state: its
-    /// `propagationPolicy` is kept for [`forget_work`] (unless that state
-    /// cannot be read, leaving the decision to the ledger). Returns the Work's
-    /// name when it exists.
+    /// the Work (unless only its status changed). A `DELETED` event carries
+    /// the Work's last state: its `propagationPolicy` is kept for
+    /// [`forget_work`] (unless that state cannot be read, leaving the
+    /// decision to the ledger). Returns the Work's name when it exists.
     fn observe(&mut self, kind: &str, object: Object) -> Option<String> {
         let name = object.metadata.name.clone();
-        self.queue.insert(name.clone());
+        let status_only =
+            kind == "MODIFIED" && self.works.get(&name).is_some_and(|old| only_status_changed(old, &object));
+        if !status_only {
+            self.queue.insert(name.clone());
+        }
         if kind == "DELETED" {
             self.works.remove(&name);
             // A last state that does not read as a Work spec decides nothing: the ledger does.
@@ -93,14 +120,43 @@ impl State {
             Some(name)
         }
     }
+
+    /// The next Work to look at: a changed one first, else one due for its drift check.
+    fn next(&mut self) -> Option<String> {
+        if !self.listed {
+            return None;
+        }
+        let name = self.queue.pop_first().or_else(|| self.checks.pop_first())?;
+        self.checks.remove(&name);
+        Some(name)
+    }
+
+    /// Queues every existing Work for its periodic drift check.
+    fn due_for_checks(&mut self) {
+        let names: Vec<String> = self.works.keys().filter(|n| !self.queue.contains(*n)).cloned().collect();
+        self.checks.extend(names);
+    }
 }
 
-/// Runs the Work loop until the cluster leaves the fleet or a fatal error.
+/// Whether `new` differs from `old` in nothing the agent acts on: same
+/// generation (spec), labels, annotations and deletion state — typically
+/// the agent's own status report coming back through the watch.
+fn only_status_changed(old: &Object, new: &Object) -> bool {
+    let (a, b) = (&old.metadata, &new.metadata);
+    a.generation == b.generation
+        && a.labels == b.labels
+        && a.annotations == b.annotations
+        && a.deletion_timestamp == b.deletion_timestamp
+}
+
+/// Runs the Work loop until the cluster leaves the fleet or a fatal error;
+/// every Work is checked for drift each `drift_check_interval`.
 pub async fn run<T: Target>(
     cluster: String,
     hub: Arc<Hub>,
     target: Arc<T>,
     data_dir: std::path::PathBuf,
+    drift_check_interval: Duration,
 ) -> Result<(), AgentError> {
     let state = Arc::new(Mutex::new(State::default()));
     let wake = Arc::new(Notify::new());
@@ -111,6 +167,7 @@ pub async fn run<T: Target>(
         s.queue.extend(ledger.works());
     }
     let mut watcher = tokio::spawn(watch(cluster.clone(), hub.clone(), state.clone(), wake.clone()));
+    let checker = tokio::spawn(check_periodically(drift_check_interval, state.clone(), wake.clone()));
     // Whichever ends first ends the loop, with its own reason (e.g. the cluster left).
     let result = tokio::select! {
         r = reconcile_forever(&hub, target.as_ref(), &mut ledger, &state, &wake) => r,
@@ -120,7 +177,19 @@ pub async fn run<T: Target>(
         },
     };
     watcher.abort();
+    checker.abort();
     result
+}
+
+/// Queues every Work for a drift check each `interval` (the first after one interval).
+async fn check_periodically(interval: Duration, state: Arc<Mutex<State>>, wake: Arc<Notify>) {
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        state.lock().await.due_for_checks();
+        wake.notify_one();
+    }
 }
 
 /// Reconciles queued Works one at a time, for ever. A Work that is not
@@ -134,14 +203,7 @@ async fn reconcile_forever<T: Target>(
     wake: &Arc<Notify>,
 ) -> Result<(), AgentError> {
     loop {
-        let next = {
-            let mut s = state.lock().await;
-            if s.listed {
-                s.queue.pop_first()
-            } else {
-                None
-            }
-        };
+        let next = state.lock().await.next();
         let Some(name) = next else {
             tokio::select! {
                 _ = wake.notified() => {}
@@ -339,205 +401,5 @@ fn handle_watch_error(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::inspect::inspect;
-    use crate::target::embedded::{EmbeddedTarget, SimConfig, STORE_DIR};
-    use crate::target::{ApplyMode, ApplyRequest, ResourceId, OWNER_ANNOTATION};
-    use fleet_api::work::{CONDITION_APPLIED, REASON_SOME_NOT_APPLIED};
-    use serde_json::json;
-
-    fn cm(name: &str) -> serde_json::Value {
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "app"}, "data": {"a": "1"}})
-    }
-
-    fn cm_id(name: &str) -> ResourceId {
-        ResourceId {
-            group: "".into(),
-            version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: "app".into(),
-            name: name.into(),
-        }
-    }
-
-    /// A Work of cluster `a`; `policy` is its `deleteOptions.propagationPolicy` (none: the default).
-    fn work_object(name: &str, generation: i64, policy: Option<&str>, manifests: Vec<serde_json::Value>) -> Object {
-        let mut spec = json!({"workload": {"manifests": manifests}});
-        if let Some(p) = policy {
-            spec["deleteOptions"] = json!({"propagationPolicy": p});
-        }
-        serde_json::from_value(json!({
-            "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
-            "metadata": {"name": name, "namespace": "fleet-member-a", "generation": generation},
-            "spec": spec
-        }))
-        .unwrap()
-    }
-
-    /// An agent data dir: the embedded target in it (with namespace `app`,
-    /// placed by a Work of its own) and its ledger.
-    async fn agent() -> (tempfile::TempDir, EmbeddedTarget, Ledger) {
-        let dir = tempfile::tempdir().unwrap();
-        let target = EmbeddedTarget::open(&dir.path().join(STORE_DIR), SimConfig::default()).unwrap();
-        let ns: Object =
-            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}))
-                .unwrap();
-        let request = ApplyRequest {
-            manifest: &ns,
-            mode: ApplyMode::ClientSide,
-            owner: "fleet-member-a/namespaces",
-            take_over: false,
-        };
-        target.apply(request).await.unwrap();
-        let ledger = Ledger::load(dir.path()).unwrap();
-        (dir, target, ledger)
-    }
-
-    /// What the loop does with the next queued Work, minus status reporting.
-    async fn step(state: &mut State, target: &EmbeddedTarget, ledger: &mut Ledger, name: &str) -> bool {
-        assert!(state.queue.remove(name), "{name} is queued");
-        let abandon = state.deleted.remove(name);
-        match state.works.get(name).cloned() {
-            Some(work) => apply_and_record(target, ledger, name, &work).await.unwrap().settled,
-            None => forget_work(target, ledger, name, abandon).await.unwrap(),
-        }
-    }
-
-    #[tokio::test]
-    async fn a_work_deleted_with_abandon_leaves_its_objects_as_they_are() {
-        let (dir, target, mut ledger) = agent().await;
-        let mut state = State::default();
-        let w = work_object("w", 1, Some("Abandon"), vec![cm("c")]);
-        state.observe("ADDED", w.clone());
-        assert!(step(&mut state, &target, &mut ledger, "w").await);
-        assert!(ledger.get("w").unwrap().abandon_on_delete);
-        let before = target.get(&cm_id("c")).await.unwrap().unwrap();
-
-        assert_eq!(state.observe("DELETED", w), None);
-        assert!(step(&mut state, &target, &mut ledger, "w").await);
-        let after = target.get(&cm_id("c")).await.unwrap().unwrap();
-        assert_eq!(after, before, "untouched, owner annotation included");
-        assert_eq!(after.metadata.annotations.get(OWNER_ANNOTATION).map(String::as_str), Some("fleet-member-a/w"));
-        assert!(ledger.get("w").is_none(), "forgotten");
-        assert!(Ledger::load(dir.path()).unwrap().get("w").is_none(), "durably");
-        let shown = inspect(dir.path(), Some("cm"), None, Some("app"), false, false).unwrap();
-        assert!(shown.contains("\nc "), "{shown}");
-    }
-
-    #[tokio::test]
-    async fn a_work_deleted_with_delete_or_no_policy_removes_its_objects() {
-        for policy in [None, Some("Delete")] {
-            let (dir, target, mut ledger) = agent().await;
-            let mut state = State::default();
-            let w = work_object("w", 1, policy, vec![cm("c")]);
-            state.observe("ADDED", w.clone());
-            assert!(step(&mut state, &target, &mut ledger, "w").await);
-            assert!(!ledger.get("w").unwrap().abandon_on_delete);
-            state.observe("DELETED", w);
-            assert!(step(&mut state, &target, &mut ledger, "w").await);
-            assert!(target.get(&cm_id("c")).await.unwrap().is_none(), "{policy:?}");
-            assert!(ledger.get("w").is_none());
-            let shown = inspect(dir.path(), Some("cm"), None, Some("app"), false, false).unwrap();
-            assert_eq!(shown, "No resources found in app namespace.\n");
-        }
-    }
-
-    #[tokio::test]
-    async fn a_deletion_found_at_relist_follows_the_policy_in_the_ledger() {
-        let (dir, target, mut ledger) = agent().await;
-        let mut state = State::default();
-        state.observe("ADDED", work_object("keep", 1, Some("Abandon"), vec![cm("k")]));
-        state.observe("ADDED", work_object("drop", 1, None, vec![cm("d")]));
-        assert!(step(&mut state, &target, &mut ledger, "keep").await);
-        assert!(step(&mut state, &target, &mut ledger, "drop").await);
-
-        // The agent restarts while both Works are deleted: only the ledger is left,
-        // and the first list simply lacks them.
-        drop(ledger);
-        let mut ledger = Ledger::load(dir.path()).unwrap();
-        let mut state = State::default();
-        state.queue.extend(ledger.works());
-        assert!(step(&mut state, &target, &mut ledger, "keep").await);
-        assert!(step(&mut state, &target, &mut ledger, "drop").await);
-        assert!(target.get(&cm_id("k")).await.unwrap().is_some(), "abandoned");
-        assert!(target.get(&cm_id("d")).await.unwrap().is_none(), "deleted");
-        assert!(ledger.works().is_empty());
-    }
-
-    #[tokio::test]
-    async fn the_deleted_event_s_last_state_wins_over_the_ledger() {
-        let (_dir, target, mut ledger) = agent().await;
-        let mut state = State::default();
-        state.observe("ADDED", work_object("w", 1, None, vec![cm("c")]));
-        assert!(step(&mut state, &target, &mut ledger, "w").await);
-        // Switched to Abandon and deleted before the agent applied generation 2.
-        state.observe("MODIFIED", work_object("w", 2, Some("Abandon"), vec![cm("c")]));
-        state.observe("DELETED", work_object("w", 2, Some("Abandon"), vec![cm("c")]));
-        assert_eq!(state.deleted.get("w"), Some(&true));
-        assert!(!ledger.get("w").unwrap().abandon_on_delete);
-        assert!(step(&mut state, &target, &mut ledger, "w").await);
-        assert!(target.get(&cm_id("c")).await.unwrap().is_some());
-        assert!(ledger.get("w").is_none());
-
-        // Created again: the pending deletion is void. An unreadable last state decides nothing.
-        state.observe("DELETED", work_object("v", 1, Some("Abandon"), vec![]));
-        state.observe("ADDED", work_object("v", 2, None, vec![]));
-        assert!(!state.deleted.contains_key("v"));
-        let mut odd = work_object("v", 2, None, vec![]);
-        odd.rest.insert("spec".into(), json!({"workload": {"manifests": []}, "surprise": 1}));
-        state.observe("DELETED", odd);
-        assert!(!state.deleted.contains_key("v") && !state.works.contains_key("v"));
-    }
-
-    #[tokio::test]
-    async fn an_abandoned_object_is_a_conflict_for_another_work_and_adopted_by_the_same_one() {
-        let (_dir, target, mut ledger) = agent().await;
-        let mut state = State::default();
-        let w = work_object("w", 1, Some("Abandon"), vec![cm("c")]);
-        state.observe("ADDED", w.clone());
-        assert!(step(&mut state, &target, &mut ledger, "w").await);
-        state.observe("DELETED", w);
-        assert!(step(&mut state, &target, &mut ledger, "w").await);
-
-        state.observe("ADDED", work_object("other", 1, None, vec![cm("c")]));
-        assert!(!step(&mut state, &target, &mut ledger, "other").await);
-        let status = apply::apply_work(&target, &work_object("other", 1, None, vec![cm("c")]), None, true, "t").await;
-        let applied = status.status.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).unwrap();
-        assert_eq!(applied.reason, REASON_SOME_NOT_APPLIED);
-        let manifest = &status.status.manifest_conditions[0].conditions;
-        assert!(manifest.iter().any(|c| c.reason == "ManifestConflict"), "{manifest:?}");
-        assert!(ledger.get("other").unwrap().placed.is_empty(), "not taken over");
-
-        // The same Work (same namespace and name) coming back applies to it again.
-        state.observe("ADDED", work_object("w", 1, None, vec![cm("c")]));
-        assert!(step(&mut state, &target, &mut ledger, "w").await);
-        assert_eq!(ledger.get("w").unwrap().placed, vec![cm_id("c")]);
-    }
-
-    #[tokio::test]
-    async fn an_abandoning_work_still_prunes_what_it_no_longer_holds() {
-        let (_dir, target, mut ledger) = agent().await;
-        let mut state = State::default();
-        state.observe("ADDED", work_object("w", 1, Some("Abandon"), vec![cm("c"), cm("gone")]));
-        assert!(step(&mut state, &target, &mut ledger, "w").await);
-        state.observe("MODIFIED", work_object("w", 2, Some("Abandon"), vec![cm("c")]));
-        assert!(step(&mut state, &target, &mut ledger, "w").await);
-        assert!(target.get(&cm_id("gone")).await.unwrap().is_none());
-        assert!(target.get(&cm_id("c")).await.unwrap().is_some());
-    }
-
-    #[test]
-    fn an_expired_watch_relists_a_lost_node_moves_on_and_a_revoked_member_stops() {
-        let hub = Hub::new(vec!["a:1".into(), "b:2".into()], tonic::transport::ClientTlsConfig::new());
-        let mut rv = 42;
-        let expired = tonic::Status::failed_precondition("resourceVersion 42 is too old ...: expired, relist");
-        handle_watch_error(&hub, 0, &expired, &mut rv).unwrap();
-        assert_eq!(rv, 0, "expired: relist from scratch");
-        let mut rv = 42;
-        handle_watch_error(&hub, 0, &tonic::Status::unavailable("node down"), &mut rv).unwrap();
-        assert_eq!((rv, hub.endpoint()), (42, "b:2"), "resume from the same version on the next node");
-        let left = tonic::Status::permission_denied("member cluster \"a\" has left the fleet");
-        assert!(matches!(handle_watch_error(&hub, 1, &left, &mut rv), Err(AgentError::Left(_))));
-    }
-}
+#[path = "loop_tests.rs"]
+mod tests;

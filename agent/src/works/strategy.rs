@@ -9,9 +9,12 @@
 //! 2. **Owned by something else** (`metadata.ownerReferences` not empty;
 //!    Fleet itself never sets owner references): refused unless
 //!    `allowCoOwnership` — `CoOwnershipNotAllowed`.
-//! 3. Placed by **this Work**: applied, except with `whenToApply:
-//!    IfNotDrifted` when the live object differs from what Fleet last wrote
-//!    — `FoundDrifts`, with the drifts. The baseline is kept in the ledger
+//! 3. Placed by **this Work**: the live object is compared with what Fleet
+//!    last wrote; differences are *drifts* (someone changed a managed field
+//!    on the member). With `whenToApply: Always` (the default) it is applied
+//!    — the drifts are reported and overwritten in the same pass —, with
+//!    `IfNotDrifted` a drift stops it — `FoundDrifts`, with the drifts, the
+//!    object left as it is. The baseline is kept in the ledger
 //!    ([`super::ledger::LastApplied::baseline`]): under `PartialComparison`
 //!    the manifest as last applied (only the fields it sets count), under
 //!    `FullComparison` the object as the cluster returned it right after
@@ -105,6 +108,9 @@ pub enum Decision {
     Apply {
         /// Pass as [`crate::target::ApplyRequest::take_over`].
         take_over: bool,
+        /// Drifts the write overwrites (`whenToApply: Always`): reported,
+        /// and a reason to write even when the Work did not change.
+        drifts: Vec<Difference>,
     },
     /// Leave it alone and report why.
     Refuse {
@@ -123,6 +129,11 @@ fn refuse(reason: &'static str, message: String) -> Decision {
     Decision::Refuse { reason, message, drifts: Vec::new(), diffs: Vec::new() }
 }
 
+/// Apply, with nothing to report.
+fn apply(take_over: bool) -> Decision {
+    Decision::Apply { take_over, drifts: Vec::new() }
+}
+
 /// Decides whether `owner` (`<namespace>/<name>` of the Work) may write
 /// `manifest` over `live` (see the module doc). `last_applied` is the drift
 /// baseline of the object, if recorded ([`super::ledger::LastApplied::baseline`]).
@@ -134,7 +145,7 @@ pub fn decide(
     last_applied: Option<&Value>,
 ) -> Decision {
     let Some(live) = live else {
-        return Decision::Apply { take_over: false };
+        return apply(false);
     };
     let id = ResourceId::of(live);
     let current = live.metadata.annotations.get(OWNER_ANNOTATION);
@@ -156,23 +167,19 @@ pub fn decide(
         );
     }
     if current.is_some() {
-        if strategy.if_not_drifted {
-            if let Some(last) = last_applied {
-                let drifts = differences(last, &live_json, strategy.comparison);
-                if !drifts.is_empty() {
-                    let message = format!(
-                        "{id} was changed on the member cluster since Fleet applied it ({} drifted field(s)); \
-                         whenToApply is IfNotDrifted: not overwritten",
-                        drifts.len()
-                    );
-                    return Decision::Refuse { reason: REASON_DRIFTED, message, drifts, diffs: Vec::new() };
-                }
-            }
+        let drifts = last_applied.map(|last| differences(last, &live_json, strategy.comparison)).unwrap_or_default();
+        if strategy.if_not_drifted && !drifts.is_empty() {
+            let message = format!(
+                "{id} was changed on the member cluster since Fleet applied it ({} drifted field(s)); \
+                 whenToApply is IfNotDrifted: not overwritten",
+                drifts.len()
+            );
+            return Decision::Refuse { reason: REASON_DRIFTED, message, drifts, diffs: Vec::new() };
         }
-        return Decision::Apply { take_over: false };
+        return Decision::Apply { take_over: false, drifts };
     }
     match strategy.take_over {
-        TakeOver::Always => Decision::Apply { take_over: true },
+        TakeOver::Always => apply(true),
         TakeOver::Never => refuse(
             REASON_CONFLICT,
             format!(
@@ -184,7 +191,7 @@ pub fn decide(
             let hub = serde_json::to_value(manifest).unwrap_or(Value::Null);
             let diffs = differences(&hub, &live_json, strategy.comparison);
             if diffs.is_empty() {
-                Decision::Apply { take_over: true }
+                apply(true)
             } else {
                 let message = format!(
                     "{id} already exists on this cluster, was not created by Fleet and differs from the manifest \

@@ -70,9 +70,9 @@ fn defaults_and_parsing() {
 #[test]
 fn a_missing_object_is_created_and_our_own_is_applied() {
     let s = Strategy::of(None);
-    assert_eq!(decide(&s, &manifest(), None, OWNER, None), Decision::Apply { take_over: false });
+    assert_eq!(decide(&s, &manifest(), None, OWNER, None), apply(false));
     let ours = live(json!({"a": "changed"}), Some(OWNER), false);
-    assert_eq!(decide(&s, &manifest(), Some(&ours), OWNER, None), Decision::Apply { take_over: false });
+    assert_eq!(decide(&s, &manifest(), Some(&ours), OWNER, None), apply(false));
 }
 
 #[test]
@@ -94,10 +94,10 @@ fn take_over_always_if_no_diff_and_never() {
     let same = live(json!({"a": "1", "extra": "x"}), None, false);
     let different = live(json!({"a": "2"}), None, false);
     let always = Strategy::of(None);
-    assert_eq!(decide(&always, &manifest(), Some(&different), OWNER, None), Decision::Apply { take_over: true });
+    assert_eq!(decide(&always, &manifest(), Some(&different), OWNER, None), apply(true));
 
     let if_no_diff = strategy(json!({"whenToTakeOver": "IfNoDiff"}));
-    assert_eq!(decide(&if_no_diff, &manifest(), Some(&same), OWNER, None), Decision::Apply { take_over: true });
+    assert_eq!(decide(&if_no_diff, &manifest(), Some(&same), OWNER, None), apply(true));
     match decide(&if_no_diff, &manifest(), Some(&different), OWNER, None) {
         Decision::Refuse { reason, diffs, drifts, .. } => {
             assert_eq!(reason, REASON_NOT_TAKEN_OVER);
@@ -125,7 +125,7 @@ fn co_owned_objects_need_allow_co_ownership() {
     let ours_owned = live(json!({"a": "1"}), Some(OWNER), true);
     assert_eq!(reason(&decide(&Strategy::of(None), &manifest(), Some(&ours_owned), OWNER, None)), REASON_CO_OWNERSHIP);
     let allow = strategy(json!({"allowCoOwnership": true}));
-    assert_eq!(decide(&allow, &manifest(), Some(&owned), OWNER, None), Decision::Apply { take_over: true });
+    assert_eq!(decide(&allow, &manifest(), Some(&owned), OWNER, None), apply(true));
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn if_not_drifted_compares_the_live_object_with_the_manifest_as_last_applied() {
     let last = serde_json::to_value(manifest()).unwrap();
     let s = strategy(json!({"whenToApply": "IfNotDrifted"}));
     let untouched = live(json!({"a": "1", "server": "x"}), Some(OWNER), false);
-    assert_eq!(decide(&s, &manifest(), Some(&untouched), OWNER, Some(&last)), Decision::Apply { take_over: false });
+    assert_eq!(decide(&s, &manifest(), Some(&untouched), OWNER, Some(&last)), apply(false));
     let edited = live(json!({"a": "edited"}), Some(OWNER), false);
     match decide(&s, &manifest(), Some(&edited), OWNER, Some(&last)) {
         Decision::Refuse { reason, drifts, .. } => {
@@ -145,12 +145,15 @@ fn if_not_drifted_compares_the_live_object_with_the_manifest_as_last_applied() {
     // Full comparison also counts fields added on the member.
     let full = strategy(json!({"whenToApply": "IfNotDrifted", "comparisonOption": "FullComparison"}));
     assert_eq!(reason(&decide(&full, &manifest(), Some(&untouched), OWNER, Some(&last))), REASON_DRIFTED);
-    // Always overwrites; without a record nothing counts as drift.
-    assert_eq!(
-        decide(&Strategy::of(None), &manifest(), Some(&edited), OWNER, Some(&last)),
-        Decision::Apply { take_over: false }
-    );
-    assert_eq!(decide(&s, &manifest(), Some(&edited), OWNER, None), Decision::Apply { take_over: false });
+    // Always overwrites, reporting the drifts; without a record nothing counts as drift.
+    match decide(&Strategy::of(None), &manifest(), Some(&edited), OWNER, Some(&last)) {
+        Decision::Apply { take_over: false, drifts } => {
+            assert_eq!(drifts[0].to_json(), json!({"path": "/data/a", "valueInHub": "1", "valueInMember": "edited"}));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(decide(&Strategy::of(None), &manifest(), Some(&untouched), OWNER, Some(&last)), apply(false));
+    assert_eq!(decide(&s, &manifest(), Some(&edited), OWNER, None), apply(false));
 }
 
 #[test]

@@ -16,12 +16,16 @@ use super::{age_column, name_column, str_field, Column, Lookups};
 pub const PER_CLUSTER_APPLIED: &str = "Applied";
 /// Per-cluster condition: the cluster's resources are available.
 pub const PER_CLUSTER_AVAILABLE: &str = "Available";
+/// Per-cluster condition of a `ReportDiff` placement: the cluster reported its diffs.
+pub const PER_CLUSTER_DIFF_REPORTED: &str = "DiffReported";
 
 /// `NAME`, `GEN`, `SCHEDULED`, `SCHEDULED-GEN`, `AVAILABLE`, `AVAILABLE-GEN`,
 /// `AGE` (KubeFleet's columns); wide adds `TYPE`, `N`, `CLUSTERS` (chosen
 /// clusters), `APPLIED-CLUSTERS` and `AVAILABLE-CLUSTERS` (how many of them
-/// have the resources applied / available), `RESOURCE-INDEX` and
-/// `POLICY-INDEX` before `AGE`.
+/// have the resources applied / available), `DIFF-REPORTED-CLUSTERS`,
+/// `RESOURCE-INDEX` and `POLICY-INDEX` before `AGE`. A `ReportDiff`
+/// placement applies nothing: its applied/available counts are `-` and it
+/// counts clusters whose diff is reported; any other placement has `-` there.
 pub fn placement_columns(wide: bool) -> Vec<Column> {
     let mut columns = vec![
         name_column(),
@@ -42,13 +46,11 @@ pub fn placement_columns(wide: bool) -> Vec<Column> {
             Column { header: "TYPE", value: |o, _| placement_type(o) },
             Column { header: "N", value: |o, _| number_of_clusters(o) },
             Column { header: "CLUSTERS", value: |o, _| scheduled_clusters(o).to_string() },
+            Column { header: "APPLIED-CLUSTERS", value: |o, _| cluster_count(o, PER_CLUSTER_APPLIED, false) },
+            Column { header: "AVAILABLE-CLUSTERS", value: |o, _| cluster_count(o, PER_CLUSTER_AVAILABLE, false) },
             Column {
-                header: "APPLIED-CLUSTERS",
-                value: |o, _| clusters_with_true_condition(o, PER_CLUSTER_APPLIED).to_string(),
-            },
-            Column {
-                header: "AVAILABLE-CLUSTERS",
-                value: |o, _| clusters_with_true_condition(o, PER_CLUSTER_AVAILABLE).to_string(),
+                header: "DIFF-REPORTED-CLUSTERS",
+                value: |o, _| cluster_count(o, PER_CLUSTER_DIFF_REPORTED, true),
             },
             Column { header: "RESOURCE-INDEX", value: |o, _| str_field(o, &["status", "observedResourceIndex"]) },
             Column {
@@ -204,6 +206,16 @@ fn number_of_clusters(object: &Object) -> String {
     }
 }
 
+/// How many clusters have `type_` True, when the placement's mode
+/// (`ReportDiff` or not) is `report_diff`; `-` in the other mode.
+fn cluster_count(object: &Object, type_: &str, report_diff: bool) -> String {
+    if crate::rollout::reports_diff(object) == report_diff {
+        clusters_with_true_condition(object, type_).to_string()
+    } else {
+        "-".to_string()
+    }
+}
+
 /// How many `status.placementStatuses` entries have a True `Scheduled` condition.
 pub fn scheduled_clusters(object: &Object) -> usize {
     clusters_with_true_condition(object, PER_CLUSTER_SCHEDULED)
@@ -352,6 +364,7 @@ mod tests {
                 "CLUSTERS",
                 "APPLIED-CLUSTERS",
                 "AVAILABLE-CLUSTERS",
+                "DIFF-REPORTED-CLUSTERS",
                 "RESOURCE-INDEX",
                 "POLICY-INDEX",
                 "AGE"
@@ -359,7 +372,16 @@ mod tests {
         );
         assert_eq!(
             row(&columns, &crp(), &c),
-            ["web", "3", "True", "3", "", "", "PickN", "2", "2", "2", "1", "1", "1", "12m"]
+            ["web", "3", "True", "3", "", "", "PickN", "2", "2", "2", "1", "-", "1", "1", "12m"]
+        );
+        // ReportDiff: diff-reported clusters, no applied or available ones.
+        let mut report_diff = crp();
+        report_diff.rest["spec"]["strategy"] = json!({"applyStrategy": {"type": "ReportDiff"}});
+        report_diff.rest["status"]["placementStatuses"][0]["conditions"] =
+            json!([{"type": "Scheduled", "status": "True"}, {"type": "DiffReported", "status": "True"}]);
+        assert_eq!(
+            row(&columns, &report_diff, &c),
+            ["web", "3", "True", "3", "", "", "PickN", "2", "2", "-", "-", "1", "1", "1", "12m"]
         );
         let bare = obj(json!({
             "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ResourcePlacement",
@@ -369,7 +391,7 @@ mod tests {
         }));
         assert_eq!(
             row(&columns_for("ResourcePlacement", true), &bare, &c),
-            ["app", "1", "", "", "False", "1", "PickAll", "-", "0", "0", "0", "", "", "12m"]
+            ["app", "1", "", "", "False", "1", "PickAll", "-", "0", "0", "0", "-", "", "", "12m"]
         );
     }
 

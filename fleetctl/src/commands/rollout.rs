@@ -1,9 +1,10 @@
 //! `rollout status crp|rp NAME [-n NS] [-w] [--timeout DURATION]`.
 //!
-//! Exit status: 0 when the placement's `...Available` condition is True at
-//! its current generation; otherwise an error (exit 1) saying what failed
-//! (a cluster's or the placement's `Applied`/`Overridden` False, naming the
-//! cluster and the first failed object) or what is still pending. With `-w`
+//! Exit status: 0 when the placement's `...Available` condition (for a
+//! `ReportDiff` placement: `...DiffReported`) is True at its current
+//! generation; otherwise an error (exit 1) saying what failed (a cluster's
+//! or the placement's `Applied`/`Overridden`/`DiffReported` False, naming
+//! the cluster and the first failed object) or what is still pending. With `-w`
 //! it waits for one of those, or fails with "timed out waiting ..." after
 //! `--timeout`.
 

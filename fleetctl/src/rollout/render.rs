@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{ClusterProgress, Outcome, Progress, Stage};
+use super::{ClusterProgress, Outcome, Progress};
 use crate::table::Table;
 
 /// `has/latest` resource indexes, `-` for what is not reported.
@@ -17,7 +17,7 @@ pub fn resource_index_text(cluster: &ClusterProgress, latest: Option<&str>) -> S
 }
 
 /// `CLUSTER: STAGE (resource index HAS/LATEST)`, then `: DETAIL` when the
-/// cluster is not available yet.
+/// cluster is not done yet.
 pub fn cluster_line(cluster: &ClusterProgress, latest: Option<&str>) -> String {
     let mut line = format!(
         "{}: {} (resource index {})",
@@ -25,7 +25,7 @@ pub fn cluster_line(cluster: &ClusterProgress, latest: Option<&str>) -> String {
         cluster.stage.as_str(),
         resource_index_text(cluster, latest)
     );
-    if cluster.stage != Stage::Available && !cluster.detail.is_empty() {
+    if !cluster.stage.is_done() && !cluster.detail.is_empty() {
         line.push_str(": ");
         line.push_str(&cluster.detail);
     }
@@ -36,7 +36,7 @@ pub fn cluster_line(cluster: &ClusterProgress, latest: Option<&str>) -> String {
 pub fn cluster_table(progress: &Progress) -> Table {
     let mut table = Table::new(["CLUSTER", "RESOURCE-INDEX", "STAGE", "DETAIL"]);
     for cluster in &progress.clusters {
-        let detail = if cluster.stage == Stage::Available { String::new() } else { cluster.detail.clone() };
+        let detail = if cluster.stage.is_done() { String::new() } else { cluster.detail.clone() };
         table.push(vec![
             cluster.cluster.clone(),
             resource_index_text(cluster, progress.latest_index.as_deref()),
@@ -47,9 +47,12 @@ pub fn cluster_table(progress: &Progress) -> Table {
     table
 }
 
-/// The last line of a complete rollout: `KIND "NAME" successfully rolled out (N/M clusters available)`.
+/// The last line of a complete rollout: `KIND "NAME" successfully rolled out
+/// (N/M clusters available)`; for `ReportDiff`, `KIND "NAME" successfully
+/// reported its diffs (N/M clusters diff reported)`: nothing was rolled out.
 pub fn success_line(progress: &Progress) -> String {
-    format!("{} successfully rolled out ({})\n", progress.placement, progress.summary())
+    let done = if progress.report_diff { "reported its diffs" } else { "rolled out" };
+    format!("{} successfully {done} ({})\n", progress.placement, progress.summary())
 }
 
 /// Why `rollout status` fails or waits, as the error says it; `None` when complete.
@@ -103,7 +106,7 @@ impl PlainPrinter {
 }
 
 /// Terminal output: the cluster table (a line each) above a progress bar of
-/// available clusters, redrawn in place by `indicatif`.
+/// done clusters (available, or diff reported), redrawn in place by `indicatif`.
 pub struct TerminalBars {
     multi: MultiProgress,
     header: ProgressBar,
@@ -122,7 +125,7 @@ impl TerminalBars {
     pub fn with_draw_target(target: ProgressDrawTarget) -> TerminalBars {
         let multi = MultiProgress::with_draw_target(target);
         let header = multi.add(ProgressBar::new(0).with_style(message_style()));
-        let bar_style = ProgressStyle::with_template("{spinner} [{elapsed}] {bar:40} {pos}/{len} clusters available")
+        let bar_style = ProgressStyle::with_template("{spinner} [{elapsed}] {bar:40} {pos}/{len} clusters {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar());
         let bar = multi.add(ProgressBar::new(0).with_style(bar_style));
         bar.enable_steady_tick(Duration::from_millis(250));
@@ -149,6 +152,7 @@ impl TerminalBars {
         for ((_, row), line) in self.rows.iter().zip(lines) {
             row.set_message(line);
         }
+        self.bar.set_message(progress.done_word());
         self.bar.set_length(progress.clusters.len() as u64);
         self.bar.set_position(progress.available() as u64);
     }

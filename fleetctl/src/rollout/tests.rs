@@ -38,7 +38,7 @@ const CRP: &str = "ClusterResourcePlacement";
 #[test]
 fn stages_follow_the_first_condition_not_true() {
     let entry = |conds: Value| json!({"clusterName": "c", "observedResourceIndex": "1", "conditions": conds});
-    let stage = |conds: Value| cluster_progress(&entry(conds), 3).stage;
+    let stage = |conds: Value| cluster_progress(&entry(conds), 3, false).stage;
     assert_eq!(stage(json!([])), Stage::Pending);
     assert_eq!(stage(conditions(1, None, 3)), Stage::Scheduled);
     assert_eq!(stage(conditions(1, Some(("False", "RolloutNotStartedYet")), 3)), Stage::Scheduled);
@@ -55,10 +55,10 @@ fn stages_follow_the_first_condition_not_true() {
     assert_eq!(stage(conditions(6, None, 2)), Stage::Pending);
     assert_eq!(stage(conditions(4, Some(("False", "ApplyFailed")), 2)), Stage::Pending);
 
-    let c = cluster_progress(&entry(conditions(3, None, 3)), 3);
+    let c = cluster_progress(&entry(conditions(3, None, 3)), 3, false);
     assert_eq!((c.cluster.as_str(), c.resource_index.as_deref()), ("c", Some("1")));
     assert_eq!(c.detail, "waiting for WorkSynchronized");
-    let c = cluster_progress(&entry(conditions(5, Some(("False", "ResourceNotAvailableYet")), 3)), 3);
+    let c = cluster_progress(&entry(conditions(5, Some(("False", "ResourceNotAvailableYet")), 3)), 3, false);
     assert_eq!(c.detail, "Available=False (ResourceNotAvailableYet)");
 }
 
@@ -220,4 +220,68 @@ fn a_complete_status_of_an_older_resource_index_is_still_in_progress() {
     );
     assert_eq!(require_latest_index(progress(&object), Some(0)).outcome, Outcome::Complete);
     assert_eq!(require_latest_index(progress(&object), None).outcome, Outcome::Complete);
+}
+
+/// A ReportDiff placement: per-cluster conditions of [`REPORT_DIFF_ORDER`],
+/// the first `true_count` True, then `last` for the next.
+fn report_diff_placement(placement_true: usize, clusters: &[(usize, Option<(&str, &str)>)]) -> Object {
+    let generation = 2;
+    let per_cluster = |(true_count, last): (usize, Option<(&str, &str)>)| {
+        let mut list: Vec<Value> =
+            REPORT_DIFF_ORDER[..true_count].iter().map(|t| condition(t, "True", t, generation)).collect();
+        if let Some((status, reason)) = last {
+            list.push(condition(REPORT_DIFF_ORDER[true_count], status, reason, generation));
+        }
+        Value::Array(list)
+    };
+    let entries: Vec<Value> = clusters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| json!({"clusterName": format!("m{i}"), "observedResourceIndex": "2", "conditions": per_cluster(*c)}))
+        .collect();
+    let conds: Vec<Value> = REPORT_DIFF_ORDER[..placement_true]
+        .iter()
+        .map(|t| condition(&format!("{CRP}{t}"), "True", t, generation))
+        .collect();
+    let mut object = placement(CRP, generation, Value::Array(conds), Value::Array(entries));
+    object.rest.insert("spec".into(), json!({"strategy": {"applyStrategy": {"type": "ReportDiff"}}}));
+    object
+}
+
+#[test]
+fn a_report_diff_placement_is_done_when_diffs_are_reported_and_says_so() {
+    let done = progress(&report_diff_placement(5, &[(5, None), (5, None)]));
+    assert!(done.report_diff);
+    assert_eq!(done.outcome, Outcome::Complete);
+    assert_eq!(done.clusters[0].stage, Stage::DiffReported);
+    assert_eq!(done.summary(), "2/2 clusters diff reported");
+    assert_eq!(
+        success_line(&done),
+        "clusterresourceplacement \"web\" successfully reported its diffs (2/2 clusters diff reported)\n"
+    );
+    let mut printer = PlainPrinter::new();
+    let text = printer.update(&done);
+    assert!(text.starts_with("m0: DiffReported (resource index 2/2)\n"), "{text}");
+    assert!(!text.contains("vailable") && !text.contains("Applied"), "{text}");
+
+    let pending = progress(&report_diff_placement(4, &[(5, None), (4, Some(("Unknown", "DiffReportingPending")))]));
+    assert_eq!(pending.clusters[1].stage, Stage::WorkSynchronized);
+    assert_eq!(
+        pending.outcome,
+        Outcome::InProgress(
+            "1/2 clusters diff reported; waiting for m1 (WorkSynchronized); \
+             ClusterResourcePlacementDiffReported not reported yet"
+                .into()
+        )
+    );
+
+    let failed = progress(&report_diff_placement(4, &[(4, Some(("False", "DiffReportingIncompleteOrFailed")))]));
+    assert_eq!(failed.clusters[0].stage, Stage::Failed);
+    assert!(matches!(&failed.outcome, Outcome::Failed(why) if why.contains("DiffReported=False")), "{failed:?}");
+
+    // A placement that applies is not done at DiffReported.
+    let mut applying = report_diff_placement(5, &[(5, None)]);
+    applying.rest.insert("spec".into(), json!({}));
+    let p = progress(&applying);
+    assert!(!p.report_diff && p.clusters[0].stage == Stage::WorkSynchronized);
 }

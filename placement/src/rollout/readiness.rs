@@ -1,7 +1,9 @@
 //! How far one binding's rollout got, read from its Works' conditions.
 
 use fleet_api::conditions::{find, Condition};
-use fleet_api::work::{status_of, CONDITION_APPLIED, CONDITION_AVAILABLE, REASON_NOT_TRACKABLE};
+use fleet_api::work::{
+    reports_diff, status_of, CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DIFF_REPORTED, REASON_NOT_TRACKABLE,
+};
 use fleet_api::Object;
 
 use crate::time::unix_seconds;
@@ -11,7 +13,8 @@ use crate::works::PARENT_RESOURCE_INDEX_LABEL;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Readiness {
     /// Every Work of the binding is for the binding's snapshot, Applied=True
-    /// and Available=True (trackable reason) at the Work's current generation.
+    /// and Available=True (trackable reason) at the Work's current generation
+    /// — for a `ReportDiff` Work: `DiffReported=True` at that generation.
     Ready,
     /// Applied and Available with reason `WorkNotTrackable`: counts as ready
     /// only once `now >= available_since + unavailablePeriodSeconds`.
@@ -20,7 +23,7 @@ pub enum Readiness {
         /// untrackable Works' Applied and Available conditions.
         available_since: i64,
     },
-    /// Some Work's Applied=False at its current generation.
+    /// Some Work's Applied=False (`ReportDiff`: `DiffReported=False`) at its current generation.
     Failed,
     /// Anything else: no Work yet, Works for an older snapshot, not yet
     /// applied or available, observedGeneration behind.
@@ -60,10 +63,12 @@ pub fn readiness(expected_resource_index: u64, works: &[Object], expected_work_c
     let matching: Vec<&Object> =
         works.iter().filter(|w| w.metadata.labels.get(PARENT_RESOURCE_INDEX_LABEL) == Some(&index)).collect();
     let statuses: Vec<_> = matching.iter().map(|w| status_of(w)).collect();
+    // A ReportDiff Work speaks through DiffReported; any other through Applied.
+    let outcome = |w: &Object| if reports_diff(w) { CONDITION_DIFF_REPORTED } else { CONDITION_APPLIED };
     let failed = matching
         .iter()
         .zip(&statuses)
-        .any(|(w, s)| current(w, &s.conditions, CONDITION_APPLIED).is_some_and(|c| c.status == "False"));
+        .any(|(w, s)| current(w, &s.conditions, outcome(w)).is_some_and(|c| c.status == "False"));
     if failed {
         return Readiness::Failed;
     }
@@ -72,6 +77,12 @@ pub fn readiness(expected_resource_index: u64, works: &[Object], expected_work_c
     }
     let mut untrackable_since: Option<i64> = None;
     for (work, status) in matching.iter().zip(&statuses) {
+        if reports_diff(work) {
+            if !current(work, &status.conditions, CONDITION_DIFF_REPORTED).is_some_and(Condition::is_true) {
+                return Readiness::InProgress;
+            }
+            continue;
+        }
         let applied = current(work, &status.conditions, CONDITION_APPLIED);
         let available = current(work, &status.conditions, CONDITION_AVAILABLE);
         let (Some(applied), Some(available)) = (applied, available) else {

@@ -112,3 +112,29 @@ fn parses_rfc3339_times() {
         assert_eq!(unix_seconds(bad), None, "{bad}");
     }
 }
+
+/// A ReportDiff Work of index 3 at generation 2 with the given conditions.
+fn report_diff(name: &str, conditions: &[(&str, &str, &str, i64, &str)]) -> Object {
+    let mut w = work(name, 3, 2, conditions);
+    w.rest.insert("spec".into(), json!({"workload": {"manifests": []}, "applyStrategy": {"type": "ReportDiff"}}));
+    w
+}
+
+#[test]
+fn a_report_diff_work_is_ready_once_its_diff_is_reported_and_failed_when_it_cannot_be() {
+    let reported = report_diff("w", &[("DiffReported", "True", "AllManifestsDiffReported", 2, T0)]);
+    assert_eq!(readiness(3, std::slice::from_ref(&reported), 1), Readiness::Ready);
+    assert_eq!(readiness(3, &[reported.clone(), ok("w-1", 3)], 2), Readiness::Ready, "mixed parts");
+    let failed = report_diff("w", &[("DiffReported", "False", "SomeManifestsHaveNotReportedDiff", 2, T0)]);
+    assert_eq!(readiness(3, &[failed], 1), Readiness::Failed);
+    let stale = report_diff("w", &[("DiffReported", "True", "AllManifestsDiffReported", 1, T0)]);
+    assert_eq!(readiness(3, &[stale], 1), Readiness::InProgress, "of an older generation");
+    // Applied/Available left from the other mode say nothing in this one.
+    let leftover = report_diff(
+        "w",
+        &[("Applied", "True", "AllManifestsApplied", 2, T0), ("Available", "True", "AllManifestsAvailable", 2, T0)],
+    );
+    assert_eq!(readiness(3, &[leftover], 1), Readiness::InProgress);
+    let leftover_failure = report_diff("w", &[("Applied", "False", "SomeManifestsAreNotApplied", 2, T0)]);
+    assert_eq!(readiness(3, &[leftover_failure], 1), Readiness::InProgress);
+}

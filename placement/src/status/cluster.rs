@@ -4,7 +4,10 @@ use fleet_api::binding::{spec_of as binding_spec_of, STATE_BOUND};
 use fleet_api::conditions::{find, Condition};
 use fleet_api::envelope::{ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL};
 use fleet_api::placement::{PerClusterStatus, PER_CLUSTER_SCHEDULED};
-use fleet_api::work::{status_of, ManifestCondition, CONDITION_APPLIED, CONDITION_AVAILABLE};
+use fleet_api::work::{
+    status_of, ManifestCondition, WorkStatus, APPLY_TYPE_REPORT_DIFF, CONDITION_APPLIED, CONDITION_AVAILABLE,
+    CONDITION_DIFF_REPORTED,
+};
 use fleet_api::Object;
 use serde_json::{json, Value};
 
@@ -122,8 +125,14 @@ fn current_works<'a>(facts: &ClusterRollout<'a>, bound: Option<u64>) -> Vec<&'a 
 }
 
 /// The cluster's rollout conditions in order, stopping after the first that
-/// is not True, and its failed placements.
-fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (Vec<Condition>, Vec<Value>) {
+/// is not True, and its failed placements; `report_diff` when the binding's
+/// apply strategy is `ReportDiff`.
+fn conditions(
+    facts: &ClusterRollout,
+    bound: Option<u64>,
+    report_diff: bool,
+    generation: i64,
+) -> (Vec<Condition>, Vec<Value>) {
     let mut out = Vec::new();
     let latest_ok = facts.latest_resource_index.is_none_or(|latest| bound == Some(latest));
     if bound.is_none() || !latest_ok {
@@ -177,6 +186,11 @@ fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (V
     out.push(Condition::new(WORK_SYNCHRONIZED, true, REASON_WORK_SYNCHRONIZED, message));
 
     let statuses: Vec<_> = current_works.iter().map(|w| (*w, status_of(w))).collect();
+    if report_diff {
+        let (condition, failed) = diff_reported(&statuses, &current_works);
+        out.push(condition);
+        return (observe(out, generation), failed);
+    }
     let applied: Vec<Option<&Condition>> =
         statuses.iter().map(|(w, s)| current(w, &s.conditions, CONDITION_APPLIED)).collect();
     if let Some((w, _)) = statuses.iter().zip(&applied).find(|(_, c)| c.is_some_and(|c| c.status == "False")) {
@@ -215,6 +229,25 @@ fn conditions(facts: &ClusterRollout, bound: Option<u64>, generation: i64) -> (V
     (observe(out, generation), Vec::new())
 }
 
+/// `DiffReported` of a cluster in ReportDiff mode, from its Works'
+/// `DiffReported` at their generations, and the manifests that could not
+/// be compared when it is False.
+fn diff_reported(statuses: &[(&Object, WorkStatus)], works: &[&Object]) -> (Condition, Vec<Value>) {
+    let reported: Vec<Option<&Condition>> =
+        statuses.iter().map(|(w, s)| current(w, &s.conditions, CONDITION_DIFF_REPORTED)).collect();
+    if let Some(((w, _), _)) = statuses.iter().zip(&reported).find(|(_, c)| c.is_some_and(|c| c.status == "False")) {
+        let message = format!("Work object {} could not report the differences of all its manifests", w.metadata.name);
+        let condition = Condition::new(DIFF_REPORTED, false, REASON_DIFF_NOT_REPORTED, message);
+        return (condition, failed_placements(works, CONDITION_DIFF_REPORTED));
+    }
+    if reported.iter().any(|c| !c.is_some_and(Condition::is_true)) {
+        let message = "Diff reporting has just started; its status is not yet to be known";
+        return (Condition::unknown(DIFF_REPORTED, REASON_DIFF_PENDING, message), Vec::new());
+    }
+    let message = "The differences of all corresponding work objects from the member cluster are reported";
+    (Condition::new(DIFF_REPORTED, true, REASON_DIFF_REPORTED, message), Vec::new())
+}
+
 /// Every condition with `observedGeneration` = `generation`.
 fn observe(conditions: Vec<Condition>, generation: i64) -> Vec<Condition> {
     conditions.into_iter().map(|c| c.observing(generation)).collect()
@@ -223,7 +256,8 @@ fn observe(conditions: Vec<Condition>, generation: i64) -> Vec<Condition> {
 /// Updates one chosen cluster's entry: keeps its `Scheduled` condition (set
 /// by the scheduler), sets `RolloutStarted`, `Overridden`
 /// (`NoOverrideSpecified`), `WorkSynchronized`, `Applied` and `Available`
-/// with rollout.md's reasons and `observedGeneration` = `generation` —
+/// (`DiffReported` instead of the last two when the binding's apply
+/// strategy is `ReportDiff`) with rollout.md's reasons and `observedGeneration` = `generation` —
 /// each only while the ones before are True (later ones are removed) —,
 /// `observedResourceIndex` = the binding's bound index, and
 /// `failedPlacements` (≤ 100). Transition times move only when a status does.
@@ -232,11 +266,13 @@ pub fn fold_cluster(entry: &mut PerClusterStatus, facts: &ClusterRollout, genera
     let bound = (spec.state == STATE_BOUND).then(|| snapshot_index_of_name(&spec.resource_snapshot_name)).flatten();
     entry.cluster_name = facts.cluster.to_string();
     entry.observed_resource_index = bound.map(|i| i.to_string()).unwrap_or_default();
-    let (computed, failed) = conditions(facts, bound, generation);
+    let strategy = spec.apply_strategy.as_ref();
+    let report_diff = strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some(APPLY_TYPE_REPORT_DIFF);
+    let (computed, failed) = conditions(facts, bound, report_diff, generation);
     let old = std::mem::take(&mut entry.conditions);
     entry.conditions.extend(find(&old, PER_CLUSTER_SCHEDULED).cloned());
     entry.conditions.extend(computed.into_iter().map(|c| carried(&old, c, now)));
-    let ours = |t: &str| t == PER_CLUSTER_SCHEDULED || ROLLOUT_CONDITIONS.contains(&t);
+    let ours = |t: &str| t == PER_CLUSTER_SCHEDULED || t == DIFF_REPORTED || ROLLOUT_CONDITIONS.contains(&t);
     entry.conditions.extend(old.iter().filter(|c| !ours(&c.type_)).cloned());
     for (field, list) in [
         (

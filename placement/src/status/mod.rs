@@ -24,12 +24,22 @@
 //!   True (messages count 0 clusters);
 //! - with `strategy.type: External`, clusters not yet rolled out make
 //!   `RolloutStarted` Unknown/`RolloutControlledByExternalController`
-//!   rather than False (SU-13).
+//!   rather than False (SU-13);
+//! - with `applyStrategy.type: ReportDiff` (the binding's, per cluster; the
+//!   placement's, for its own conditions) `DiffReported` follows
+//!   `WorkSynchronized` in place of `Applied` and `Available`: True once
+//!   every Work reports `DiffReported=True` at its generation, False when
+//!   one reports False (its manifests that could not be compared are then
+//!   listed in `failedPlacements`), Unknown before. A cluster whose binding
+//!   still carries another type (the change is on its way) counts as
+//!   pending at placement level.
 
 mod cluster;
 mod summary;
 #[cfg(test)]
 mod tests_cluster;
+#[cfg(test)]
+mod tests_report_diff;
 #[cfg(test)]
 mod tests_summary;
 
@@ -49,8 +59,23 @@ pub const WORK_SYNCHRONIZED: &str = "WorkSynchronized";
 pub const APPLIED: &str = "Applied";
 /// The applied resources are available.
 pub const AVAILABLE: &str = "Available";
+/// The diff of the Works from the member was reported (`ReportDiff` mode,
+/// in place of `Applied` and `Available`).
+pub const DIFF_REPORTED: &str = "DiffReported";
 /// The conditions after `Scheduled`, in order.
 pub const ROLLOUT_CONDITIONS: [&str; 5] = [ROLLOUT_STARTED, OVERRIDDEN, WORK_SYNCHRONIZED, APPLIED, AVAILABLE];
+/// The conditions after `Scheduled` in `ReportDiff` mode, in order.
+pub const REPORT_DIFF_CONDITIONS: [&str; 4] = [ROLLOUT_STARTED, OVERRIDDEN, WORK_SYNCHRONIZED, DIFF_REPORTED];
+
+/// The conditions after `Scheduled` for an apply strategy that does (or
+/// does not) report diffs.
+pub fn rollout_conditions(report_diff: bool) -> &'static [&'static str] {
+    if report_diff {
+        &REPORT_DIFF_CONDITIONS
+    } else {
+        &ROLLOUT_CONDITIONS
+    }
+}
 
 /// Reason: the binding is bound to the latest snapshot.
 pub const REASON_ROLLOUT_STARTED: &str = "RolloutStarted";
@@ -85,10 +110,25 @@ pub const REASON_APPLY_PENDING: &str = "ApplyPending";
 pub const REASON_AVAILABLE: &str = "ResourceAvailable";
 /// Reason: not available yet.
 pub const REASON_NOT_AVAILABLE: &str = "ResourceNotAvailableYet";
+/// Reason: every Work reported its diff.
+pub const REASON_DIFF_REPORTED: &str = "DiffReportingCompleted";
+/// Reason: some Work could not report its diff.
+pub const REASON_DIFF_NOT_REPORTED: &str = "DiffReportingIncompleteOrFailed";
+/// Reason: diff reporting not reported yet.
+pub const REASON_DIFF_PENDING: &str = "DiffReportingPending";
 /// Per-cluster reason: available, but some resource's availability is not trackable.
 pub const REASON_NOT_TRACKABLE: &str = fleet_api::work::REASON_NOT_TRACKABLE;
 /// Most entries in `failedPlacements`.
 pub const MAX_FAILED_PLACEMENTS: usize = 100;
+
+/// How the placement rolls out, as far as its conditions are concerned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mode {
+    /// `strategy.type: External`: staged update runs decide the rollout (SU-13).
+    pub external: bool,
+    /// `applyStrategy.type: ReportDiff`: `DiffReported` in place of `Applied`/`Available`.
+    pub report_diff: bool,
+}
 
 /// The per-cluster rollout facts the node gathers for one chosen cluster.
 #[derive(Debug, Clone, Copy)]

@@ -37,6 +37,22 @@ fn tally(clusters: &[PerClusterStatus], type_: &str) -> Tally {
 fn summarize(type_: &str, t: &Tally, external: bool) -> (Option<bool>, &'static str, String) {
     let (all, bad, pending) = (clusters(t.true_), clusters(t.false_), clusters(t.unknown));
     match type_ {
+        DIFF_REPORTED if t.false_ > 0 => (
+            Some(false),
+            REASON_DIFF_NOT_REPORTED,
+            format!("Diff reporting in {} clusters is still in progress or has failed", t.false_),
+        ),
+        DIFF_REPORTED if t.unknown > 0 => (
+            None,
+            REASON_DIFF_PENDING,
+            format!(
+                "There are still {} cluster(s) in the process of checking for configuration differences",
+                t.unknown
+            ),
+        ),
+        DIFF_REPORTED => {
+            (Some(true), REASON_DIFF_REPORTED, format!("Diff reporting in {} cluster(s) has been completed", t.true_))
+        }
         ROLLOUT_STARTED if t.false_ > 0 && external => (
             None,
             REASON_ROLLOUT_EXTERNAL,
@@ -106,18 +122,20 @@ fn summarize(type_: &str, t: &Tally, external: bool) -> (Option<bool>, &'static 
 }
 
 /// The placement's six conditions in order (`Scheduled` is given, computed
-/// by the scheduler): each True only when every chosen cluster's is True,
-/// False when some cluster's is False, Unknown while some are pending;
-/// messages count clusters. A later condition appears only once the earlier
-/// ones are True (a pending `Scheduled` stops the chain; an unfulfilled one
-/// does not). Types are prefixed with `kind`; each observes `generation`;
-/// transition times are kept from `current` where the status did not change.
+/// by the scheduler; in `ReportDiff` mode five, `DiffReported` in place of
+/// `Applied` and `Available`): each True only when every chosen cluster's
+/// is True, False when some cluster's is False, Unknown while some are
+/// pending; messages count clusters. A later condition appears only once
+/// the earlier ones are True (a pending `Scheduled` stops the chain; an
+/// unfulfilled one does not). Types are prefixed with `kind`; each observes
+/// `generation`; transition times are kept from `current` where the status
+/// did not change.
 pub fn fold_placement(
     kind: &str,
     generation: i64,
     scheduled: &Condition,
     clusters: &[PerClusterStatus],
-    external_strategy: bool,
+    mode: Mode,
     current: &[Condition],
     now: &str,
 ) -> Vec<Condition> {
@@ -125,8 +143,8 @@ pub fn fold_placement(
     if scheduled.status != "True" && scheduled.status != "False" {
         return out;
     }
-    for type_ in ROLLOUT_CONDITIONS {
-        let (status, reason, message) = summarize(type_, &tally(clusters, type_), external_strategy);
+    for type_ in rollout_conditions(mode.report_diff) {
+        let (status, reason, message) = summarize(type_, &tally(clusters, type_), mode.external);
         let full_type = format!("{kind}{type_}");
         let condition = match status {
             Some(status) => Condition::new(&full_type, status, reason, message),

@@ -34,7 +34,15 @@ fn scheduled(status: &str) -> Condition {
 }
 
 fn fold(clusters: &[PerClusterStatus], external: bool) -> Vec<Condition> {
-    fold_placement("ClusterResourcePlacement", 3, &scheduled("True"), clusters, external, &[], "t1")
+    fold_placement(
+        "ClusterResourcePlacement",
+        3,
+        &scheduled("True"),
+        clusters,
+        Mode { external, report_diff: false },
+        &[],
+        "t1",
+    )
 }
 
 fn view(conditions: &[Condition]) -> Vec<(String, String, String)> {
@@ -65,7 +73,7 @@ fn all_clusters_done_makes_six_true_conditions_in_order() {
 
 #[test]
 fn resource_placements_use_their_prefix() {
-    let out = fold_placement("ResourcePlacement", 1, &scheduled("True"), &[cluster(DONE)], false, &[], "t");
+    let out = fold_placement("ResourcePlacement", 1, &scheduled("True"), &[cluster(DONE)], Mode::default(), &[], "t");
     assert_eq!(out[4].type_, "ResourcePlacementApplied");
     assert_eq!(out[4].message, "The selected resources are successfully applied to 1 cluster");
 }
@@ -129,9 +137,18 @@ fn a_cluster_not_yet_folded_counts_as_pending() {
 
 #[test]
 fn pending_scheduling_stops_the_chain_but_unfulfilled_does_not() {
-    let out = fold_placement("ClusterResourcePlacement", 3, &scheduled("Unknown"), &[cluster(DONE)], false, &[], "t");
+    let out = fold_placement(
+        "ClusterResourcePlacement",
+        3,
+        &scheduled("Unknown"),
+        &[cluster(DONE)],
+        Mode::default(),
+        &[],
+        "t",
+    );
     assert_eq!(out.len(), 1);
-    let out = fold_placement("ClusterResourcePlacement", 3, &scheduled("False"), &[cluster(DONE)], false, &[], "t");
+    let out =
+        fold_placement("ClusterResourcePlacement", 3, &scheduled("False"), &[cluster(DONE)], Mode::default(), &[], "t");
     assert_eq!(out.len(), 6);
 }
 
@@ -147,8 +164,15 @@ fn no_chosen_clusters_is_vacuously_true() {
 fn transition_times_move_only_when_status_changes() {
     let first = fold(&[cluster(&["True", "True", "True", "Unknown"])], false);
     assert!(first.iter().all(|c| c.last_transition_time == "t1"));
-    let second =
-        fold_placement("ClusterResourcePlacement", 3, &scheduled("True"), &[cluster(DONE)], false, &first, "t2");
+    let second = fold_placement(
+        "ClusterResourcePlacement",
+        3,
+        &scheduled("True"),
+        &[cluster(DONE)],
+        Mode::default(),
+        &first,
+        "t2",
+    );
     let times: Vec<_> = second.iter().map(|c| c.last_transition_time.as_str()).collect();
     assert_eq!(times, vec!["t1", "t1", "t1", "t1", "t2", "t2"]);
 }

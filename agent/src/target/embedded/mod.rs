@@ -21,9 +21,13 @@
 //!   ([`simulate`]); Services get cluster IPs at once and LoadBalancers an
 //!   ingress address when ready; CRDs are established at once;
 //! - objects are kept durably, one file each ([`store`]), and can be read by
-//!   `fleet-agent inspect` while the agent runs.
+//!   `fleet-agent inspect` while the agent runs;
+//! - someone other than Fleet can create, change and delete objects
+//!   ([`edit`]), through the running agent (`fleet-agent apply|patch|delete`,
+//!   see [`crate::edits`]).
 
 pub mod config;
+pub mod edit;
 pub(crate) mod merge;
 pub(crate) mod print;
 pub(crate) mod simulate;
@@ -46,6 +50,7 @@ use fleet_api::{Object, ObjectKey};
 use serde_json::{Map, Value};
 
 pub use config::{SimArgs, SimConfig};
+pub use edit::{Edit, EditOutcome, Edited};
 pub use store::STORE_DIR;
 
 use self::simulate::{live_view, server_defaults, Allocated};
@@ -265,29 +270,46 @@ impl Inner {
             return Ok(Applied { outcome: ApplyOutcome::Created, live });
         };
         check_owner(&record.object, owner, take_over)?;
-        let current = record.object.clone();
-        let mut merged = match serde_json::to_value(&current).map_err(|e| internal("encode", e))? {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
+        let mut merged = object_map(&record.object)?;
         let last = match &record.last_applied {
             Some(Value::Object(map)) => map.clone(),
             _ => Map::new(),
         };
         merge::three_way(&mut merged, &last, &desired);
+        let (outcome, live) = self.update(&mut state, &key, record, merged, Some(Value::Object(desired)), now)?;
+        Ok(Applied { outcome, live })
+    }
+
+    /// Stores `merged` as the new version of the object `record` holds, as
+    /// an API server would: server defaults kept or filled in, `uid` and
+    /// `creationTimestamp` kept, `generation` bumped when anything but
+    /// metadata and status changed (restarting its readiness delay),
+    /// `resourceVersion` bumped when anything changed. `last_applied` is
+    /// what Fleet last applied (kept as it was by writers other than Fleet).
+    /// Every write to an existing object goes through here: Fleet's applies
+    /// and out-of-band edits ([`edit`](self::edit)).
+    fn update(
+        &self,
+        state: &mut State,
+        key: &ObjectKey,
+        record: Record,
+        merged: Map<String, Value>,
+        last_applied: Option<Value>,
+        now: SystemTime,
+    ) -> Result<(ApplyOutcome, Object), TargetError> {
+        let current = &record.object;
         let mut object: Object = serde_json::from_value(Value::Object(merged)).map_err(|e| internal("decode", e))?;
-        server_defaults(&mut object, Some(&current), &Inner::allocated(&state, &key))?;
+        server_defaults(&mut object, Some(current), &Inner::allocated(state, key))?;
         object.metadata.uid = current.metadata.uid.clone();
         object.metadata.creation_timestamp = current.metadata.creation_timestamp.clone();
         object.metadata.generation = current.metadata.generation;
         object.metadata.resource_version = current.metadata.resource_version.clone();
         let mut ready_at = record.ready_at.clone();
-        if !object.same_spec(&current) {
+        if !object.same_spec(current) {
             object.metadata.generation += 1;
             ready_at = format_time(now + self.config.ready_delay);
         }
-        let last_applied = Some(Value::Object(desired));
-        let outcome = if object == current {
+        let outcome = if object == *current {
             if record.last_applied != last_applied {
                 let updated = Record { last_applied, ..record };
                 self.store.write(&updated)?;
@@ -295,7 +317,7 @@ impl Inner {
             }
             ApplyOutcome::Unchanged
         } else {
-            object.metadata.set_resource_version(Inner::next_version(&mut state));
+            object.metadata.set_resource_version(Inner::next_version(state));
             let updated = Record { object, last_applied, ready_at };
             self.store.write(&updated)?;
             state.records.insert(key.clone(), updated);
@@ -303,10 +325,10 @@ impl Inner {
         };
         let live = state
             .records
-            .get(&key)
+            .get(key)
             .map(|r| live_view(r, self.config.nodes, now))
             .ok_or_else(|| internal("apply", "the object vanished"))?;
-        Ok(Applied { outcome, live })
+        Ok((outcome, live))
     }
 
     fn delete(&self, id: &ResourceId) -> Result<bool, TargetError> {
@@ -385,6 +407,14 @@ impl Inner {
             },
             conditions: Vec::new(),
         }
+    }
+}
+
+/// An object as a JSON map.
+fn object_map(object: &Object) -> Result<Map<String, Value>, TargetError> {
+    match serde_json::to_value(object).map_err(|e| internal("encode", e))? {
+        Value::Object(map) => Ok(map),
+        _ => Err(internal("encode", "an object is not a JSON object")),
     }
 }
 

@@ -214,8 +214,9 @@ impl Store {
     }
 }
 
-/// Writes `dir/name` by way of a fsynced temporary file renamed over it.
-fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), TargetError> {
+/// Writes `dir/name` by way of a fsynced temporary file (`.NAME.tmp`)
+/// renamed over it, and fsyncs the directory.
+pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), TargetError> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let path = dir.join(name);
     let mut file = File::create(&tmp).map_err(|e| io_error(&tmp, "create", e))?;
@@ -227,7 +228,7 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), TargetError>
 }
 
 /// Makes a rename or removal in `dir` durable.
-fn sync_dir(dir: &Path) -> Result<(), TargetError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), TargetError> {
     #[cfg(unix)]
     {
         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_error(dir, "sync", e))?;

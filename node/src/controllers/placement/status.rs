@@ -27,6 +27,7 @@ const MILESTONES: &[(&str, &str)] = &[
     ("RolloutStarted", "PlacementRolloutStarted"),
     ("WorkSynchronized", "PlacementWorkSynchronized"),
     ("Applied", "PlacementApplied"),
+    ("DiffReported", "PlacementDiffReported"),
     ("Available", "PlacementRolloutCompleted"),
 ];
 
@@ -45,13 +46,17 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
     let type_ = scheduled_condition_type(&placement.kind);
     // fold_placement carries the transition time over from `current`.
     let scheduled_condition = Condition::new(&type_, fulfilled, reason, message).observing(generation);
-    let external = view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL);
+    let strategy = view.spec.strategy.as_ref();
+    let mode = status_fold::Mode {
+        external: strategy.and_then(|s| s.type_.as_deref()) == Some(EXTERNAL),
+        report_diff: strategy.and_then(|s| s.apply_strategy.as_ref()).is_some_and(|a| a.reports_diff()),
+    };
     status.conditions = status_fold::fold_placement(
         &placement.kind,
         generation,
         &scheduled_condition,
         &status.placement_statuses,
-        external,
+        mode,
         &current.conditions,
         now,
     );
