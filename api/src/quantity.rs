@@ -34,7 +34,7 @@ impl Quantity {
 
     /// The value in milli-units, rounded up (CPU requests are counted in millicores).
     pub fn millis_ceil(&self) -> i128 {
-        (self.nanos + 999_999).div_euclid(1_000_000)
+        self.nanos.saturating_add(999_999).div_euclid(1_000_000)
     }
 
     /// The value as a float, for scores and display only (never for comparisons).
@@ -110,12 +110,14 @@ impl Quantity {
             _ => return Err(err("unknown suffix")),
         }
         let mut nanos = mantissa.checked_mul(1024i128.pow(binary)).ok_or_else(|| err("too large"))?;
-        let shift = exp10 + 9;
+        let shift = exp10.checked_add(9).ok_or_else(|| err("too large"))?;
         if shift >= 0 {
-            nanos =
-                10i128.checked_pow(shift as u32).and_then(|p| nanos.checked_mul(p)).ok_or_else(|| err("too large"))?;
+            nanos = 10i128
+                .checked_pow(shift.unsigned_abs())
+                .and_then(|p| nanos.checked_mul(p))
+                .ok_or_else(|| err("too large"))?;
         } else {
-            let p = 10i128.checked_pow((-shift) as u32).ok_or_else(|| err("too precise"))?;
+            let p = 10i128.checked_pow(shift.unsigned_abs()).ok_or_else(|| err("too precise"))?;
             if nanos % p != 0 {
                 return Err(err("more precise than a nano-unit"));
             }
@@ -173,6 +175,39 @@ mod tests {
         for bad in ["", "abc", "1.2.3", "5Xi", "1e", "0.0000000001"] {
             let e = Quantity::parse(bad).unwrap_err();
             assert!(e.to_string().contains(&format!("{bad:?}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn extreme_exponents_and_sums_are_errors_or_saturate_never_overflow() {
+        for bad in ["1e2147483647", "1e2147483639", "9e-2147483648", "1e-2147483640", "0.5e-2147483648", "1e99"] {
+            assert!(Quantity::parse(bad).is_err(), "{bad}");
+        }
+        let max = Quantity { nanos: i128::MAX };
+        assert_eq!(max.saturating_add(q("1")).millis_ceil(), i128::MAX.div_euclid(1_000_000));
+        assert_eq!(max.times(i64::MAX), max);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_is_refused_without_panicking(text in ".{0,40}") {
+            let _ = Quantity::parse(&text);
+        }
+
+        #[test]
+        fn number_like_text_never_overflows(
+            sign in "[-+]?", whole in "[0-9]{0,45}", frac in "(\\.[0-9]{0,45})?",
+            suffix in "(|n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][-+]?[0-9]{1,11})",
+        ) {
+            if let Ok(q) = Quantity::parse(&format!("{sign}{whole}{frac}{suffix}")) {
+                let _ = (q.millis_ceil(), q.as_f64(), q.times(i64::MAX), q.saturating_add(q), q.to_string());
+            }
+        }
+
+        #[test]
+        fn whole_units_round_trip(units in proptest::num::i64::ANY) {
+            let q = Quantity::from_units(units);
+            proptest::prop_assert_eq!(Quantity::parse(&q.to_string()), Ok(q));
         }
     }
 

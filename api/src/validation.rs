@@ -263,6 +263,39 @@ fn name_error(object: &Object) -> Option<String> {
     }
 }
 
+/// Longest kind accepted.
+const MAX_KIND: usize = 63;
+
+/// Why `api_version` is not `VERSION` or `GROUP/VERSION` (a group is a
+/// lowercase DNS subdomain, a version lowercase letters and digits): no
+/// storage key part may hold a `/`.
+fn api_version_error(api_version: &str) -> Option<String> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    if api_version.matches('/').count() > 1 || (api_version.contains('/') && group.is_empty()) {
+        return Some("must be VERSION or GROUP/VERSION, with one '/' at most (e.g. 'v1', 'apps/v1')".into());
+    }
+    if !group.is_empty() {
+        if let Some(detail) = names::dns1123_subdomain_error(group) {
+            return Some(format!("group {}: {detail}", quote(group)));
+        }
+    }
+    let valid_version = !version.is_empty()
+        && version.len() <= MAX_KIND
+        && version.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    (!valid_version).then(|| {
+        format!("version {}: must be 1-{MAX_KIND} lowercase letters and digits (e.g. 'v1', 'v1beta1')", quote(version))
+    })
+}
+
+/// Why `kind` is not a CamelCase name of ASCII letters and digits starting
+/// with a letter (no `/`, so no storage key can be forged from it).
+fn kind_error(kind: &str) -> Option<String> {
+    let valid = kind.len() <= MAX_KIND
+        && kind.starts_with(|c: char| c.is_ascii_alphabetic())
+        && kind.bytes().all(|b| b.is_ascii_alphanumeric());
+    (!valid).then(|| format!("must be 1-{MAX_KIND} ASCII letters and digits starting with a letter (e.g. 'ConfigMap')"))
+}
+
 /// Checks what every object must satisfy regardless of kind (apiVersion,
 /// kind, name, namespace for `scope`, labels, annotations, size), listing all
 /// problems rather than the first.
@@ -271,9 +304,13 @@ pub fn validate_generic(object: &Object, scope: Scope) -> Result<(), ValidationE
     let meta = &object.metadata;
     if object.api_version.is_empty() {
         errors.push(FieldError::required("apiVersion", "apiVersion is required"));
+    } else if let Some(detail) = api_version_error(&object.api_version) {
+        errors.push(FieldError::invalid("apiVersion", quote(&object.api_version), detail));
     }
     if object.kind.is_empty() {
         errors.push(FieldError::required("kind", "kind is required"));
+    } else if let Some(detail) = kind_error(&object.kind) {
+        errors.push(FieldError::invalid("kind", quote(&object.kind), detail));
     }
     let generate_name = meta.generate_name.as_deref().unwrap_or("");
     if meta.name.is_empty() {
@@ -318,6 +355,24 @@ pub fn validate_generic(object: &Object, scope: Scope) -> Result<(), ValidationE
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn api_version_and_kind_cannot_put_a_slash_in_a_storage_key() {
+        for (api_version, kind) in
+            [("a/b/v1", "ConfigMap"), ("/v1", "ConfigMap"), ("v1", "Config/Map"), ("apps/V1", "Deployment")]
+        {
+            let o = object(&format!(r#"{{"apiVersion":"{api_version}","kind":"{kind}","metadata":{{"name":"a"}}}}"#));
+            let err = validate_generic(&o, Scope::Cluster).expect_err(&format!("{api_version} {kind} refused"));
+            let text = err.to_string();
+            assert!(text.contains("apiVersion") || text.contains("kind"), "{text}");
+            assert!(text.contains(&quote(api_version)) || text.contains(&quote(kind)), "{text}");
+        }
+        for (api_version, kind) in [("v1", "ConfigMap"), ("apps/v1", "Deployment"), ("fleet.example.io/v1beta1", "X2")]
+        {
+            let o = object(&format!(r#"{{"apiVersion":"{api_version}","kind":"{kind}","metadata":{{"name":"a"}}}}"#));
+            assert!(validate_generic(&o, Scope::Cluster).is_ok(), "{api_version} {kind} accepted");
+        }
+    }
+
     use super::*;
 
     fn object(json: &str) -> Object {

@@ -148,10 +148,20 @@ pub enum TokenCommand {
         /// The member cluster that may join with it.
         #[arg(long)]
         cluster: String,
-        /// How long the token is valid (e.g. 30m, 1h, 2d).
-        #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+        /// How long the token is valid (e.g. 30m, 1h; at most 24h).
+        #[arg(long, default_value = "1h", value_parser = parse_ttl)]
         ttl: std::time::Duration,
     },
+}
+
+/// A token lifetime: a duration of at least 1s and at most 24h (the hub
+/// refuses longer ones too).
+fn parse_ttl(text: &str) -> Result<std::time::Duration, String> {
+    let ttl = humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))?;
+    if ttl < std::time::Duration::from_secs(1) || ttl > std::time::Duration::from_secs(24 * 3600) {
+        return Err(format!("{text:?}: a bootstrap token lives at least 1s and at most 24h"));
+    }
+    Ok(ttl)
 }
 
 /// `apply`.
@@ -351,6 +361,11 @@ mod tests {
         assert!(matches!(cli.command, Command::Apply(a) if a.files == ["a.yaml", "dir"]));
         assert!(Cli::try_parse_from(["fleetctl", "get", "cm", "-n", "x", "-A"]).is_err());
         assert!(Cli::try_parse_from(["fleetctl", "delete", "cm", "x", "-f", "a.yaml"]).is_err());
+        assert!(Cli::try_parse_from(["fleetctl", "token", "create", "--cluster", "a", "--ttl", "24h"]).is_ok());
+        for ttl in ["25h", "0s", "1000000000000d"] {
+            let err = Cli::try_parse_from(["fleetctl", "token", "create", "--cluster", "a", "--ttl", ttl]).unwrap_err();
+            assert!(err.to_string().contains(ttl), "{err}");
+        }
         let cli = Cli::try_parse_from(["fleetctl", "cluster", "status", "-o", "json"]).unwrap();
         assert!(matches!(cli.command, Command::Cluster(ClusterCommand::Status(ClusterOutput { output: Some(_) }))));
         let cli =

@@ -344,9 +344,10 @@ impl Client {
     }
 
     /// The hub cluster's membership and roles, as the answering node sees them.
-    pub async fn cluster_status(&self) -> Result<ClusterStatus> {
+    /// With `digest`, every member also reports its state digest.
+    pub async fn cluster_status(&self, digest: bool) -> Result<ClusterStatus> {
         let (response, _) =
-            self.call(|mut c| async move { c.cluster_status(pb::ClusterStatusRequest {}).await }).await?;
+            self.call(|mut c| async move { c.cluster_status(pb::ClusterStatusRequest { digest }).await }).await?;
         Ok(ClusterStatus::from_proto(response))
     }
 

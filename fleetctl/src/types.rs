@@ -174,6 +174,20 @@ pub struct ClusterMember {
     pub last_applied: u64,
     /// Whether the answering node can reach it.
     pub reachable: bool,
+    /// Its state digest, when asked for (`-o json`) and it answered.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<MemberDigest>,
+}
+
+/// A member's state digest: `sha256:<hex>` over its objects in key order at
+/// one applied index. Members at the same index must have the same digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberDigest {
+    /// The digest.
+    pub digest: String,
+    /// The applied index it covers.
+    pub digest_index: u64,
 }
 
 impl ClusterStatus {
@@ -190,6 +204,8 @@ impl ClusterStatus {
                 address: m.address,
                 last_applied: m.last_applied,
                 reachable: m.reachable,
+                digest: (!m.digest.is_empty())
+                    .then_some(MemberDigest { digest: m.digest, digest_index: m.digest_index }),
             })
             .collect();
         members.sort_by_key(|m| m.id);
@@ -218,6 +234,8 @@ mod tests {
                     role: "Follower".into(),
                     last_applied: 40,
                     reachable: true,
+                    digest: "sha256:ab".into(),
+                    digest_index: 39,
                 },
                 pb::ClusterMember {
                     id: 1,
@@ -225,6 +243,7 @@ mod tests {
                     role: "Follower".into(),
                     last_applied: 41,
                     reachable: false,
+                    ..Default::default()
                 },
             ],
         })
@@ -240,7 +259,8 @@ mod tests {
                 "term": 7,
                 "members": [
                     {"id": 1, "address": "127.0.0.1:7001", "role": "Follower", "lastApplied": 41, "reachable": false},
-                    {"id": 2, "address": "127.0.0.1:7002", "role": "Leader", "lastApplied": 40, "reachable": true},
+                    {"id": 2, "address": "127.0.0.1:7002", "role": "Leader", "lastApplied": 40, "reachable": true,
+                     "digest": "sha256:ab", "digestIndex": 39},
                 ]
             })
         );

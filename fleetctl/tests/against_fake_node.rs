@@ -64,7 +64,7 @@ async fn every_failed_endpoint_is_named() {
     let dir = make_pki();
     let (a, b) = (closed_address().await, closed_address().await);
     let client = client(&[&a, &b], dir.path(), "admin").await;
-    let err = client.cluster_status().await.unwrap_err();
+    let err = client.cluster_status(false).await.unwrap_err();
     assert!(matches!(&err, Error::Unreachable { failures } if failures.len() == 2), "{err:?}");
     let text = err.to_string();
     assert!(text.contains(&a) && text.contains(&b), "{text}");
@@ -281,7 +281,7 @@ async fn a_server_from_another_ca_is_not_trusted() {
     let theirs = make_pki();
     let (_node, addr) = start_node(theirs.path(), 1, Shared::new()).await;
     let client = client(&[&addr], ours.path(), "admin").await;
-    let err = client.cluster_status().await.unwrap_err();
+    let err = client.cluster_status(false).await.unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
     assert!(text.contains(&addr) && text.to_lowercase().contains("certificate"), "{text}");

@@ -31,6 +31,7 @@ pub fn raft_status(e: fleet_raft::Error) -> Status {
         E::NoLeader(m) => Status::unavailable(format!("no leader is available: {m}")),
         E::Unreachable { .. } | E::ShuttingDown => Status::unavailable(e.to_string()),
         E::Invalid(m) => Status::invalid_argument(m),
+        E::TooLarge { .. } => Status::invalid_argument(e.to_string()),
         E::PermissionDenied(m) => Status::permission_denied(m),
         other => Status::internal(other.to_string()),
     }

@@ -141,8 +141,8 @@ impl FleetService {
         self.consensus.write(Command { now: now_rfc3339(), ops }).await.map_err(raft_status)
     }
 
-    async fn status(&self) -> ClusterStatusResponse {
-        let (leader, term, members) = self.consensus.cluster_status().await;
+    async fn status(&self, digest: bool) -> ClusterStatusResponse {
+        let (leader, term, members) = self.consensus.cluster_status(digest).await;
         ClusterStatusResponse {
             leader: leader.unwrap_or(0),
             term,
@@ -155,6 +155,8 @@ impl FleetService {
                     role: m.role,
                     last_applied: m.last_applied,
                     reachable: m.reachable,
+                    digest: m.digest,
+                    digest_index: m.digest_index,
                 })
                 .collect(),
         }
@@ -235,7 +237,16 @@ impl Fleet for FleetService {
 
     async fn update_status(&self, request: Request<UpdateStatusRequest>) -> Result<Response<WriteResponse>, Status> {
         let caller = authorize(&request, "UpdateStatus", Access::Write, true)?;
-        let object = Object::from_json(&request.into_inner().object)
+        let bytes = request.into_inner().object;
+        // Size-limited like any write, before decoding anything.
+        if bytes.len() > fleet_api::validation::MAX_OBJECT_BYTES {
+            return Err(Status::invalid_argument(format!(
+                "object: Too long: a status update of {} bytes, over the limit of {} bytes for an object",
+                bytes.len(),
+                fleet_api::validation::MAX_OBJECT_BYTES
+            )));
+        }
+        let object = Object::from_json(&bytes)
             .map_err(|e| Status::invalid_argument(format!("object: not a valid object: {e}")))?;
         check_status(&object)?;
         let store = self.store();
@@ -333,7 +344,7 @@ impl Fleet for FleetService {
         request: Request<ClusterStatusRequest>,
     ) -> Result<Response<ClusterStatusResponse>, Status> {
         authorize(&request, "ClusterStatus", Access::Read, false)?;
-        Ok(Response::new(self.status().await))
+        Ok(Response::new(self.status(request.get_ref().digest).await))
     }
 
     async fn add_node(&self, request: Request<AddNodeRequest>) -> Result<Response<ClusterStatusResponse>, Status> {
@@ -349,7 +360,7 @@ impl Fleet for FleetService {
             .change_membership(MembershipChange::Add { id: req.id, address: req.address })
             .await
             .map_err(raft_status)?;
-        Ok(Response::new(self.status().await))
+        Ok(Response::new(self.status(false).await))
     }
 
     async fn remove_node(
@@ -359,7 +370,7 @@ impl Fleet for FleetService {
         authorize(&request, "RemoveNode", Access::Write, false)?;
         let id = request.into_inner().id;
         self.consensus.change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;
-        Ok(Response::new(self.status().await))
+        Ok(Response::new(self.status(false).await))
     }
 
     async fn create_token(
@@ -368,6 +379,7 @@ impl Fleet for FleetService {
     ) -> Result<Response<CreateTokenResponse>, Status> {
         authorize(&request, "CreateToken", Access::Write, false)?;
         let req = request.into_inner();
+        // 0: the default hour; over a day is refused by create_token.
         let ttl = Duration::from_secs(if req.ttl_seconds == 0 { 3600 } else { req.ttl_seconds });
         Ok(Response::new(self.members.create_token(&req.cluster, ttl).await?))
     }

@@ -74,6 +74,12 @@ pub struct NodeStatus {
     pub term: u64,
     pub last_applied: u64,
     pub leader: Option<u64>,
+    /// The state digest (`sha256:<hex>`), when asked for; empty otherwise.
+    #[serde(default)]
+    pub digest: String,
+    /// The applied index the digest covers.
+    #[serde(default)]
+    pub digest_index: u64,
 }
 
 /// One member as seen by the node answering `cluster status`.
@@ -84,6 +90,10 @@ pub struct MemberStatus {
     pub role: String,
     pub last_applied: u64,
     pub reachable: bool,
+    /// The member's state digest (`sha256:<hex>`), when asked for and known.
+    pub digest: String,
+    /// The applied index the digest covers.
+    pub digest_index: u64,
 }
 
 /// Consensus for one node.
@@ -213,6 +223,13 @@ impl Consensus {
     /// or the state machine's refusal.
     pub async fn write(&self, command: Command) -> Result<(u64, Vec<OpOutcome>), Error> {
         let command = EncodedCommand::new(command).map_err(|e| Error::Codec(e.to_string()))?;
+        if command.encoded_len() > crate::MAX_COMMAND_BYTES {
+            return Err(Error::TooLarge {
+                what: describe(command.command()),
+                bytes: command.encoded_len(),
+                limit: crate::MAX_COMMAND_BYTES,
+            });
+        }
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.queue.send(crate::batcher::Pending::one(command, reply)).await.map_err(|_| Error::ShuttingDown)?;
         let response: Response = answer.await.map_err(|_| Error::ShuttingDown)??;
@@ -227,6 +244,11 @@ impl Consensus {
     pub async fn write_forwarded(&self, proposal: Proposal) -> Result<Vec<Response>, Routed> {
         if !self.leads() {
             return Err(Routed::NotLeader);
+        }
+        if proposal.encoded_len() > crate::MAX_COMMAND_BYTES {
+            let what = "a forwarded proposal".to_string();
+            let (bytes, limit) = (proposal.encoded_len(), crate::MAX_COMMAND_BYTES);
+            return Err(Routed::Failed(Error::TooLarge { what, bytes, limit }.to_string()));
         }
         let (reply, answer) = tokio::sync::oneshot::channel();
         let pending = crate::batcher::Pending::forwarded(proposal, reply);
@@ -348,13 +370,35 @@ impl Consensus {
             term: metrics.current_term,
             last_applied: metrics.last_applied.map(|l| l.index).unwrap_or(0),
             leader: metrics.current_leader,
+            digest: String::new(),
+            digest_index: 0,
         }
     }
 
+    /// [`Consensus::local_status`], with the state digest if `digest` (read
+    /// off the runtime threads; an unreadable store leaves it empty).
+    pub async fn local_status_with(&self, digest: bool) -> NodeStatus {
+        let mut status = self.local_status();
+        if digest {
+            let store = self.store.clone();
+            match tokio::task::spawn_blocking(move || store.digest()).await {
+                Ok(Ok(d)) => {
+                    status.digest = d.sha256;
+                    status.digest_index = d.index;
+                }
+                Ok(Err(e)) => tracing::warn!("state digest: {e}"),
+                Err(e) => tracing::warn!("state digest task: {e}"),
+            }
+        }
+        status
+    }
+
     /// Every member (voters and learners), each asked for its own status
-    /// concurrently; a member that does not answer within a second is
-    /// reported unreachable with the role membership gives it.
-    pub async fn cluster_status(&self) -> (Option<u64>, u64, Vec<MemberStatus>) {
+    /// concurrently; a member that does not answer within a second (five with
+    /// `digest`) is
+    /// reported unreachable with the role membership gives it. With
+    /// `digest`, each member also reports its state digest.
+    pub async fn cluster_status(&self, digest: bool) -> (Option<u64>, u64, Vec<MemberStatus>) {
         let metrics = self.raft.metrics().borrow().clone();
         let membership = metrics.membership_config.membership().clone();
         let voters: BTreeSet<u64> = membership.voter_ids().collect();
@@ -363,23 +407,31 @@ impl Consensus {
             let is_voter = voters.contains(&id);
             async move {
                 let status = if id == self.id {
-                    Some(self.local_status())
+                    Some(self.local_status_with(digest).await)
                 } else {
-                    self.network
-                        .call::<_, NodeStatus>(id, &address, PeerMethod::NodeStatus, &(), Duration::from_secs(1))
-                        .await
-                        .ok()
+                    // `None` (what an older caller sends) asks for no digest.
+                    let ask = digest.then_some(true);
+                    let wait = Duration::from_secs(if digest { 5 } else { 1 });
+                    self.network.call::<_, NodeStatus>(id, &address, PeerMethod::NodeStatus, &ask, wait).await.ok()
                 };
                 match status {
-                    Some(s) => {
-                        MemberStatus { id, address, role: s.role, last_applied: s.last_applied, reachable: true }
-                    }
+                    Some(s) => MemberStatus {
+                        id,
+                        address,
+                        role: s.role,
+                        last_applied: s.last_applied,
+                        reachable: true,
+                        digest: s.digest,
+                        digest_index: s.digest_index,
+                    },
                     None => MemberStatus {
                         id,
                         address,
                         role: if is_voter { "Follower" } else { "Learner" }.to_string(),
                         last_applied: 0,
                         reachable: false,
+                        digest: String::new(),
+                        digest_index: 0,
                     },
                 }
             }
@@ -393,5 +445,25 @@ impl Consensus {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!("raft shutdown: {e}");
         }
+    }
+}
+
+/// Names what a command writes, for an error: its first object and how many
+/// operations it holds.
+fn describe(command: &fleet_statemachine::Command) -> String {
+    use fleet_statemachine::Op;
+    let first = command.ops.first().map(|op| match op {
+        Op::Create { object } | Op::Apply { object, .. } | Op::Update { object } | Op::UpdateStatus { object } => {
+            let key = fleet_api::ObjectKey::of(object);
+            format!("{} {}/{}", object.kind, key.namespace, key.name)
+        }
+        Op::Delete { key, .. } | Op::Check { key, .. } | Op::CheckGeneration { key, .. } => {
+            format!("{} {}/{}", key.kind, key.namespace, key.name)
+        }
+    });
+    match (first, command.ops.len()) {
+        (Some(first), 1) => format!("the write of {first}"),
+        (Some(first), n) => format!("a write of {n} objects ({first} first)"),
+        (None, _) => "an empty write".to_string(),
     }
 }

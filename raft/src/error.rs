@@ -29,6 +29,11 @@ pub enum Error {
     /// A caller presented the wrong identity.
     #[error("{0}")]
     PermissionDenied(String),
+    /// A command or entry encodes to more than the limit; nothing proposed.
+    #[error(
+        "{what} encodes to {bytes} bytes, over the limit of {limit} bytes for one write: split it into smaller writes"
+    )]
+    TooLarge { what: String, bytes: usize, limit: usize },
     /// The node is shutting down.
     #[error("node is shutting down")]
     ShuttingDown,

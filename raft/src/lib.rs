@@ -23,3 +23,9 @@ pub type Raft = openraft::Raft<fleet_statemachine::TypeConfig>;
 
 /// gRPC messages between nodes may carry large batches and snapshot chunks.
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// The largest encoded command (and forwarded proposal) a node proposes:
+/// a quarter of the peer message limit, so that any Raft entry (one
+/// command alone, or a batch of smaller ones under 8 MiB) fits in an
+/// AppendEntries message with room to spare. Refused before proposing.
+pub const MAX_COMMAND_BYTES: usize = MAX_MESSAGE_BYTES / 4;

@@ -124,7 +124,7 @@ impl RaftPeer for PeerService {
 
     async fn node_status(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
         caller_node(&request)?;
-        let _: () = payload(request)?;
-        reply(&self.consensus.local_status())
+        let digest: Option<bool> = payload(request)?;
+        reply(&self.consensus.local_status_with(digest.unwrap_or(false)).await)
     }
 }

@@ -7,6 +7,7 @@
 
 mod apply;
 pub mod command;
+pub mod digest;
 pub mod error;
 pub mod proposal;
 pub mod raft_types;
@@ -16,6 +17,7 @@ pub mod store;
 pub mod watch;
 
 pub use command::{Action, Command, Op, OpOutcome, Response, StoreError};
+pub use digest::StateDigest;
 pub use error::Error;
 pub use proposal::{EncodedCommand, Part, Proposal};
 pub use raft_types::TypeConfig;

@@ -48,6 +48,11 @@ impl EncodedCommand {
     pub fn encoded_len(&self) -> usize {
         self.bytes.len()
     }
+
+    /// The command encoded.
+    pub fn command(&self) -> &Command {
+        &self.command
+    }
 }
 
 impl Proposal {

@@ -65,6 +65,15 @@ async fn a_snapshot_is_recorded_then_serialized_from_the_current_state_and_insta
     follower.install_snapshot(&current.meta, receiving).await.expect("install");
     assert_eq!(names(&follower), ["one", "three", "two"]);
     assert_eq!(follower.applied_state().await.expect("applied"), leader.applied_state().await.expect("applied"));
+    // Replicas agree: the installed state has the leader's digest at its index.
+    let (mine, theirs) = (follower.store().digest().expect("digest"), leader.store().digest().expect("digest"));
+    assert_eq!((mine.index, mine.objects), (3, 3));
+    assert_eq!(mine, theirs);
+    let mut other = StateMachine::open(&dir.path().join("other")).expect("open");
+    other.apply(vec![entry(1, "one"), entry(2, "two"), entry(3, "four")]).await.expect("apply");
+    let different = other.store().digest().expect("digest");
+    assert_eq!(different.index, 3);
+    assert_ne!(different.sha256, theirs.sha256, "different objects at the same index, same digest");
     let installed = follower.get_current_snapshot().await.expect("current").expect("some");
     assert_eq!(installed.meta, current.meta);
 

@@ -249,8 +249,47 @@ impl Hub {
 
     /// Cluster status as node `id` reports it.
     pub async fn status(&self, id: u64) -> Result<ClusterStatusResponse, String> {
+        self.status_with(id, false).await
+    }
+
+    /// Cluster status as node `id` reports it, with every member's state
+    /// digest if `digest`.
+    pub async fn status_with(&self, id: u64, digest: bool) -> Result<ClusterStatusResponse, String> {
         let mut client = self.client(id).await;
-        client.cluster_status(ClusterStatusRequest {}).await.map(|r| r.into_inner()).map_err(|e| e.to_string())
+        let request = ClusterStatusRequest { digest };
+        client.cluster_status(request).await.map(|r| r.into_inner()).map_err(|e| e.to_string())
+    }
+
+    /// Waits until every member reports the same applied index in its
+    /// digest, then checks that their digests are identical (panicking with
+    /// each member's digest if not). Returns the index and the digest. Call
+    /// it once writes have stopped.
+    pub async fn replicas_agree(&self) -> (u64, String) {
+        let running = self.running();
+        let members = eventually("every replica at the same applied index", Duration::from_secs(60), || async {
+            let mut last = String::new();
+            for id in &running {
+                match self.status_with(*id, true).await {
+                    Ok(status) => {
+                        let indexes: Vec<u64> = status.members.iter().map(|m| m.digest_index).collect();
+                        let complete = status.members.len() == running.len()
+                            && status.members.iter().all(|m| m.reachable && !m.digest.is_empty());
+                        if complete && indexes.windows(2).all(|w| w[0] == w[1]) {
+                            return Ok(status.members);
+                        }
+                        last = format!("node {id} reports digest indexes {indexes:?}");
+                    }
+                    Err(e) => last = format!("node {id}: {e}"),
+                }
+            }
+            Err(last)
+        })
+        .await;
+        let first = &members[0];
+        let report: Vec<String> =
+            members.iter().map(|m| format!("node {} at {}: {}", m.id, m.digest_index, m.digest)).collect();
+        assert!(members.iter().all(|m| m.digest == first.digest), "replicas diverged:\n{}", report.join("\n"));
+        (first.digest_index, first.digest.clone())
     }
 
     /// Waits until every running node agrees on one leader; returns it.

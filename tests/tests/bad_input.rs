@@ -60,3 +60,61 @@ metadata: {name: Bad_Name, namespace: y, labels: {\"bad key!\": x}}
     assert!(String::from_utf8_lossy(&out.stdout).contains("configmap/bad-name created"));
     get_configmap(&mut admin, "y", "good", 0).await.expect("applied together");
 }
+
+/// A write that must go through at once: the hub is not stalled.
+async fn hub_still_writes(hub: &Hub, name: &str) {
+    let mut admin = hub.client(2).await;
+    let started = std::time::Instant::now();
+    fleet_tests::objects::apply(&mut admin, vec![fleet_tests::objects::configmap("y", name, "v")])
+        .await
+        .expect("a small write after the refusal");
+    get_configmap(&mut admin, "y", name, 0).await.expect("readable");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "the hub stalled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_writes_and_statuses_are_refused_without_stalling_the_hub() {
+    use fleet_proto::fleet::UpdateStatusRequest;
+    use serde_json::json;
+    let hub = Hub::start(HubOptions::default()).await;
+    let mut admin = hub.client(1).await;
+
+    // Twenty objects under the object limit, over the command limit together.
+    let big = "x".repeat(1024 * 1024);
+    let documents: Vec<Vec<u8>> =
+        (0..20).map(|i| fleet_tests::objects::configmap("y", &format!("big-{i}"), &big)).collect();
+    let err = fleet_tests::objects::apply(&mut admin, documents).await.expect_err("a 20 MiB apply");
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err}");
+    assert!(err.message().contains("ConfigMap y/big-0"), "names the objects: {err}");
+    assert!(err.message().contains(&fleet_raft::MAX_COMMAND_BYTES.to_string()), "names the limit: {err}");
+    assert!(get_configmap(&mut admin, "y", "big-0", 0).await.is_err(), "nothing of it applied");
+    hub_still_writes(&hub, "after-apply").await;
+
+    let status = |status: serde_json::Value| UpdateStatusRequest {
+        object: serde_json::to_vec(&json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "after-apply", "namespace": "y"},
+            "status": status,
+        }))
+        .unwrap_or_default(),
+    };
+    // 100 MiB: over the message limit, refused before anything is decoded.
+    let huge = status(json!({"blob": "y".repeat(100 * 1024 * 1024)}));
+    let err = admin.update_status(huge).await.expect_err("a 100 MiB status");
+    assert_ne!(err.code(), tonic::Code::Ok);
+    hub_still_writes(&hub, "after-huge-status").await;
+    // A status full of floats over the object limit: refused with the limit.
+    let floats: Vec<f64> = (0..200_000).map(|i| f64::from(i) * 1.000_000_1e300).collect();
+    let err = admin.update_status(status(json!({"floats": floats}))).await.expect_err("a float status");
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err}");
+    assert!(err.message().contains("over the limit of 1572864 bytes"), "{err}");
+    hub_still_writes(&hub, "after-float-status").await;
+    // Under the limit, floats are stored as they came (values exact in
+    // decimal: serde_json without float_roundtrip may move the last digit of
+    // others).
+    let floats: Vec<f64> = (0..1000).map(|i| f64::from(i) * 0.25 - 100.0).collect();
+    admin.update_status(status(json!({"floats": floats.clone()}))).await.expect("a small float status");
+    let stored = fleet_tests::objects::get(&mut admin, "configmaps", "y", "after-apply").await.expect("get");
+    let stored = stored.status().and_then(|s| s.get("floats")).cloned();
+    assert!(stored == Some(json!(floats)), "the float status read back differs");
+}

@@ -92,6 +92,29 @@ async fn an_agent_joins_with_a_single_use_expiring_token_bound_to_its_cluster() 
     assert!(err.message().contains("expired"), "{err}");
     let mut admin = hub.client(1).await;
     assert!(get(&mut admin, "mc", "", "west").await.is_err(), "a refused join creates nothing");
+
+    // The next token created collects the used and the expired one.
+    let (fresh, _) = hub.token("north", "10m");
+    let id = |token: &str| token.split('.').next().unwrap_or_default().to_string();
+    let mut present = Vec::new();
+    for token in [&token, &short, &fresh] {
+        let request = GetRequest {
+            kind: Some(KindRef { kind: "BootstrapToken".into(), api_version: "fleet.internal/v1".into() }),
+            namespace: "fleet-system".into(),
+            name: id(token),
+            read: Some(ReadOptions { consistent: true, ..Default::default() }),
+        };
+        present.push(admin.get(request).await.is_ok());
+    }
+    assert_eq!(present, [false, false, true], "used, expired and fresh tokens stored");
+    // Lifetimes are bounded, on the hub as in fleetctl.
+    let out = hub.fleetctl(&["token", "create", "--cluster", "north", "--ttl", "30d"]);
+    assert!(!out.status.success(), "a 30 day token was made");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 24h"), "{}", String::from_utf8_lossy(&out.stderr));
+    let request = fleet_proto::fleet::CreateTokenRequest { cluster: "north".into(), ttl_seconds: u64::MAX };
+    let err = admin.create_token(request).await.expect_err("an endless token");
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err}");
+    assert!(err.message().contains("at most 1day"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,6 +24,14 @@ async fn trio_forms_and_elects_one_leader() {
     let leaders = members.iter().filter(|m| m["role"] == "Leader").count();
     assert_eq!(leaders, 1, "{status}");
     assert!(members.iter().all(|m| m["reachable"] == true), "{status}");
+    // Each member's state digest and the index it covers; the table form
+    // does not ask for them.
+    for m in members {
+        assert!(m["digest"].as_str().is_some_and(|d| d.starts_with("sha256:") && d.len() == 71), "{status}");
+        assert!(m["digestIndex"].as_u64().is_some(), "{status}");
+    }
+    let (index, digest) = hub.replicas_agree().await;
+    assert!(index > 0 && digest.starts_with("sha256:"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,6 +214,8 @@ async fn a_stopped_node_catches_up_through_a_snapshot() {
         "node {lagging} caught up without a snapshot:\n{}",
         hub.log_tail(lagging)
     );
+    // The installed state is exactly the others'.
+    hub.replicas_agree().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

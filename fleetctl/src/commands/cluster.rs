@@ -11,7 +11,11 @@ use crate::types::ClusterStatus;
 /// Runs a `cluster` subcommand and prints the resulting status.
 pub async fn run(client: &Client, command: ClusterCommand, io: &mut Io) -> Result<()> {
     let (status, output) = match command {
-        ClusterCommand::Status(output) => (client.cluster_status().await?, output),
+        ClusterCommand::Status(output) => {
+            // The JSON form carries each member's state digest.
+            let digest = output.output == Some(ClusterFormat::Json);
+            (client.cluster_status(digest).await?, output)
+        }
         ClusterCommand::AddNode { id, address, output } => (client.add_node(id, &address).await?, output),
         ClusterCommand::RemoveNode { id, output } => (client.remove_node(id).await?, output),
     };
@@ -46,7 +50,14 @@ mod tests {
     use crate::types::ClusterMember;
 
     fn member(id: u64, role: &str, reachable: bool) -> ClusterMember {
-        ClusterMember { id, address: format!("127.0.0.1:700{id}"), role: role.into(), last_applied: 40 + id, reachable }
+        ClusterMember {
+            id,
+            address: format!("127.0.0.1:700{id}"),
+            role: role.into(),
+            last_applied: 40 + id,
+            reachable,
+            digest: None,
+        }
     }
 
     #[test]

@@ -264,6 +264,7 @@ impl Fleet for FakeNode {
                 role: "Follower".into(),
                 last_applied,
                 reachable: true,
+                ..Default::default()
             })
             .collect();
         Ok(Response::new(pb::ClusterStatusResponse { leader: 1, term: 2, members, node_id: self.id }))

@@ -97,16 +97,57 @@ impl MemberService {
     /// Creates a bootstrap token for `cluster`.
     pub async fn create_token(&self, cluster: &str, ttl: Duration) -> Result<CreateTokenResponse, Status> {
         check_cluster_name(cluster)?;
-        let token = tokens::new_token(cluster, ttl);
+        let token = tokens::new_token(cluster, ttl)?;
         self.consensus
             .write(Command { now: now_rfc3339(), ops: vec![Op::Create { object: token.object }] })
             .await
             .map_err(raft_status)?;
+        self.collect_dead_tokens().await;
         Ok(CreateTokenResponse {
             token: token.token,
             ca_fingerprint: self.ca_fingerprint.clone(),
             expires_at: token.expires_at,
         })
+    }
+
+    /// Deletes used and expired tokens (each at the version read, so a token
+    /// used meanwhile is left to the next pass). Best effort: a failure is
+    /// logged, and the next token created tries again.
+    async fn collect_dead_tokens(&self) {
+        let store = self.consensus.store().clone();
+        let listed = blocking(move || {
+            let query = fleet_statemachine::ListQuery {
+                group: internal::INTERNAL_GROUP.into(),
+                kind: internal::TOKEN_KIND.into(),
+                namespace: Some(internal::SYSTEM_NAMESPACE.into()),
+                selector: None,
+            };
+            store.list(&query).map_err(|e| Status::internal(e.to_string()))
+        })
+        .await;
+        let now = SystemTime::now();
+        let ops: Vec<Op> = match listed {
+            Ok((objects, _)) => objects
+                .iter()
+                .filter(|o| tokens::is_dead(o, now))
+                .map(|o| Op::Delete {
+                    key: fleet_api::ObjectKey::of(o),
+                    resource_version: o.metadata.resource_version_number(),
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!("listing bootstrap tokens to collect: {e}");
+                return;
+            }
+        };
+        if ops.is_empty() {
+            return;
+        }
+        let count = ops.len();
+        match self.consensus.write(Command { now: now_rfc3339(), ops }).await {
+            Ok(_) => tracing::info!(count, "deleted used and expired bootstrap tokens"),
+            Err(e) => tracing::warn!("deleting {count} used and expired bootstrap tokens: {e}"),
+        }
     }
 
     /// Runs a member call on the leader (here or forwarded).

@@ -20,14 +20,46 @@ fn hash(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }
 
-/// Makes a token for `cluster` valid for `ttl`.
-pub fn new_token(cluster: &str, ttl: Duration) -> NewToken {
+/// The longest a bootstrap token may be valid: it is a credential that
+/// anyone holding it can use to join.
+pub const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Refuses a token lifetime of zero or over [`MAX_TTL`].
+pub fn check_ttl(ttl: Duration) -> Result<(), Status> {
+    if ttl.is_zero() || ttl > MAX_TTL {
+        return Err(Status::invalid_argument(format!(
+            "ttl: Invalid value: {}: a bootstrap token lives at least 1s and at most {}",
+            humantime::format_duration(ttl),
+            humantime::format_duration(MAX_TTL)
+        )));
+    }
+    Ok(())
+}
+
+/// Makes a token for `cluster` valid for `ttl` (at most [`MAX_TTL`]).
+pub fn new_token(cluster: &str, ttl: Duration) -> Result<NewToken, Status> {
+    check_ttl(ttl)?;
     let id = uuid::Uuid::new_v4().simple().to_string()[..10].to_string();
     let secret = uuid::Uuid::new_v4().simple().to_string();
-    let expires_at = humantime::format_rfc3339_seconds(SystemTime::now() + ttl).to_string();
+    let expiry = SystemTime::now()
+        .checked_add(ttl)
+        .ok_or_else(|| Status::invalid_argument("ttl: Invalid value: too far in the future"))?;
+    let expires_at = humantime::format_rfc3339_seconds(expiry).to_string();
     let spec = TokenSpec { cluster: cluster.to_string(), secret_hash: hash(&secret), expires_at: expires_at.clone() };
     let object = internal::token_object(&id, &spec, uuid::Uuid::new_v4().to_string());
-    NewToken { token: format!("{id}.{secret}"), expires_at, object }
+    Ok(NewToken { token: format!("{id}.{secret}"), expires_at, object })
+}
+
+/// Whether a stored token can never be used again (already used, expired at
+/// `now`, or unreadable), so it can be deleted.
+pub fn is_dead(object: &Object, now: SystemTime) -> bool {
+    if object.status().is_some_and(|s| !s.is_null()) {
+        return true;
+    }
+    match internal::spec::<TokenSpec>(object).map(|spec| humantime::parse_rfc3339(&spec.expires_at)) {
+        Some(Ok(expiry)) => now >= expiry,
+        _ => true,
+    }
 }
 
 /// Splits a token into id and secret.
@@ -69,7 +101,7 @@ mod tests {
 
     #[test]
     fn a_token_is_bound_to_its_cluster_secret_and_lifetime() {
-        let t = new_token("east", Duration::from_secs(60));
+        let t = new_token("east", Duration::from_secs(60)).unwrap();
         let (id, secret) = parse(&t.token).unwrap();
         let now = SystemTime::now();
         assert!(check(Some(&t.object), id, secret, "east", now).is_ok());
@@ -82,5 +114,18 @@ mod tests {
         assert!(check(Some(&used), id, secret, "east", now).unwrap_err().message().contains("already used"));
         assert!(check(None, id, secret, "east", now).is_err());
         assert!(parse("nodot").is_err());
+        assert!(!is_dead(&t.object, now));
+        assert!(is_dead(&t.object, later), "expired");
+        assert!(is_dead(&used, now), "used");
+    }
+
+    #[test]
+    fn a_token_lives_at_most_a_day() {
+        assert!(new_token("east", MAX_TTL).is_ok());
+        for ttl in [Duration::ZERO, MAX_TTL + Duration::from_secs(1), Duration::from_secs(u64::MAX)] {
+            let err = new_token("east", ttl).err().expect("refused");
+            assert_eq!(err.code(), tonic::Code::InvalidArgument);
+            assert!(err.message().contains("ttl") && err.message().contains("at most 1day"), "{}", err.message());
+        }
     }
 }

@@ -5,6 +5,10 @@
 //! both a stream to check ([`crate::watch`]) and the record of committed
 //! changes that settles unanswered writes ([`crate::resolve`]).
 //!
+//! A node that answers "expired" (it restarted, or installed a snapshot,
+//! and keeps no history to resume from) is passed over for the next; only
+//! when every node in a row says so is the record incomplete.
+//!
 //! It resumes from one version *before* the last it received and drops what
 //! it already has: one Raft entry can change several objects under one
 //! resourceVersion, and a stream broken between them would otherwise lose
@@ -39,8 +43,8 @@ pub struct Watched {
     pub reconnects: u64,
     /// Events received again after resuming, and dropped.
     pub redelivered: u64,
-    /// False if a node answered "expired": changes may be missing, and the
-    /// record must not settle anything.
+    /// False if every node answered "expired" in a row: changes may be
+    /// missing, and the record must not settle anything.
     pub complete: bool,
 }
 
@@ -117,6 +121,8 @@ async fn follow(
     let mut watched = Watched { complete: true, ..Watched::default() };
     let mut seen: HashSet<(u64, String)> = HashSet::new();
     let mut last = 0u64;
+    // Nodes in a row that answered "expired": incomplete once all have.
+    let mut expired_in_a_row = 0usize;
     let reached = |last: u64, until: &watch::Receiver<u64>| {
         let target = *until.borrow();
         target != 0 && last >= target
@@ -141,8 +147,14 @@ async fn follow(
         let mut stream = match tokio::time::timeout(silence, client.watch(request)).await {
             Ok(Ok(reply)) => reply.into_inner(),
             Ok(Err(status)) if status.code() == Code::FailedPrecondition => {
-                watched.complete = false;
-                break;
+                // Expired on this node (restarted, or caught up by a
+                // snapshot: no history to resume from); another may have it.
+                expired_in_a_row += 1;
+                if expired_in_a_row >= nodes.len() {
+                    watched.complete = false;
+                    break;
+                }
+                continue;
             }
             _ => continue,
         };
@@ -156,11 +168,16 @@ async fn follow(
             let event = match message {
                 Ok(Ok(Some(event))) => event,
                 Ok(Err(status)) if status.code() == Code::FailedPrecondition => {
-                    watched.complete = false;
-                    return watched;
+                    expired_in_a_row += 1;
+                    if expired_in_a_row >= nodes.len() {
+                        watched.complete = false;
+                        return watched;
+                    }
+                    break;
                 }
                 _ => break,
             };
+            expired_in_a_row = 0;
             last = last.max(event.resource_version);
             progress.send_replace(last);
             if let Some((key, digest, kind)) = parse(&event) {
