@@ -38,6 +38,11 @@ pub enum Command {
     /// Time staged update runs over every member cluster, from their Apply to
     /// Succeeded, split into the hub's controllers and the agents.
     StagedLatency(StagedLatencyArgs),
+    /// Simulated member clusters in this process, joined and applying their
+    /// Work until SIGINT/SIGTERM (prints `ready N` once all joined).
+    Members(MembersArgs),
+    /// A scale scenario (issue 16) against a hub with simulated members.
+    Scale(ScaleArgs),
 }
 
 /// The system under test.
@@ -212,4 +217,116 @@ pub struct StagedLatencyArgs {
     /// How long one run may take before the benchmark fails.
     #[arg(long, default_value_t = 300)]
     pub timeout_seconds: u64,
+}
+
+/// Flags of `fleet-bench members` (CONTRACT.md).
+#[derive(Debug, Clone, Args)]
+pub struct MembersArgs {
+    /// Hub endpoints, `host:port[,host:port...]`; members spread their connections over them.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub hub: Vec<String>,
+    /// PKI dir with ca.pem, admin.pem and admin-key.pem.
+    #[arg(long, env = "FLEET_TLS_DIR")]
+    pub tls_dir: Option<PathBuf>,
+    /// How many member clusters to simulate.
+    #[arg(long)]
+    pub count: usize,
+    /// Name prefix: members are `<prefix>0001`...
+    #[arg(long, default_value = "sim-")]
+    pub prefix: String,
+    /// Labels of every MemberCluster, `k=v,...`.
+    #[arg(long, value_delimiter = ',')]
+    pub labels: Vec<String>,
+    /// `spec.heartbeatPeriodSeconds` of every MemberCluster (the hub's default when omitted).
+    #[arg(long)]
+    pub heartbeat_seconds: Option<u64>,
+    /// Also label member i `region=region-<i mod R>` (0: no region label).
+    #[arg(long, default_value_t = 0)]
+    pub regions: usize,
+    /// Where the members keep their identities and ledgers (a temporary
+    /// dir, removed at exit, when omitted).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The scenarios of `fleet-bench scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    /// A new PickN(--pick) placement → Available on each chosen cluster.
+    PickN,
+    /// A new PickAll placement → Available on every cluster.
+    PickAll,
+    /// A resource change on every cluster under `maxUnavailable: 25%`.
+    Rollout,
+    /// --placements PickN(--placement-clusters) placements, left in place.
+    Placements,
+    /// Removes what `placements` left.
+    Cleanup,
+    /// Raft entries per second and the leader's CPU while nothing happens.
+    Idle,
+    /// Resident memory of the processes in --pids.
+    Rss,
+    /// Runs --disrupt-cmd, then times the first write and the controllers' resync.
+    Disrupt,
+}
+
+impl Scenario {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::PickN => "pick-n",
+            Scenario::PickAll => "pick-all",
+            Scenario::Rollout => "rollout",
+            Scenario::Placements => "placements",
+            Scenario::Cleanup => "cleanup",
+            Scenario::Idle => "idle",
+            Scenario::Rss => "rss",
+            Scenario::Disrupt => "disrupt",
+        }
+    }
+}
+
+/// Flags of `fleet-bench scale`.
+#[derive(Debug, Clone, Args)]
+pub struct ScaleArgs {
+    /// Endpoints and transport (the first endpoint is used; `disrupt` tries all).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Which scenario.
+    #[arg(long, value_enum)]
+    pub scenario: Scenario,
+    /// How many member clusters are joined (PickAll waits for all of them).
+    #[arg(long, default_value_t = 1000)]
+    pub clusters: usize,
+    /// `numberOfClusters` of the `pick-n` placement.
+    #[arg(long, default_value_t = 100)]
+    pub pick: u32,
+    /// How many times to run the scenario.
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// Placements of the `placements` scenario.
+    #[arg(long, default_value_t = 1000)]
+    pub placements: usize,
+    /// `numberOfClusters` of each of those placements.
+    #[arg(long, default_value_t = 3)]
+    pub placement_clusters: u32,
+    /// The `idle` window.
+    #[arg(long, default_value_t = 20)]
+    pub idle_seconds: u64,
+    /// `NAME=PID,...` of processes to measure (`idle`: node ids, for the
+    /// leader's CPU; `rss`: any names).
+    #[arg(long, value_delimiter = ',')]
+    pub pids: Vec<String>,
+    /// The `disrupt` command, run with `sh -c` (`{leader}` = the leader's id).
+    #[arg(long)]
+    pub disrupt_cmd: Option<String>,
+    /// Run with `sh -c` after each `disrupt` run, untimed (e.g. restart a killed node).
+    #[arg(long)]
+    pub recover_cmd: Option<String>,
+    /// How long one wait may take before the run fails.
+    #[arg(long, default_value_t = 300)]
+    pub timeout_seconds: u64,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub output: OutputFormat,
 }

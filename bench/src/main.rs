@@ -27,6 +27,14 @@ fn main() -> anyhow::Result<()> {
             Command::StagedLatency(args) => {
                 print!("{}", fleet_bench::staged_latency::run(&args).await?.text())
             }
+            Command::Members(args) => fleet_bench::members::run(&args, shutdown_signal()).await?,
+            Command::Scale(args) => {
+                let report = fleet_bench::scale::run(&args).await?;
+                match args.output {
+                    OutputFormat::Text => print!("{}", report.text()),
+                    OutputFormat::Json => println!("{}", report.json()),
+                }
+            }
             Command::Probe(args) => {
                 let endpoints = fleet_bench::probe(&args).await?;
                 println!("{}: wrote through {}", args.target.name(), endpoints.join(", "));
@@ -34,4 +42,17 @@ fn main() -> anyhow::Result<()> {
         }
         Ok(())
     })
+}
+
+/// SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        return;
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

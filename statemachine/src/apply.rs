@@ -20,7 +20,10 @@ use crate::command::{Action, Command, Op, OpOutcome, Response, StoreError};
 use crate::error::Error;
 use crate::proposal::Proposal;
 use crate::raft_types::{StoredMembership, TypeConfig};
-use crate::store::{decode_object, encode_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, OBJECTS, OWNERS};
+use crate::store::{
+    decode_object, encode_meta, index_namespace, unindex_namespace, Store, META, META_LAST_APPLIED, META_MEMBERSHIP,
+    NAMESPACES, OBJECTS, OWNERS,
+};
 use crate::watch::{EventType, WatchEvent};
 
 type Entry = openraft::Entry<TypeConfig>;
@@ -39,6 +42,7 @@ impl Store {
         {
             let mut objects = txn.open_table(OBJECTS)?;
             let mut owners = txn.open_multimap_table(OWNERS)?;
+            let mut namespaces = txn.open_multimap_table(NAMESPACES)?;
             let mut meta = txn.open_table(META)?;
             for entry in entries {
                 let log_id = *entry.get_log_id();
@@ -54,7 +58,7 @@ impl Store {
                         let index = log_id.index;
                         let mut overlay = Overlay::default();
                         let replies = apply_proposal(&mut overlay, &objects, &owners, &proposal, index)?;
-                        overlay.flush(&mut objects, &mut owners, index, &mut events)?;
+                        overlay.flush(&mut objects, &mut owners, &mut namespaces, index, &mut events)?;
                         responses.push(replies);
                     }
                 }
@@ -412,6 +416,7 @@ impl Overlay {
         mut self,
         objects: &mut Table<&str, &[u8]>,
         owners: &mut MultimapTable<&str, &str>,
+        namespaces: &mut MultimapTable<&str, &str>,
         index: u64,
         events: &mut Vec<WatchEvent>,
     ) -> Result<(), Error> {
@@ -432,6 +437,9 @@ impl Overlay {
                     for r in &object.metadata.owner_references {
                         owners.insert(r.uid.as_str(), key.as_str())?;
                     }
+                    if old.is_none() {
+                        index_namespace(namespaces, &key)?;
+                    }
                     let (event_type, previous) = match old {
                         Some(old) if old.metadata.labels != object.metadata.labels => {
                             let mut old = Object::clone(&old);
@@ -446,6 +454,7 @@ impl Overlay {
                 }
                 (None, Some(last)) => {
                     objects.remove(key.as_str())?;
+                    unindex_namespace(namespaces, &key)?;
                     let mut last = Object::clone(&last);
                     last.metadata.set_resource_version(index);
                     (EventType::Deleted, Arc::new(last), old_size, None)

@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::raft_types::{LogId, SnapshotMeta, StoredMembership};
 use crate::store::{
-    decode_object, encode_meta, read_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, META_SNAPSHOT, OBJECTS,
-    OWNERS,
+    decode_object, encode_meta, index_namespace, read_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP,
+    META_NAMESPACE_INDEX, META_SNAPSHOT, NAMESPACES, OBJECTS, OWNERS,
 };
 
 /// What a snapshot holds: the applied state and every object as JSON.
@@ -116,11 +116,14 @@ impl Store {
         {
             txn.delete_table(OBJECTS)?;
             txn.delete_multimap_table(OWNERS)?;
+            txn.delete_multimap_table(NAMESPACES)?;
             let mut objects = txn.open_table(OBJECTS)?;
             let mut owners = txn.open_multimap_table(OWNERS)?;
+            let mut namespaces = txn.open_multimap_table(NAMESPACES)?;
             for (key, json) in &content.objects {
                 let object: Object = decode_object(key, json.as_bytes())?;
                 objects.insert(key.as_str(), json.as_bytes())?;
+                index_namespace(&mut namespaces, key)?;
                 for r in &object.metadata.owner_references {
                     owners.insert(r.uid.as_str(), key.as_str())?;
                 }
@@ -132,6 +135,7 @@ impl Store {
             };
             meta.insert(META_MEMBERSHIP, encode_meta(&content.membership)?.as_slice())?;
             meta.insert(META_SNAPSHOT, encode_meta(snapshot)?.as_slice())?;
+            meta.insert(META_NAMESPACE_INDEX, encode_meta(&true)?.as_slice())?;
         }
         txn.commit()?;
         let index = content.last_applied.map(|l| l.index).unwrap_or(0);

@@ -4,6 +4,9 @@
 //! never queues behind append):
 //! - `objects`: storage key (`group/Kind/namespace/name`) → object JSON;
 //! - `owners`: owner uid → storage keys of its dependents (for cascading deletes);
+//! - `namespaces`: namespace → storage keys of the objects in it, so that a
+//!   placement selecting a namespace reads its contents without scanning
+//!   every key of the store (built on first open of a store without it);
 //! - `meta`: `last_applied` and `membership`, written in the same transaction
 //!   as the data they describe, and `snapshot`, the metadata of the last
 //!   snapshot built or installed.
@@ -22,7 +25,10 @@ use crate::watch::{EventType, WatchEvent, WatchHub, DEFAULT_HISTORY};
 
 pub(crate) const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 pub(crate) const OWNERS: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("owners");
+pub(crate) const NAMESPACES: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("namespaces");
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// Present once `namespaces` holds every namespaced object of `objects`.
+pub(crate) const META_NAMESPACE_INDEX: &str = "namespace_index";
 pub(crate) const META_LAST_APPLIED: &str = "last_applied";
 pub(crate) const META_MEMBERSHIP: &str = "membership";
 /// The metadata of the last snapshot built or installed (see `snapshot.rs`).
@@ -91,7 +97,18 @@ impl Store {
             let txn = db.begin_write()?;
             txn.open_table(OBJECTS)?;
             txn.open_multimap_table(OWNERS)?;
-            txn.open_table(META)?;
+            txn.open_multimap_table(NAMESPACES)?;
+            let mut meta = txn.open_table(META)?;
+            if meta.get(META_NAMESPACE_INDEX)?.is_none() {
+                let objects = txn.open_table(OBJECTS)?;
+                let mut namespaces = txn.open_multimap_table(NAMESPACES)?;
+                for row in objects.iter()? {
+                    let (key, _) = row?;
+                    index_namespace(&mut namespaces, key.value())?;
+                }
+                meta.insert(META_NAMESPACE_INDEX, encode_meta(&true)?.as_slice())?;
+            }
+            drop(meta);
             txn.commit()?;
         }
         let applied = {
@@ -156,11 +173,26 @@ impl Store {
         self.scan(&prefix, |_| true, |_| true)
     }
 
-    /// Every object stored in `namespace`, of any kind (a full scan of keys;
-    /// only matching objects are decoded).
+    /// Every object stored in `namespace`, of any kind, in storage-key
+    /// order (read through the namespace index).
     pub fn namespace_contents(&self, namespace: &str) -> Result<(Vec<Object>, u64), Error> {
-        let wanted = |key: &str| key.split('/').nth(2) == Some(namespace);
-        self.scan("", wanted, |_| true)
+        let txn = self.db.begin_read()?;
+        let objects = txn.open_table(OBJECTS)?;
+        let namespaces = txn.open_multimap_table(NAMESPACES)?;
+        let meta = txn.open_table(META)?;
+        let index = read_meta::<LogId>(&meta, META_LAST_APPLIED)?.map(|l| l.index).unwrap_or(0);
+        let mut out = Vec::new();
+        if namespace.is_empty() {
+            return Ok((out, index));
+        }
+        for key in namespaces.get(namespace)? {
+            let key = key?;
+            let key = key.value();
+            if let Some(v) = objects.get(key)? {
+                out.push(decode_object(key, v.value())?);
+            }
+        }
+        Ok((out, index))
     }
 
     /// Reads, in key order, the objects whose key starts with `prefix` and
@@ -201,6 +233,30 @@ impl Store {
         let membership = read_meta::<StoredMembership>(&meta, META_MEMBERSHIP)?.unwrap_or_default();
         Ok((last, membership))
     }
+}
+
+/// The namespace part of a storage key (`group/Kind/namespace/name`);
+/// empty for cluster-scoped objects.
+pub(crate) fn namespace_of_key(key: &str) -> &str {
+    key.split('/').nth(2).unwrap_or("")
+}
+
+/// Records a new object's key in the namespace index.
+pub(crate) fn index_namespace(namespaces: &mut redb::MultimapTable<&str, &str>, key: &str) -> Result<(), Error> {
+    let namespace = namespace_of_key(key);
+    if !namespace.is_empty() {
+        namespaces.insert(namespace, key)?;
+    }
+    Ok(())
+}
+
+/// Forgets a deleted object's key in the namespace index.
+pub(crate) fn unindex_namespace(namespaces: &mut redb::MultimapTable<&str, &str>, key: &str) -> Result<(), Error> {
+    let namespace = namespace_of_key(key);
+    if !namespace.is_empty() {
+        namespaces.remove(namespace, key)?;
+    }
+    Ok(())
 }
 
 /// Decodes a stored object.

@@ -336,3 +336,66 @@ fn commands_batched_in_one_entry_stand_or_fall_alone_and_emit_one_event_per_obje
     assert_eq!((events[0].event_type, events[0].resource_version), (EventType::Modified, h.index));
     assert_eq!(events[0].object.rest["data"]["k"], "3");
 }
+
+mod namespace_index {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A ConfigMap or a Secret `name` in namespace `ns`.
+    fn object(secret: bool, ns: &str, name: &str) -> Object {
+        let kind = if secret { "Secret" } else { "ConfigMap" };
+        obj(json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": ns}}))
+    }
+
+    fn names(objects: Vec<Object>) -> Vec<String> {
+        objects.into_iter().map(|o| format!("{}/{}", o.kind, o.metadata.name)).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        /// After any sequence of creates and deletes (some in one entry,
+        /// some refused), and after reopening the file, a namespace's
+        /// contents read through the index are exactly the objects a model
+        /// of the store holds in it, in key order.
+        #[test]
+        fn namespace_contents_agree_with_a_model(steps in prop::collection::vec((any::<bool>(), any::<bool>(), 0u8..3, 0u8..4), 1..30)) {
+            let mut h = Harness::new();
+            let mut model: BTreeMap<String, (String, String)> = BTreeMap::new();
+            for (i, (delete, secret, ns, name)) in steps.iter().enumerate() {
+                let (ns, name) = (format!("ns{ns}"), format!("o{name}"));
+                let o = object(*secret, &ns, &name);
+                let key = ObjectKey::of(&o);
+                if *delete {
+                    let _ = h.run(vec![Op::Delete { key: key.clone(), resource_version: None }]);
+                    model.remove(&key.storage_key());
+                } else {
+                    // Every third create shares its entry with a refused op: nothing of it lands.
+                    let refused = i % 3 == 0 && !model.contains_key(&key.storage_key());
+                    let mut ops = vec![Op::Apply { object: o.clone(), uid: format!("uid-{i}") }];
+                    if refused {
+                        ops.push(Op::Check { key: ObjectKey::new("", "ConfigMap", "none", "none"), resource_version: 1 });
+                    }
+                    let _ = h.run(ops);
+                    if !refused {
+                        model.insert(key.storage_key(), (ns.clone(), format!("{}/{}", o.kind, name)));
+                    }
+                }
+            }
+            let expect = |model: &BTreeMap<String, (String, String)>, ns: &str| -> Vec<String> {
+                model.values().filter(|(n, _)| n == ns).map(|(_, k)| k.clone()).collect()
+            };
+            for ns in ["ns0", "ns1", "ns2", "none"] {
+                prop_assert_eq!(names(h.store.namespace_contents(ns).unwrap().0), expect(&model, ns));
+            }
+            let path = h._dir.path().join("state.redb");
+            drop(std::mem::replace(&mut h.store, Store::open(&h._dir.path().join("other.redb")).unwrap()));
+            let reopened = Store::open(&path).unwrap();
+            for ns in ["ns0", "ns1", "ns2"] {
+                prop_assert_eq!(names(reopened.namespace_contents(ns).unwrap().0), expect(&model, ns));
+            }
+        }
+    }
+}

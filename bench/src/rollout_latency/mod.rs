@@ -46,7 +46,7 @@ use crate::watching::{forward, hub, kind};
 
 pub use documents::{config_map_document, is_reserved_namespace, placement_document};
 pub use results::{RolloutLatencies, Sample};
-pub use state::RolloutState;
+pub use state::{work_available, RolloutState};
 
 use session::Run;
 use trace::{sample, Seen, Source};

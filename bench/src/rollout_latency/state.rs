@@ -76,7 +76,7 @@ impl RolloutState {
 }
 
 /// The Available condition of a Work is True at its generation.
-pub(super) fn work_available(work: &Object) -> bool {
+pub fn work_available(work: &Object) -> bool {
     condition_true(work.status().and_then(|s| s.get("conditions")), "Available", work.metadata.generation)
 }
 

@@ -5,6 +5,7 @@
 pub mod authz;
 pub mod health;
 pub mod internal;
+pub mod liveness;
 pub mod service;
 pub mod signer;
 pub mod status;
