@@ -19,7 +19,7 @@
 //! [`ClusterCache`] the steps schedule with (and compares to tell a
 //! property-only change from one that matters to every placement).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use fleet_api::eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION;
@@ -58,6 +58,9 @@ struct Feed {
     queue: Arc<WorkQueue<ObjectKey>>,
     placements: BTreeMap<ObjectKey, PlacementEntry>,
     runs: BTreeMap<ObjectKey, RunEntry>,
+    /// The unfinished runs of each placement (an index of `runs`, so a
+    /// Work event wakes its placement's runs without a scan of every run).
+    runs_by_placement: BTreeMap<ObjectKey, BTreeSet<ObjectKey>>,
     clusters: Arc<ClusterCache>,
     /// The index the last cluster listing was read at: cluster events up to
     /// it are already in the cache (replaying them would step it back).
@@ -73,6 +76,7 @@ pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>,
         queue,
         placements: BTreeMap::new(),
         runs: BTreeMap::new(),
+        runs_by_placement: BTreeMap::new(),
         clusters: cache,
         clusters_listed_at: 0,
         ocm: OcmFeed::default(),
@@ -133,6 +137,7 @@ impl Feed {
             }
         }
         self.runs.clear();
+        self.runs_by_placement.clear();
         for kind in [CLUSTER_STAGED_UPDATE_RUN, STAGED_UPDATE_RUN] {
             let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
             for run in store.list(&query)?.0 {
@@ -154,7 +159,22 @@ impl Feed {
         if !finished {
             self.queue.add(key.clone());
         }
+        self.forget_run(&key);
+        if !finished {
+            self.runs_by_placement.entry(placement.clone()).or_default().insert(key.clone());
+        }
         self.runs.insert(key, RunEntry { placement, finished });
+    }
+
+    /// Drops a run from the runs and their index.
+    fn forget_run(&mut self, key: &ObjectKey) {
+        let Some(old) = self.runs.remove(key) else { return };
+        if let Some(runs) = self.runs_by_placement.get_mut(&old.placement) {
+            runs.remove(key);
+            if runs.is_empty() {
+                self.runs_by_placement.remove(&old.placement);
+            }
+        }
     }
 
     /// Queues a placement (if known) and the unfinished runs rolling it out.
@@ -162,10 +182,8 @@ impl Feed {
         if self.placements.contains_key(placement) {
             self.queue.add(placement.clone());
         }
-        for (key, run) in &self.runs {
-            if !run.finished && run.placement == *placement {
-                self.queue.add(key.clone());
-            }
+        for key in self.runs_by_placement.get(placement).into_iter().flatten() {
+            self.queue.add(key.clone());
         }
     }
 
@@ -209,7 +227,7 @@ impl Feed {
             self.wake_placement(&event.key);
         } else if group == FLEET_PLACEMENT_GROUP && matches!(kind, CLUSTER_STAGED_UPDATE_RUN | STAGED_UPDATE_RUN) {
             if event.event_type == EventType::Deleted {
-                self.runs.remove(&event.key);
+                self.forget_run(&event.key);
             } else {
                 self.on_run(object);
             }
@@ -356,4 +374,71 @@ fn may_select(placement: &ObjectKey, spec: &PlacementSpec, key: &ObjectKey) -> b
             && s.selection_scope.as_deref() != Some(placement_api::NAMESPACE_ONLY);
         same_kind || brings_contents
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    fn feed() -> Feed {
+        Feed {
+            queue: Arc::new(WorkQueue::new()),
+            placements: BTreeMap::new(),
+            runs: BTreeMap::new(),
+            runs_by_placement: BTreeMap::new(),
+            clusters: Arc::new(ClusterCache::default()),
+            clusters_listed_at: 0,
+            ocm: OcmFeed::default(),
+        }
+    }
+
+    fn run(name: u8, placement: u8, finished: bool) -> Object {
+        let conditions = if finished {
+            json!([{"type": "Succeeded", "status": "True", "reason": "r", "message": "", "lastTransitionTime": "t"}])
+        } else {
+            json!([])
+        };
+        serde_json::from_value(json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": CLUSTER_STAGED_UPDATE_RUN,
+            "metadata": {"name": format!("run-{name}")},
+            "spec": {"placementName": format!("crp-{placement}"), "resourceSnapshotIndex": "0", "stagedRolloutStrategyName": "s"},
+            "status": {"conditions": conditions}
+        }))
+        .unwrap()
+    }
+
+    fn event(event_type: EventType, object: Object, resource_version: u64) -> WatchEvent {
+        WatchEvent {
+            event_type,
+            key: ObjectKey::of(&object),
+            object: Arc::new(object),
+            resource_version,
+            size: 0,
+            previous: None,
+        }
+    }
+
+    proptest! {
+        /// After any sequence of run events, the index holds exactly the
+        /// unfinished runs of each placement, as a scan of every run finds.
+        #[test]
+        fn the_runs_index_agrees_with_a_scan(steps in prop::collection::vec((any::<bool>(), 0u8..5, 0u8..3, any::<bool>()), 0..40)) {
+            let mut feed = feed();
+            for (i, (delete, name, placement, finished)) in steps.into_iter().enumerate() {
+                let object = run(name, placement, finished);
+                let kind = if delete { EventType::Deleted } else { EventType::Modified };
+                feed.on_event(&event(kind, object, i as u64 + 1));
+            }
+            let mut scanned: BTreeMap<ObjectKey, BTreeSet<ObjectKey>> = BTreeMap::new();
+            for (key, entry) in &feed.runs {
+                if !entry.finished {
+                    scanned.entry(entry.placement.clone()).or_default().insert(key.clone());
+                }
+            }
+            prop_assert_eq!(&feed.runs_by_placement, &scanned);
+        }
+    }
 }

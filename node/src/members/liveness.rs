@@ -76,9 +76,7 @@ impl MemberView {
         self.clusters
             .iter()
             .filter(|(_, l)| l.joined && !l.timed_out)
-            .filter(|(name, l)| {
-                last_heard(name).is_some_and(|t| now.saturating_duration_since(t) > l.period * missed)
-            })
+            .filter(|(name, l)| last_heard(name).is_some_and(|t| now.saturating_duration_since(t) > l.period * missed))
             .map(|(name, _)| name.clone())
             .collect()
     }
@@ -158,10 +156,14 @@ mod tests {
     fn mc(name: &str, period: i64, joined: bool, unknown: bool) -> Object {
         let mut conditions = Vec::new();
         if joined {
-            conditions.push(json!({"type": "Joined", "status": "True", "reason": "r", "message": "", "lastTransitionTime": "t"}));
+            conditions.push(
+                json!({"type": "Joined", "status": "True", "reason": "r", "message": "", "lastTransitionTime": "t"}),
+            );
         }
         let healthy = if unknown { "Unknown" } else { "True" };
-        conditions.push(json!({"type": "Healthy", "status": healthy, "reason": "r", "message": "", "lastTransitionTime": "t"}));
+        conditions.push(
+            json!({"type": "Healthy", "status": healthy, "reason": "r", "message": "", "lastTransitionTime": "t"}),
+        );
         serde_json::from_value(json!({
             "apiVersion": "cluster.kubernetes-fleet.io/v1beta1", "kind": "MemberCluster",
             "metadata": {"name": name}, "spec": {"heartbeatPeriodSeconds": period},
@@ -211,8 +213,12 @@ mod tests {
 
     fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
-            (0u8..6, 1i64..100, any::<bool>(), any::<bool>())
-                .prop_map(|(name, period, joined, unknown)| Step::Put { name, period, joined, unknown }),
+            (0u8..6, 1i64..100, any::<bool>(), any::<bool>()).prop_map(|(name, period, joined, unknown)| Step::Put {
+                name,
+                period,
+                joined,
+                unknown
+            }),
             (0u8..6).prop_map(|name| Step::Delete { name }),
         ]
     }
