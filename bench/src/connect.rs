@@ -103,8 +103,12 @@ pub async fn fleet_client(args: &ConnectArgs) -> Result<FleetClient<Channel>, Er
     let endpoints = parse_endpoints(&args.endpoints)?;
     let tls = fleet_tls(args.tls_dir.as_deref().ok_or(Error::TlsDirMissing)?)?;
     let channel = open(&endpoints[0], Some(tls), Duration::from_secs(args.request_timeout_seconds.max(1))).await?;
-    Ok(FleetClient::new(channel))
+    Ok(FleetClient::new(channel).max_decoding_message_size(MAX_MESSAGE))
 }
+
+/// The largest answer a client takes (a list of a thousand placements with
+/// their status is more than gRPC's default 4 MiB).
+pub const MAX_MESSAGE: usize = 256 * 1024 * 1024;
 
 /// Dials one endpoint: `https` with `tls`, plaintext `http` without.
 pub async fn open(endpoint: &str, tls: Option<ClientTlsConfig>, timeout: Duration) -> Result<Channel, Error> {

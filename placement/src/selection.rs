@@ -38,6 +38,20 @@ pub trait ResourceSource {
     fn list(&self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<Object>;
     /// Every object stored in `namespace`, of any kind.
     fn namespace_contents(&self, namespace: &str) -> Vec<Object>;
+    /// The object of `group`/`kind` named `name` (in `namespace`, `None` for
+    /// cluster-scoped kinds), if any: a selector naming its object reads
+    /// that one object, not every object of the kind.
+    fn get(&self, group: &str, kind: &str, namespace: Option<&str>, name: &str) -> Option<Object> {
+        self.list(group, kind, namespace).into_iter().find(|o| o.metadata.name == name)
+    }
+}
+
+/// The objects a selector can match: the one it names, or every object of its kind.
+fn candidates(selector: &ResourceSelector, namespace: Option<&str>, source: &dyn ResourceSource) -> Vec<Object> {
+    match &selector.name {
+        Some(name) => source.get(&selector.group, &selector.kind, namespace, name).into_iter().collect(),
+        None => source.list(&selector.group, &selector.kind, namespace),
+    }
 }
 
 /// Whether a namespace is reserved (`kube-*`, `fleet-*`, `default`): such
@@ -156,7 +170,7 @@ fn select_cluster_scoped(selector: &ResourceSelector, source: &dyn ResourceSourc
         return;
     }
     let with_contents = selector.selection_scope.as_deref() != Some(NAMESPACE_ONLY);
-    for object in source.list(&selector.group, &selector.kind, None) {
+    for object in candidates(selector, None, source) {
         if namespace_of(&object).is_some() || !matches_selector(selector, &object) || !selectable(&object) {
             continue;
         }
@@ -179,7 +193,7 @@ fn select_namespaced(selector: &ResourceSelector, namespace: &str, source: &dyn 
     {
         return;
     }
-    for object in source.list(&selector.group, &selector.kind, Some(namespace)) {
+    for object in candidates(selector, Some(namespace), source) {
         if namespace_of(&object) == Some(namespace) && matches_selector(selector, &object) {
             out.add(object);
         }

@@ -97,7 +97,7 @@ pub async fn run(args: &MembersArgs, shutdown: impl std::future::Future<Output =
     let endpoints = parse_endpoints(&args.hub)?;
     let pki = args.tls_dir.clone().ok_or(Error::TlsDirMissing)?;
     let channel = open(&endpoints[0], Some(fleet_tls(&pki)?), Duration::from_secs(30)).await?;
-    let mut admin = FleetClient::new(channel);
+    let mut admin = FleetClient::new(channel).max_decoding_message_size(crate::connect::MAX_MESSAGE);
     let (_temp, root) = data_root(args.data_dir.as_deref())?;
 
     let started = Instant::now();

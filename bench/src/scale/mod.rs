@@ -316,7 +316,7 @@ async fn disrupt(args: &ScaleArgs, run: usize) -> Result<RunFigures, Error> {
         let mut served = None;
         for endpoint in &endpoints {
             let Ok(channel) = open(endpoint, Some(tls.clone()), Duration::from_secs(2)).await else { continue };
-            let mut c = FleetClient::new(channel);
+            let mut c = FleetClient::new(channel).max_decoding_message_size(crate::connect::MAX_MESSAGE);
             if let Ok(Ok(index)) = tokio::time::timeout(
                 Duration::from_secs(2),
                 apply(&mut c, &namespace_documents(&namespace, "run", "v1")),

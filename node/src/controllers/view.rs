@@ -69,4 +69,9 @@ impl ResourceSource for StoreSource<'_> {
     fn namespace_contents(&self, namespace: &str) -> Vec<Object> {
         self.keep(self.store.namespace_contents(namespace))
     }
+
+    fn get(&self, group: &str, kind: &str, namespace: Option<&str>, name: &str) -> Option<Object> {
+        let key = fleet_api::ObjectKey::new(group, kind, namespace.unwrap_or(""), name);
+        self.keep(self.store.get(&key).map(|(object, index)| (object.into_iter().collect(), index))).pop()
+    }
 }

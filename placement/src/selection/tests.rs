@@ -84,6 +84,31 @@ fn selects_by_name() {
     assert_eq!(names(&got), ["Namespace/web"]);
 }
 
+/// A hub whose `list` sees nothing: only `get` finds objects.
+struct GetOnly(Hub);
+
+impl ResourceSource for GetOnly {
+    fn list(&self, _: &str, _: &str, _: Option<&str>) -> Vec<Object> {
+        Vec::new()
+    }
+
+    fn namespace_contents(&self, namespace: &str) -> Vec<Object> {
+        self.0.namespace_contents(namespace)
+    }
+
+    fn get(&self, group: &str, kind: &str, namespace: Option<&str>, name: &str) -> Option<Object> {
+        self.0.get(group, kind, namespace, name)
+    }
+}
+
+#[test]
+fn a_named_selector_reads_its_one_object_not_the_whole_kind() {
+    let hub = GetOnly(Hub(vec![ns("web"), ns("db"), cm("web", "a")]));
+    let select = |s| select_resources(CLUSTER_RESOURCE_PLACEMENT, None, &spec(vec![s]), &hub);
+    assert_eq!(names(&select(named("", "Namespace", "web"))), ["Namespace/web", "ConfigMap/web/a"]);
+    assert!(select(sel("", "Namespace")).is_empty(), "an unnamed selector lists the kind");
+}
+
 #[test]
 fn selects_by_label_selector() {
     let hub = Hub(vec![ns_labelled("a", "env", "prod"), ns_labelled("b", "env", "dev"), ns("c")]);
