@@ -32,7 +32,7 @@ impl Drop for Members {
 
 /// `numberOfClusters` of placement `i` (0 = PickAll).
 fn wanted(i: usize) -> usize {
-    if i % 25 == 0 {
+    if i.is_multiple_of(25) {
         0
     } else {
         1 + i % 5
