@@ -72,10 +72,11 @@ FLEET_FAILURE_LOGS="node-*.log members.log agent-0.log"
 
 scale_cleanup() {
   local status=$? f pid
-  for f in "$TMP"/node-*.pid "$TMP"/members.pid; do
+  set +e
+  for f in "$TMP"/driver.pid "$TMP"/node-*.pid "$TMP"/members.pid; do
     [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null || true
   done
-  for f in "$TMP"/node-*.pid "$TMP"/members.pid; do
+  for f in "$TMP"/driver.pid "$TMP"/node-*.pid "$TMP"/members.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -114,8 +115,12 @@ scale() {
   local name=$1; shift
   echo
   echo "load before $name: $(uptime | sed 's/.*load average/load average/')"
+  # In the background, so that SIGINT/SIGTERM interrupt the wait and clean up at once.
   "$BIN/fleet-bench" scale --endpoints "$FLEET_ENDPOINTS" --tls-dir "$TMP/pki" --clusters "$CLUSTERS" \
-    --timeout-seconds "$TIMEOUT" -o json "$@" 2>>"$TMP/driver.log" >"$TMP/$name.json"
+    --timeout-seconds "$TIMEOUT" -o json "$@" 2>>"$TMP/driver.log" >"$TMP/$name.json" &
+  echo $! >"$TMP/driver.pid"
+  wait $!
+  rm -f "$TMP/driver.pid"
   jq -r --arg name "$name" '"\($name) on \(.clusters) clusters, \(.runs | length) run(s)\n\n| figure | median | min | max |\n| --- | ---: | ---: | ---: |",
     (.summary | to_entries[] | "| \(.key) | \(.value.median * 10 | round / 10) | \(.value.min * 10 | round / 10) | \(.value.max * 10 | round / 10) |")' \
     "$TMP/$name.json"
