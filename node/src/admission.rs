@@ -92,7 +92,9 @@ pub fn stored_crds(store: &Store) -> Result<Vec<CrdNames>, Status> {
                 versions: spec
                     .get("versions")
                     .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(|v| v.get("name").and_then(Value::as_str)).map(str::to_string).collect())
+                    .map(|a| {
+                        a.iter().filter_map(|v| v.get("name").and_then(Value::as_str)).map(str::to_string).collect()
+                    })
                     .unwrap_or_default(),
             })
         })

@@ -25,8 +25,8 @@ use tonic::{Request, Response, Status};
 use crate::admission::{self, Document, ResolvedKind};
 use crate::auth::{authorize, Access, Caller};
 use crate::error::raft_status;
-use crate::objects::{parse_selector, Objects};
 use crate::members::service::{MemberCall, MemberReply, MemberService};
+use crate::objects::{parse_selector, Objects};
 
 /// The `Fleet` service of one node.
 #[derive(Clone)]

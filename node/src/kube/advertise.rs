@@ -35,7 +35,12 @@ fn endpoint_object(id: u64, kube_address: &str) -> Object {
 /// Writes this node's record once the hub can commit (retrying while
 /// there is no leader), unless it already says the same; stops early
 /// when the node stops.
-pub async fn run(consensus: Arc<Consensus>, id: u64, kube_address: String, mut stop: tokio::sync::watch::Receiver<bool>) {
+pub async fn run(
+    consensus: Arc<Consensus>,
+    id: u64,
+    kube_address: String,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     let desired = endpoint_object(id, &kube_address);
     let mut delay = Duration::from_millis(200);
     loop {

@@ -147,9 +147,12 @@ impl KubeError {
             1 => listed[0].clone(),
             _ => format!("[{}]", listed.join(", ")),
         };
-        let mut error =
-            KubeError::new(422, "Invalid", format!("{} {:?} is invalid: {summary}", subject.kind_qualified, subject.name))
-                .about(subject, true);
+        let mut error = KubeError::new(
+            422,
+            "Invalid",
+            format!("{} {:?} is invalid: {summary}", subject.kind_qualified, subject.name),
+        )
+        .about(subject, true);
         error.causes = causes;
         error
     }
@@ -288,7 +291,9 @@ mod tests {
         assert_eq!(error.causes.len(), 2);
         assert_eq!(error.causes[0].field, "spec.policy.numberOfClusters");
         assert_eq!(error.causes[1].reason, "FieldValueForbidden");
-        assert!(error.message.starts_with("ClusterResourcePlacement.placement.kubernetes-fleet.io \"web\" is invalid: ["));
+        assert!(error
+            .message
+            .starts_with("ClusterResourcePlacement.placement.kubernetes-fleet.io \"web\" is invalid: ["));
         let json = error.to_json();
         assert_eq!(json["details"]["kind"], "ClusterResourcePlacement");
         assert_eq!(json["details"]["causes"][0]["reason"], "FieldValueInvalid");

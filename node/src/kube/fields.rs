@@ -72,7 +72,9 @@ mod tests {
     #[test]
     fn selects_by_any_field_path() {
         let event = json!({"metadata": {"name": "e1", "namespace": "default"}, "involvedObject": {"kind": "ClusterResourcePlacement", "name": "web"}, "count": 2});
-        assert!(FieldSelector::parse("involvedObject.name=web,involvedObject.kind==ClusterResourcePlacement").unwrap().matches(&event));
+        assert!(FieldSelector::parse("involvedObject.name=web,involvedObject.kind==ClusterResourcePlacement")
+            .unwrap()
+            .matches(&event));
         assert!(!FieldSelector::parse("metadata.name!=e1").unwrap().matches(&event));
         assert!(FieldSelector::parse("count=2").unwrap().matches(&event));
         assert!(FieldSelector::parse("involvedObject.uid=").unwrap().matches(&event));

@@ -54,14 +54,17 @@ async fn dispatch(
     let resource_route = matches!(route, Route::Resource(_));
     if !resource_route {
         if !is_read {
-            return Err(KubeError::method_not_allowed(format!("{} is not allowed on {}", request.method(), request.uri().path())));
+            return Err(KubeError::method_not_allowed(format!(
+                "{} is not allowed on {}",
+                request.method(),
+                request.uri().path()
+            )));
         }
         permit(caller.clone(), "kube discovery", Access::Read, true).map_err(|s| KubeError::forbidden(s.message()))?;
     }
     let store = api.objects.store();
-    let all = blocking(move || resources::all(&store))
-        .await
-        .map_err(|s| KubeError::internal(s.message().to_string()))?;
+    let all =
+        blocking(move || resources::all(&store)).await.map_err(|s| KubeError::internal(s.message().to_string()))?;
     match route {
         Route::CoreVersions => Ok(discovery::core_versions(&all, &accept, &api.advertise)),
         Route::Groups => Ok(discovery::groups(&all, &accept)),
@@ -97,7 +100,8 @@ async fn resource(
         }
     }
     let query = Query::parse(request.uri().query());
-    let content_type = header_text(&request, header::CONTENT_TYPE).split(';').next().unwrap_or_default().trim().to_string();
+    let content_type =
+        header_text(&request, header::CONTENT_TYPE).split(';').next().unwrap_or_default().trim().to_string();
     let method = request.method().clone();
     let verb = match (&method, path.name.is_some()) {
         (&Method::GET | &Method::HEAD, _) if query.flag("watch") => "watch",

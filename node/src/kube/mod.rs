@@ -6,8 +6,8 @@
 //! [`crate::watch`]); this module owns only the wire format: discovery,
 //! OpenAPI, patch semantics, Table and Status shapes.
 
-mod apply;
 pub mod advertise;
+mod apply;
 mod context;
 mod discovery;
 mod errors;

@@ -69,10 +69,13 @@ fn kind_schema(r: &Resource, version: &str) -> Value {
         "kind": {"type": "string", "description": format!("Kind: {}", r.kind)},
         "metadata": {"allOf": [{"$ref": format!("#/components/schemas/{OBJECT_META}")}], "default": {}, "description": "Standard object metadata."},
     });
-    let open = |what: &str| json!({"type": "object", "description": what, "x-kubernetes-preserve-unknown-fields": true});
+    let open =
+        |what: &str| json!({"type": "object", "description": what, "x-kubernetes-preserve-unknown-fields": true});
     if r.status {
-        properties["spec"] = open(&format!("The desired state of the {} (validated by the hub on every write).", r.kind));
-        properties["status"] = open(&format!("The observed state of the {}, written by the hub's controllers and agents.", r.kind));
+        properties["spec"] =
+            open(&format!("The desired state of the {} (validated by the hub on every write).", r.kind));
+        properties["status"] =
+            open(&format!("The observed state of the {}, written by the hub's controllers and agents.", r.kind));
     }
     let mut schema = json!({
         "type": "object",

@@ -59,7 +59,12 @@ impl Resource {
 
     /// The kind as admission and the store know it.
     pub fn resolved(&self) -> ResolvedKind {
-        ResolvedKind { group: self.group.clone(), kind: self.kind.clone(), plural: self.plural.clone(), scope: self.scope }
+        ResolvedKind {
+            group: self.group.clone(),
+            kind: self.kind.clone(),
+            plural: self.plural.clone(),
+            scope: self.scope,
+        }
     }
 
     /// Whether objects live in namespaces.

@@ -41,8 +41,7 @@ pub struct ResourcePath {
 
 /// Parses a request path.
 pub fn parse(path: &str) -> Route {
-    let segments: Vec<String> =
-        path.split('/').filter(|s| !s.is_empty()).map(super::query::decode).collect();
+    let segments: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(super::query::decode).collect();
     let s: Vec<&str> = segments.iter().map(String::as_str).collect();
     match s.as_slice() {
         ["version"] => Route::Version,
@@ -103,7 +102,10 @@ mod tests {
         else {
             panic!("not a resource")
         };
-        assert_eq!((r.plural.as_str(), r.name.as_deref(), r.namespace), ("clusterresourceplacements", Some("web"), None));
+        assert_eq!(
+            (r.plural.as_str(), r.name.as_deref(), r.namespace),
+            ("clusterresourceplacements", Some("web"), None)
+        );
         let Route::Resource(r) = parse("/api/v1/namespaces/team-a/configmaps/app/status") else { panic!() };
         assert_eq!(r.namespace.as_deref(), Some("team-a"));
         assert_eq!(r.subresource.as_deref(), Some("status"));

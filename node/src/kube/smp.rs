@@ -12,7 +12,12 @@ use serde_json::{Map, Value};
 fn merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
     let has = |key: &str| items.iter().all(|i| i.get(key).is_some());
     match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets"
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
         | "resourceClaims" => Some("name"),
         "volumeMounts" | "volumeDevices" => Some("mountPath"),
         "ports" if has("containerPort") => Some("containerPort"),
@@ -119,13 +124,7 @@ fn merge_list(target: &mut Value, field: &str, items: &[Value], path: &str) -> R
     let objects = items.iter().all(Value::is_object);
     let key = if objects && !replace { merge_key(field, items) } else { None };
     let Some(key) = key else {
-        *target = Value::Array(
-            items
-                .iter()
-                .filter(|i| i.get("$patch").is_none())
-                .cloned()
-                .collect(),
-        );
+        *target = Value::Array(items.iter().filter(|i| i.get("$patch").is_none()).cloned().collect());
         return Ok(());
     };
     let mut merged = target.as_array().cloned().unwrap_or_default();
@@ -138,7 +137,9 @@ fn merge_list(target: &mut Value, field: &str, items: &[Value], path: &str) -> R
                 merged.remove(i);
             }
             (None, true) => {}
-            (Some(i), false) => merge_object(&mut merged[i], item, &format!("{path}[{key}={}]", id.unwrap_or(&Value::Null)))?,
+            (Some(i), false) => {
+                merge_object(&mut merged[i], item, &format!("{path}[{key}={}]", id.unwrap_or(&Value::Null)))?
+            }
             (None, false) => {
                 let mut fresh = Value::Object(Map::new());
                 merge_object(&mut fresh, item, path)?;
@@ -176,8 +177,10 @@ mod tests {
 
     #[test]
     fn nulls_delete_and_directives_apply() {
-        let mut cm = json!({"metadata": {"labels": {"a": "1", "b": "2"}, "finalizers": ["x"]}, "data": {"k": "v", "gone": "1"}});
-        let patch = json!({"metadata": {"labels": {"b": null}, "finalizers": ["y"]}, "data": {"gone": null, "new": "2"}});
+        let mut cm =
+            json!({"metadata": {"labels": {"a": "1", "b": "2"}, "finalizers": ["x"]}, "data": {"k": "v", "gone": "1"}});
+        let patch =
+            json!({"metadata": {"labels": {"b": null}, "finalizers": ["y"]}, "data": {"gone": null, "new": "2"}});
         apply(&mut cm, &patch).unwrap();
         assert_eq!(cm["metadata"]["labels"], json!({"a": "1"}));
         assert_eq!(cm["metadata"]["finalizers"], json!(["x", "y"]));

@@ -50,7 +50,8 @@ pub async fn watch(ctx: Ctx) -> Result<Response, KubeError> {
             KubeError::bad_request(format!("resourceVersion: Invalid value: {text:?}: must be a decimal number"))
         })?,
     };
-    let timeout = ctx.query.get("timeoutSeconds").and_then(|t| t.parse().ok()).map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+    let timeout =
+        ctx.query.get("timeoutSeconds").and_then(|t| t.parse().ok()).map_or(DEFAULT_TIMEOUT, Duration::from_secs);
     let bookmarks = ctx.query.flag("allowWatchBookmarks");
     let as_table = ctx.wants_table();
     ctx.api
@@ -86,10 +87,11 @@ pub async fn watch(ctx: Ctx) -> Result<Response, KubeError> {
                     }
                 };
                 if event.r#type == "BOOKMARK" {
-                    return bookmarks.then(|| {
-                        json!({"type": "BOOKMARK", "object": {"kind": kind_name, "apiVersion": group_version,
-                            "metadata": {"resourceVersion": event.resource_version.to_string()}}})
-                    });
+                    if !bookmarks {
+                        return Some(Value::Null);
+                    }
+                    return Some(json!({"type": "BOOKMARK", "object": {"kind": kind_name, "apiVersion": group_version,
+                        "metadata": {"resourceVersion": event.resource_version.to_string()}}}));
                 }
                 let object = Object::from_json(&event.object).ok()?;
                 let mut shown = serde_json::to_value(&object).unwrap_or(Value::Null);

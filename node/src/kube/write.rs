@@ -218,14 +218,17 @@ pub async fn update_status(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError
 /// DELETE `.../P/NAME` (DeleteOptions' `preconditions.resourceVersion` honoured).
 pub async fn delete(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
     let name = ctx.name.clone().unwrap_or_default();
-    let options: Value = if body.is_empty() { Value::Null } else { serde_json::from_slice(body).unwrap_or(Value::Null) };
+    let options: Value =
+        if body.is_empty() { Value::Null } else { serde_json::from_slice(body).unwrap_or(Value::Null) };
     let precondition = options
         .pointer("/preconditions/resourceVersion")
         .and_then(Value::as_str)
         .or(ctx.query.get("preconditions.resourceVersion"))
         .map(|rv| {
             rv.parse::<u64>().map_err(|_| {
-                KubeError::bad_request(format!("preconditions.resourceVersion: Invalid value: {rv:?}: must be a number"))
+                KubeError::bad_request(format!(
+                    "preconditions.resourceVersion: Invalid value: {rv:?}: must be a number"
+                ))
             })
         })
         .transpose()?;
