@@ -22,8 +22,9 @@ pub struct KubeError {
     /// `NotFound`, `AlreadyExists`, `Conflict`, `Invalid`, ...
     pub reason: &'static str,
     pub message: String,
-    /// `details`: the object's name, group and kind (or plural).
-    pub details: Option<(String, String, String)>,
+    /// `details`: the object's name, group and kind (or plural); boxed to
+    /// keep the error small.
+    pub details: Option<Box<(String, String, String)>>,
     pub causes: Vec<Cause>,
 }
 
@@ -47,7 +48,7 @@ impl KubeError {
 
     fn about(mut self, subject: &Subject, by_kind: bool) -> KubeError {
         let what = if by_kind { subject.kind.clone() } else { subject.plural.clone() };
-        self.details = Some((subject.name.clone(), subject.group.clone(), what));
+        self.details = Some(Box::new((subject.name.clone(), subject.group.clone(), what)));
         self
     }
 
@@ -207,7 +208,7 @@ impl KubeError {
             "code": self.code,
         });
         let mut details = serde_json::Map::new();
-        if let Some((name, group, kind)) = &self.details {
+        if let Some((name, group, kind)) = self.details.as_deref() {
             details.insert("name".into(), json!(name));
             if !group.is_empty() {
                 details.insert("group".into(), json!(group));
