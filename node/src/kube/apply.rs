@@ -141,8 +141,16 @@ pub async fn apply(ctx: &Ctx, body: &[u8], status: bool) -> Result<Response, Kub
     for other in managers.iter_mut().filter(|e| e.manager != manager) {
         other.fields.retain(|p| !new_fields.iter().any(|n| fieldset::overlaps(p, n)));
     }
-    managers.retain(|e| !(e.manager == manager && e.operation == "Apply"));
-    managers.push(entry(new_fields));
+    // An apply that changes nothing keeps its entry as it was (no new version).
+    let previous = managers.iter().find(|e| e.manager == manager && e.operation == "Apply").cloned();
+    let mut own = entry(new_fields);
+    if let Some(previous) = previous.filter(|p| p.fields == own.fields && p.api_version == own.api_version) {
+        own.time = previous.time;
+    }
+    match managers.iter().position(|e| e.manager == manager && e.operation == "Apply") {
+        Some(i) => managers[i] = own,
+        None => managers.push(own),
+    }
     store_entries(&mut document, &managers);
     document["metadata"]["resourceVersion"] = Value::String(current.metadata.resource_version.clone());
     write::update_value(ctx, document, Some(&current)).await

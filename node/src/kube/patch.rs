@@ -21,15 +21,7 @@ pub async fn patch(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
     if ctx.content_type == "application/apply-patch+yaml" {
         return apply::apply(ctx, body, status).await;
     }
-    let name = ctx.name.clone().unwrap_or_default();
-    let (kind, view) = ctx.read_kind();
-    // Patch the newest version: a stale one would only make the write conflict.
-    ctx.api
-        .objects
-        .read_barrier(Some(&ReadOptions { consistent: true, min_resource_version: 0 }))
-        .await
-        .map_err(|s| ctx.fail(s))?;
-    let (current, _) = ctx.api.objects.get(&kind, view, ctx.key(&name)).await.map_err(|s| ctx.fail(s))?;
+    let current = current(ctx).await?.ok_or_else(|| KubeError::not_found(&ctx.subject()))?;
     let mut document = ctx.present(&current);
     apply_patch(ctx, &mut document, body)?;
     write::check_identity(ctx, &mut document)?;
@@ -82,7 +74,9 @@ fn is_builtin(group: &str, kind: &str) -> bool {
         && group != fleet_api::kinds::FLEET_PLACEMENT_GROUP
 }
 
-/// The stored object a patch starts from, if it exists (server-side apply creates).
+/// The stored object a patch starts from, if it exists (server-side apply
+/// creates), read at the newest version: a stale one would only make the
+/// write conflict.
 pub async fn current(ctx: &Ctx) -> Result<Option<Object>, KubeError> {
     let (kind, view) = ctx.read_kind();
     ctx.api

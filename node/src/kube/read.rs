@@ -25,16 +25,18 @@ pub fn read_options(ctx: &Ctx) -> Result<ReadOptions, KubeError> {
     }
 }
 
+/// Checks a member's scope for `rpc`, then waits until this node may serve the read.
+async fn prepare_read(ctx: &Ctx, kind: &crate::admission::ResolvedKind, rpc: &str) -> Result<(), KubeError> {
+    let namespace = ctx.namespace.as_deref().unwrap_or_default();
+    ctx.api.objects.member_scope(&ctx.caller, kind, namespace, rpc).await.map_err(|s| ctx.fail(s))?;
+    ctx.api.objects.read_barrier(Some(&read_options(ctx)?)).await.map_err(|s| ctx.fail(s))
+}
+
 /// GET `.../P/NAME` (and `.../P/NAME/status`).
 pub async fn get(ctx: &Ctx) -> Result<Response, KubeError> {
     let name = ctx.name.clone().unwrap_or_default();
     let (kind, view) = ctx.read_kind();
-    ctx.api
-        .objects
-        .member_scope(&ctx.caller, &kind, ctx.namespace.as_deref().unwrap_or_default(), "Get")
-        .await
-        .map_err(|s| ctx.fail(s))?;
-    ctx.api.objects.read_barrier(Some(&read_options(ctx)?)).await.map_err(|s| ctx.fail(s))?;
+    prepare_read(ctx, &kind, "Get").await?;
     let (object, index) = ctx.api.objects.get(&kind, view, ctx.key(&name)).await.map_err(|s| ctx.fail(s))?;
     if ctx.wants_table() {
         let lookups = table::lookups(ctx).await;
@@ -46,15 +48,10 @@ pub async fn get(ctx: &Ctx) -> Result<Response, KubeError> {
 /// The objects a collection request selects, with the index read at.
 pub async fn select(ctx: &Ctx) -> Result<(Vec<fleet_api::Object>, u64), KubeError> {
     let (kind, view) = ctx.read_kind();
-    ctx.api
-        .objects
-        .member_scope(&ctx.caller, &kind, ctx.namespace.as_deref().unwrap_or_default(), "List")
-        .await
-        .map_err(|s| ctx.fail(s))?;
     let labels = parse_selector(ctx.query.get("labelSelector").unwrap_or_default())
         .map_err(|s| KubeError::bad_request(format!("labelSelector: {}", s.message())))?;
     let fields = FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or_default())?;
-    ctx.api.objects.read_barrier(Some(&read_options(ctx)?)).await.map_err(|s| ctx.fail(s))?;
+    prepare_read(ctx, &kind, "List").await?;
     let (items, index) =
         ctx.api.objects.list(&kind, view, ctx.namespace.clone(), labels).await.map_err(|s| ctx.fail(s))?;
     let items = items.into_iter().filter(|o| fields.matches(&ctx.present(o))).collect();

@@ -10,17 +10,21 @@ use fleet_statemachine::Op;
 use serde_json::Value;
 
 use super::context::Ctx;
-use super::errors::KubeError;
+use super::errors::{KubeError, Subject};
 use super::respond;
 use crate::service::{blocking, now_rfc3339};
 
-/// The object the (single) op of a command stored.
-fn stored(outcomes: Vec<fleet_statemachine::OpOutcome>) -> Result<Object, KubeError> {
-    outcomes
+/// Proposes one op; the object it stored, as this path shows it (through
+/// the kind's read view: a ManagedCluster write answers a ManagedCluster).
+async fn propose_one(ctx: &Ctx, op: Op, subject: &Subject) -> Result<Value, KubeError> {
+    let (_, outcomes) = ctx.api.objects.propose(vec![op]).await.map_err(|s| KubeError::from_status(&s, subject))?;
+    let stored = outcomes
         .into_iter()
         .next()
         .map(|o| (*o.object).clone())
-        .ok_or_else(|| KubeError::internal("the write committed but reported no object"))
+        .ok_or_else(|| KubeError::internal("the write committed but reported no object"))?;
+    let (_, view) = ctx.read_kind();
+    Ok(ctx.present(&view.map_or_else(|| stored.clone(), |v| v(&stored))))
 }
 
 /// Parses a request body as one JSON object of this path's kind, with the
@@ -144,14 +148,8 @@ pub async fn create_value(ctx: &Ctx, mut value: Value) -> Result<Response, KubeE
     object.metadata.uid = uuid::Uuid::new_v4().to_string();
     let mut subject = ctx.subject();
     subject.name = object.metadata.name.clone();
-    let (_, outcomes) = ctx
-        .api
-        .objects
-        .propose(vec![Op::Create { object }])
-        .await
-        .map_err(|s| super::errors::KubeError::from_status(&s, &subject))?;
-    let stored = stored(outcomes)?;
-    Ok(respond::json(StatusCode::CREATED, &ctx.present(&stored)))
+    let created = propose_one(ctx, Op::Create { object }, &subject).await?;
+    Ok(respond::json(StatusCode::CREATED, &created))
 }
 
 /// POST `.../P`.
@@ -183,9 +181,7 @@ pub async fn update_value(ctx: &Ctx, value: Value, existing: Option<&Object>) ->
         let object = dry_run_result(object, Some(&current));
         return Ok(respond::ok(&ctx.present(&object)));
     }
-    let (_, outcomes) = ctx.api.objects.propose(vec![Op::Update { object }]).await.map_err(|s| ctx.fail(s))?;
-    let stored = stored(outcomes)?;
-    Ok(respond::ok(&ctx.present(&stored)))
+    Ok(respond::ok(&propose_one(ctx, Op::Update { object }, &ctx.subject()).await?))
 }
 
 /// PUT `.../P/NAME`.
@@ -204,9 +200,7 @@ pub async fn update_status_value(ctx: &Ctx, value: Value) -> Result<Response, Ku
     if ctx.query.dry_run() {
         return Ok(respond::ok(&ctx.present(&object)));
     }
-    let (_, outcomes) = ctx.api.objects.propose(vec![Op::UpdateStatus { object }]).await.map_err(|s| ctx.fail(s))?;
-    let stored = stored(outcomes)?;
-    Ok(respond::ok(&ctx.present(&stored)))
+    Ok(respond::ok(&propose_one(ctx, Op::UpdateStatus { object }, &ctx.subject()).await?))
 }
 
 /// PUT `.../P/NAME/status`.
