@@ -108,7 +108,7 @@ pub fn all(store: &Store) -> Result<Vec<Resource>, Status> {
             fleet: k.typed,
         })
         .collect();
-    for crd in stored_crds(store)? {
+    for crd in stored_crds(store).map_err(crate::error::storage_status)? {
         let known = resources.iter().any(|r| r.group == crd.group && (r.kind == crd.kind || r.plural == crd.plural));
         if known || crd.group.is_empty() || crd.plural.is_empty() || crd.versions.is_empty() {
             continue;
