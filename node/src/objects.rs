@@ -84,7 +84,14 @@ impl Objects {
     pub async fn read_barrier(&self, options: Option<&ReadOptions>) -> Result<(), Status> {
         let Some(options) = options else { return Ok(()) };
         if options.consistent {
-            self.consensus.linearizable_index().await.map_err(raft_status)?;
+            self.consensus.linearizable_index().await.map_err(|e| match e {
+                // The leader could not confirm its leadership with a quorum in
+                // time (an election, a slow peer): nothing failed, retry.
+                fleet_raft::Error::Raft(detail) => Status::unavailable(format!(
+                    "a linearizable read needs the leader to confirm its leadership with a quorum, which failed: {detail}; retry"
+                )),
+                other => raft_status(other),
+            })?;
         } else if options.min_resource_version > self.consensus.store().applied_index() {
             self.consensus.wait_applied(options.min_resource_version, CATCH_UP).await.map_err(|_| {
                 Status::unavailable(format!(

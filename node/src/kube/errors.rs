@@ -236,7 +236,12 @@ impl KubeError {
 impl IntoResponse for KubeError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        super::respond::json(code, &self.to_json())
+        let mut response = super::respond::json(code, &self.to_json());
+        if code == StatusCode::SERVICE_UNAVAILABLE {
+            // client-go (kubectl) retries a 503 that says when.
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 
