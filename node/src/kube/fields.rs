@@ -50,6 +50,11 @@ impl FieldSelector {
         Ok(FieldSelector { requirements })
     }
 
+    /// Whether it selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
     /// Whether `object` (as JSON) satisfies every requirement.
     pub fn matches(&self, object: &Value) -> bool {
         self.requirements.iter().all(|r| {

@@ -97,7 +97,7 @@ pub async fn watch(ctx: Ctx) -> Result<Response, KubeError> {
                 let mut shown = serde_json::to_value(&object).unwrap_or(Value::Null);
                 shown["apiVersion"] = Value::String(group_version.clone());
                 shown["kind"] = Value::String(kind_name.clone());
-                if !fields.matches(&shown) {
+                if !fields.is_empty() && !fields.matches(&shown) {
                     return Some(Value::Null);
                 }
                 let body = if as_table { table::table(&kind_name, &[object], &lookups, None) } else { shown };
