@@ -54,11 +54,8 @@ pub async fn select(ctx: &Ctx) -> Result<(Vec<fleet_api::Object>, u64), KubeErro
     prepare_read(ctx, &kind, "List").await?;
     let (items, index) =
         ctx.api.objects.list(&kind, view, ctx.namespace.clone(), labels).await.map_err(|s| ctx.fail(s))?;
-    let items = if fields.is_empty() {
-        items
-    } else {
-        items.into_iter().filter(|o| fields.matches(&ctx.present(o))).collect()
-    };
+    let items =
+        if fields.is_empty() { items } else { items.into_iter().filter(|o| fields.matches(&ctx.present(o))).collect() };
     Ok((items, index))
 }
 
