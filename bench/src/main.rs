@@ -35,6 +35,7 @@ fn main() -> anyhow::Result<()> {
                     OutputFormat::Json => println!("{}", report.json()),
                 }
             }
+            Command::KubeCompare(args) => print!("{}", fleet_bench::kube_compare::run(&args).await?.text()),
             Command::Probe(args) => {
                 let endpoints = fleet_bench::probe(&args).await?;
                 println!("{}: wrote through {}", args.target.name(), endpoints.join(", "));
