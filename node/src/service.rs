@@ -124,7 +124,9 @@ impl FleetService {
     async fn resolve(&self, kind: Option<KindRef>) -> Result<ResolvedKind, Status> {
         let kind = kind.ok_or_else(|| Status::invalid_argument("kind: Required value"))?;
         let store = self.store();
-        blocking(move || admission::resolve_kind_ref(&store, &kind)).await
+        let resolved = blocking(move || admission::resolve_kind_ref(&store, &kind)).await?;
+        crate::metrics::note_kind(&resolved.kind);
+        Ok(resolved)
     }
 
     /// Resolves a kind for reading: the ManagedCluster view reads the
@@ -157,6 +159,7 @@ impl FleetService {
                     reachable: m.reachable,
                     digest: m.digest,
                     digest_index: m.digest_index,
+                    version: m.version,
                 })
                 .collect(),
         }
@@ -223,6 +226,7 @@ impl Fleet for FleetService {
             .collect();
         let store = self.store();
         let objects = blocking(move || admission::admit(&store, documents)).await?;
+        objects.iter().for_each(|o| crate::metrics::note_kind(&o.kind));
         let ops =
             objects.into_iter().map(|object| Op::Apply { object, uid: uuid::Uuid::new_v4().to_string() }).collect();
         let (index, outcomes) = self.propose(ops).await?;
@@ -259,6 +263,7 @@ impl Fleet for FleetService {
             Ok((object, kind))
         })
         .await?;
+        crate::metrics::note_kind(&kind.kind);
         let namespace = object.metadata.namespace.clone().unwrap_or_default();
         self.member_scope(&caller, &kind, &namespace, "UpdateStatus").await?;
         let (index, outcomes) = self.propose(vec![Op::UpdateStatus { object }]).await?;
