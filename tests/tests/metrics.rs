@@ -1,9 +1,11 @@
-//! `/metrics` on a real trio: scrapes after a write and after the leader is
-//! killed show the counters moved (proposals committed, requests, leader
-//! changes), with the names deploy/METRICS.md documents.
+//! `/metrics` on a real trio with a member agent and a placement: every
+//! name deploy/METRICS.md documents is served, and scrapes after a write and
+//! after the leader is killed show the counters moved (proposals committed,
+//! requests, leader changes).
 
 use std::time::Duration;
 
+use fleet_tests::fleet::{apply_yaml, start_member, wait_joined, Member};
 use fleet_tests::hub::free_port;
 use fleet_tests::objects::{apply, configmap};
 use fleet_tests::{eventually, Hub, HubOptions};
@@ -68,8 +70,9 @@ fn names_in(text: &str) -> std::collections::BTreeSet<String> {
     names
 }
 
-/// The names deploy/METRICS.md documents are the names a node serves, and
-/// the Grafana dashboard uses only those.
+/// The names deploy/METRICS.md documents are the names the nodes serve
+/// (together: a watch is served by the node the agent picked), and the
+/// Grafana dashboard uses only those.
 fn check_documented_names(scraped: &str) {
     let deploy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
     let doc = std::fs::read_to_string(deploy.join("METRICS.md")).expect("deploy/METRICS.md");
@@ -97,6 +100,18 @@ fn check_documented_names(scraped: &str) {
     }
 }
 
+const PLACEMENT: &str = "apiVersion: v1
+kind: Namespace
+metadata: {name: app}
+---
+apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterResourcePlacement
+metadata: {name: app}
+spec:
+  resourceSelectors: [{group: \"\", version: v1, kind: Namespace, name: app}]
+  policy: {placementType: PickAll}
+";
+
 const APPLY_CONFIGMAP_OK: &str =
     r#"fleet_apiserver_request_total{api="grpc",verb="APPLY",kind="ConfigMap",code="200"}"#;
 
@@ -110,6 +125,17 @@ async fn counters_move_after_a_write_and_a_leader_change() {
     hub.launch().await;
     let leader = hub.wait_leader().await;
     let port_of = |id: u64| ports[(id - 1) as usize];
+
+    // A member and a placement, so that every family has a sample.
+    let member = Member { name: "m1", labels: &[("env", "prod")], nodes: 1, cpu: 4 };
+    start_member(&mut hub, &member, "4Gi");
+    wait_joined(&hub, "m1").await;
+    apply_yaml(&hub, PLACEMENT);
+    let scheduled = r#"fleet_placements{kind="ClusterResourcePlacement",condition="ClusterResourcePlacementScheduled",status="True"}"#;
+    wait_for(port_of(leader), scheduled, |v| v == 1.0).await;
+    let joined = wait_for(port_of(leader), "fleet_member_clusters_healthy", |v| v == 1.0).await;
+    assert_eq!(value(&joined, "fleet_member_clusters_joined"), 1.0, "{joined}");
+    assert!(joined.contains(r#"fleet_member_heartbeat_age_seconds{cluster="m1"}"#), "{joined}");
 
     // Every node knows the leader; exactly one says it is the leader.
     let mut leaders = 0.0;
@@ -125,14 +151,17 @@ async fn counters_move_after_a_write_and_a_leader_change() {
             "# TYPE fleet_apiserver_request_duration_seconds histogram",
             "# TYPE fleet_workqueue_depth gauge",
             "# TYPE fleet_member_clusters gauge",
-            "# TYPE fleet_placements gauge",
         ] {
             assert!(text.contains(name), "node {id} lacks {name:?}:\n{text}");
         }
         assert!(value(&text, r#"fleet_disk_size_bytes{file="raft_log"}"#) > 0.0, "{text}");
     }
     assert_eq!(leaders, 1.0);
-    check_documented_names(&scrape(port_of(leader)).await.unwrap_or_default());
+    let mut all = String::new();
+    for id in 1..=3 {
+        all.push_str(&scrape(port_of(id)).await.unwrap_or_default());
+    }
+    check_documented_names(&all);
 
     // A write through a follower: its proposals and requests counters move.
     let follower = (1..=3).find(|id| *id != leader).unwrap_or(1);

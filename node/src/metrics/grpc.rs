@@ -48,8 +48,11 @@ pub struct Measured<S> {
     inner: S,
 }
 
-/// The `Fleet` service's path prefix; peer (Raft) calls are not measured here.
-const FLEET_PREFIX: &str = "/fleet.Fleet/";
+/// The RPC name of a `Fleet` service call's path (`/fleet.v1.Fleet/Get` →
+/// `Get`); `None` for other services (peer Raft calls are not measured here).
+fn fleet_rpc(path: &str) -> Option<&str> {
+    path.strip_prefix('/')?.strip_prefix(fleet_proto::fleet::fleet_server::SERVICE_NAME)?.strip_prefix('/')
+}
 
 impl<S, B, RB> tower_service::Service<http::Request<B>> for Measured<S>
 where
@@ -67,7 +70,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let Some(rpc) = request.uri().path().strip_prefix(FLEET_PREFIX).map(str::to_string) else {
+        let Some(rpc) = fleet_rpc(request.uri().path()).map(str::to_string) else {
             return Box::pin(self.inner.call(request));
         };
         let started = Instant::now();
@@ -140,6 +143,13 @@ mod tests {
         assert_eq!(http_code(&headers), 404);
         headers.insert("grpc-status", http::HeaderValue::from_static("7"));
         assert_eq!(http_code(&headers), 403);
+    }
+
+    #[test]
+    fn only_fleet_service_paths_are_measured() {
+        assert_eq!(fleet_rpc("/fleet.v1.Fleet/Apply"), Some("Apply"));
+        assert_eq!(fleet_rpc("/fleet.peer.v1.RaftPeer/Vote"), None);
+        assert_eq!(fleet_rpc("/fleet.v1.FleetX/Apply"), None);
     }
 
     #[test]
