@@ -18,8 +18,9 @@ pub struct RaftMetrics {
     /// Commands proposed through this node that were committed (and applied
     /// here); a command the state machine refused still counts: it committed.
     pub proposals_committed: Counter,
-    /// Commands proposed through this node that did not commit (no leader,
-    /// leader unreachable, timeout, shutdown).
+    /// Commands proposed through this node that got no commit answer (no
+    /// leader, leader unreachable, timeout, shutdown, or the caller stopped
+    /// waiting: such a command may still commit).
     pub proposals_failed: Counter,
     /// Commands proposed through this node and not yet answered.
     pub proposals_pending: Gauge,

@@ -269,13 +269,13 @@ pub fn register_node(
     arrivals: Arc<crate::members::health::Arrivals>,
     data_dir: std::path::PathBuf,
 ) {
-    let node = scrape::Node { consensus, arrivals, data_dir };
-    if NODE.set(node.clone()).is_err() {
+    let node = scrape::Node { consensus: Arc::downgrade(&consensus), arrivals, data_dir };
+    if NODE.set(node).is_err() {
         return;
     }
     let mut registry = METRICS.registry();
-    scrape::register_consensus(&mut registry, &node);
-    tokio::spawn(scrape::count_leader_changes(node.consensus.clone(), METRICS.state.leader_changes.clone()));
+    scrape::register_consensus(&mut registry, &consensus);
+    tokio::spawn(scrape::count_leader_changes(consensus.raft().metrics(), METRICS.state.leader_changes.clone()));
 }
 
 /// The Prometheus text of every metric, fresh.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::Object;
@@ -18,10 +18,12 @@ use prometheus_client::registry::Registry;
 
 use crate::members::health::Arrivals;
 
-/// What a scrape reads on this node.
+/// What a scrape reads on this node. Consensus is held weakly: the
+/// registry lives as long as the process, and holding the node's stores
+/// past its shutdown would keep redb from closing its files cleanly.
 #[derive(Clone)]
 pub struct Node {
-    pub consensus: Arc<Consensus>,
+    pub consensus: Weak<Consensus>,
     pub arrivals: Arc<Arrivals>,
     pub data_dir: PathBuf,
 }
@@ -139,9 +141,9 @@ impl StateGauges {
 }
 
 /// Registers the counters and histograms consensus and the store keep.
-pub(super) fn register_consensus(registry: &mut Registry, node: &Node) {
-    let raft = node.consensus.metrics().clone();
-    let store = node.consensus.store().metrics().clone();
+pub(super) fn register_consensus(registry: &mut Registry, consensus: &Consensus) {
+    let raft = consensus.metrics().clone();
+    let store = consensus.store().metrics().clone();
     registry.register(
         "server_proposals_committed",
         "Commands proposed through this node that committed",
@@ -180,8 +182,11 @@ pub(super) fn register_consensus(registry: &mut Registry, node: &Node) {
 }
 
 /// Counts leader changes: every time this node learns of a new leader.
-pub(super) async fn count_leader_changes(consensus: Arc<Consensus>, changes: Counter) {
-    let mut metrics = consensus.raft().metrics();
+/// Ends when Raft stops.
+pub(super) async fn count_leader_changes(
+    mut metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<u64, openraft::BasicNode>>,
+    changes: Counter,
+) {
     let mut last = None;
     loop {
         let leader = metrics.borrow_and_update().current_leader;
@@ -203,8 +208,9 @@ fn as_gauge(v: u64) -> i64 {
 
 /// Sets every state gauge from what this node knows now.
 pub(super) async fn refresh(node: &Node, g: &StateGauges) {
-    let metrics = node.consensus.raft().metrics().borrow().clone();
-    let id = node.consensus.id();
+    let Some(consensus) = node.consensus.upgrade() else { return };
+    let metrics = consensus.raft().metrics().borrow().clone();
+    let id = consensus.id();
     g.has_leader.set(i64::from(metrics.current_leader.is_some()));
     g.is_leader.set(i64::from(metrics.current_leader == Some(id)));
     g.term.set(as_gauge(metrics.current_term));
@@ -214,7 +220,7 @@ pub(super) async fn refresh(node: &Node, g: &StateGauges) {
     g.last_log_index.set(as_gauge(last_log));
     g.log_entries.set(as_gauge(last_log.saturating_sub(purged)));
     g.snapshot_index.set(as_gauge(metrics.snapshot.map(|l| l.index).unwrap_or(0)));
-    g.oldest_resumable.set(as_gauge(node.consensus.store().hub().oldest_resumable()));
+    g.oldest_resumable.set(as_gauge(consensus.store().hub().oldest_resumable()));
     for (file, path) in [("raft_log", "raft-log.redb"), ("state", "state/state.redb")] {
         let bytes = std::fs::metadata(node.data_dir.join(path)).map(|m| m.len()).unwrap_or(0);
         g.file_bytes.get_or_create(&FileLabel { file }).set(as_gauge(bytes));
@@ -223,7 +229,8 @@ pub(super) async fn refresh(node: &Node, g: &StateGauges) {
     for (cluster, age) in node.arrivals.ages() {
         g.heartbeat_age.get_or_create(&ClusterLabel { cluster }).set(age.as_secs_f64());
     }
-    let store = node.consensus.store().clone();
+    let store = consensus.store().clone();
+    drop(consensus);
     let counted = tokio::task::spawn_blocking(move || count_objects(&store)).await;
     match counted {
         Ok(Ok(counts)) => {
