@@ -32,43 +32,53 @@ struct NodeVersion {
     version: Option<String>,
 }
 
-/// Prints the versions; without a client, only fleetctl's.
+/// Prints the versions; without a client, only fleetctl's. As text, the
+/// client's line comes first, so it shows even when no node answers.
 pub async fn run(client: Option<&Client>, args: &VersionArgs, io: &mut Io) -> Result<()> {
-    let status = match client {
-        Some(client) => Some(client.cluster_status(false).await?),
-        None => None,
-    };
-    io.out(&render(status.as_ref(), args.output)?)
+    let Some(client) = client else { return io.out(&render(None, args.output)?) };
+    if args.output.is_none() {
+        io.out(&render(None, None)?)?;
+        let status = client.cluster_status(false).await?;
+        return io.out(&node_table(&status));
+    }
+    let status = client.cluster_status(false).await?;
+    io.out(&render(Some(&status), args.output)?)
+}
+
+fn node_versions(status: &ClusterStatus) -> Vec<NodeVersion> {
+    status
+        .members
+        .iter()
+        .map(|m| NodeVersion {
+            id: m.id,
+            address: m.address.clone(),
+            reachable: m.reachable,
+            version: m.version.clone(),
+        })
+        .collect()
+}
+
+/// `NODE ADDRESS VERSION`, one row per hub node.
+fn node_table(status: &ClusterStatus) -> String {
+    let mut table = Table::new(["NODE", "ADDRESS", "VERSION"]);
+    for n in node_versions(status) {
+        let version = match (n.version, n.reachable) {
+            (Some(v), _) => v,
+            (None, true) => "unknown (older than the version field)".to_string(),
+            (None, false) => "unreachable".to_string(),
+        };
+        table.push(vec![n.id.to_string(), n.address, version]);
+    }
+    table.render()
 }
 
 fn render(status: Option<&ClusterStatus>, output: Option<ClusterFormat>) -> Result<String> {
-    let nodes = status.map(|s| {
-        s.members
-            .iter()
-            .map(|m| NodeVersion {
-                id: m.id,
-                address: m.address.clone(),
-                reachable: m.reachable,
-                version: m.version.clone(),
-            })
-            .collect::<Vec<_>>()
-    });
-    let versions = Versions { client_version: CLIENT_VERSION, nodes };
     if output == Some(ClusterFormat::Json) {
-        return to_json(&versions);
+        return to_json(&Versions { client_version: CLIENT_VERSION, nodes: status.map(node_versions) });
     }
     let mut text = format!("Client Version: {CLIENT_VERSION}\n");
-    if let Some(nodes) = &versions.nodes {
-        let mut table = Table::new(["NODE", "ADDRESS", "VERSION"]);
-        for n in nodes {
-            let version = match (&n.version, n.reachable) {
-                (Some(v), _) => v.clone(),
-                (None, true) => "unknown (older than the version field)".to_string(),
-                (None, false) => "unreachable".to_string(),
-            };
-            table.push(vec![n.id.to_string(), n.address.clone(), version]);
-        }
-        text.push_str(&table.render());
+    if let Some(status) = status {
+        text.push_str(&node_table(status));
     }
     Ok(text)
 }
