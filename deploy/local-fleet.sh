@@ -36,7 +36,7 @@ up() {
   for i in 1 2 3; do
     if [ -f "$STATE/node-$i.pid" ] && kill -0 "$(cat "$STATE/node-$i.pid")" 2>/dev/null; then continue; fi
     "$BIN/fleet-node" --id "$i" --listen "127.0.0.1:${PORTS[$((i-1))]}" --data-dir "$STATE/node-$i" \
-      --tls-dir "$STATE/pki" --peers "$(peers)" --init --http-listen "127.0.0.1:$((9000+i))" \
+      --tls-dir "$STATE/pki" --peers "$(peers)" --init --http-listen "127.0.0.1:$((9000+i))" --kube-listen "127.0.0.1:$((6440+i))" \
       >>"$STATE/node-$i.log" 2>&1 &
     echo $! >"$STATE/node-$i.pid"
   done
@@ -63,6 +63,8 @@ $(env_lines)
 
 then: fleetctl get crp   (fleetctl completion bash|zsh|fish for completion)
 Metrics: http://127.0.0.1:9001/metrics (nodes 2, 3: ports 9002, 9003); dashboard: deploy/grafana-dashboard.json
+Or with kubectl (every node serves the Kubernetes API on 127.0.0.1:6441-6443):
+  fleetctl kubeconfig > $STATE/kubeconfig && export KUBECONFIG=$STATE/kubeconfig && kubectl get crp -o wide
 Look inside a member:  $BIN/fleet-agent inspect --data-dir $STATE/agent-east-1 -A   (or agent-west-1, agent-central-1)
 Change it behind Fleet's back:  $BIN/fleet-agent patch --data-dir $STATE/agent-east-1 KIND NAME -n NS -p '{...}'   (also apply -f, delete)
 Logs: $STATE/node-*.log, $STATE/agent-*.log   Stop: deploy/local-fleet.sh down

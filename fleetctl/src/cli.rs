@@ -65,6 +65,10 @@ pub enum Command {
     /// Print the objects one member cluster receives from a placement, as the
     /// hub rendered them for it (overrides applied, envelopes unwrapped).
     Render(RenderArgs),
+    /// Print a kubeconfig for kubectl: one context per hub node serving the
+    /// Kubernetes-compatible API (--kube-listen), with the CA and the
+    /// certificate of --user (admin or viewer).
+    Kubeconfig,
     /// Schedule a placement from a file against the hub's current member
     /// clusters without writing anything: the clusters it would choose with
     /// their scores, and why each other cluster was left out.

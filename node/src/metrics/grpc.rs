@@ -30,6 +30,16 @@ pub(super) fn note_kind(kind: &str) {
     });
 }
 
+/// Runs `request` with a kind slot [`note_kind`] fills (the Kubernetes API
+/// measures its requests with it); returns the output and the kind noted.
+pub async fn noting_kind<F: Future>(request: F) -> (F::Output, String) {
+    KIND.scope(RefCell::new(String::new()), async move {
+        let output = request.await;
+        (output, KIND.with(|k| k.borrow().clone()))
+    })
+    .await
+}
+
 /// The layer: add it to the node's gRPC server.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GrpcMetricsLayer;
