@@ -7,6 +7,7 @@
 #
 #   deploy/local-fleet.sh up      # build, start, apply the examples, print status
 #   deploy/local-fleet.sh status  # cluster status and what is stored
+#   deploy/local-fleet.sh env     # the PATH/FLEET_ENDPOINTS/FLEET_TLS_DIR lines: eval "$(deploy/local-fleet.sh env)"
 #   deploy/local-fleet.sh down    # stop everything and remove its state
 #
 # State lives in .fleet-local/ (certificates, data dirs, logs, pids).
@@ -55,11 +56,15 @@ up() {
   "$BIN/fleetctl" describe crp web-demo | sed -n '/^Status:/,/^Latest Policy Snapshot:/p' | sed '$d'
   cat <<TXT
 
-Local hub running. Use it with:
-  export FLEET_ENDPOINTS=$FLEET_ENDPOINTS FLEET_TLS_DIR=$FLEET_TLS_DIR
-  $BIN/fleetctl get crp
+Local hub running. Paste these lines into your shell to use it
+(or run: eval "\$(deploy/local-fleet.sh env)"):
+
+$(env_lines)
+
+then: fleetctl get crp   (fleetctl completion bash|zsh|fish for completion)
+Metrics: http://127.0.0.1:9001/metrics (nodes 2, 3: ports 9002, 9003); dashboard: deploy/grafana-dashboard.json
 Or with kubectl (every node serves the Kubernetes API on 127.0.0.1:6441-6443):
-  $BIN/fleetctl kubeconfig > $STATE/kubeconfig && export KUBECONFIG=$STATE/kubeconfig && kubectl get crp -o wide
+  fleetctl kubeconfig > $STATE/kubeconfig && export KUBECONFIG=$STATE/kubeconfig && kubectl get crp -o wide
 Look inside a member:  $BIN/fleet-agent inspect --data-dir $STATE/agent-east-1 -A   (or agent-west-1, agent-central-1)
 Change it behind Fleet's back:  $BIN/fleet-agent patch --data-dir $STATE/agent-east-1 KIND NAME -n NS -p '{...}'   (also apply -f, delete)
 Logs: $STATE/node-*.log, $STATE/agent-*.log   Stop: deploy/local-fleet.sh down
@@ -94,6 +99,12 @@ start_members() {
   "$BIN/fleetctl" get mc -o wide
 }
 
+# The shell lines that put the binaries on PATH and point fleetctl at the hub.
+env_lines() {
+  printf 'export PATH="%s:$PATH"\nexport FLEET_ENDPOINTS=%s\nexport FLEET_TLS_DIR=%s\n' \
+    "$BIN" "$FLEET_ENDPOINTS" "$FLEET_TLS_DIR"
+}
+
 status() {
   "$BIN/fleetctl" cluster status
   "$BIN/fleetctl" get mc -o wide
@@ -119,6 +130,7 @@ down() {
 case "${1:-}" in
   up) up ;;
   status) status ;;
+  env) env_lines ;;
   down) down ;;
-  *) echo "usage: $0 up|status|down" >&2; exit 2 ;;
+  *) echo "usage: $0 up|status|env|down" >&2; exit 2 ;;
 esac

@@ -69,6 +69,53 @@ pub enum Command {
     /// Kubernetes-compatible API (--kube-listen), with the CA and the
     /// certificate of --user (admin or viewer).
     Kubeconfig,
+    /// Schedule a placement from a file against the hub's current member
+    /// clusters without writing anything: the clusters it would choose with
+    /// their scores, and why each other cluster was left out.
+    Plan(PlanArgs),
+    /// Print fleetctl's version and each hub node's.
+    Version(VersionArgs),
+    /// Print a shell completion script (e.g. `source <(fleetctl completion bash)`).
+    Completion(CompletionArgs),
+}
+
+/// `plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// A manifest holding one placement (ClusterResourcePlacement,
+    /// ResourcePlacement or OCM Placement), or - for stdin.
+    #[arg(short = 'f', long = "filename", value_name = "FILE|-")]
+    pub file: String,
+    /// Output format (default: a table per placement).
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<ClusterFormat>,
+}
+
+/// `version`.
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// Only the client's version (no hub needed).
+    #[arg(long)]
+    pub client: bool,
+    /// Output format (default: text).
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<ClusterFormat>,
+}
+
+/// `completion`.
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+/// Shells `completion` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 /// `approve`.
@@ -398,6 +445,13 @@ mod tests {
         assert!(matches!(cli.command, Command::Drain(d) if d.cluster == "b" && d.timeout == Duration::from_secs(120)));
         let cli = Cli::try_parse_from(["fleetctl", "uncordon", "b"]).unwrap();
         assert!(matches!(cli.command, Command::Uncordon(u) if u.cluster == "b"));
+        let cli = Cli::try_parse_from(["fleetctl", "completion", "zsh"]).unwrap();
+        assert!(matches!(cli.command, Command::Completion(c) if c.shell == CompletionShell::Zsh));
+        assert!(Cli::try_parse_from(["fleetctl", "completion", "tcsh"]).is_err());
+        let cli = Cli::try_parse_from(["fleetctl", "version", "--client"]).unwrap();
+        assert!(matches!(cli.command, Command::Version(v) if v.client));
+        let cli = Cli::try_parse_from(["fleetctl", "plan", "-f", "crp.yaml", "-o", "json"]).unwrap();
+        assert!(matches!(cli.command, Command::Plan(p) if p.file == "crp.yaml" && p.output.is_some()));
         let cli = Cli::try_parse_from(["fleetctl", "pki", "init", "--dir", "p"]).unwrap();
         assert!(matches!(cli.command, Command::Pki(PkiCommand::Init { nodes: 3, .. })));
     }

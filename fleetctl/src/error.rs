@@ -88,6 +88,10 @@ pub enum Error {
     /// The command line is inconsistent (beyond what the argument parser checks).
     #[error("{0}")]
     Usage(String),
+    /// An object given to a local command (`plan`) is not valid, as the hub
+    /// would say; the message names the object and field.
+    #[error("{0}")]
+    Invalid(String),
     /// Making a certificate failed.
     #[error("certificate: {0}")]
     Certificate(#[from] rcgen::Error),

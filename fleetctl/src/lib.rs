@@ -23,6 +23,7 @@ pub mod io;
 pub mod kind;
 pub mod output;
 pub mod pki;
+pub mod plan;
 pub mod rollout;
 pub mod staged;
 pub mod table;

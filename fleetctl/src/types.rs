@@ -177,6 +177,9 @@ pub struct ClusterMember {
     /// Its state digest, when asked for (`-o json`) and it answered.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub digest: Option<MemberDigest>,
+    /// Its fleet-node version, when it answered and reports one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 /// A member's state digest: `sha256:<hex>` over its objects in key order at
@@ -206,6 +209,7 @@ impl ClusterStatus {
                 reachable: m.reachable,
                 digest: (!m.digest.is_empty())
                     .then_some(MemberDigest { digest: m.digest, digest_index: m.digest_index }),
+                version: (!m.version.is_empty()).then_some(m.version),
             })
             .collect();
         members.sort_by_key(|m| m.id);
@@ -236,6 +240,7 @@ mod tests {
                     reachable: true,
                     digest: "sha256:ab".into(),
                     digest_index: 39,
+                    version: "0.1.0".into(),
                 },
                 pb::ClusterMember {
                     id: 1,
@@ -260,7 +265,7 @@ mod tests {
                 "members": [
                     {"id": 1, "address": "127.0.0.1:7001", "role": "Follower", "lastApplied": 41, "reachable": false},
                     {"id": 2, "address": "127.0.0.1:7002", "role": "Leader", "lastApplied": 40, "reachable": true,
-                     "digest": "sha256:ab", "digestIndex": 39},
+                     "digest": "sha256:ab", "digestIndex": 39, "version": "0.1.0"},
                 ]
             })
         );

@@ -33,17 +33,10 @@ async fn readyz(State(consensus): State<Arc<Consensus>>) -> (StatusCode, String)
     }
 }
 
-async fn metrics(State(consensus): State<Arc<Consensus>>) -> String {
-    let status = consensus.local_status();
-    let id = consensus.id();
-    format!(
-        "# HELP fleet_raft_term Current Raft term.\n# TYPE fleet_raft_term gauge\nfleet_raft_term{{node=\"{id}\"}} {}\n\
-         # HELP fleet_raft_is_leader 1 if this node leads.\n# TYPE fleet_raft_is_leader gauge\nfleet_raft_is_leader{{node=\"{id}\"}} {}\n\
-         # HELP fleet_raft_last_applied Index of the last applied entry.\n# TYPE fleet_raft_last_applied gauge\nfleet_raft_last_applied{{node=\"{id}\"}} {}\n\
-         # HELP fleet_watch_oldest_resumable Oldest resourceVersion a watch can resume from.\n# TYPE fleet_watch_oldest_resumable gauge\nfleet_watch_oldest_resumable{{node=\"{id}\"}} {}\n",
-        status.term,
-        u8::from(status.role == "Leader"),
-        status.last_applied,
-        consensus.store().hub().oldest_resumable(),
-    )
+/// OpenMetrics text (Prometheus parses it; older scrapers read it as the
+/// classic text format, which it extends).
+const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+async fn metrics() -> ([(axum::http::header::HeaderName, &'static str); 1], String) {
+    ([(axum::http::header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], crate::metrics::encode().await)
 }

@@ -9,6 +9,7 @@ pub mod error;
 pub mod http;
 pub mod kube;
 pub mod members;
+pub mod metrics;
 pub mod objects;
 pub mod service;
 pub mod watch;
@@ -85,6 +86,7 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
     let fingerprint = fleet_proto::tls::fingerprint_pem(&ca_pem, "ca.pem")?;
     let member_service = Arc::new(members::MemberService::new(consensus.clone(), signer, fingerprint));
     tokio::spawn(members::health::run(consensus.clone(), member_service.arrivals.clone(), stop_rx.clone()));
+    metrics::register_node(consensus.clone(), member_service.arrivals.clone(), config.data_dir.clone());
     tokio::spawn(controllers::run(consensus.clone(), stop_rx.clone()));
     let fleet =
         FleetServer::new(service::FleetService::new(consensus.clone(), member_service.clone(), stop_rx.clone()))
@@ -106,6 +108,7 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
         .tls_config(tls)
         .map_err(|e| Error::Serve(format!("TLS configuration: {e}")))?
         .tcp_nodelay(true)
+        .layer(metrics::grpc::GrpcMetricsLayer)
         .add_service(fleet)
         .add_service(peer)
         .serve_with_shutdown(config.listen, wait_stop(stop_rx.clone()));

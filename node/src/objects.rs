@@ -108,7 +108,9 @@ impl Objects {
     /// Resolves a kind named by a client (Kind, plural, short name, CRD names).
     pub async fn resolve(&self, kind: KindRef) -> Result<ResolvedKind, Status> {
         let store = self.store();
-        blocking(move || admission::resolve_kind_ref(&store, &kind)).await
+        let resolved = blocking(move || admission::resolve_kind_ref(&store, &kind)).await?;
+        crate::metrics::note_kind(&resolved.kind);
+        Ok(resolved)
     }
 
     /// Resolves a kind for reading: the ManagedCluster view reads the

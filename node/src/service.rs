@@ -89,6 +89,7 @@ impl FleetService {
                     reachable: m.reachable,
                     digest: m.digest,
                     digest_index: m.digest_index,
+                    version: m.version,
                 })
                 .collect(),
         }
@@ -116,6 +117,7 @@ impl Fleet for FleetService {
             .collect();
         let store = self.store();
         let objects = blocking(move || admission::admit(&store, documents)).await?;
+        objects.iter().for_each(|o| crate::metrics::note_kind(&o.kind));
         let ops =
             objects.into_iter().map(|object| Op::Apply { object, uid: uuid::Uuid::new_v4().to_string() }).collect();
         let (index, outcomes) = self.objects.propose(ops).await?;
@@ -142,6 +144,7 @@ impl Fleet for FleetService {
         let object = Object::from_json(&bytes)
             .map_err(|e| Status::invalid_argument(format!("object: not a valid object: {e}")))?;
         let (object, kind) = self.objects.prepare_status(object).await?;
+        crate::metrics::note_kind(&kind.kind);
         let namespace = object.metadata.namespace.clone().unwrap_or_default();
         self.objects.member_scope(&caller, &kind, &namespace, "UpdateStatus").await?;
         let (index, outcomes) = self.objects.propose(vec![Op::UpdateStatus { object }]).await?;

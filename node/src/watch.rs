@@ -20,7 +20,32 @@ use crate::service::blocking;
 
 const STREAM_BUFFER: usize = 1024;
 
-type Out = mpsc::Sender<Result<WireEvent, Status>>;
+/// A watch's sending end, counting the events it sends (and, while it
+/// lives, the watch as open).
+struct Counted {
+    tx: mpsc::Sender<Result<WireEvent, Status>>,
+    watch: crate::metrics::WatchGuard,
+}
+
+impl Counted {
+    async fn send(
+        &self,
+        item: Result<WireEvent, Status>,
+    ) -> Result<(), mpsc::error::SendError<Result<WireEvent, Status>>> {
+        let is_event = item.is_ok();
+        self.tx.send(item).await?;
+        if is_event {
+            self.watch.event_sent();
+        }
+        Ok(())
+    }
+
+    async fn closed(&self) {
+        self.tx.closed().await
+    }
+}
+
+type Out = Counted;
 
 fn expired(message: String) -> Status {
     Status::failed_precondition(message)
@@ -44,7 +69,9 @@ pub async fn start(
     };
     let subscription = store.hub().subscribe(from).map_err(|e| expired(e.to_string()))?;
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    let watch = crate::metrics::watch_opened(&query.kind);
     tokio::spawn(async move {
+        let tx = Counted { tx, watch };
         for object in initial {
             let rv = object.metadata.resource_version_number().unwrap_or(0);
             let object = view.map_or(object.clone(), |v| v(&object));

@@ -80,7 +80,13 @@ pub struct NodeStatus {
     /// The applied index the digest covers.
     #[serde(default)]
     pub digest_index: u64,
+    /// The node's software version (empty from nodes older than this field).
+    #[serde(default)]
+    pub version: String,
 }
+
+/// This build's version, as nodes report it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// One member as seen by the node answering `cluster status`.
 #[derive(Debug, Clone)]
@@ -94,6 +100,8 @@ pub struct MemberStatus {
     pub digest: String,
     /// The applied index the digest covers.
     pub digest_index: u64,
+    /// The member's software version; empty if unknown.
+    pub version: String,
 }
 
 /// Consensus for one node.
@@ -102,6 +110,7 @@ pub struct Consensus {
     raft: Raft,
     network: PeerNetwork,
     store: Arc<Store>,
+    metrics: crate::metrics::RaftMetrics,
     /// Writes waiting to be proposed together (group commit).
     queue: tokio::sync::mpsc::Sender<crate::batcher::Pending>,
 }
@@ -118,7 +127,9 @@ impl Consensus {
         tuning: &RaftTuning,
     ) -> Result<Arc<Consensus>, Error> {
         std::fs::create_dir_all(data_dir).map_err(|e| Error::Storage(format!("{}: {e}", data_dir.display())))?;
-        let log = LogStore::open(&data_dir.join("raft-log.redb"))?;
+        let metrics = crate::metrics::RaftMetrics::default();
+        let log =
+            LogStore::open(&data_dir.join("raft-log.redb"))?.with_fsync_histogram(metrics.log_fsync_seconds.clone());
         let sm = StateMachine::open(&data_dir.join("state"))?;
         let store = sm.store();
         let config = Config {
@@ -137,7 +148,7 @@ impl Consensus {
         let raft =
             Raft::new(id, Arc::new(config), network.clone(), log, sm).await.map_err(|e| Error::Raft(e.to_string()))?;
         let (queue, pending) = tokio::sync::mpsc::channel(crate::batcher::QUEUE);
-        let consensus = Arc::new(Consensus { id, raft, network, store, queue });
+        let consensus = Arc::new(Consensus { id, raft, network, store, metrics, queue });
         tokio::spawn(crate::batcher::run(Arc::downgrade(&consensus), pending));
         Ok(consensus)
     }
@@ -155,6 +166,11 @@ impl Consensus {
     /// This node's object store.
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    /// What consensus measured on this node (proposals, commit and fsync latency).
+    pub fn metrics(&self) -> &crate::metrics::RaftMetrics {
+        &self.metrics
     }
 
     /// Initializes membership on a brand-new cluster; harmless when already
@@ -263,9 +279,12 @@ impl Consensus {
                 limit: crate::MAX_COMMAND_BYTES,
             });
         }
+        let in_flight = crate::metrics::InFlight::start(&self.metrics);
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.queue.send(crate::batcher::Pending::one(command, reply)).await.map_err(|_| Error::ShuttingDown)?;
         let response: Response = answer.await.map_err(|_| Error::ShuttingDown)??;
+        // Committed (and applied on the leader), whatever the state machine said.
+        in_flight.committed();
         let (index, outcomes) = response.into_result()?;
         self.wait_applied(index, WRITE_DEADLINE).await?;
         Ok((index, outcomes))
@@ -405,6 +424,7 @@ impl Consensus {
             leader: metrics.current_leader,
             digest: String::new(),
             digest_index: 0,
+            version: VERSION.to_string(),
         }
     }
 
@@ -456,6 +476,7 @@ impl Consensus {
                         reachable: true,
                         digest: s.digest,
                         digest_index: s.digest_index,
+                        version: s.version,
                     },
                     None => MemberStatus {
                         id,
@@ -465,6 +486,7 @@ impl Consensus {
                         reachable: false,
                         digest: String::new(),
                         digest_index: 0,
+                        version: String::new(),
                     },
                 }
             }

@@ -9,12 +9,14 @@ pub mod consensus;
 pub mod error;
 mod log_cache;
 pub mod log_store;
+pub mod metrics;
 pub mod network;
 pub mod peer_service;
 
 pub use consensus::{Consensus, RaftTuning};
 pub use error::Error;
 pub use log_store::LogStore;
+pub use metrics::RaftMetrics;
 pub use network::{PeerMethod, PeerNetwork, PeerTls};
 pub use peer_service::{MemberHandler, PeerService};
 

@@ -45,6 +45,8 @@ pub struct LogStore {
     committed: Arc<Mutex<Committed>>,
     /// The tail of the log, for reads.
     cache: Arc<Mutex<LogCache>>,
+    /// Durations of the durable (fsync'd) commits, for `/metrics`.
+    fsync_seconds: Option<prometheus_client::metrics::histogram::Histogram>,
 }
 
 /// The committed log id as saved, and whether the file has it yet.
@@ -62,7 +64,23 @@ impl LogStore {
         txn.open_table(LOG)?;
         txn.open_table(STATE)?;
         txn.commit()?;
-        Ok(LogStore { db: Arc::new(db), committed: Arc::default(), cache: Arc::default() })
+        Ok(LogStore { db: Arc::new(db), committed: Arc::default(), cache: Arc::default(), fsync_seconds: None })
+    }
+
+    /// Records the duration of every durable commit in `histogram`.
+    pub fn with_fsync_histogram(mut self, histogram: prometheus_client::metrics::histogram::Histogram) -> LogStore {
+        self.fsync_seconds = Some(histogram);
+        self
+    }
+
+    /// Commits `txn`, timing it if it is durable (an fsync).
+    fn commit_timed(&self, txn: redb::WriteTransaction, durable: bool) -> Result<(), Error> {
+        let started = std::time::Instant::now();
+        txn.commit()?;
+        if let (true, Some(histogram)) = (durable, &self.fsync_seconds) {
+            histogram.observe(started.elapsed().as_secs_f64());
+        }
+        Ok(())
     }
 
     fn committed(&self) -> std::sync::MutexGuard<'_, Committed> {
@@ -74,7 +92,7 @@ impl LogStore {
     }
 
     /// Commits `txn`, storing in it the saved committed id if the file lacks it.
-    fn commit_with_committed(&self, txn: redb::WriteTransaction) -> Result<(), Error> {
+    fn commit_with_committed(&self, txn: redb::WriteTransaction, durable: bool) -> Result<(), Error> {
         let unstored = {
             let committed = self.committed();
             committed.latest.filter(|_| !committed.stored)
@@ -82,7 +100,7 @@ impl LogStore {
         if let Some(latest) = unstored {
             txn.open_table(STATE)?.insert(COMMITTED, encode(&latest)?.as_slice())?;
         }
-        txn.commit()?;
+        self.commit_timed(txn, durable)?;
         if let Some(latest) = unstored {
             let mut committed = self.committed();
             // Unless a newer id was saved meanwhile.
@@ -107,7 +125,7 @@ impl LogStore {
         let mut txn = self.db.begin_write()?;
         txn.set_durability(durability)?;
         txn.open_table(STATE)?.insert(name, bytes.as_slice())?;
-        txn.commit()?;
+        self.commit_timed(txn, matches!(durability, Durability::Immediate))?;
         Ok(())
     }
 
@@ -142,7 +160,7 @@ impl LogStore {
                 table.insert(entry.get_log_id().index, encode(entry)?.as_slice())?;
             }
         }
-        self.commit_with_committed(txn)?;
+        self.commit_with_committed(txn, true)?;
         self.cache().appended(&entries);
         Ok(())
     }
@@ -152,7 +170,7 @@ impl LogStore {
         let mut txn = self.db.begin_write()?;
         txn.set_durability(Durability::Immediate)?;
         txn.open_table(LOG)?.retain_in::<u64, _>(from.., |_, _| false)?;
-        self.commit_with_committed(txn)
+        self.commit_with_committed(txn, true)
     }
 
     fn purge_blocking(&self, log_id: LogId<u64>) -> Result<(), Error> {
@@ -164,7 +182,7 @@ impl LogStore {
             txn.open_table(STATE)?.insert(LAST_PURGED, bytes.as_slice())?;
             txn.open_table(LOG)?.retain_in::<u64, _>(..=log_id.index, |_, _| false)?;
         }
-        self.commit_with_committed(txn)
+        self.commit_with_committed(txn, false)
     }
 }
 

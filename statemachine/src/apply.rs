@@ -67,7 +67,7 @@ impl Store {
                 meta.insert(META_LAST_APPLIED, encode_meta(&last)?.as_slice())?;
             }
         }
-        txn.commit()?;
+        self.commit_timed(txn, durable)?;
         self.hub().publish(events);
         if let Some(last) = last {
             self.set_applied(last.index);

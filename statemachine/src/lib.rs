@@ -22,5 +22,5 @@ pub use error::Error;
 pub use proposal::{EncodedCommand, Part, Proposal};
 pub use raft_types::TypeConfig;
 pub use state_machine::StateMachine;
-pub use store::{ListQuery, Store};
+pub use store::{ListQuery, Store, StoreMetrics};
 pub use watch::{EventType, HubMessage, WatchEvent, WatchHub};

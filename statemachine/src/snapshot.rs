@@ -61,7 +61,7 @@ impl Store {
             table.insert(META_SNAPSHOT, encode_meta(&meta)?.as_slice())?;
             meta
         };
-        txn.commit()?;
+        self.commit_timed(txn, true)?;
         Ok(meta)
     }
 

@@ -97,6 +97,15 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I::IntoIter: Send,
     {
         let entries: Vec<_> = entries.into_iter().collect();
+        // Counted here, outside the deterministic apply.
+        let commands: usize = entries
+            .iter()
+            .map(|e| match &e.payload {
+                openraft::EntryPayload::Normal(proposal) => proposal.commands().len(),
+                _ => 0,
+            })
+            .sum();
+        self.store.metrics().applied_commands.inc_by(commands as u64);
         let store = self.store.clone();
         let durable = self.applies.fetch_add(1, Ordering::Relaxed) % DURABLE_EVERY == DURABLE_EVERY - 1;
         blocking(ErrorVerb::Write, move || store.apply_entries(entries, durable)).await

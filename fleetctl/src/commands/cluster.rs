@@ -57,6 +57,7 @@ mod tests {
             last_applied: 40 + id,
             reachable,
             digest: None,
+            version: None,
         }
     }
 

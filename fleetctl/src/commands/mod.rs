@@ -4,6 +4,7 @@
 mod apply;
 mod approve;
 mod cluster;
+mod completion;
 mod delete;
 mod describe;
 mod drain;
@@ -11,9 +12,11 @@ mod get;
 mod heartbeats;
 mod kubeconfig;
 mod pki;
+mod plan;
 mod render;
 mod rollout;
 mod token;
+mod version;
 
 use std::path::Path;
 
@@ -30,8 +33,11 @@ pub use cluster::status_table;
 /// its timeout passes.
 pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
     let Cli { endpoints, tls_dir, user, request_timeout, command } = cli;
-    if let Command::Pki(command) = command {
-        return pki::run(command, io);
+    match command {
+        Command::Pki(command) => return pki::run(command, io),
+        Command::Completion(args) => return completion::run(&args, io),
+        Command::Version(args) if args.client => return version::run(None, &args, io).await,
+        _ => {}
     }
     let options = ClientOptions { request_timeout: Some(request_timeout), ..ClientOptions::default() };
     let client = connect(endpoints.as_deref(), tls_dir.as_deref(), &user, options).await?;
@@ -48,7 +54,10 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
         Command::Drain(args) => drain::drain(&client, &args, io).await,
         Command::Uncordon(args) => drain::uncordon(&client, &args, io).await,
         Command::Render(args) => render::run(&client, args, io).await,
+        Command::Plan(args) => plan::run(&client, &args, io).await,
+        Command::Version(args) => version::run(Some(&client), &args, io).await,
         Command::Pki(command) => pki::run(command, io),
+        Command::Completion(args) => completion::run(&args, io),
     }
 }
 

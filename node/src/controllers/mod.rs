@@ -145,7 +145,10 @@ async fn worker(
 ) {
     loop {
         let key = queue.next().await;
-        match reconcile(&consensus, &key, &clusters, &recorder).await {
+        let started = std::time::Instant::now();
+        let result = reconcile(&consensus, &key, &clusters, &recorder).await;
+        crate::metrics::reconciled(&key.kind, reconcile_result(&result), started.elapsed());
+        match result {
             Ok(Pass::Done { recheck_after: None }) => {}
             Ok(Pass::Done { recheck_after: Some(delay) }) => queue.add_after(key.clone(), delay),
             // Added while held: queued again when done.
@@ -160,6 +163,17 @@ async fn worker(
             }
         }
         queue.done(&key);
+    }
+}
+
+/// A reconcile's result as `/metrics` counts it.
+fn reconcile_result(result: &Result<Pass, ControllerError>) -> crate::metrics::ReconcileResult {
+    use crate::metrics::ReconcileResult;
+    match result {
+        Ok(Pass::Done { .. }) => ReconcileResult::Success,
+        Ok(Pass::MoreSteps) => ReconcileResult::Requeue,
+        Err(e) if e.is_conflict() => ReconcileResult::Conflict,
+        Err(_) => ReconcileResult::Error,
     }
 }
 

@@ -53,6 +53,7 @@ impl<K: Ord + Clone + Send + 'static> WorkQueue<K> {
         }
         if state.dirty.insert(key.clone()) {
             state.order.push_back(key);
+            crate::metrics::queue_depth(state.order.len());
             drop(state);
             self.ready.notify_one();
         }
@@ -74,6 +75,7 @@ impl<K: Ord + Clone + Send + 'static> WorkQueue<K> {
             {
                 let mut state = self.lock();
                 if let Some(key) = state.order.pop_front() {
+                    crate::metrics::queue_depth(state.order.len());
                     state.dirty.remove(&key);
                     state.processing.insert(key.clone());
                     if !state.order.is_empty() {
@@ -93,6 +95,7 @@ impl<K: Ord + Clone + Send + 'static> WorkQueue<K> {
         state.processing.remove(key);
         if state.again.remove(key) && state.dirty.insert(key.clone()) {
             state.order.push_back(key.clone());
+            crate::metrics::queue_depth(state.order.len());
             drop(state);
             self.ready.notify_one();
         }

@@ -19,9 +19,35 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// Handles one request from a connection whose client certificate made `caller`.
 pub async fn handle(api: Arc<KubeApi>, caller: Option<Result<Caller, String>>, request: Request) -> Response {
-    match dispatch(api, caller, request).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
+    let started = std::time::Instant::now();
+    let verb = verb_of(&request);
+    let (response, kind) = crate::metrics::grpc::noting_kind(async {
+        match dispatch(api, caller, request).await {
+            Ok(response) => response,
+            Err(error) => error.into_response(),
+        }
+    })
+    .await;
+    let code = response.status().as_u16();
+    crate::metrics::record_request(crate::metrics::Api::Kube, verb, &kind, code, started.elapsed());
+    response
+}
+
+/// The API server's verb for a request, for `/metrics`.
+fn verb_of(request: &Request) -> &'static str {
+    let query = request.uri().query().unwrap_or_default();
+    let watch = query.split('&').any(|p| p == "watch=true" || p == "watch=1");
+    let named = matches!(route::parse(request.uri().path()), Route::Resource(ref p) if p.name.is_some());
+    match *request.method() {
+        Method::GET | Method::HEAD if watch => "WATCH",
+        Method::GET | Method::HEAD if named => "GET",
+        Method::GET | Method::HEAD => "LIST",
+        Method::POST => "CREATE",
+        Method::PUT => "UPDATE",
+        Method::PATCH if header_text(request, header::CONTENT_TYPE).starts_with("application/apply-patch") => "APPLY",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        _ => "OTHER",
     }
 }
 
@@ -89,6 +115,7 @@ async fn resource(
     let resource = resources::find(all, &path.group, &path.version, &path.plural)
         .ok_or_else(|| KubeError::no_route(&uri_path))?
         .clone();
+    crate::metrics::note_kind(&resource.kind);
     if path.namespace.is_some() && !resource.namespaced() {
         return Err(KubeError::no_route(&uri_path));
     }

@@ -92,6 +92,7 @@ pub fn next_step(
     let other_decisions = DecisionCounts::from_pages(&all_pages, &namespace, &name);
     let addon_scores = AddOnScores::from_objects(&score_objects);
 
+    let timer = crate::metrics::scheduling("ocm");
     let outcome = ocm_scheduler::schedule(&OcmRequest {
         placement_name: &name,
         spec: &spec,
@@ -103,6 +104,7 @@ pub fn next_step(
         addon_scores: &addon_scores,
         now: unix_now,
     });
+    drop(timer);
     let recheck_after = outcome.requeue_at.map(|at| delay_until(at, unix_now));
 
     let previous = placement_api::status_of(&placement);

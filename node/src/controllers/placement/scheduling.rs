@@ -46,6 +46,7 @@ pub fn schedule(clusters: &[ClusterInfo], view: &View, now: &str) -> Option<Sche
     let existing: Vec<ExistingBinding> = view.bindings.iter().map(existing_binding).collect();
     let policy = snapshot_api::policy_spec_of(policy_snapshot).policy.unwrap_or_default();
     let number_of_clusters = snapshot_api::number_of_clusters(policy_snapshot);
+    let timer = crate::metrics::scheduling("kubefleet");
     let outcome = scheduler::schedule(&SchedulingRequest {
         policy: &policy,
         number_of_clusters,
@@ -53,6 +54,7 @@ pub fn schedule(clusters: &[ClusterInfo], view: &View, now: &str) -> Option<Sche
         clusters,
         bindings: &existing,
     });
+    drop(timer);
     let mut scheduled = Scheduled { outcome, policy, number_of_clusters, step: None };
     scheduled.step = step(view, policy_snapshot, &scheduled, now);
     Some(scheduled)

@@ -1,0 +1,301 @@
+//! `plan`: what the hub's scheduler would decide for a placement, computed
+//! here with the same scheduler (`fleet_placement`) over the hub's current
+//! inventory, without writing anything. Pure: the command fetches the
+//! [`Inventory`], this module decides and renders.
+//!
+//! The placement is planned as if new: its existing bindings or decisions
+//! (if it already exists on the hub) are not taken into account, so a
+//! PickN placement's stickiness to clusters it already uses does not show.
+
+mod render;
+#[cfg(test)]
+mod tests;
+
+use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
+use fleet_api::ocm::{self, clusterset, placement as ocm_placement};
+use fleet_api::placement::{CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
+use fleet_api::Object;
+use fleet_placement::cluster::ClusterInfo;
+use fleet_placement::ocm::{AddOnScores, ClusterSet, DecisionCounts, OcmRequest};
+use fleet_placement::scheduler::{self, SchedulingRequest};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+pub use render::{render_json, render_text};
+
+/// What the hub holds that scheduling reads.
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    /// Every MemberCluster.
+    pub members: Vec<Object>,
+    /// Every ManagedClusterSet (OCM).
+    pub cluster_sets: Vec<Object>,
+    /// Every ManagedClusterSetBinding (OCM), any namespace.
+    pub set_bindings: Vec<Object>,
+    /// Every PlacementDecision (OCM; other placements' decisions for Balance).
+    pub decisions: Vec<Object>,
+    /// Every AddOnPlacementScore (OCM).
+    pub addon_scores: Vec<Object>,
+}
+
+/// Whether `object` is a placement the hub schedules, and which scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlacementKind {
+    /// ClusterResourcePlacement or ResourcePlacement (KubeFleet scheduler).
+    Fleet,
+    /// OCM Placement.
+    Ocm,
+}
+
+impl PlacementKind {
+    /// The scheduler kind of `object`, if it is a placement.
+    pub fn of(object: &Object) -> Option<PlacementKind> {
+        match (object.group(), object.kind.as_str()) {
+            (FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT | RESOURCE_PLACEMENT) => Some(PlacementKind::Fleet),
+            (ocm::CLUSTER_GROUP, ocm_placement::KIND) => Some(PlacementKind::Ocm),
+            _ => None,
+        }
+    }
+}
+
+/// One cluster's fate in a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterPlan {
+    /// The cluster.
+    pub cluster: String,
+    /// `Chosen`, `NotChosen` or `Filtered`.
+    pub decision: Decision,
+    /// Its scores, parallel to [`Plan::score_names`]; empty when it was not
+    /// scored (filtered, or a policy that does not score).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<i64>,
+    /// Why it was chosen or left out.
+    pub reason: String,
+}
+
+/// What became of a cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Decision {
+    Chosen,
+    NotChosen,
+    Filtered,
+}
+
+impl Decision {
+    /// As the table shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Chosen => "chosen",
+            Decision::NotChosen => "not chosen",
+            Decision::Filtered => "filtered",
+        }
+    }
+}
+
+/// The plan of one placement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// The placement's kind.
+    pub kind: String,
+    /// Its namespace (namespaced kinds only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// Whether the policy would get every cluster it asks for.
+    pub fulfilled: bool,
+    /// The scheduler's summary (the condition message the hub would write).
+    pub message: String,
+    /// What each cluster's scores are.
+    pub score_names: Vec<String>,
+    /// Chosen clusters first (by name), then those not chosen (best
+    /// first), then the filtered (by name).
+    pub clusters: Vec<ClusterPlan>,
+    /// Clusters not listed (the scheduler reports the 20 best not chosen
+    /// and the first 1000 filtered), with why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
+}
+
+/// Clusters a plan does not list one by one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Omitted {
+    /// How many.
+    pub count: usize,
+    /// Why they are left out.
+    pub reason: String,
+}
+
+/// Plans `placement` (validated and defaulted as the hub would) against
+/// `inventory` at `now` (Unix seconds: OCM toleration periods and score
+/// expiry).
+pub fn plan(placement: &Object, inventory: &Inventory, now: i64) -> Result<Plan> {
+    let mut placement = placement.clone();
+    let invalid = |e: fleet_api::ValidationError| Error::Invalid(e.to_string());
+    let clusters: Vec<ClusterInfo> = inventory.members.iter().map(ClusterInfo::from_member).collect();
+    match PlacementKind::of(&placement) {
+        Some(PlacementKind::Fleet) => {
+            fleet_api::placement::prepare(&mut placement).map_err(invalid)?;
+            Ok(plan_fleet(&placement, &clusters))
+        }
+        Some(PlacementKind::Ocm) => {
+            ocm_placement::prepare(&mut placement).map_err(invalid)?;
+            Ok(plan_ocm(&placement, &clusters, inventory, now))
+        }
+        None => Err(Error::Invalid(format!(
+            "{} {:?} is not a placement: plan takes a ClusterResourcePlacement, ResourcePlacement ({FLEET_PLACEMENT_GROUP}) or Placement ({})",
+            placement.kind,
+            placement.metadata.name,
+            ocm::CLUSTER_GROUP
+        ))),
+    }
+}
+
+fn header(placement: &Object) -> (String, Option<String>, String) {
+    let namespace = match placement.kind.as_str() {
+        CLUSTER_RESOURCE_PLACEMENT => None,
+        _ => Some(placement.metadata.namespace.clone().unwrap_or_else(|| "default".to_string())),
+    };
+    (placement.kind.clone(), namespace, placement.metadata.name.clone())
+}
+
+/// KubeFleet: one scheduling pass with no existing bindings.
+fn plan_fleet(placement: &Object, clusters: &[ClusterInfo]) -> Plan {
+    let spec = fleet_api::placement::spec_of(placement);
+    let policy = spec.policy.unwrap_or_default();
+    let outcome = scheduler::schedule(&SchedulingRequest {
+        policy: &policy,
+        number_of_clusters: policy.number_of_clusters,
+        policy_snapshot: "",
+        clusters,
+        bindings: &[],
+    });
+    let scores = |d: &fleet_api::binding::ClusterDecision| {
+        d.cluster_score.map(|s| vec![s.affinity_score, s.topology_spread_score]).unwrap_or_default()
+    };
+    let row = |decision, d: &fleet_api::binding::ClusterDecision| ClusterPlan {
+        cluster: d.cluster_name.clone(),
+        decision,
+        scores: scores(d),
+        reason: d.reason.clone(),
+    };
+    let mut rows: Vec<ClusterPlan> = outcome.chosen.iter().map(|d| row(Decision::Chosen, d)).collect();
+    rows.extend(outcome.not_chosen.iter().map(|d| row(Decision::NotChosen, d)));
+    rows.extend(outcome.filtered.iter().map(|d| row(Decision::Filtered, d)));
+    let listed: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.cluster.as_str()).collect();
+    let unlisted = clusters.iter().map(|c| c.name.as_str()).collect::<std::collections::BTreeSet<_>>();
+    let count = unlisted.difference(&listed).count();
+    let omitted = (count > 0).then(|| Omitted {
+        count,
+        reason: "not chosen with lower scores than those listed, or filtered (the scheduler reports the best 20 not chosen and the first 1000 filtered)".to_string(),
+    });
+    let (kind, namespace, name) = header(placement);
+    Plan {
+        kind,
+        namespace,
+        name,
+        fulfilled: outcome.fulfilled,
+        message: outcome.message,
+        score_names: vec!["affinity".to_string(), "topologySpread".to_string()],
+        clusters: rows,
+        omitted,
+    }
+}
+
+/// OCM: one pass as a new Placement (no decisions of its own yet).
+fn plan_ocm(placement: &Object, clusters: &[ClusterInfo], inventory: &Inventory, now: i64) -> Plan {
+    let (kind, namespace, name) = header(placement);
+    let namespace_name = namespace.clone().unwrap_or_default();
+    let spec = ocm_placement::spec_of(placement);
+    let cluster_sets: Vec<ClusterSet> = inventory.cluster_sets.iter().map(ClusterSet::from_object).collect();
+    let bound_sets: Vec<String> = inventory
+        .set_bindings
+        .iter()
+        .filter(|b| b.metadata.namespace.as_deref() == Some(namespace_name.as_str()))
+        .map(|b| clusterset::binding_spec_of(b).cluster_set)
+        .collect();
+    let other_decisions = DecisionCounts::from_pages(&inventory.decisions, &namespace_name, &name);
+    let addon_scores = AddOnScores::from_objects(&inventory.addon_scores);
+    let outcome = fleet_placement::ocm::schedule(&OcmRequest {
+        placement_name: &name,
+        spec: &spec,
+        clusters,
+        cluster_sets: &cluster_sets,
+        bound_sets: &bound_sets,
+        decided: &[],
+        other_decisions: &other_decisions,
+        addon_scores: &addon_scores,
+        now,
+    });
+    let mut score_names: Vec<String> = outcome.prioritizers.iter().map(|p| p.prioritizer.name()).collect();
+    score_names.push("total".to_string());
+    let candidate = |c: &fleet_placement::ocm::Candidate| {
+        let mut scores = c.scores.clone();
+        scores.push(c.total);
+        let reason = match (&c.left_out, c.chosen) {
+            (Some(why), _) => why.clone(),
+            (None, true) => "selected".to_string(),
+            (None, false) => "not selected".to_string(),
+        };
+        ClusterPlan {
+            cluster: c.cluster.clone(),
+            decision: if c.chosen { Decision::Chosen } else { Decision::NotChosen },
+            scores,
+            reason,
+        }
+    };
+    let mut rows: Vec<ClusterPlan> = outcome.candidates.iter().filter(|c| c.chosen).map(candidate).collect();
+    let mut others: Vec<&fleet_placement::ocm::Candidate> = outcome.candidates.iter().filter(|c| !c.chosen).collect();
+    others.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.cluster.cmp(&b.cluster)));
+    rows.extend(others.into_iter().map(candidate));
+    rows.extend(outcome.excluded.iter().map(|e| ClusterPlan {
+        cluster: e.cluster.clone(),
+        decision: Decision::Filtered,
+        scores: Vec::new(),
+        reason: e.reason.clone(),
+    }));
+    let all_excluded_listed = outcome.excluded.len() == outcome.excluded_total;
+    let listed: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.cluster.as_str()).collect();
+    let eligible = if outcome.eligible_sets.is_empty() { "none".to_string() } else { outcome.eligible_sets.join(", ") };
+    let outside = format!(
+        "not in a ManagedClusterSet bound to namespace {namespace_name:?} and selected by the placement (eligible sets: {eligible})"
+    );
+    if all_excluded_listed {
+        // Every other cluster is outside the eligible sets: list each.
+        let mut outside_rows: Vec<ClusterPlan> = clusters
+            .iter()
+            .filter(|c| !listed.contains(c.name.as_str()))
+            .map(|c| ClusterPlan {
+                cluster: c.name.clone(),
+                decision: Decision::Filtered,
+                scores: Vec::new(),
+                reason: outside.clone(),
+            })
+            .collect();
+        outside_rows.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+        rows.extend(outside_rows);
+    }
+    let count = clusters.len().saturating_sub(rows.len());
+    let omitted = (count > 0).then(|| Omitted {
+        count,
+        reason: format!("filtered (the scheduler reports the first {} by name), or {outside}", outcome.excluded.len()),
+    });
+    let message = if outcome.satisfied.message.is_empty() {
+        outcome.satisfied.reason.clone()
+    } else {
+        outcome.satisfied.message.clone()
+    };
+    Plan {
+        kind,
+        namespace,
+        name,
+        fulfilled: outcome.satisfied.status == "True",
+        message,
+        score_names,
+        clusters: rows,
+        omitted,
+    }
+}
