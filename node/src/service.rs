@@ -163,6 +163,25 @@ impl FleetService {
     }
 }
 
+/// Refuses reads of the hub's internal kinds (bootstrap tokens, member
+/// credentials) to everyone but an admin: a viewer sees the fleet, not the
+/// material that lets clusters join it.
+fn internal_readable(caller: &Caller, kind: &ResolvedKind, rpc: &str) -> Result<(), Status> {
+    if kind.group != crate::members::internal::INTERNAL_GROUP
+        || matches!(caller.identity, fleet_proto::tls::Identity::Admin)
+    {
+        return Ok(());
+    }
+    Err(Status::permission_denied(format!(
+        "{:?} may not call {rpc} on {}.{}: the group {} holds the hub's join tokens and member credentials; only \
+         admin reads it",
+        caller.identity.to_string(),
+        kind.plural,
+        kind.group,
+        kind.group
+    )))
+}
+
 /// Maps a stored object to how a view shows it.
 pub type View = fn(&Object) -> Object;
 
@@ -270,6 +289,7 @@ impl Fleet for FleetService {
         let caller = authorize(&request, "Get", Access::Read, true)?;
         let req = request.into_inner();
         let (kind, view) = self.resolve_read(req.kind).await?;
+        internal_readable(&caller, &kind, "Get")?;
         self.member_scope(&caller, &kind, &kind.namespace_or_default(&req.namespace), "Get").await?;
         self.read_barrier(req.read.as_ref()).await?;
         let key = kind.key(&req.namespace, &req.name);
@@ -286,6 +306,7 @@ impl Fleet for FleetService {
         let req = request.into_inner();
         let (kind, view) = self.resolve_read(req.kind).await?;
         let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
+        internal_readable(&caller, &kind, "List")?;
         self.member_scope(&caller, &kind, &scope_ns, "List").await?;
         let selector = parse_selector(&req.label_selector)?;
         self.read_barrier(req.read.as_ref()).await?;
@@ -322,6 +343,7 @@ impl Fleet for FleetService {
         let req = request.into_inner();
         let (kind, view) = self.resolve_read(req.kind.clone()).await?;
         let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
+        internal_readable(&caller, &kind, "Watch")?;
         self.member_scope(&caller, &kind, &scope_ns, "Watch").await?;
         let selector = parse_selector(&req.label_selector)?;
         let floor = req.min_resource_version.max(req.resource_version);
@@ -331,7 +353,7 @@ impl Fleet for FleetService {
         let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
         query.selector = selector;
         let member = match &caller.identity {
-            fleet_proto::tls::Identity::Member(c) => Some(c.clone()),
+            fleet_proto::tls::Identity::Member(c) => Some((c.clone(), caller.serial.clone())),
             _ => None,
         };
         let stream =

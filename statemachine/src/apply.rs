@@ -20,7 +20,10 @@ use crate::command::{Action, Command, Op, OpOutcome, Response, StoreError};
 use crate::error::Error;
 use crate::proposal::Proposal;
 use crate::raft_types::{StoredMembership, TypeConfig};
-use crate::store::{decode_object, encode_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, OBJECTS, OWNERS};
+use crate::store::{
+    decode_object, encode_meta, read_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, META_RETIRED, OBJECTS,
+    OWNERS,
+};
 use crate::watch::{EventType, WatchEvent};
 
 type Entry = openraft::Entry<TypeConfig>;
@@ -36,6 +39,7 @@ impl Store {
         let mut responses = Vec::with_capacity(entries.len());
         let mut events = Vec::new();
         let mut last = None;
+        let mut retired = None;
         {
             let mut objects = txn.open_table(OBJECTS)?;
             let mut owners = txn.open_multimap_table(OWNERS)?;
@@ -46,8 +50,13 @@ impl Store {
                 match entry.payload {
                     EntryPayload::Blank => responses.push(Vec::new()),
                     EntryPayload::Membership(m) => {
+                        let before = read_meta::<StoredMembership>(&meta, META_MEMBERSHIP)?.unwrap_or_default();
+                        let mut now = read_meta::<BTreeSet<u64>>(&meta, META_RETIRED)?.unwrap_or_default();
                         let stored = StoredMembership::new(Some(log_id), m);
+                        retire_removed(&mut now, &before, &stored);
+                        meta.insert(META_RETIRED, encode_meta(&now)?.as_slice())?;
                         meta.insert(META_MEMBERSHIP, encode_meta(&stored)?.as_slice())?;
+                        retired = Some(now);
                         responses.push(Vec::new());
                     }
                     EntryPayload::Normal(proposal) => {
@@ -64,12 +73,24 @@ impl Store {
             }
         }
         txn.commit()?;
+        if let Some(retired) = retired {
+            self.set_retired(retired);
+        }
         self.hub().publish(events);
         if let Some(last) = last {
             self.set_applied(last.index);
         }
         Ok(responses)
     }
+}
+
+/// Updates `retired` for a change of membership from `before` to `after`:
+/// the nodes `before` had and `after` lacks are retired; the nodes `after`
+/// has are not (an id added back is a member again).
+fn retire_removed(retired: &mut BTreeSet<u64>, before: &StoredMembership, after: &StoredMembership) {
+    let kept: BTreeSet<u64> = after.membership().nodes().map(|(id, _)| *id).collect();
+    retired.extend(before.membership().nodes().map(|(id, _)| *id).filter(|id| !kept.contains(id)));
+    retired.retain(|id| !kept.contains(id));
 }
 
 enum Refusal {

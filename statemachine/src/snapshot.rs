@@ -14,6 +14,7 @@
 //! when snapshots were built eagerly into `snapshot.bin`, so nodes of either
 //! version can install each other's.
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use fleet_api::Object;
@@ -23,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::raft_types::{LogId, SnapshotMeta, StoredMembership};
 use crate::store::{
-    decode_object, encode_meta, read_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, META_SNAPSHOT, OBJECTS,
-    OWNERS,
+    decode_object, encode_meta, read_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP, META_RETIRED,
+    META_SNAPSHOT, OBJECTS, OWNERS,
 };
 
 /// What a snapshot holds: the applied state and every object as JSON.
@@ -33,6 +34,10 @@ struct SnapshotContent {
     last_applied: Option<LogId>,
     membership: StoredMembership,
     objects: Vec<(String, String)>,
+    /// Node ids removed from the membership (absent from snapshots of
+    /// earlier versions; a named field, so either version reads the other's).
+    #[serde(default)]
+    retired: BTreeSet<u64>,
 }
 
 /// The metadata of a snapshot of the state at `last_applied`. Its id is a
@@ -79,6 +84,7 @@ impl Store {
         }
         let last_applied = read_meta::<LogId>(&meta, META_LAST_APPLIED)?;
         let membership = read_meta::<StoredMembership>(&meta, META_MEMBERSHIP)?.unwrap_or_default();
+        let retired = read_meta::<BTreeSet<u64>>(&meta, META_RETIRED)?.unwrap_or_default();
         let table = txn.open_table(OBJECTS)?;
         let mut objects = Vec::new();
         for row in table.iter()? {
@@ -88,7 +94,7 @@ impl Store {
             objects.push((k.value().to_string(), json));
         }
         let count = objects.len();
-        let content = SnapshotContent { last_applied, membership: membership.clone(), objects };
+        let content = SnapshotContent { last_applied, membership: membership.clone(), objects, retired };
         let bytes = rmp_serde::to_vec_named(&content).map_err(|e| Error::Snapshot(e.to_string()))?;
         let meta = meta_of(last_applied, membership);
         tracing::info!(
@@ -131,9 +137,11 @@ impl Store {
                 None => meta.remove(META_LAST_APPLIED)?,
             };
             meta.insert(META_MEMBERSHIP, encode_meta(&content.membership)?.as_slice())?;
+            meta.insert(META_RETIRED, encode_meta(&content.retired)?.as_slice())?;
             meta.insert(META_SNAPSHOT, encode_meta(snapshot)?.as_slice())?;
         }
         txn.commit()?;
+        self.set_retired(content.retired);
         let index = content.last_applied.map(|l| l.index).unwrap_or(0);
         self.hub().reset(index);
         self.set_applied(index);
