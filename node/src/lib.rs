@@ -3,11 +3,13 @@
 
 pub mod admission;
 pub mod auth;
+pub mod backup;
 pub mod config;
 pub mod controllers;
 pub mod error;
 pub mod http;
 pub mod members;
+pub mod restore;
 pub mod service;
 pub mod watch;
 

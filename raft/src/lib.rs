@@ -11,6 +11,7 @@ mod log_cache;
 pub mod log_store;
 pub mod network;
 pub mod peer_service;
+pub mod restore;
 
 pub use consensus::{Consensus, RaftTuning};
 pub use error::Error;

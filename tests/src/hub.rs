@@ -128,7 +128,7 @@ impl Hub {
     }
 
     /// `--peers` for the initial voters.
-    fn peers_flag(&self) -> String {
+    pub fn peers_flag(&self) -> String {
         (1..=self.options.nodes).map(|id| format!("{id}={}", self.endpoint(id))).collect::<Vec<_>>().join(",")
     }
 

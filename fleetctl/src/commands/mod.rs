@@ -12,6 +12,7 @@ mod heartbeats;
 mod pki;
 mod render;
 mod rollout;
+mod snapshot;
 mod token;
 
 use std::path::Path;
@@ -41,6 +42,7 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
         Command::Delete(args) => delete::run(&client, args, io).await,
         Command::Cluster(command) => cluster::run(&client, command, io).await,
         Command::Token(command) => token::run(&client, command, io).await,
+        Command::Snapshot(command) => snapshot::run(&client, command, io).await,
         Command::Rollout(command) => rollout::run(&client, command, io).await,
         Command::Approve(args) => approve::run(&client, &args, io).await,
         Command::Drain(args) => drain::drain(&client, &args, io).await,
