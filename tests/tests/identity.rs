@@ -226,3 +226,48 @@ async fn a_member_watch_ends_when_its_credential_is_replaced_and_the_old_certifi
         .await;
     }
 }
+
+/// A certificate named `cn` signed with the member CA key every node holds
+/// (what a thief of one node's files could make), as a client identity.
+fn forged_with_member_ca(hub: &Hub, cn: &str) -> Identity {
+    let member_ca = String::from_utf8_lossy(&pki(hub, "member-ca.pem")).to_string();
+    let key = rcgen::KeyPair::from_pem(&String::from_utf8_lossy(&pki(hub, "member-ca-key.pem"))).expect("key");
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&member_ca, key).expect("issuer");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let leaf_key = rcgen::KeyPair::generate().expect("key");
+    let cert = params.signed_by(&leaf_key, &issuer).expect("sign");
+    Identity::from_pem(format!("{}{member_ca}", cert.pem()), leaf_key.serialize_pem())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_member_ca_on_the_nodes_cannot_make_an_admin_a_viewer_or_a_node() {
+    let hub = Hub::start(HubOptions::default()).await;
+    // The root key is not among the files a node reads.
+    assert!(!hub.pki_dir().join("ca-key.pem").exists());
+    assert!(hub.pki_dir().join("root").join("ca-key.pem").exists());
+    let ca = || Certificate::from_pem(pki(&hub, "ca.pem"));
+    for cn in ["admin", "viewer"] {
+        let tls = ClientTlsConfig::new().ca_certificate(ca()).identity(forged_with_member_ca(&hub, cn));
+        let mut client = connect(&hub.endpoint(1), tls);
+        let request = ListRequest {
+            kind: fleet_tests::objects::kind("cm"),
+            namespace: "default".into(),
+            all_namespaces: false,
+            label_selector: String::new(),
+            read: None,
+        };
+        let err = client.list(request).await.expect_err(cn);
+        assert_eq!(err.code(), Code::PermissionDenied, "{cn}: {err}");
+        assert!(err.message().contains("issued by the member CA"), "{cn}: {err}");
+    }
+    let tls = ClientTlsConfig::new().ca_certificate(ca()).identity(forged_with_member_ca(&hub, "system:fleet:node:1"));
+    let channel = Endpoint::from_shared(format!("https://{}", hub.endpoint(2)))
+        .and_then(|e| e.tls_config(tls))
+        .map(|e| e.connect_lazy())
+        .expect("endpoint");
+    let err = RaftPeerClient::new(channel).node_status(status_payload()).await.expect_err("a forged node");
+    assert_eq!(err.code(), Code::PermissionDenied, "{err}");
+    assert!(err.message().contains("is not a hub node"), "{err}");
+}
