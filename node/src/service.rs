@@ -202,6 +202,7 @@ fn check_status(object: &Object) -> Result<(), Status> {
     match (object.group(), object.kind.as_str()) {
         (ocm::CLUSTER_GROUP, ocm::decision::KIND) => ocm::decision::validate_status(object).map_err(invalid),
         (ocm::CLUSTER_GROUP, ocm::addon_score::KIND) => ocm::addon_score::validate_status(object).map_err(invalid),
+        (fleet_api::kinds::FLEET_PLACEMENT_GROUP, "Work") => fleet_api::work::validate_status(object).map_err(invalid),
         (group, kind) if managed_cluster::is_managed_cluster(group, kind) => Err(Status::invalid_argument(format!(
             "ManagedCluster {:?}: status: Forbidden: a ManagedCluster's status is its MemberCluster's, reported by its agent",
             object.metadata.name
