@@ -247,3 +247,28 @@ mod tests {
         assert!(!lookup("mcs").unwrap().accepts_api_version("cluster.open-cluster-management.io/v1beta1"));
     }
 }
+
+/// The scopes of kinds declared by CustomResourceDefinitions stored on the
+/// hub, consulted after the registry. Envelopes are checked against them at
+/// apply and again at Work generation, since a CRD may be stored after the
+/// envelope that wraps one of its objects (envelopes.md EN-8).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeclaredScopes {
+    /// group → Kind → scope.
+    by_group: std::collections::BTreeMap<String, std::collections::BTreeMap<String, Scope>>,
+}
+
+impl DeclaredScopes {
+    /// Records that a CRD declares `group`/`kind` with `scope`.
+    pub fn declare(&mut self, group: &str, kind: &str, scope: Scope) {
+        self.by_group.entry(group.to_string()).or_default().insert(kind.to_string(), scope);
+    }
+
+    /// The scope of a kind: the registry's, else a declared one, else
+    /// unknown.
+    pub fn scope_of(&self, group: &str, kind: &str) -> Option<Scope> {
+        lookup_group_kind(group, kind)
+            .map(|k| k.scope)
+            .or_else(|| self.by_group.get(group).and_then(|kinds| kinds.get(kind)).copied())
+    }
+}

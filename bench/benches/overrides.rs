@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use fleet_api::kinds::DeclaredScopes;
 use fleet_api::Object;
 use fleet_placement::overrides::OverrideSnapshot;
 use fleet_placement::works::{desired_works_prepared, ClusterOverrides, PreparedGroup};
@@ -95,7 +96,7 @@ fn bench_work_generation(c: &mut Criterion) {
     let placement =
         object(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourcePlacement",
         "metadata": {"name": "web", "uid": "p"}, "spec": {"resourceSelectors": []}}));
-    let group = PreparedGroup::new(&group());
+    let group = PreparedGroup::new(&group(), &DeclaredScopes::default());
     let clusters: Vec<(Object, BTreeMap<String, String>)> = (0..CLUSTERS)
         .map(|i| {
             let name = format!("member-{i:04}");
@@ -142,7 +143,7 @@ fn bench_apply_works(c: &mut Criterion) {
     let placement =
         object(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourcePlacement",
         "metadata": {"name": "web", "uid": "p"}, "spec": {"resourceSelectors": []}}));
-    let group = PreparedGroup::new(&group());
+    let group = PreparedGroup::new(&group(), &DeclaredScopes::default());
     let snapshots = overrides();
     let works: Vec<Object> = (0..STEP_WORKS)
         .flat_map(|i| {

@@ -2,7 +2,8 @@
 //! kind and scope resolved (registry, then CRDs stored on the hub), generic
 //! validation with every problem listed, server-set fields dropped.
 
-use fleet_api::kinds::{self, KindInfo, Scope, FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
+use fleet_api::envelope;
+use fleet_api::kinds::{self, DeclaredScopes, KindInfo, Scope, FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::member;
 use fleet_api::ocm::managed_cluster;
 use fleet_api::overrides as overrides_api;
@@ -66,9 +67,9 @@ struct CrdNames {
     scope: Scope,
 }
 
-fn stored_crds(store: &Store) -> Result<Vec<CrdNames>, Status> {
+fn stored_crds(store: &Store) -> Result<Vec<CrdNames>, fleet_statemachine::Error> {
     let query = ListQuery { group: CRD_GROUP.into(), kind: CRD_KIND.into(), namespace: None, selector: None };
-    let (crds, _) = store.list(&query).map_err(crate::error::storage_status)?;
+    let (crds, _) = store.list(&query)?;
     Ok(crds
         .iter()
         .filter_map(|crd| {
@@ -91,6 +92,21 @@ fn stored_crds(store: &Store) -> Result<Vec<CrdNames>, Status> {
         .collect())
 }
 
+/// Whether group/kind is CustomResourceDefinition.
+pub fn is_crd(group: &str, kind: &str) -> bool {
+    group == CRD_GROUP && kind == CRD_KIND
+}
+
+/// The scopes the CRDs stored on the hub declare, for checking envelopes'
+/// wrapped objects (EN-8).
+pub fn declared_scopes(store: &Store) -> Result<DeclaredScopes, fleet_statemachine::Error> {
+    let mut scopes = DeclaredScopes::default();
+    for crd in stored_crds(store)? {
+        scopes.declare(&crd.group, &crd.kind, crd.scope);
+    }
+    Ok(scopes)
+}
+
 /// Resolves a kind named on the command line (Kind, plural, short name, or
 /// any name a stored CRD declares).
 pub fn resolve_kind_ref(store: &Store, kind_ref: &KindRef) -> Result<ResolvedKind, Status> {
@@ -107,7 +123,7 @@ pub fn resolve_kind_ref(store: &Store, kind_ref: &KindRef) -> Result<ResolvedKin
         return Ok(ResolvedKind::from_info(info));
     }
     let lower = base.to_ascii_lowercase();
-    for crd in stored_crds(store)? {
+    for crd in stored_crds(store).map_err(crate::error::storage_status)? {
         let named = crd.kind.eq_ignore_ascii_case(&lower)
             || crd.plural == lower
             || crd.singular == lower
@@ -133,7 +149,11 @@ pub fn resolve_document(store: &Store, object: &Object) -> Result<ResolvedKind, 
     if let Some(info) = kinds::lookup_group_kind(group, &object.kind) {
         return Ok(ResolvedKind::from_info(info));
     }
-    if let Some(crd) = stored_crds(store)?.into_iter().find(|c| c.group == group && c.kind == object.kind) {
+    if let Some(crd) = stored_crds(store)
+        .map_err(crate::error::storage_status)?
+        .into_iter()
+        .find(|c| c.group == group && c.kind == object.kind)
+    {
         return Ok(ResolvedKind { group: crd.group, kind: crd.kind, plural: crd.plural, scope: crd.scope });
     }
     let has_namespace = object.metadata.namespace.as_deref().is_some_and(|n| !n.is_empty());
@@ -210,6 +230,10 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
     object.strip_server_fields();
     validate_generic(&object, kind.scope).map_err(|e| e.to_string())?;
     fleet_api::typed::prepare(&mut object).map_err(|e| e.to_string())?;
+    if envelope::envelope_type(&object).is_some() {
+        let scopes = declared_scopes(store).map_err(|e| e.to_string())?;
+        envelope::check(&object, &scopes).map_err(|e| e.to_string())?;
+    }
     if object.group() == FLEET_CLUSTER_GROUP && object.kind == "MemberCluster" {
         stamp_taint_times(store, &mut object)?;
     }

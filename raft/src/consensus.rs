@@ -180,6 +180,21 @@ impl Consensus {
         Some((leader, addr))
     }
 
+    /// Resolves with the new leader once a node other than `leader` leads
+    /// (never, if none does).
+    async fn leadership_leaves(&self, leader: u64) -> u64 {
+        let mut metrics = self.raft.metrics();
+        let successor = metrics
+            .wait_for(|m| m.current_leader.is_some_and(|l| l != leader))
+            .await
+            .ok()
+            .and_then(|m| m.current_leader);
+        match successor {
+            Some(successor) => successor,
+            None => std::future::pending().await,
+        }
+    }
+
     /// Runs `local` on the leader: directly if this node leads, otherwise
     /// through the peer `method`. Retries while there is no leader or it
     /// moved, until the deadline.
@@ -201,8 +216,26 @@ impl Consensus {
                 },
                 Some((leader, addr)) => {
                     let remaining = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
-                    let reply: Result<Result<T, Routed>, tonic::Status> =
-                        self.network.call(leader, &addr, method, request, remaining).await;
+                    let call = self.network.call(leader, &addr, method, request, remaining);
+                    // A leader that is partitioned away or paused holds the call
+                    // until its deadline; once another node leads, waiting on it
+                    // only blocks this node's writes.
+                    let reply: Result<Result<T, Routed>, tonic::Status> = tokio::select! {
+                        reply = call => reply,
+                        successor = self.leadership_leaves(leader) => {
+                            if method.is_read_only() {
+                                last_problem = format!("leadership moved from node {leader} to node {successor}");
+                                continue;
+                            }
+                            return Err(Error::Unreachable {
+                                peer: leader,
+                                detail: format!(
+                                    "leadership moved to node {successor} while node {leader} had the request: \
+                                     its outcome is unknown"
+                                ),
+                            });
+                        }
+                    };
                     match reply {
                         Ok(Ok(v)) => return Ok(v),
                         Ok(Err(Routed::NotLeader)) => last_problem = format!("node {leader} is no longer the leader"),

@@ -60,6 +60,14 @@ pub enum PeerMethod {
     Member,
 }
 
+impl PeerMethod {
+    /// Whether the call changes nothing, so sending it again (to another
+    /// leader) is safe.
+    pub fn is_read_only(self) -> bool {
+        matches!(self, PeerMethod::ReadIndex | PeerMethod::NodeStatus)
+    }
+}
+
 impl PeerNetwork {
     /// A network that dials with this node's identity, reaching the peers
     /// in `dial` at the addresses given there instead of their membership

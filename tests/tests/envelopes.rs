@@ -1,7 +1,8 @@
 //! Envelopes on a real trio with real agents (envelopes.md): the worked
 //! example's four Works per cluster and what lands on each member; an
 //! envelope entry removed and an envelope unselected taken off the members;
-//! a cluster-scoped object in an envelope ConfigMap refused for an RP.
+//! a cluster-scoped object in an envelope ConfigMap refused for an RP; a
+//! CRD stored after an envelope declaring a wrapped kind's scope (EN-8).
 
 use fleet_api::Object;
 use fleet_tests::fleet::{apply_yaml, fleet, list, member_has, wait_member, Member, WAIT};
@@ -28,6 +29,31 @@ async fn work_names(hub: &Hub, placement: &str, cluster: &str) -> Result<Vec<Str
 async fn crp(hub: &Hub, name: &str) -> Object {
     let mut admin = hub.client(hub.running()[0]).await;
     get(&mut admin, "crp", "", name).await.expect("crp")
+}
+
+/// Ok when the placement's first cluster has `WorkSynchronized` False
+/// `SyncWorkFailed` with `message`, and the placement
+/// `WorkNotSynchronizedYet` (EN-8).
+async fn work_sync_failed(hub: &Hub, kind: &str, namespace: &str, name: &str, message: &str) -> Result<(), String> {
+    let mut admin = hub.client(hub.running()[0]).await;
+    let placement = get(&mut admin, kind, namespace, name).await.map_err(|e| e.to_string())?;
+    let status = placement.status().cloned().unwrap_or_default();
+    let condition = |conditions: &serde_json::Value, type_suffix: &str| {
+        let list = conditions.as_array().cloned().unwrap_or_default();
+        list.into_iter().find(|c| c["type"].as_str().is_some_and(|t| t.ends_with(type_suffix))).unwrap_or_default()
+    };
+    let cluster = condition(&status["placementStatuses"][0]["conditions"], "WorkSynchronized");
+    let whole = condition(&status["conditions"], "PlacementWorkSynchronized");
+    if cluster["status"] == "False"
+        && cluster["reason"] == "SyncWorkFailed"
+        && cluster["message"] == message
+        && whole["status"] == "False"
+        && whole["reason"] == "WorkNotSynchronizedYet"
+    {
+        Ok(())
+    } else {
+        Err(format!("{cluster} / {whole}"))
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,23 +171,49 @@ async fn an_rp_cannot_place_a_cluster_scoped_object_from_an_envelope_configmap()
     let hub = fleet(&[&EAST]).await;
     let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: legacy\n  namespace: team\n  annotations: {kubernetes-fleet.io/envelope-configmap: \"true\"}\ndata:\n  clusterrole.yaml: |\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: ClusterRole\n    metadata: {name: pod-reader}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourcePlacement\nmetadata: {name: team, namespace: team}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: ConfigMap, name: legacy}\n  policy: {placementType: PickAll}\n";
     apply_yaml(&hub, text);
-    eventually("WorkSynchronized False with SyncWorkFailed", WAIT, || async {
-        let mut admin = hub.client(hub.running()[0]).await;
-        let rp = get(&mut admin, "rp", "team", "team").await.map_err(|e| e.to_string())?;
-        let status = rp.status().cloned().unwrap_or_default();
-        let entry = status["placementStatuses"][0]["conditions"].as_array().cloned().unwrap_or_default();
-        let synced = entry.iter().find(|c| c["type"] == "WorkSynchronized").cloned().unwrap_or_default();
-        let placement = status["conditions"].as_array().cloned().unwrap_or_default();
-        let placement = placement.iter().find(|c| c["type"] == "ResourcePlacementWorkSynchronized").cloned().unwrap_or_default();
-        let want = "Failed to synchronize the work to the latest: cluster-scoped object clusterrole.yaml (ClusterRole pod-reader) in envelope ConfigMap team/legacy can only be placed by a ClusterResourcePlacement";
-        if synced["status"] == "False" && synced["reason"] == "SyncWorkFailed" && synced["message"] == want
-            && placement["status"] == "False" && placement["reason"] == "WorkNotSynchronizedYet"
-        {
-            Ok(())
-        } else {
-            Err(format!("{synced} / {placement}"))
-        }
+    let want = "Failed to synchronize the work to the latest: cluster-scoped object clusterrole.yaml (ClusterRole pod-reader) in envelope ConfigMap team/legacy can only be placed by a ClusterResourcePlacement";
+    eventually("WorkSynchronized False with SyncWorkFailed", WAIT, || {
+        work_sync_failed(&hub, "rp", "team", "team", want)
     })
     .await;
     assert!(!member_has(&hub, "east-1", "clusterrole", "", "pod-reader"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scope_declared_after_the_envelope_stops_its_work_until_the_crd_goes() {
+    let hub = fleet(&[&EAST]).await;
+    let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourceEnvelope\nmetadata: {name: widgets, namespace: team}\ndata:\n  w.yaml: {apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: team}}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacement\nmetadata: {name: team}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: Namespace, name: team}\n  policy: {placementType: PickAll}\n";
+    apply_yaml(&hub, text);
+    // Widget is unknown: its namespace makes it namespaced, and it lands.
+    wait_member(&hub, "east-1", "widget", "team", "w", true).await;
+
+    // A CRD stored now declares Widget cluster-scoped: Work generation stops.
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets, singular: widget}\n  scope: Cluster\n  versions: [{name: v1, served: true, storage: true}]\n";
+    apply_yaml(&hub, crd);
+    let want = "Failed to synchronize the work to the latest: envelope ResourceEnvelope team/widgets is invalid: data[w.yaml].metadata.namespace: Invalid value: \"team\": Widget is cluster-scoped";
+    eventually("WorkSynchronized False with SyncWorkFailed", WAIT, || work_sync_failed(&hub, "crp", "", "team", want))
+        .await;
+
+    // With the CRD stored, such an envelope is refused at apply.
+    let late = "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourceEnvelope\nmetadata: {name: more, namespace: team}\ndata:\n  w.yaml: {apiVersion: example.com/v1, kind: Widget, metadata: {name: w2, namespace: team}}\n";
+    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(late));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("data[w.yaml].metadata.namespace: Invalid value: \"team\": Widget is cluster-scoped"),
+        "{stderr}"
+    );
+
+    // The CRD goes: the Work is synchronized again.
+    let out = hub.fleetctl(&["delete", "crd", "widgets.example.com"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    eventually("WorkSynchronized True again", WAIT, || async {
+        let status = crp(&hub, "team").await.status().cloned().unwrap_or_default();
+        let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
+        match conditions.iter().find(|c| c["type"] == "ClusterResourcePlacementWorkSynchronized") {
+            Some(c) if c["status"] == "True" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 }

@@ -236,3 +236,21 @@ fn an_expired_watch_relists_a_lost_node_moves_on_and_a_revoked_member_stops() {
     let left = tonic::Status::permission_denied("member cluster \"a\" has left the fleet");
     assert!(matches!(handle_watch_error(&hub, 1, &left, &mut rv), Err(AgentError::Left(_))));
 }
+
+#[test]
+fn a_resumed_watch_starts_one_version_early_and_drops_what_it_already_has() {
+    assert_eq!((resume_point(0), resume_point(1), resume_point(42)), (0, 0, 41));
+    let work = |name: &str, rv: &str| {
+        let mut o = work_object(name, 1, None, vec![]);
+        o.metadata.resource_version = rv.to_string();
+        o
+    };
+    let mut state = State::default();
+    state.observe("ADDED", work("main", "41"));
+    // Entry 41 changed two Works; the stream broke after the first.
+    assert!(state.already_has("ADDED", &work("main", "41")), "seen: dropped");
+    assert!(!state.already_has("ADDED", &work("envelope", "41")), "the rest of the entry: kept");
+    assert!(!state.already_has("MODIFIED", &work("main", "42")));
+    assert!(!state.already_has("DELETED", &work("main", "41")), "a deletion of a held Work: kept");
+    assert!(state.already_has("DELETED", &work("gone", "41")), "a deletion already taken in: dropped");
+}

@@ -121,6 +121,17 @@ impl State {
         }
     }
 
+    /// Whether an event delivered again (at or before the last version
+    /// received, after resuming one version early) is already taken in: the
+    /// Work is held at that version, or a deleted Work is no longer held.
+    fn already_has(&self, kind: &str, object: &Object) -> bool {
+        let held = self.works.get(&object.metadata.name);
+        match kind {
+            "DELETED" => held.is_none(),
+            _ => held.is_some_and(|h| h.metadata.resource_version == object.metadata.resource_version),
+        }
+    }
+
     /// The next Work to look at: a changed one first, else one due for its drift check.
     fn next(&mut self) -> Option<String> {
         if !self.listed {
@@ -317,18 +328,20 @@ async fn reconcile<T: Target>(
 /// Keeps `state` equal to the Works of the cluster's namespace.
 async fn watch(cluster: String, hub: Arc<Hub>, state: Arc<Mutex<State>>, wake: Arc<Notify>) -> Result<(), AgentError> {
     let namespace = member_namespace(&cluster);
+    // The last version received (0: list first).
     let mut resource_version = 0u64;
     loop {
         let (index, mut client) = hub.client()?;
+        let from = resume_point(resource_version);
         let request = WatchRequest {
             kind: Some(KindRef { kind: "works".into(), api_version: String::new() }),
             namespace: namespace.clone(),
             all_namespaces: false,
             label_selector: String::new(),
-            resource_version,
+            resource_version: from,
             min_resource_version: resource_version,
         };
-        let relisting = resource_version == 0;
+        let relisting = from == 0;
         let mut seen_in_list = BTreeSet::new();
         let stream = client.watch(request).await;
         let mut stream = match stream {
@@ -342,6 +355,7 @@ async fn watch(cluster: String, hub: Arc<Hub>, state: Arc<Mutex<State>>, wake: A
         while let Some(item) = stream.next().await {
             match item {
                 Ok(event) => {
+                    let again = !relisting && event.resource_version <= resource_version;
                     resource_version = resource_version.max(event.resource_version);
                     let mut s = state.lock().await;
                     match event.r#type.as_str() {
@@ -359,6 +373,9 @@ async fn watch(cluster: String, hub: Arc<Hub>, state: Arc<Mutex<State>>, wake: A
                         }
                         kind => {
                             let Ok(object) = Object::from_json(&event.object) else { continue };
+                            if again && s.already_has(kind, &object) {
+                                continue;
+                            }
                             if let Some(name) = s.observe(kind, object) {
                                 seen_in_list.insert(name);
                             }
@@ -375,6 +392,15 @@ async fn watch(cluster: String, hub: Arc<Hub>, state: Arc<Mutex<State>>, wake: A
         }
         tokio::time::sleep(REWATCH).await;
     }
+}
+
+/// Where a broken watch resumes: one version before the last received
+/// (0 stays 0: list). One Raft entry can change several Works under one
+/// resourceVersion, and a stream broken between them would otherwise lose
+/// the rest of that entry; what comes again is dropped by
+/// [`State::already_has`].
+fn resume_point(last_received: u64) -> u64 {
+    last_received.saturating_sub(1)
 }
 
 /// Decides how to go on after a watch error: relist on "expired", move to

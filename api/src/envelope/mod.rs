@@ -8,9 +8,11 @@
 //! rendering (which relies on admission having refused bad envelopes).
 //!
 //! Decisions beyond the spec's wording:
-//! - a wrapped object of a kind Fleet knows the scope of must agree with it:
-//!   a namespace on a known cluster-scoped kind, or none on a known
-//!   namespaced kind, is refused like the table's scope rows;
+//! - a wrapped object of a kind whose scope is known (the registry, or a
+//!   CRD stored on the hub: [`DeclaredScopes`]) must agree with it: a
+//!   namespace on a cluster-scoped kind, or none on a namespaced kind, is
+//!   refused like the table's scope rows; a CRD stored after the envelope is
+//!   caught when Works are generated (EN-8, `SyncWorkFailed`);
 //! - an envelope kind carries `data` only: any other top-level field is
 //!   refused (`Forbidden`), as typed kinds refuse unknown fields;
 //! - the value shown for an entry that is not one object is its JSON type
@@ -20,7 +22,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::kinds::{lookup_group_kind, Scope};
+use crate::kinds::{DeclaredScopes, Scope};
 use crate::parse::{parse_documents, type_name};
 use crate::validation::{join_path, quote, FieldError, ValidationError};
 use crate::Object;
@@ -123,10 +125,16 @@ fn entry_object(kind: EnvelopeType, path: &str, value: &Value) -> Result<Object,
 }
 
 /// The scope rules of one wrapped object (envelopes.md "Validation").
-fn check_scope(kind: EnvelopeType, envelope_namespace: &str, path: &str, object: &Object) -> Vec<FieldError> {
+fn check_scope(
+    kind: EnvelopeType,
+    envelope_namespace: &str,
+    path: &str,
+    object: &Object,
+    scopes: &DeclaredScopes,
+) -> Vec<FieldError> {
     let ns_path = join_path(path, "metadata.namespace");
     let namespace = object.metadata.namespace.as_deref().filter(|n| !n.is_empty());
-    let known = lookup_group_kind(object.group(), &object.kind).map(|k| k.scope);
+    let known = scopes.scope_of(object.group(), &object.kind);
     let mut errors = Vec::new();
     if kind == EnvelopeType::ClusterResourceEnvelope {
         if namespace.is_some() || known == Some(Scope::Namespaced) {
@@ -161,8 +169,15 @@ fn check_scope(kind: EnvelopeType, envelope_namespace: &str, path: &str, object:
 /// The objects an envelope wraps, in `data` key order, or every problem
 /// (envelopes.md "Validation"): 1..50 entries, each exactly one object, in
 /// the right scope and namespace, with a fixed name, not an envelope, no
-/// object twice; a ConfigMap carries no `binaryData`.
+/// object twice; a ConfigMap carries no `binaryData`. Scopes are the
+/// registry's only; see [`wrapped_objects_in`].
 pub fn wrapped_objects(envelope: &Object) -> Result<Vec<Wrapped>, Vec<FieldError>> {
+    wrapped_objects_in(envelope, &DeclaredScopes::default())
+}
+
+/// [`wrapped_objects`], with the scopes of kinds that CRDs stored on the hub
+/// declare checked too.
+pub fn wrapped_objects_in(envelope: &Object, scopes: &DeclaredScopes) -> Result<Vec<Wrapped>, Vec<FieldError>> {
     let Some(kind) = envelope_type(envelope) else { return Ok(Vec::new()) };
     let envelope_namespace = envelope.metadata.namespace.clone().unwrap_or_default();
     let mut errors = Vec::new();
@@ -209,7 +224,7 @@ pub fn wrapped_objects(envelope: &Object) -> Result<Vec<Wrapped>, Vec<FieldError
                 "wrapped objects must have a fixed name",
             ));
         }
-        errors.extend(check_scope(kind, &envelope_namespace, &path, &object));
+        errors.extend(check_scope(kind, &envelope_namespace, &path, &object, scopes));
         let identity = describe_object(&object);
         if let Some(first) = seen.get(&identity) {
             errors.push(FieldError {
@@ -231,7 +246,12 @@ pub fn wrapped_objects(envelope: &Object) -> Result<Vec<Wrapped>, Vec<FieldError
 /// Validates an envelope (either kind, or an annotated ConfigMap); any other
 /// object passes.
 pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
-    match wrapped_objects(object) {
+    check(object, &DeclaredScopes::default())
+}
+
+/// Validates an envelope against the registry's and the declared scopes.
+pub fn check(object: &Object, scopes: &DeclaredScopes) -> Result<(), ValidationError> {
+    match wrapped_objects_in(object, scopes) {
         Ok(_) => Ok(()),
         Err(errors) => ValidationError::check(&object.kind, &object.metadata.name, errors),
     }

@@ -236,10 +236,13 @@ impl Feed {
         } else if group == FLEET_CLUSTER_GROUP && kind == "MemberCluster" {
             self.on_cluster(event);
         } else if !fleet_placement::selection::is_fleet_kind(group, kind) {
+            // A CRD may change the scope of objects wrapped in any
+            // placement's envelopes (EN-8); CRDs change rarely.
+            let declares_scope = crate::admission::is_crd(group, kind);
             let keys: Vec<ObjectKey> = self
                 .placements
                 .iter()
-                .filter(|(k, p)| may_select(k, &p.spec, &event.key))
+                .filter(|(k, p)| declares_scope || may_select(k, &p.spec, &event.key))
                 .map(|(k, _)| k.clone())
                 .collect();
             for key in keys {

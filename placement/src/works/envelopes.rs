@@ -9,8 +9,9 @@
 use std::collections::BTreeMap;
 
 use fleet_api::envelope::{
-    wrapped_objects, EnvelopeType, ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL,
+    wrapped_objects_in, EnvelopeType, ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL,
 };
+use fleet_api::kinds::DeclaredScopes;
 use fleet_api::placement::RESOURCE_PLACEMENT;
 use fleet_api::typed::encode;
 use fleet_api::Object;
@@ -45,10 +46,11 @@ pub(super) struct PreparedEnvelope {
 }
 
 impl PreparedEnvelope {
-    /// Reads an envelope once.
-    pub(super) fn new(kind: EnvelopeType, envelope: Object) -> PreparedEnvelope {
+    /// Reads an envelope once, checking its wrapped objects' scopes
+    /// against the registry and `scopes`.
+    pub(super) fn new(kind: EnvelopeType, envelope: Object, scopes: &DeclaredScopes) -> PreparedEnvelope {
         let namespace = envelope.metadata.namespace.clone().unwrap_or_default();
-        let wrapped = wrapped_objects(&envelope)
+        let wrapped = wrapped_objects_in(&envelope, scopes)
             .map(|objects| {
                 objects
                     .into_iter()

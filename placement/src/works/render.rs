@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use fleet_api::binding::spec_of as binding_spec_of;
 use fleet_api::envelope::{envelope_type, EnvelopeType};
-use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
+use fleet_api::kinds::{DeclaredScopes, FLEET_PLACEMENT_GROUP};
 use fleet_api::member::member_namespace;
 use fleet_api::placement::{spec_of as placement_spec_of, RESOURCE_PLACEMENT};
 use fleet_api::snapshot::{resource_spec_of, PARENT_PLACEMENT_LABEL, RESOURCE_INDEX_LABEL, SUBINDEX_ANNOTATION};
@@ -76,8 +76,10 @@ pub struct PreparedGroup {
 }
 
 impl PreparedGroup {
-    /// Reads a group's snapshots (any order).
-    pub fn new(group: &[Object]) -> PreparedGroup {
+    /// Reads a group's snapshots (any order); wrapped objects are checked
+    /// against the registry's and `scopes` (EN-8: a CRD may have been
+    /// stored after the envelope).
+    pub fn new(group: &[Object], scopes: &DeclaredScopes) -> PreparedGroup {
         let mut snapshots: Vec<&Object> = group.iter().collect();
         snapshots.sort_by_key(|s| part_of(s));
         let index = snapshots.first().and_then(|s| s.metadata.labels.get(RESOURCE_INDEX_LABEL)).cloned();
@@ -86,7 +88,7 @@ impl PreparedGroup {
             let mut resources = Vec::new();
             for value in resource_spec_of(snapshot).selected_resources {
                 match as_envelope(&value) {
-                    Some((kind, envelope)) => prepared.envelopes.push(PreparedEnvelope::new(kind, envelope)),
+                    Some((kind, envelope)) => prepared.envelopes.push(PreparedEnvelope::new(kind, envelope, scopes)),
                     None => resources.push(value),
                 }
             }
@@ -158,7 +160,7 @@ pub fn desired_works(
     group: &[Object],
     overrides: &ClusterOverrides,
 ) -> Result<Vec<Object>, RenderError> {
-    desired_works_prepared(placement, binding, &PreparedGroup::new(group), overrides)
+    desired_works_prepared(placement, binding, &PreparedGroup::new(group, &DeclaredScopes::default()), overrides)
 }
 
 /// [`desired_works`] for a group already read into a [`PreparedGroup`]

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::overrides::OverrideSnapshot;
+use fleet_api::kinds::DeclaredScopes;
 
 fn object(value: Value) -> Object {
     serde_json::from_value(value).unwrap()
@@ -192,5 +193,33 @@ fn ov_7_a_failing_override_fails_the_whole_render() {
     assert!(
         err.to_string().starts_with(r#"ClusterResourceOverrideSnapshot "bad-0" failed to apply on Namespace "ops""#),
         "{err}"
+    );
+}
+
+#[test]
+fn en_8_a_scope_declared_after_the_envelope_was_stored_stops_work_generation() {
+    let widget =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ops"}});
+    let envelope = json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ResourceEnvelope",
+        "metadata": {"name": "widgets", "namespace": "ops"}, "data": {"w.yaml": widget}});
+    let snapshots = group(vec![envelope]);
+    let binding = binding();
+    let placement = placement("ResourcePlacement");
+    let none = ClusterOverrides::default();
+
+    // Unknown kind: its namespace decides, and the Work is made.
+    let unknown = PreparedGroup::new(&snapshots, &DeclaredScopes::default());
+    let works = desired_works_prepared(&placement, &binding, &unknown, &none).unwrap();
+    let names: Vec<Vec<String>> = works.iter().map(manifest_names).collect();
+    assert_eq!(names, vec![vec![], vec!["Widget/w".to_string()]], "the main Work (empty) and the envelope's");
+
+    // A CRD declaring Widget cluster-scoped arrives: generation stops.
+    let mut scopes = DeclaredScopes::default();
+    scopes.declare("example.com", "Widget", fleet_api::kinds::Scope::Cluster);
+    let declared = PreparedGroup::new(&snapshots, &scopes);
+    let err = desired_works_prepared(&placement, &binding, &declared, &none).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "envelope ResourceEnvelope ops/widgets is invalid: data[w.yaml].metadata.namespace: Invalid value: \"ops\": Widget is cluster-scoped"
     );
 }

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use fleet_api::binding::{self, BindingSpec, STATE_BOUND};
-use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
+use fleet_api::envelope::NUMBER_OF_ENVELOPED_OBJECT_ANNOTATION;
+use fleet_api::kinds::{DeclaredScopes, FLEET_PLACEMENT_GROUP};
 use fleet_api::overrides::{CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT, RESOURCE_OVERRIDE_SNAPSHOT};
 use fleet_api::snapshot::{resource_spec_of, IS_LATEST_LABEL, RESOURCE_INDEX_LABEL};
 use fleet_api::Object;
@@ -120,6 +121,13 @@ pub fn render(
         })
         .unwrap_or_default();
     let mut rendered = Rendered { bound: BTreeMap::new(), applicable: BTreeMap::new() };
+    // Wrapped objects are checked against the CRDs stored now (EN-8); only
+    // snapshots that hold envelopes need them.
+    let scopes = if view.resource_snapshots.iter().any(holds_envelopes) {
+        crate::admission::declared_scopes(store)?
+    } else {
+        DeclaredScopes::default()
+    };
     // Each bound group is read once for all its bindings.
     let mut prepared: BTreeMap<u64, PreparedGroup> = BTreeMap::new();
     for b in &view.bindings {
@@ -140,7 +148,7 @@ pub fn render(
         let Some((index, group)) = bound_group(view, &spec) else { continue };
         let group = prepared.entry(index).or_insert_with(|| {
             let snapshots: Vec<Object> = group.into_iter().cloned().collect();
-            PreparedGroup::new(&snapshots)
+            PreparedGroup::new(&snapshots, &scopes)
         });
         let stored = works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default();
         let entry = match overrides.recorded(&spec) {
@@ -166,4 +174,9 @@ pub fn render(
         rendered.bound.insert(b.metadata.name.clone(), entry);
     }
     Ok(rendered)
+}
+
+/// Whether a resource snapshot counts any envelope (EN-2).
+fn holds_envelopes(snapshot: &Object) -> bool {
+    snapshot.metadata.annotations.get(NUMBER_OF_ENVELOPED_OBJECT_ANNOTATION).is_some_and(|n| n != "0")
 }
