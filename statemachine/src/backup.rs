@@ -59,12 +59,7 @@ impl Store {
         bytes.extend_from_slice(&body);
         let sum = Sha256::digest(&bytes);
         bytes.extend_from_slice(&sum);
-        let info = BackupInfo {
-            index: content.last_applied.map(|l| l.index).unwrap_or(0),
-            objects: content.objects.len(),
-            bytes: bytes.len(),
-            sha256: format!("sha256:{}", hex::encode(sum)),
-        };
+        let info = info_of(&content, bytes.len(), &sum);
         Ok((bytes, info))
     }
 }
@@ -94,13 +89,18 @@ fn open_backup(bytes: &[u8]) -> Result<(SnapshotContent, BackupInfo), Error> {
     }
     let state: SnapshotContent = rmp_serde::from_slice(&content[HEADER..])
         .map_err(|e| invalid(format!("its content cannot be decoded: {e}")))?;
-    let info = BackupInfo {
-        index: state.last_applied.map(|l| l.index).unwrap_or(0),
-        objects: state.objects.len(),
-        bytes: bytes.len(),
-        sha256: format!("sha256:{}", hex::encode(sum)),
-    };
+    let info = info_of(&state, bytes.len(), &sum);
     Ok((state, info))
+}
+
+/// What a backup of `content`, `bytes` long with checksum `sum`, holds.
+fn info_of(content: &SnapshotContent, bytes: usize, sum: &[u8]) -> BackupInfo {
+    BackupInfo {
+        index: content.last_applied.map(|l| l.index).unwrap_or(0),
+        objects: content.objects.len(),
+        bytes,
+        sha256: format!("sha256:{}", hex::encode(sum)),
+    }
 }
 
 /// Checks a backup file without restoring it.

@@ -312,6 +312,18 @@ impl Hub {
         self.dir.path().join(format!("agent-{cluster}"))
     }
 
+    /// TLS with the certificate the agent of `cluster` holds now (`None`
+    /// until it has written its key and certificate).
+    pub fn member_tls(&self, cluster: &str) -> Option<ClientTlsConfig> {
+        let dir = self.agent_dir(cluster).join("tls");
+        let read = |f: &str| std::fs::read(dir.join(f)).ok().filter(|b| !b.is_empty());
+        Some(
+            ClientTlsConfig::new()
+                .ca_certificate(Certificate::from_pem(read("ca.pem")?))
+                .identity(Identity::from_pem(read("agent.pem")?, read("agent-key.pem")?)),
+        )
+    }
+
     /// The log file of the agent of `cluster`.
     pub fn agent_log(&self, cluster: &str) -> PathBuf {
         self.dir.path().join(format!("agent-{cluster}.log"))

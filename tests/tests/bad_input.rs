@@ -123,17 +123,9 @@ async fn oversized_writes_and_statuses_are_refused_without_stalling_the_hub() {
 async fn a_members_work_status_is_validated_and_size_limited_like_any_write() {
     use fleet_proto::fleet::{GetRequest, UpdateStatusRequest};
     use serde_json::json;
-    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
     let mut hub = Hub::start(HubOptions::default()).await;
     let mut admin = hub.client(1).await;
     hub.start_agent("east", &[]);
-    let dir = hub.agent_dir("east").join("tls");
-    let read = |f: &str| std::fs::read(dir.join(f)).unwrap_or_default();
-    let tls = || {
-        ClientTlsConfig::new()
-            .ca_certificate(Certificate::from_pem(read("ca.pem")))
-            .identity(Identity::from_pem(read("agent.pem"), read("agent-key.pem")))
-    };
     let get_work = || GetRequest {
         kind: fleet_tests::objects::kind("work"),
         namespace: "fleet-member-east".into(),
@@ -144,10 +136,8 @@ async fn a_members_work_status_is_validated_and_size_limited_like_any_write() {
         .await
         .expect("a Work for east");
     let member = fleet_tests::eventually("east's certificate to work", std::time::Duration::from_secs(30), || async {
-        if read("agent.pem").is_empty() || read("agent-key.pem").is_empty() {
-            return Err("no certificate yet".to_string());
-        }
-        let mut c = fleet_tests::hub::connect(&hub.endpoint(2), tls());
+        let tls = hub.member_tls("east").ok_or("no certificate yet")?;
+        let mut c = fleet_tests::hub::connect(&hub.endpoint(2), tls);
         c.get(get_work()).await.map(|_| c.clone()).map_err(|e| e.to_string())
     })
     .await;

@@ -164,13 +164,6 @@ async fn a_viewer_cannot_read_the_hubs_internal_kinds() {
 async fn a_member_watch_ends_when_its_credential_is_replaced_and_the_old_certificate_is_refused() {
     let mut hub = Hub::start(HubOptions::default()).await;
     hub.start_agent("east", &[]);
-    let dir = hub.agent_dir("east").join("tls");
-    let read = |f: &str| std::fs::read(dir.join(f)).unwrap_or_default();
-    let tls = || {
-        ClientTlsConfig::new()
-            .ca_certificate(Certificate::from_pem(read("ca.pem")))
-            .identity(Identity::from_pem(read("agent.pem"), read("agent-key.pem")))
-    };
     let works = || Some(KindRef { kind: "works".into(), api_version: String::new() });
     let own_works = || ListRequest {
         kind: works(),
@@ -179,16 +172,14 @@ async fn a_member_watch_ends_when_its_credential_is_replaced_and_the_old_certifi
         label_selector: String::new(),
         read: Some(ReadOptions { consistent: true, ..Default::default() }),
     };
-    eventually("east to join and its certificate to work", WAIT, || async {
-        if read("agent.pem").is_empty() || read("agent-key.pem").is_empty() {
-            return Err("no certificate yet".to_string());
-        }
-        connect(&hub.endpoint(2), tls()).list(own_works()).await.map(|_| ()).map_err(|e| e.to_string())
+    let tls = eventually("east to join and its certificate to work", WAIT, || async {
+        let tls = hub.member_tls("east").ok_or("no certificate yet")?;
+        connect(&hub.endpoint(2), tls.clone()).list(own_works()).await.map(|_| tls).map_err(|e| e.to_string())
     })
     .await;
     // The agent is stopped so only this test uses its certificate.
     hub.kill_agent("east");
-    let mut old = connect(&hub.endpoint(2), tls());
+    let mut old = connect(&hub.endpoint(2), tls.clone());
     let watch = WatchRequest { kind: works(), namespace: "fleet-member-east".into(), ..Default::default() };
     let mut stream = old.watch(watch).await.expect("the member watches its Work").into_inner();
 
@@ -218,7 +209,7 @@ async fn a_member_watch_ends_when_its_credential_is_replaced_and_the_old_certifi
     // replacement (a follower may trail the leader's commit by a moment).
     for id in 1..=3 {
         eventually(&format!("node {id} to refuse the replaced certificate"), WAIT, || async {
-            match connect(&hub.endpoint(id), tls()).list(own_works()).await {
+            match connect(&hub.endpoint(id), tls.clone()).list(own_works()).await {
                 Err(e) if e.code() == Code::PermissionDenied => Ok(()),
                 other => Err(format!("{other:?}")),
             }
