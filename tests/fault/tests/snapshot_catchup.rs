@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use fleet_tests::objects::{apply, configmap};
-use fleet_tests::{eventually, Hub, HubOptions};
+use fleet_tests::{Hub, HubOptions};
 
 const NAMESPACE: &str = "catchup";
 /// Objects per apply (one Raft entry each), well under the command limit.
@@ -48,16 +48,23 @@ async fn a_follower_stopped_past_compaction_of_a_large_store_catches_up_by_snaps
 
     let restarted = Instant::now();
     hub.start_node(lagging, false);
-    eventually("the restarted follower to apply everything", Duration::from_secs(900), || async {
-        let status = hub.status(lagging).await?;
-        let applied = status.members.iter().find(|m| m.id == lagging).map(|m| m.last_applied).unwrap_or(0);
-        if applied >= target {
-            Ok(())
-        } else {
-            Err(format!("node {lagging} applied {applied} of {target}"))
+    // Polled with a deadline; on failure, what both nodes logged.
+    let deadline = Instant::now() + Duration::from_secs(900);
+    loop {
+        let status = hub.status(lagging).await;
+        let applied =
+            status.as_ref().ok().and_then(|s| s.members.iter().find(|m| m.id == lagging)).map(|m| m.last_applied);
+        if applied.is_some_and(|a| a >= target) {
+            break;
         }
-    })
-    .await;
+        assert!(
+            Instant::now() < deadline,
+            "node {lagging} applied {applied:?} of {target} after 900 s\n--- node {lagging}:\n{}\n--- leader {leader}:\n{}",
+            hub.log_tail(lagging),
+            hub.log_tail(leader)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let caught_up = restarted.elapsed();
     let log = std::fs::read_to_string(hub.log_path(lagging)).unwrap_or_default();
     assert!(log.contains(INSTALLED), "node {lagging} caught up without a snapshot:\n{}", hub.log_tail(lagging));
