@@ -35,7 +35,7 @@ up() {
   for i in 1 2 3; do
     if [ -f "$STATE/node-$i.pid" ] && kill -0 "$(cat "$STATE/node-$i.pid")" 2>/dev/null; then continue; fi
     "$BIN/fleet-node" --id "$i" --listen "127.0.0.1:${PORTS[$((i-1))]}" --data-dir "$STATE/node-$i" \
-      --tls-dir "$STATE/pki" --peers "$(peers)" --init --http-listen "127.0.0.1:$((9000+i))" \
+      --tls-dir "$STATE/pki" --peers "$(peers)" --init --http-listen "127.0.0.1:$((9000+i))" --kube-listen "127.0.0.1:$((6440+i))" \
       >>"$STATE/node-$i.log" 2>&1 &
     echo $! >"$STATE/node-$i.pid"
   done
@@ -58,6 +58,8 @@ up() {
 Local hub running. Use it with:
   export FLEET_ENDPOINTS=$FLEET_ENDPOINTS FLEET_TLS_DIR=$FLEET_TLS_DIR
   $BIN/fleetctl get crp
+Or with kubectl (every node serves the Kubernetes API on 127.0.0.1:6441-6443):
+  $BIN/fleetctl kubeconfig > $STATE/kubeconfig && export KUBECONFIG=$STATE/kubeconfig && kubectl get crp -o wide
 Look inside a member:  $BIN/fleet-agent inspect --data-dir $STATE/agent-east-1 -A   (or agent-west-1, agent-central-1)
 Change it behind Fleet's back:  $BIN/fleet-agent patch --data-dir $STATE/agent-east-1 KIND NAME -n NS -p '{...}'   (also apply -f, delete)
 Logs: $STATE/node-*.log, $STATE/agent-*.log   Stop: deploy/local-fleet.sh down

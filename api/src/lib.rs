@@ -6,7 +6,9 @@
 //! the name and label syntax rules in [`names`]; Fleet's typed kinds and
 //! Open Cluster Management's ([`ocm`]); RFC 3339 [`time`]s.
 
+pub mod age;
 pub mod binding;
+pub mod columns;
 pub mod conditions;
 pub mod envelope;
 pub mod eviction;

@@ -38,6 +38,38 @@ pub enum Command {
     /// Time staged update runs over every member cluster, from their Apply to
     /// Succeeded, split into the hub's controllers and the agents.
     StagedLatency(StagedLatencyArgs),
+    /// The Kubernetes-compatible API next to gRPC on one node: list
+    /// throughput and latency, and watch fan-out while placements change.
+    KubeCompare(KubeCompareArgs),
+}
+
+/// Flags of `fleet-bench kube-compare`.
+#[derive(Debug, Clone, Args)]
+pub struct KubeCompareArgs {
+    /// The node's gRPC address (the first of the list is used).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub endpoints: Vec<String>,
+    /// The same node's --kube-listen address.
+    #[arg(long)]
+    pub kube: String,
+    /// PKI dir with ca.pem, admin.pem and admin-key.pem.
+    #[arg(long, env = "FLEET_TLS_DIR")]
+    pub tls_dir: Option<PathBuf>,
+    /// Placements the lists return.
+    #[arg(long, default_value_t = 20)]
+    pub placements: usize,
+    /// Concurrent list clients.
+    #[arg(long, default_value_t = 8)]
+    pub list_clients: usize,
+    /// Seconds each list measurement runs.
+    #[arg(long, default_value_t = 5)]
+    pub seconds: u64,
+    /// Concurrent watchers, each on its own connection.
+    #[arg(long, default_value_t = 200)]
+    pub watchers: usize,
+    /// Changes every watcher must see.
+    #[arg(long, default_value_t = 50)]
+    pub changes: usize,
 }
 
 /// The system under test.

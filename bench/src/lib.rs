@@ -5,6 +5,8 @@
 pub mod cli;
 pub mod connect;
 pub mod error;
+pub mod kube_compare;
+pub mod kube_http;
 pub mod load;
 pub mod payload;
 pub mod placement_latency;

@@ -27,6 +27,7 @@ fn main() -> anyhow::Result<()> {
             Command::StagedLatency(args) => {
                 print!("{}", fleet_bench::staged_latency::run(&args).await?.text())
             }
+            Command::KubeCompare(args) => print!("{}", fleet_bench::kube_compare::run(&args).await?.text()),
             Command::Probe(args) => {
                 let endpoints = fleet_bench::probe(&args).await?;
                 println!("{}: wrote through {}", args.target.name(), endpoints.join(", "));

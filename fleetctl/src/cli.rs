@@ -68,6 +68,10 @@ pub enum Command {
     /// Print the objects one member cluster receives from a placement, as the
     /// hub rendered them for it (overrides applied, envelopes unwrapped).
     Render(RenderArgs),
+    /// Print a kubeconfig for kubectl: one context per hub node serving the
+    /// Kubernetes-compatible API (--kube-listen), with the CA and the
+    /// certificate of --user (admin or viewer).
+    Kubeconfig,
 }
 
 /// `approve`.

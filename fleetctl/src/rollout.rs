@@ -37,11 +37,7 @@ fn condition_order(report_diff: bool) -> &'static [&'static str] {
     }
 }
 
-/// Whether a placement's `strategy.applyStrategy.type` is `ReportDiff`.
-pub fn reports_diff(placement: &Object) -> bool {
-    let type_ = placement.spec().and_then(|s| s.pointer("/strategy/applyStrategy/type"));
-    type_.and_then(Value::as_str) == Some(fleet_api::work::APPLY_TYPE_REPORT_DIFF)
-}
+pub use fleet_api::placement::reports_diff;
 
 /// How many pending clusters an in-progress message names.
 const NAMED_CLUSTERS: usize = 3;

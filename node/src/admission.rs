@@ -58,16 +58,19 @@ impl ResolvedKind {
 }
 
 /// A CRD stored on the hub, reduced to what names and scopes its kind.
-struct CrdNames {
-    group: String,
-    kind: String,
-    plural: String,
-    singular: String,
-    short_names: Vec<String>,
-    scope: Scope,
+pub struct CrdNames {
+    pub group: String,
+    pub kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub short_names: Vec<String>,
+    pub scope: Scope,
+    /// `spec.versions[*].name`, served ones first as written.
+    pub versions: Vec<String>,
 }
 
-fn stored_crds(store: &Store) -> Result<Vec<CrdNames>, fleet_statemachine::Error> {
+/// The CRDs stored on the hub.
+pub fn stored_crds(store: &Store) -> Result<Vec<CrdNames>, fleet_statemachine::Error> {
     let query = ListQuery { group: CRD_GROUP.into(), kind: CRD_KIND.into(), namespace: None, selector: None };
     let (crds, _) = store.list(&query)?;
     Ok(crds
@@ -87,6 +90,13 @@ fn stored_crds(store: &Store) -> Result<Vec<CrdNames>, fleet_statemachine::Error
                     .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
                     .unwrap_or_default(),
                 scope: if text(spec.get("scope")) == "Cluster" { Scope::Cluster } else { Scope::Namespaced },
+                versions: spec
+                    .get("versions")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter().filter_map(|v| v.get("name").and_then(Value::as_str)).map(str::to_string).collect()
+                    })
+                    .unwrap_or_default(),
             })
         })
         .collect())

@@ -33,14 +33,24 @@ pub fn caller<T>(request: &Request<T>) -> Result<Caller, Status> {
     let cert = certs
         .first()
         .ok_or_else(|| Status::unauthenticated("a client certificate signed by the fleet CA is required"))?;
-    let parsed = presented(cert.as_ref()).map_err(|e| Status::unauthenticated(e.to_string()))?;
-    Ok(Caller { identity: parsed.identity, serial: parsed.serial })
+    caller_of_certificate(cert.as_ref())
 }
 
 /// Checks that the caller may perform `rpc`; `members` says whether member
 /// agents may call it at all (their scope is checked afterwards).
 pub fn authorize<T>(request: &Request<T>, rpc: &str, access: Access, members: bool) -> Result<Caller, Status> {
-    let caller = caller(request)?;
+    permit(caller(request)?, rpc, access, members)
+}
+
+/// The caller's identity, from the first certificate of a verified chain.
+pub fn caller_of_certificate(der: &[u8]) -> Result<Caller, Status> {
+    let parsed = presented(der).map_err(|e| Status::unauthenticated(e.to_string()))?;
+    Ok(Caller { identity: parsed.identity, serial: parsed.serial })
+}
+
+/// Checks that an authenticated caller may perform `rpc` (every wire format
+/// asks this one function).
+pub fn permit(caller: Caller, rpc: &str, access: Access, members: bool) -> Result<Caller, Status> {
     let allowed = match (&caller.identity, access) {
         (Identity::Member(_), _) => members,
         (_, Access::MemberOnly) => false,

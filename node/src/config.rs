@@ -41,6 +41,10 @@ pub struct Args {
     /// Serve /healthz, /readyz and /metrics over plain HTTP on this address.
     #[arg(long)]
     pub http_listen: Option<SocketAddr>,
+    /// Serve the Kubernetes-compatible API (HTTPS, fleet CA and client
+    /// certificates) on this address; recorded so `fleetctl kubeconfig` finds it.
+    #[arg(long)]
+    pub kube_listen: Option<SocketAddr>,
     /// Raft heartbeat interval in milliseconds.
     #[arg(long, default_value_t = 100)]
     pub heartbeat_ms: u64,
@@ -70,6 +74,7 @@ pub struct NodeConfig {
     pub peer_dial: BTreeMap<u64, String>,
     pub init: bool,
     pub http_listen: Option<SocketAddr>,
+    pub kube_listen: Option<SocketAddr>,
     pub tuning: RaftTuning,
     pub member_cert_validity: std::time::Duration,
 }
@@ -103,6 +108,7 @@ impl Args {
             peer_dial,
             init: self.init,
             http_listen: self.http_listen,
+            kube_listen: self.kube_listen,
             member_cert_validity: self.member_cert_validity.max(std::time::Duration::from_secs(10)),
             tuning: RaftTuning {
                 heartbeat_ms: self.heartbeat_ms,

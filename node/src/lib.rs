@@ -8,7 +8,9 @@ pub mod config;
 pub mod controllers;
 pub mod error;
 pub mod http;
+pub mod kube;
 pub mod members;
+pub mod objects;
 pub mod restore;
 pub mod service;
 pub mod watch;
@@ -47,6 +49,13 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
         }
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// The address to advertise for the kube API: the bound one, with the
+/// `--listen` host when bound to every interface.
+fn kube_advertise(bound: std::net::SocketAddr, listen: std::net::SocketAddr) -> String {
+    let host = if bound.ip().is_unspecified() { listen.ip() } else { bound.ip() };
+    std::net::SocketAddr::new(host, bound.port()).to_string()
 }
 
 /// Runs a node until `shutdown` resolves, then stops cleanly.
@@ -112,6 +121,28 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
                 tracing::error!("http endpoint on {addr}: {e}");
             }
         });
+    }
+
+    if let Some(addr) = config.kube_listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::Serve(format!("--kube-listen {addr}: {e}")))?;
+        let bound = listener.local_addr().map_err(|e| Error::Serve(format!("--kube-listen {addr}: {e}")))?;
+        let advertise = kube_advertise(bound, config.listen);
+        let tls = kube::tls_config(&ca_pem, &[cert_pem.as_slice(), b"\n", ca_pem.as_slice()].concat(), &key_pem)?;
+        let api = Arc::new(kube::KubeApi {
+            objects: objects::Objects::new(consensus.clone()),
+            stopping: stop_rx.clone(),
+            advertise: advertise.clone(),
+        });
+        tokio::spawn(kube::advertise::run(consensus.clone(), config.id, advertise.clone(), stop_rx.clone()));
+        let stop = wait_stop(stop_rx.clone());
+        tokio::spawn(async move {
+            if let Err(e) = kube::serve(listener, tls, api, stop).await {
+                tracing::error!("kube API on {addr}: {e}");
+            }
+        });
+        tracing::info!(id = config.id, kube = %advertise, "Kubernetes-compatible API serving");
     }
 
     if config.init {

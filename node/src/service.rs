@@ -5,8 +5,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use fleet_api::ocm::{self, managed_cluster};
-use fleet_api::{LabelSelector, Object, ObjectKey};
+pub use crate::objects::View;
+
+use fleet_api::Object;
 use fleet_proto::fleet::fleet_server::Fleet;
 use fleet_proto::fleet::{
     AddNodeRequest, ApplyRequest, ApplyResponse, ApplyResult, ClusterMember, ClusterStatusRequest,
@@ -17,23 +18,20 @@ use fleet_proto::fleet::{
 };
 use fleet_raft::consensus::MembershipChange;
 use fleet_raft::Consensus;
-use fleet_statemachine::{Command, Op, Store};
+use fleet_statemachine::{Op, Store};
 use futures::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::admission::{self, Document, ResolvedKind};
 use crate::auth::{authorize, Access, Caller};
-use crate::error::{raft_status, storage_status};
-use crate::members::authz;
+use crate::error::raft_status;
 use crate::members::service::{MemberCall, MemberReply, MemberService};
-
-/// How long a read waits for this node to catch up with what the client has seen.
-const CATCH_UP: Duration = Duration::from_secs(5);
+use crate::objects::{parse_selector, Objects};
 
 /// The `Fleet` service of one node.
 #[derive(Clone)]
 pub struct FleetService {
-    consensus: Arc<Consensus>,
+    objects: Objects,
     members: Arc<MemberService>,
     /// Becomes true when the node shuts down: long-lived streams end then.
     stopping: tokio::sync::watch::Receiver<bool>,
@@ -56,39 +54,7 @@ impl FleetService {
         members: Arc<MemberService>,
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> FleetService {
-        FleetService { consensus, members, stopping }
-    }
-
-    /// Confines a member agent to its own Work (no-op for other callers),
-    /// and checks its certificate is still one the hub issued. A follower
-    /// that has not yet seen a fresh credential catches up once and retries.
-    async fn member_scope(
-        &self,
-        caller: &Caller,
-        kind: &ResolvedKind,
-        namespace: &str,
-        rpc: &str,
-    ) -> Result<(), Status> {
-        let fleet_proto::tls::Identity::Member(cluster) = &caller.identity else { return Ok(()) };
-        authz::check_scope(cluster, kind, namespace, rpc)?;
-        self.member_credential(cluster, &caller.serial).await
-    }
-
-    async fn member_credential(&self, cluster: &str, serial: &str) -> Result<(), Status> {
-        let check = || {
-            let store = self.store();
-            let (c, s) = (cluster.to_string(), serial.to_string());
-            blocking(move || authz::check_credential(&store, &c, &s))
-        };
-        match check().await {
-            Ok(()) => Ok(()),
-            Err(first) => {
-                if self.consensus.linearizable_index().await.is_err() {
-                    return Err(first);
-                }
-                check().await
-            }
-        }
+        FleetService { objects: Objects::new(consensus), members, stopping }
     }
 
     fn member_cluster(caller: &Caller) -> Result<&str, Status> {
@@ -99,54 +65,20 @@ impl FleetService {
     }
 
     fn store(&self) -> Arc<Store> {
-        self.consensus.store().clone()
+        self.objects.store()
     }
 
-    /// Makes the read about to happen at least as new as the client asks:
-    /// linearizable through the leader, or at least `min_resource_version`.
-    async fn read_barrier(&self, options: Option<&ReadOptions>) -> Result<(), Status> {
-        let Some(options) = options else { return Ok(()) };
-        if options.consistent {
-            self.consensus.linearizable_index().await.map_err(raft_status)?;
-        } else if options.min_resource_version > self.consensus.store().applied_index() {
-            self.consensus.wait_applied(options.min_resource_version, CATCH_UP).await.map_err(|_| {
-                Status::unavailable(format!(
-                    "node {} has applied up to {} but the client has seen {}: try again or another node",
-                    self.consensus.id(),
-                    self.consensus.store().applied_index(),
-                    options.min_resource_version
-                ))
-            })?;
-        }
-        Ok(())
-    }
-
-    async fn resolve(&self, kind: Option<KindRef>) -> Result<ResolvedKind, Status> {
-        let kind = kind.ok_or_else(|| Status::invalid_argument("kind: Required value"))?;
-        let store = self.store();
-        blocking(move || admission::resolve_kind_ref(&store, &kind)).await
-    }
-
-    /// Resolves a kind for reading: the ManagedCluster view reads the
-    /// MemberClusters (`Some(view)` maps each one).
     async fn resolve_read(&self, kind: Option<KindRef>) -> Result<(ResolvedKind, Option<View>), Status> {
-        let resolved = self.resolve(kind).await?;
-        if managed_cluster::is_managed_cluster(&resolved.group, &resolved.kind) {
-            return Ok((member_cluster_kind(), Some(managed_cluster::view_of as View)));
-        }
-        Ok((resolved, None))
-    }
-
-    async fn propose(&self, ops: Vec<Op>) -> Result<(u64, Vec<fleet_statemachine::OpOutcome>), Status> {
-        self.consensus.write(Command { now: now_rfc3339(), ops }).await.map_err(raft_status)
+        let kind = kind.ok_or_else(|| Status::invalid_argument("kind: Required value"))?;
+        self.objects.resolve_read(kind).await
     }
 
     async fn status(&self, digest: bool) -> ClusterStatusResponse {
-        let (leader, term, members) = self.consensus.cluster_status(digest).await;
+        let (leader, term, members) = self.objects.consensus().cluster_status(digest).await;
         ClusterStatusResponse {
             leader: leader.unwrap_or(0),
             term,
-            node_id: self.consensus.id(),
+            node_id: self.objects.consensus().id(),
             members: members
                 .into_iter()
                 .map(|m| ClusterMember {
@@ -161,65 +93,6 @@ impl FleetService {
                 .collect(),
         }
     }
-}
-
-/// Refuses reads of the hub's internal kinds (bootstrap tokens, member
-/// credentials) to everyone but an admin: a viewer sees the fleet, not the
-/// material that lets clusters join it.
-fn internal_readable(caller: &Caller, kind: &ResolvedKind, rpc: &str) -> Result<(), Status> {
-    if kind.group != crate::members::internal::INTERNAL_GROUP
-        || matches!(caller.identity, fleet_proto::tls::Identity::Admin)
-    {
-        return Ok(());
-    }
-    Err(Status::permission_denied(format!(
-        "{:?} may not call {rpc} on {}.{}: the group {} holds the hub's join tokens and member credentials; only \
-         admin reads it",
-        caller.identity.to_string(),
-        kind.plural,
-        kind.group,
-        kind.group
-    )))
-}
-
-/// Maps a stored object to how a view shows it.
-pub type View = fn(&Object) -> Object;
-
-/// The MemberCluster kind, which the ManagedCluster view reads and writes.
-fn member_cluster_kind() -> ResolvedKind {
-    ResolvedKind {
-        group: fleet_api::kinds::FLEET_CLUSTER_GROUP.into(),
-        kind: "MemberCluster".into(),
-        plural: "memberclusters".into(),
-        scope: fleet_api::Scope::Cluster,
-    }
-}
-
-/// Refuses status writes the kind's own rules refuse (PlacementDecision
-/// pages, AddOnPlacementScores) and writes through the read-only view.
-fn check_status(object: &Object) -> Result<(), Status> {
-    let invalid = |e: fleet_api::ValidationError| Status::invalid_argument(e.to_string());
-    match (object.group(), object.kind.as_str()) {
-        (ocm::CLUSTER_GROUP, ocm::decision::KIND) => ocm::decision::validate_status(object).map_err(invalid),
-        (ocm::CLUSTER_GROUP, ocm::addon_score::KIND) => ocm::addon_score::validate_status(object).map_err(invalid),
-        (fleet_api::kinds::FLEET_PLACEMENT_GROUP, "Work") => fleet_api::work::validate_status(object).map_err(invalid),
-        (group, kind) if managed_cluster::is_managed_cluster(group, kind) => Err(Status::invalid_argument(format!(
-            "ManagedCluster {:?}: status: Forbidden: a ManagedCluster's status is its MemberCluster's, reported by its agent",
-            object.metadata.name
-        ))),
-        _ => Ok(()),
-    }
-}
-
-fn parse_selector(text: &str) -> Result<Option<LabelSelector>, Status> {
-    if text.trim().is_empty() {
-        return Ok(None);
-    }
-    LabelSelector::parse(text).map(Some).map_err(|e| Status::invalid_argument(e.to_string()))
-}
-
-fn not_found(kind: &ResolvedKind, key: &ObjectKey) -> Status {
-    Status::not_found(format!("{} {:?} not found", kind.plural, key.name))
 }
 
 type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, Status>> + Send>>;
@@ -245,9 +118,9 @@ impl Fleet for FleetService {
         let objects = blocking(move || admission::admit(&store, documents)).await?;
         let ops =
             objects.into_iter().map(|object| Op::Apply { object, uid: uuid::Uuid::new_v4().to_string() }).collect();
-        let (index, outcomes) = self.propose(ops).await?;
+        let (index, outcomes) = self.objects.propose(ops).await?;
         Ok(Response::new(ApplyResponse {
-            resource_version: index.max(self.consensus.store().applied_index()),
+            resource_version: index.max(self.store().applied_index()),
             results: outcomes
                 .into_iter()
                 .map(|o| ApplyResult { action: o.action.as_str().to_string(), object: o.object.to_json() })
@@ -268,20 +141,10 @@ impl Fleet for FleetService {
         }
         let object = Object::from_json(&bytes)
             .map_err(|e| Status::invalid_argument(format!("object: not a valid object: {e}")))?;
-        check_status(&object)?;
-        let store = self.store();
-        let (object, kind) = blocking(move || {
-            let kind = admission::resolve_document(&store, &object)?;
-            let mut object = object;
-            object.metadata.namespace =
-                Some(kind.namespace_or_default(object.metadata.namespace.as_deref().unwrap_or("")))
-                    .filter(|n| !n.is_empty());
-            Ok((object, kind))
-        })
-        .await?;
+        let (object, kind) = self.objects.prepare_status(object).await?;
         let namespace = object.metadata.namespace.clone().unwrap_or_default();
-        self.member_scope(&caller, &kind, &namespace, "UpdateStatus").await?;
-        let (index, outcomes) = self.propose(vec![Op::UpdateStatus { object }]).await?;
+        self.objects.member_scope(&caller, &kind, &namespace, "UpdateStatus").await?;
+        let (index, outcomes) = self.objects.propose(vec![Op::UpdateStatus { object }]).await?;
         let object = outcomes.into_iter().next().map(|o| o.object.to_json()).unwrap_or_default();
         Ok(Response::new(WriteResponse { object, resource_version: index }))
     }
@@ -290,15 +153,9 @@ impl Fleet for FleetService {
         let caller = authorize(&request, "Get", Access::Read, true)?;
         let req = request.into_inner();
         let (kind, view) = self.resolve_read(req.kind).await?;
-        internal_readable(&caller, &kind, "Get")?;
-        self.member_scope(&caller, &kind, &kind.namespace_or_default(&req.namespace), "Get").await?;
-        self.read_barrier(req.read.as_ref()).await?;
-        let key = kind.key(&req.namespace, &req.name);
-        let store = self.store();
-        let lookup = key.clone();
-        let (object, index) = blocking(move || store.get(&lookup).map_err(storage_status)).await?;
-        let object = object.ok_or_else(|| not_found(&kind, &key))?;
-        let object = view.map_or(object.clone(), |v| v(&object));
+        self.objects.member_scope(&caller, &kind, &kind.namespace_or_default(&req.namespace), "Get").await?;
+        self.objects.read_barrier(req.read.as_ref()).await?;
+        let (object, index) = self.objects.get(&kind, view, kind.key(&req.namespace, &req.name)).await?;
         Ok(Response::new(GetResponse { object: object.to_json(), resource_version: index }))
     }
 
@@ -307,17 +164,13 @@ impl Fleet for FleetService {
         let req = request.into_inner();
         let (kind, view) = self.resolve_read(req.kind).await?;
         let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
-        internal_readable(&caller, &kind, "List")?;
-        self.member_scope(&caller, &kind, &scope_ns, "List").await?;
+        self.objects.member_scope(&caller, &kind, &scope_ns, "List").await?;
         let selector = parse_selector(&req.label_selector)?;
-        self.read_barrier(req.read.as_ref()).await?;
+        self.objects.read_barrier(req.read.as_ref()).await?;
         let namespace =
             (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
-        let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
-        query.selector = selector;
-        let store = self.store();
-        let (items, index) = blocking(move || store.list(&query).map_err(storage_status)).await?;
-        let items = items.iter().map(|o| view.map_or_else(|| o.to_json(), |v| v(o).to_json())).collect();
+        let (items, index) = self.objects.list(&kind, view, namespace, selector).await?;
+        let items = items.iter().map(Object::to_json).collect();
         Ok(Response::new(ListResponse { items, resource_version: index }))
     }
 
@@ -328,13 +181,8 @@ impl Fleet for FleetService {
         let (kind, _) = self.resolve_read(req.kind).await?;
         let key = kind.key(&req.namespace, &req.name);
         let precondition = (req.resource_version > 0).then_some(req.resource_version);
-        let result = self.propose(vec![Op::Delete { key: key.clone(), resource_version: precondition }]).await;
-        let (index, outcomes) = match result {
-            Err(s) if s.code() == tonic::Code::NotFound => return Err(not_found(&kind, &key)),
-            other => other?,
-        };
-        let object = outcomes.into_iter().next().map(|o| o.object.to_json()).unwrap_or_default();
-        Ok(Response::new(WriteResponse { object, resource_version: index }))
+        let (object, index) = self.objects.delete(&kind, key, precondition).await?;
+        Ok(Response::new(WriteResponse { object: object.to_json(), resource_version: index }))
     }
 
     type WatchStream = WatchStream;
@@ -344,11 +192,10 @@ impl Fleet for FleetService {
         let req = request.into_inner();
         let (kind, view) = self.resolve_read(req.kind.clone()).await?;
         let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
-        internal_readable(&caller, &kind, "Watch")?;
-        self.member_scope(&caller, &kind, &scope_ns, "Watch").await?;
+        self.objects.member_scope(&caller, &kind, &scope_ns, "Watch").await?;
         let selector = parse_selector(&req.label_selector)?;
         let floor = req.min_resource_version.max(req.resource_version);
-        self.read_barrier(Some(&ReadOptions { min_resource_version: floor, consistent: false })).await?;
+        self.objects.read_barrier(Some(&ReadOptions { min_resource_version: floor, consistent: false })).await?;
         let namespace =
             (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
         let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
@@ -379,7 +226,8 @@ impl Fleet for FleetService {
                 req.id, req.address
             )));
         }
-        self.consensus
+        self.objects
+            .consensus()
             .change_membership(MembershipChange::Add { id: req.id, address: req.address })
             .await
             .map_err(raft_status)?;
@@ -392,7 +240,7 @@ impl Fleet for FleetService {
     ) -> Result<Response<ClusterStatusResponse>, Status> {
         authorize(&request, "RemoveNode", Access::Write, false)?;
         let id = request.into_inner().id;
-        self.consensus.change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;
+        self.objects.consensus().change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;
         Ok(Response::new(self.status(false).await))
     }
 
@@ -404,7 +252,7 @@ impl Fleet for FleetService {
     ) -> Result<Response<Self::SaveSnapshotStream>, Status> {
         // Every object, internal ones (tokens, credentials) included: admin only.
         authorize(&request, "SaveSnapshot", Access::Write, false)?;
-        Ok(Response::new(crate::backup::save(&self.consensus).await?))
+        Ok(Response::new(crate::backup::save(self.objects.consensus()).await?))
     }
 
     async fn create_token(
@@ -448,7 +296,7 @@ impl Fleet for FleetService {
                 req.cluster
             )));
         }
-        self.member_credential(&cluster, &caller.serial).await?;
+        self.objects.member_credential(&cluster, &caller.serial).await?;
         match self.members.call(MemberCall::Heartbeat { cluster, report: req.report }).await? {
             MemberReply::Heartbeat { period_seconds } => {
                 Ok(Response::new(HeartbeatResponse { heartbeat_period_seconds: period_seconds }))

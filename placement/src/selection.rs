@@ -110,6 +110,7 @@ pub fn clean(object: &Object) -> Object {
     meta.owner_references.clear();
     meta.finalizers.clear();
     meta.generate_name = None;
+    meta.managed_fields.clear();
     meta.annotations.remove(LAST_APPLIED_ANNOTATION);
     out.rest.remove("status");
     out.rest.remove("managedFields");

@@ -330,6 +330,10 @@ impl Overlay {
         updated.metadata.annotations = desired.metadata.annotations.clone();
         updated.metadata.owner_references = desired.metadata.owner_references.clone();
         updated.metadata.finalizers = desired.metadata.finalizers.clone();
+        // A write that names no field managers keeps the recorded ones.
+        if !desired.metadata.managed_fields.is_empty() {
+            updated.metadata.managed_fields = desired.metadata.managed_fields.clone();
+        }
         let status = existing.rest.get("status").cloned();
         updated.rest = desired.rest.clone();
         updated.rest.remove("status");

@@ -8,6 +8,7 @@
 
 pub mod fleet;
 pub mod hub;
+pub mod kube;
 pub mod members;
 pub mod objects;
 pub mod poll;

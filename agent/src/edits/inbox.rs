@@ -218,7 +218,7 @@ mod tests {
     fn namespace(name: &str) -> Edit {
         let object =
             serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}));
-        Edit::Apply { object: object.unwrap() }
+        Edit::Apply { object: Box::new(object.unwrap()) }
     }
 
     fn ns_id(name: &str) -> ResourceId {

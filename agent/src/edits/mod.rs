@@ -93,7 +93,7 @@ pub fn run(data_dir: &Path, edits: &[Edit], timeout: Duration, out: &mut impl Wr
 pub fn apply_edits(source: &str, text: &str) -> Result<Vec<Edit>, AgentError> {
     let objects = fleet_api::parse::parse_documents(source, text)
         .map_err(|e| AgentError::Target(TargetError::Invalid(e.to_string())))?;
-    Ok(objects.into_iter().map(|object| Edit::Apply { object }).collect())
+    Ok(objects.into_iter().map(|object| Edit::Apply { object: Box::new(object) }).collect())
 }
 
 /// The object `KIND NAME [-n NS]` names on the embedded target of

@@ -41,7 +41,7 @@ fn cluster(dir: &tempfile::TempDir) -> EmbeddedTarget {
 
 /// Someone edits an object on the member cluster (as `fleet-agent apply` would).
 async fn edit(target: &EmbeddedTarget, name: &str, data: Value) {
-    target.edit(&Edit::Apply { object: object(cm(name, data)) }).unwrap();
+    target.edit(&Edit::Apply { object: Box::new(object(cm(name, data))) }).unwrap();
 }
 
 async fn data(target: &EmbeddedTarget, name: &str) -> Value {

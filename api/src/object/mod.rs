@@ -71,6 +71,10 @@ pub struct ObjectMeta {
     pub owner_references: Vec<OwnerReference>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
+    /// Which field manager owns which fields (server-side apply through the
+    /// Kubernetes-compatible API), in Kubernetes' `managedFields` shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managed_fields: Vec<Value>,
 }
 
 fn is_zero(v: &i64) -> bool {

@@ -213,3 +213,9 @@ pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
     }
     ValidationError::check(&new.kind, &new.metadata.name, errors)
 }
+
+/// Whether a placement's `strategy.applyStrategy.type` is `ReportDiff`.
+pub fn reports_diff(placement: &crate::Object) -> bool {
+    let type_ = placement.spec().and_then(|s| s.pointer("/strategy/applyStrategy/type"));
+    type_.and_then(serde_json::Value::as_str) == Some(crate::work::APPLY_TYPE_REPORT_DIFF)
+}

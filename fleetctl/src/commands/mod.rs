@@ -9,6 +9,7 @@ mod describe;
 mod drain;
 mod get;
 mod heartbeats;
+mod kubeconfig;
 mod pki;
 mod render;
 mod rollout;
@@ -36,6 +37,7 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
     let options = ClientOptions { request_timeout: Some(request_timeout), ..ClientOptions::default() };
     let client = connect(endpoints.as_deref(), tls_dir.as_deref(), &user, options).await?;
     match command {
+        Command::Kubeconfig => kubeconfig::run(&client, tls_dir.as_deref().ok_or(Error::NoTlsDir)?, &user, io).await,
         Command::Apply(args) => apply::run(&client, &args, io).await,
         Command::Get(args) => get::run(&client, args, io).await,
         Command::Describe(args) => describe::run(&client, args, io).await,

@@ -35,8 +35,9 @@ pub enum Edit {
     /// lists and scalars replaced; nothing removed). A namespaced object
     /// without a namespace goes to `default`.
     Apply {
-        /// The object (server-set fields and `status` are ignored).
-        object: Object,
+        /// The object (server-set fields and `status` are ignored); boxed,
+        /// as objects are far larger than the other edits.
+        object: Box<Object>,
     },
     /// `kubectl patch --type merge`: an RFC 7386 JSON merge patch (`null`
     /// removes a field). The object's identity cannot be patched.
@@ -223,20 +224,20 @@ mod tests {
         let owned = object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "theirs",
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "x", "uid": "u"}]},
             "data": {"k": "v"}}));
-        let created = target.edit(&Edit::Apply { object: owned.clone() }).unwrap();
+        let created = target.edit(&Edit::Apply { object: Box::new(owned.clone()) }).unwrap();
         assert_eq!(created.line(), "configmap/theirs created");
         let live = created.object.unwrap();
         assert_eq!(live.metadata.namespace.as_deref(), Some("default"), "kubectl's default namespace");
         assert!(!live.metadata.annotations.contains_key(OWNER_ANNOTATION));
         assert_eq!(live.metadata.owner_references.len(), 1);
-        assert_eq!(target.edit(&Edit::Apply { object: owned }).unwrap().outcome, EditOutcome::Unchanged);
+        assert_eq!(target.edit(&Edit::Apply { object: Box::new(owned) }).unwrap().outcome, EditOutcome::Unchanged);
 
         // Updating Fleet's object: the given field replaced, the rest and Fleet's marks kept.
         let before = target.get(&cm_id("c")).await.unwrap().unwrap();
         let edit =
             object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "app",
             "labels": {"by": "kubectl"}}, "data": {"a": "edited"}, "status": {"ignored": true}}));
-        let edited = target.edit(&Edit::Apply { object: edit }).unwrap();
+        let edited = target.edit(&Edit::Apply { object: Box::new(edit) }).unwrap();
         assert_eq!(edited.line(), "configmap/c configured");
         let after = edited.object.unwrap();
         assert_eq!(after.rest["data"], json!({"a": "edited", "b": "2"}));

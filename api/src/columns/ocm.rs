@@ -1,7 +1,7 @@
 //! `get` columns of the Open Cluster Management kinds, as OCM's printer
 //! columns show them (and `-o wide` adds what a Fleet user asks next).
 
-use fleet_api::Object;
+use crate::Object;
 use serde_json::Value;
 
 use super::{age_column, condition_field, condition_status, labels_text, name_column, Column};
@@ -54,12 +54,12 @@ fn decided(object: &Object) -> Vec<String> {
 pub fn decision_columns(wide: bool) -> Vec<Column> {
     let mut columns = vec![
         name_column(),
-        Column { header: "PLACEMENT", value: |o, _| label_of(o, fleet_api::ocm::decision::PLACEMENT_LABEL) },
+        Column { header: "PLACEMENT", value: |o, _| label_of(o, crate::ocm::decision::PLACEMENT_LABEL) },
         Column {
             header: "GROUP",
             value: |o, _| {
-                let name = label_of(o, fleet_api::ocm::decision::DECISION_GROUP_NAME_LABEL);
-                let index = label_of(o, fleet_api::ocm::decision::DECISION_GROUP_INDEX_LABEL);
+                let name = label_of(o, crate::ocm::decision::DECISION_GROUP_NAME_LABEL);
+                let index = label_of(o, crate::ocm::decision::DECISION_GROUP_INDEX_LABEL);
                 if name.is_empty() {
                     index
                 } else {

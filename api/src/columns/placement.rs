@@ -2,12 +2,12 @@
 //! ResourcePlacements (like KubeFleet's printer columns), their bindings, and
 //! their scheduling policy and resource snapshots.
 
-use fleet_api::placement::{scheduled_condition_type, PER_CLUSTER_SCHEDULED, PICK_ALL, PICK_N};
-use fleet_api::snapshot::{
+use crate::placement::{scheduled_condition_type, PER_CLUSTER_SCHEDULED, PICK_ALL, PICK_N};
+use crate::snapshot::{
     index_of, is_latest, CONDITION_SCHEDULED, IS_LATEST_LABEL, NUMBER_OF_CLUSTERS_ANNOTATION, PARENT_PLACEMENT_LABEL,
     POLICY_INDEX_LABEL, RESOURCE_INDEX_LABEL, SUBINDEX_ANNOTATION,
 };
-use fleet_api::Object;
+use crate::Object;
 use serde_json::Value;
 
 use super::{age_column, name_column, str_field, Column, Lookups};
@@ -209,7 +209,7 @@ fn number_of_clusters(object: &Object) -> String {
 /// How many clusters have `type_` True, when the placement's mode
 /// (`ReportDiff` or not) is `report_diff`; `-` in the other mode.
 fn cluster_count(object: &Object, type_: &str, report_diff: bool) -> String {
-    if crate::rollout::reports_diff(object) == report_diff {
+    if crate::placement::reports_diff(object) == report_diff {
         clusters_with_true_condition(object, type_).to_string()
     } else {
         "-".to_string()

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{age_column, name_column, Column};
-use fleet_api::Object;
+use crate::Object;
 
 /// The override's spec (or a snapshot's `overrideSpec`).
 fn override_spec(object: &Object) -> Value {
@@ -49,9 +49,9 @@ fn label(object: &Object, key: &str) -> String {
 pub fn override_snapshot_columns() -> Vec<Column> {
     vec![
         name_column(),
-        Column { header: "OVERRIDE", value: |o, _| label(o, fleet_api::overrides::PARENT_OVERRIDE_LABEL) },
-        Column { header: "INDEX", value: |o, _| label(o, fleet_api::overrides::OVERRIDE_INDEX_LABEL) },
-        Column { header: "LATEST", value: |o, _| label(o, fleet_api::snapshot::IS_LATEST_LABEL) },
+        Column { header: "OVERRIDE", value: |o, _| label(o, crate::overrides::PARENT_OVERRIDE_LABEL) },
+        Column { header: "INDEX", value: |o, _| label(o, crate::overrides::OVERRIDE_INDEX_LABEL) },
+        Column { header: "LATEST", value: |o, _| label(o, crate::snapshot::IS_LATEST_LABEL) },
         age_column(),
     ]
 }

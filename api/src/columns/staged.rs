@@ -2,7 +2,7 @@
 //! printer columns): runs, approval requests, evictions (`NAME VALID
 //! EXECUTED`, eviction.md) and disruption budgets.
 
-use fleet_api::Object;
+use crate::Object;
 
 use super::{age_column, condition_field, name_column, str_field, Column};
 
@@ -81,7 +81,7 @@ mod tests {
     use super::super::{columns_for, headers, row, Lookups, RowContext};
     use crate::age::parse_timestamp;
 
-    fn object(value: serde_json::Value) -> fleet_api::Object {
+    fn object(value: serde_json::Value) -> crate::Object {
         serde_json::from_value(value).unwrap()
     }
 

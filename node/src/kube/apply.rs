@@ -1,0 +1,240 @@
+//! Server-side apply (`PATCH` with `application/apply-patch+yaml`), a
+//! documented subset of Kubernetes': each field manager owns the leaf
+//! fields it last applied (lists whole, maps per key), recorded in
+//! `metadata.managedFields`. Applying sets the manager's fields, removes
+//! those it applied before and no longer does (unless another manager owns
+//! them), and refuses with a 409 listing every field another manager owns
+//! with a different value, unless `force=true` takes them over. Other
+//! writes through this API (`PUT`, merge/JSON/strategic patches, with
+//! `fieldManager`) take ownership of the fields they change, as
+//! `operation: Update` entries, without conflicts.
+
+use std::collections::BTreeSet;
+
+use axum::response::Response;
+use fleet_api::Object;
+use serde_json::{json, Value};
+
+use super::context::Ctx;
+use super::errors::KubeError;
+use super::fieldset::{self, Path};
+use super::{patch, write};
+use crate::service::now_rfc3339;
+
+/// One manager's entry.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    manager: String,
+    operation: String,
+    api_version: String,
+    time: String,
+    fields: BTreeSet<Path>,
+}
+
+impl Entry {
+    fn to_json(&self) -> Value {
+        json!({
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+            "time": self.time,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": fieldset::to_fields_v1(&self.fields),
+        })
+    }
+}
+
+fn entries(document: &Value) -> Vec<Entry> {
+    let listed = document.pointer("/metadata/managedFields").and_then(Value::as_array).cloned().unwrap_or_default();
+    listed
+        .iter()
+        .map(|e| {
+            let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+            Entry {
+                manager: text("manager"),
+                operation: text("operation"),
+                api_version: text("apiVersion"),
+                time: text("time"),
+                fields: e.get("fieldsV1").map(fieldset::from_fields_v1).unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+fn store_entries(document: &mut Value, entries: &[Entry]) {
+    let listed: Vec<Value> = entries.iter().filter(|e| !e.fields.is_empty()).map(Entry::to_json).collect();
+    document["metadata"]["managedFields"] = Value::Array(listed);
+}
+
+fn parse_body(body: &[u8]) -> Result<Value, KubeError> {
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(_) => serde_yaml_ng::from_slice(body)
+            .map_err(|e| KubeError::bad_request(format!("the apply patch is neither JSON nor YAML: {e}")))?,
+    };
+    if value.is_object() {
+        Ok(value)
+    } else {
+        Err(KubeError::bad_request("the apply patch must be one object"))
+    }
+}
+
+/// PATCH with `application/apply-patch+yaml`.
+pub async fn apply(ctx: &Ctx, body: &[u8], status: bool) -> Result<Response, KubeError> {
+    let Some(manager) = ctx.query.get("fieldManager").map(str::to_string) else {
+        return Err(KubeError::bad_request("fieldManager: Required value: is required for apply requests"));
+    };
+    let mut applied = parse_body(body)?;
+    write::check_identity(ctx, &mut applied)?;
+    let current = patch::current(ctx).await?;
+    if status {
+        let Some(current) = current else { return Err(KubeError::not_found(&ctx.subject())) };
+        let mut document = ctx.present(&current);
+        if let Some(new_status) = applied.get("status") {
+            fieldset::merge(&mut document["status"], new_status);
+        }
+        return write::update_status_value(ctx, document).await;
+    }
+    let new_fields = fieldset::leaves(&applied);
+    let entry = |fields: BTreeSet<Path>| Entry {
+        manager: manager.clone(),
+        operation: "Apply".into(),
+        api_version: ctx.group_version(),
+        time: now_rfc3339(),
+        fields,
+    };
+    let Some(current) = current else {
+        let mut document = applied;
+        store_entries(&mut document, &[entry(new_fields)]);
+        return write::create_value(ctx, document).await;
+    };
+    let live = ctx.present(&current);
+    let mut document = live.clone();
+    let mut managers = entries(&document);
+    let before: BTreeSet<Path> = managers
+        .iter()
+        .filter(|e| e.manager == manager && e.operation == "Apply")
+        .flat_map(|e| e.fields.iter().cloned())
+        .collect();
+    for dropped in before.difference(&new_fields) {
+        let owned_elsewhere = managers
+            .iter()
+            .filter(|e| e.manager != manager)
+            .any(|e| e.fields.iter().any(|p| fieldset::overlaps(p, dropped)));
+        if !owned_elsewhere {
+            fieldset::remove(&mut document, dropped);
+        }
+    }
+    let mut without_identity = applied.clone();
+    if let Some(meta) = without_identity.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.retain(|k, _| ["labels", "annotations", "ownerReferences", "finalizers"].contains(&k.as_str()));
+    }
+    fieldset::merge(&mut document, &without_identity);
+    // Conflicts compare the result as it would be stored (defaults filled
+    // in) with the live object: only a field whose value would change is one.
+    let result = ctx.present(&write::admit(ctx, &document).await?);
+    let conflicts = conflicts(&managers, &manager, &new_fields, &live, &result);
+    if !conflicts.is_empty() && !ctx.query.flag("force") {
+        return Err(KubeError::apply_conflicts(&ctx.subject(), &conflicts));
+    }
+    // Forced (or agreeing): the others give up what this manager now sets.
+    for other in managers.iter_mut().filter(|e| e.manager != manager) {
+        other.fields.retain(|p| !new_fields.iter().any(|n| fieldset::overlaps(p, n)));
+    }
+    // An apply that changes nothing keeps its entry as it was (no new version).
+    let previous = managers.iter().find(|e| e.manager == manager && e.operation == "Apply").cloned();
+    let mut own = entry(new_fields);
+    if let Some(previous) = previous.filter(|p| p.fields == own.fields && p.api_version == own.api_version) {
+        own.time = previous.time;
+    }
+    match managers.iter().position(|e| e.manager == manager && e.operation == "Apply") {
+        Some(i) => managers[i] = own,
+        None => managers.push(own),
+    }
+    store_entries(&mut document, &managers);
+    document["metadata"]["resourceVersion"] = Value::String(current.metadata.resource_version.clone());
+    write::update_value(ctx, document, Some(&current)).await
+}
+
+/// `(manager, .field)` for every field `manager` sets that another owns with a different value.
+fn conflicts(
+    managers: &[Entry],
+    manager: &str,
+    new_fields: &BTreeSet<Path>,
+    live: &Value,
+    applied: &Value,
+) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for other in managers.iter().filter(|e| e.manager != manager) {
+        for path in new_fields {
+            let owned = other.fields.iter().any(|p| fieldset::overlaps(p, path));
+            if owned && fieldset::get(live, path) != fieldset::get(applied, path) {
+                found.push((other.manager.clone(), fieldset::dotted(path)));
+            }
+        }
+    }
+    found
+}
+
+/// Records a non-apply write: `manager` (the request's `fieldManager`, or
+/// the client's name) takes the fields whose value changed; fields that
+/// disappeared leave every manager's set.
+pub fn record_update(ctx: &Ctx, current: &Object, document: &mut Value) {
+    let manager = ctx.query.get("fieldManager").unwrap_or("unknown").to_string();
+    let live = ctx.present(current);
+    let mut managers = entries(document);
+    if managers.is_empty() {
+        managers = entries(&live);
+    }
+    let new_leaves = fieldset::leaves(document);
+    let old_leaves = fieldset::leaves(&live);
+    let changed: BTreeSet<Path> =
+        new_leaves.iter().filter(|p| fieldset::get(&live, p) != fieldset::get(document, p)).cloned().collect();
+    let gone: BTreeSet<Path> = old_leaves.difference(&new_leaves).cloned().collect();
+    if changed.is_empty() && gone.is_empty() {
+        store_entries(document, &managers);
+        return;
+    }
+    for e in managers.iter_mut() {
+        e.fields.retain(|p| !gone.contains(p) && (e.manager == manager || !changed.contains(p)));
+    }
+    match managers.iter_mut().find(|e| e.manager == manager && e.operation == "Update") {
+        Some(e) => {
+            e.fields.extend(changed);
+            e.time = now_rfc3339();
+        }
+        None if !changed.is_empty() => managers.push(Entry {
+            manager,
+            operation: "Update".into(),
+            api_version: ctx.group_version(),
+            time: now_rfc3339(),
+            fields: changed,
+        }),
+        None => {}
+    }
+    store_entries(document, &managers);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_managers_changed_field_conflicts() {
+        let owned = |m: &str, path: &[&str]| Entry {
+            manager: m.into(),
+            operation: "Apply".into(),
+            api_version: "v1".into(),
+            time: String::new(),
+            fields: [path.iter().map(|s| s.to_string()).collect::<Path>()].into_iter().collect(),
+        };
+        let managers = vec![owned("kubectl", &["data", "a"]), owned("other", &["data", "b"])];
+        let live = json!({"data": {"a": "1", "b": "2"}});
+        let applied = json!({"data": {"a": "1", "b": "3"}});
+        let fields = fieldset::leaves(&applied);
+        let found = conflicts(&managers, "kubectl", &fields, &live, &applied);
+        assert_eq!(found, vec![("other".to_string(), ".data.b".to_string())]);
+        let same = json!({"data": {"a": "1", "b": "2"}});
+        assert!(conflicts(&managers, "kubectl", &fieldset::leaves(&same), &live, &same).is_empty());
+    }
+}

@@ -1,0 +1,154 @@
+//! Dispatch: authenticate, route, authorize, then the verb's handler.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::{header, Method};
+use axum::response::{IntoResponse, Response};
+
+use super::context::Ctx;
+use super::errors::KubeError;
+use super::query::Query;
+use super::route::{self, ResourcePath, Route};
+use super::{discovery, openapi, patch, read, resources, respond, watch, write, KubeApi};
+use crate::auth::{permit, Access, Caller};
+use crate::service::blocking;
+
+/// Largest request body read (objects are limited to 1.5 MiB by admission).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Handles one request from a connection whose client certificate made `caller`.
+pub async fn handle(api: Arc<KubeApi>, caller: Option<Result<Caller, String>>, request: Request) -> Response {
+    match dispatch(api, caller, request).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+fn header_text(request: &Request, name: header::HeaderName) -> String {
+    request.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
+}
+
+async fn dispatch(
+    api: Arc<KubeApi>,
+    caller: Option<Result<Caller, String>>,
+    request: Request,
+) -> Result<Response, KubeError> {
+    let route = route::parse(request.uri().path());
+    match route {
+        Route::Version => return Ok(discovery::version()),
+        Route::Health => return Ok(respond::ok(&serde_json::json!("ok"))),
+        _ => {}
+    }
+    let caller = match caller {
+        Some(Ok(caller)) => caller,
+        Some(Err(why)) => return Err(KubeError::unauthorized(why)),
+        None => {
+            return Err(KubeError::unauthorized(
+                "a client certificate signed by the fleet CA is required (fleetctl kubeconfig writes one in)",
+            ))
+        }
+    };
+    let accept = header_text(&request, header::ACCEPT);
+    let is_read = matches!(*request.method(), Method::GET | Method::HEAD);
+    let resource_route = matches!(route, Route::Resource(_));
+    if !resource_route {
+        if !is_read {
+            return Err(KubeError::method_not_allowed(format!(
+                "{} is not allowed on {}",
+                request.method(),
+                request.uri().path()
+            )));
+        }
+        permit(caller.clone(), "kube discovery", Access::Read, true).map_err(|s| KubeError::forbidden(s.message()))?;
+    }
+    let store = api.objects.store();
+    let all =
+        blocking(move || resources::all(&store)).await.map_err(|s| KubeError::internal(s.message().to_string()))?;
+    match route {
+        Route::CoreVersions => Ok(discovery::core_versions(&all, &accept, &api.advertise)),
+        Route::Groups => Ok(discovery::groups(&all, &accept)),
+        Route::Group(group) => discovery::group(&all, &group),
+        Route::GroupVersion { group, version } => discovery::group_version(&all, &group, &version),
+        Route::OpenApiIndex => Ok(respond::ok(&openapi::index(&all))),
+        Route::OpenApi { group, version } => Ok(respond::ok(&openapi::document(&all, &group, &version)?)),
+        Route::Resource(path) => resource(api, caller, &all, path, request, accept).await,
+        Route::Unknown | Route::Version | Route::Health => Err(KubeError::no_route(request.uri().path())),
+    }
+}
+
+async fn resource(
+    api: Arc<KubeApi>,
+    caller: Caller,
+    all: &[resources::Resource],
+    path: ResourcePath,
+    request: Request,
+    accept: String,
+) -> Result<Response, KubeError> {
+    let uri_path = request.uri().path().to_string();
+    let resource = resources::find(all, &path.group, &path.version, &path.plural)
+        .ok_or_else(|| KubeError::no_route(&uri_path))?
+        .clone();
+    if path.namespace.is_some() && !resource.namespaced() {
+        return Err(KubeError::no_route(&uri_path));
+    }
+    match path.subresource.as_deref() {
+        None => {}
+        Some("status") if resource.status => {}
+        Some(other) => {
+            return Err(KubeError::no_route(&format!("{uri_path} ({} has no {other:?} subresource)", resource.plural)))
+        }
+    }
+    let query = Query::parse(request.uri().query());
+    let content_type =
+        header_text(&request, header::CONTENT_TYPE).split(';').next().unwrap_or_default().trim().to_string();
+    let method = request.method().clone();
+    let verb = match (&method, path.name.is_some()) {
+        (&Method::GET | &Method::HEAD, _) if query.flag("watch") => "watch",
+        (&Method::GET | &Method::HEAD, true) => "get",
+        (&Method::GET | &Method::HEAD, false) => "list",
+        (&Method::POST, false) => "create",
+        (&Method::PUT, true) => "update",
+        (&Method::PATCH, true) => "patch",
+        (&Method::DELETE, true) => "delete",
+        _ => {
+            return Err(KubeError::method_not_allowed(format!(
+                "{method} is not supported on {uri_path} (verbs: create, delete, get, list, patch, update, watch)"
+            )))
+        }
+    };
+    let access = if matches!(verb, "get" | "list" | "watch") { Access::Read } else { Access::Write };
+    let rpc = format!("{verb} {}", resource.plural);
+    // Member agents keep their narrow rights: reads of their own objects only.
+    let caller = permit(caller, &rpc, access, access == Access::Read).map_err(|s| KubeError::forbidden(s.message()))?;
+    let ctx = Ctx {
+        api,
+        caller,
+        resource,
+        version: path.version,
+        namespace: path.namespace,
+        name: path.name,
+        subresource: path.subresource,
+        query,
+        accept,
+        content_type,
+    };
+    let body = if matches!(verb, "create" | "update" | "patch" | "delete") {
+        axum::body::to_bytes(request.into_body(), MAX_BODY)
+            .await
+            .map_err(|e| KubeError::bad_request(format!("reading the request body: {e}")))?
+    } else {
+        drop(request.into_body());
+        Default::default()
+    };
+    match verb {
+        "watch" => watch::watch(ctx).await,
+        "get" => read::get(&ctx).await,
+        "list" => read::list(&ctx).await,
+        "create" => write::create(&ctx, &body).await,
+        "update" if ctx.subresource.is_some() => write::update_status(&ctx, &body).await,
+        "update" => write::update(&ctx, &body).await,
+        "patch" => patch::patch(&ctx, &body).await,
+        _ => write::delete(&ctx, &body).await,
+    }
+}

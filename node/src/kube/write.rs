@@ -1,0 +1,237 @@
+//! POST (create), PUT (update, with the body's resourceVersion as the
+//! precondition), DELETE, and the `status` subresource: admitted by
+//! [`crate::admission`] and proposed through Raft exactly as `fleetctl
+//! apply` is. `dryRun=All` admits without proposing.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use fleet_api::Object;
+use fleet_statemachine::Op;
+use serde_json::Value;
+
+use super::context::Ctx;
+use super::errors::{KubeError, Subject};
+use super::respond;
+use crate::service::{blocking, now_rfc3339};
+
+/// Proposes one op; the object it stored, as this path shows it (through
+/// the kind's read view: a ManagedCluster write answers a ManagedCluster).
+async fn propose_one(ctx: &Ctx, op: Op, subject: &Subject) -> Result<Value, KubeError> {
+    let (_, outcomes) = ctx.api.objects.propose(vec![op]).await.map_err(|s| KubeError::from_status(&s, subject))?;
+    let stored = outcomes
+        .into_iter()
+        .next()
+        .map(|o| (*o.object).clone())
+        .ok_or_else(|| KubeError::internal("the write committed but reported no object"))?;
+    let (_, view) = ctx.read_kind();
+    Ok(ctx.present(&view.map_or_else(|| stored.clone(), |v| v(&stored))))
+}
+
+/// Parses a request body as one JSON object of this path's kind, with the
+/// path's namespace (and, for PUT, name).
+pub fn body_object(ctx: &Ctx, body: &[u8]) -> Result<Value, KubeError> {
+    let mut value: Value = serde_json::from_slice(body)
+        .map_err(|e| KubeError::bad_request(format!("the request body is not a JSON object: {e}")))?;
+    if !value.is_object() {
+        return Err(KubeError::bad_request("the request body must be a JSON object"));
+    }
+    check_identity(ctx, &mut value)?;
+    Ok(value)
+}
+
+/// Fills in and checks the body's apiVersion, kind, namespace and name
+/// against the path.
+pub fn check_identity(ctx: &Ctx, value: &mut Value) -> Result<(), KubeError> {
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+    if kind.is_empty() {
+        value["kind"] = Value::String(ctx.resource.kind.clone());
+    } else if kind != ctx.resource.kind {
+        return Err(KubeError::bad_request(format!(
+            "kind: Invalid value: {kind:?}: the path addresses {} (kind {})",
+            ctx.resource.plural, ctx.resource.kind
+        )));
+    }
+    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    if api_version.is_empty() {
+        value["apiVersion"] = Value::String(ctx.group_version());
+    }
+    if !value.get("metadata").is_some_and(Value::is_object) {
+        value["metadata"] = serde_json::json!({});
+    }
+    let metadata = &mut value["metadata"];
+    if let Some(namespace) = &ctx.namespace {
+        match metadata.get("namespace").and_then(Value::as_str) {
+            None | Some("") => metadata["namespace"] = Value::String(namespace.clone()),
+            Some(ns) if ns != namespace => {
+                return Err(KubeError::bad_request(format!(
+                    "the namespace of the provided object ({ns:?}) does not match the namespace sent on the request ({namespace:?})"
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(name) = &ctx.name {
+        match metadata.get("name").and_then(Value::as_str) {
+            None | Some("") => metadata["name"] = Value::String(name.clone()),
+            Some(n) if n != name => {
+                return Err(KubeError::bad_request(format!(
+                    "the name of the object ({n:?}) does not match the name on the URL ({name:?})"
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Admits `value` for storing (the validation `fleetctl apply` gets).
+pub async fn admit(ctx: &Ctx, value: &Value) -> Result<Object, KubeError> {
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    let store = ctx.api.objects.store();
+    let subject = {
+        let mut subject = ctx.subject();
+        if let Some(name) = value.pointer("/metadata/name").and_then(Value::as_str) {
+            subject.name = name.to_string();
+        }
+        subject
+    };
+    blocking(move || Ok(crate::admission::admit_one(&store, &bytes)))
+        .await
+        .map_err(|s| ctx.fail(s))?
+        .map_err(|text| KubeError::invalid(&subject, &text))
+}
+
+/// `generateName`: a name that is its prefix and five random characters.
+fn generate_name(value: &mut Value) {
+    let named = value.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    if named {
+        return;
+    }
+    if let Some(prefix) = value.pointer("/metadata/generateName").and_then(Value::as_str).map(str::to_string) {
+        let suffix: String = uuid::Uuid::new_v4().simple().to_string().chars().take(5).collect();
+        value["metadata"]["name"] = Value::String(format!("{prefix}{suffix}"));
+    }
+}
+
+/// The object a dry run would have stored.
+fn dry_run_result(mut object: Object, existing: Option<&Object>) -> Object {
+    match existing {
+        Some(old) => {
+            object.metadata.uid = old.metadata.uid.clone();
+            object.metadata.creation_timestamp = old.metadata.creation_timestamp.clone();
+            object.metadata.resource_version = old.metadata.resource_version.clone();
+            object.metadata.generation =
+                if object.same_spec(old) { old.metadata.generation } else { old.metadata.generation + 1 };
+            if let Some(status) = old.status() {
+                object.rest.insert("status".into(), status.clone());
+            }
+        }
+        None => {
+            object.metadata.uid = uuid::Uuid::new_v4().to_string();
+            object.metadata.creation_timestamp = Some(now_rfc3339());
+            object.metadata.generation = 1;
+            object.metadata.resource_version.clear();
+        }
+    }
+    object
+}
+
+/// Stores `value` as a new object (201), or refuses with AlreadyExists.
+pub async fn create_value(ctx: &Ctx, mut value: Value) -> Result<Response, KubeError> {
+    generate_name(&mut value);
+    let mut object = admit(ctx, &value).await?;
+    if ctx.query.dry_run() {
+        let object = dry_run_result(object, None);
+        return Ok(respond::json(StatusCode::CREATED, &ctx.present(&object)));
+    }
+    object.metadata.resource_version.clear();
+    object.metadata.uid = uuid::Uuid::new_v4().to_string();
+    let mut subject = ctx.subject();
+    subject.name = object.metadata.name.clone();
+    let created = propose_one(ctx, Op::Create { object }, &subject).await?;
+    Ok(respond::json(StatusCode::CREATED, &created))
+}
+
+/// POST `.../P`.
+pub async fn create(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
+    let mut value = body_object(ctx, body)?;
+    if let Some(manager) = ctx.query.get("fieldManager") {
+        let fields = super::fieldset::to_fields_v1(&super::fieldset::leaves(&value));
+        value["metadata"]["managedFields"] = serde_json::json!([{
+            "manager": manager, "operation": "Update", "apiVersion": ctx.group_version(),
+            "time": now_rfc3339(), "fieldsType": "FieldsV1", "fieldsV1": fields,
+        }]);
+    }
+    create_value(ctx, value).await
+}
+
+/// Replaces an existing object with `value` (its resourceVersion, when
+/// set, is the precondition); `existing` is what a dry run answers against.
+pub async fn update_value(ctx: &Ctx, value: Value, existing: Option<&Object>) -> Result<Response, KubeError> {
+    let object = admit(ctx, &value).await?;
+    if ctx.query.dry_run() {
+        let current = match existing {
+            Some(o) => o.clone(),
+            None => {
+                let (kind, _) = ctx.read_kind();
+                let key = ctx.key(&object.metadata.name);
+                ctx.api.objects.get(&kind, None, key).await.map_err(|s| ctx.fail(s))?.0
+            }
+        };
+        let object = dry_run_result(object, Some(&current));
+        return Ok(respond::ok(&ctx.present(&object)));
+    }
+    Ok(respond::ok(&propose_one(ctx, Op::Update { object }, &ctx.subject()).await?))
+}
+
+/// PUT `.../P/NAME`.
+pub async fn update(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
+    let value = body_object(ctx, body)?;
+    update_value(ctx, value, None).await
+}
+
+/// Writes only the status of `value` (PUT or PATCH of `.../status`).
+pub async fn update_status_value(ctx: &Ctx, value: Value) -> Result<Response, KubeError> {
+    let object = Object::from_json(&serde_json::to_vec(&value).unwrap_or_default())
+        .map_err(|e| KubeError::bad_request(format!("not a valid object: {e}")))?;
+    let (object, kind) = ctx.api.objects.prepare_status(object).await.map_err(|s| ctx.fail(s))?;
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    ctx.api.objects.member_scope(&ctx.caller, &kind, &namespace, "UpdateStatus").await.map_err(|s| ctx.fail(s))?;
+    if ctx.query.dry_run() {
+        return Ok(respond::ok(&ctx.present(&object)));
+    }
+    Ok(respond::ok(&propose_one(ctx, Op::UpdateStatus { object }, &ctx.subject()).await?))
+}
+
+/// PUT `.../P/NAME/status`.
+pub async fn update_status(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
+    let value = body_object(ctx, body)?;
+    update_status_value(ctx, value).await
+}
+
+/// DELETE `.../P/NAME` (DeleteOptions' `preconditions.resourceVersion` honoured).
+pub async fn delete(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
+    let name = ctx.name.clone().unwrap_or_default();
+    let options: Value =
+        if body.is_empty() { Value::Null } else { serde_json::from_slice(body).unwrap_or(Value::Null) };
+    let precondition = options
+        .pointer("/preconditions/resourceVersion")
+        .and_then(Value::as_str)
+        .or(ctx.query.get("preconditions.resourceVersion"))
+        .map(|rv| {
+            rv.parse::<u64>().map_err(|_| {
+                KubeError::bad_request(format!(
+                    "preconditions.resourceVersion: Invalid value: {rv:?}: must be a number"
+                ))
+            })
+        })
+        .transpose()?;
+    let (kind, view) = ctx.read_kind();
+    if ctx.query.dry_run() {
+        let (object, _) = ctx.api.objects.get(&kind, view, ctx.key(&name)).await.map_err(|s| ctx.fail(s))?;
+        return Ok(respond::ok(&ctx.present(&object)));
+    }
+    let (object, _) = ctx.api.objects.delete(&kind, ctx.key(&name), precondition).await.map_err(|s| ctx.fail(s))?;
+    let object = view.map_or(object.clone(), |v| v(&object));
+    Ok(respond::ok(&ctx.present(&object)))
+}

@@ -1,0 +1,250 @@
+//! The object operations every wire format performs: the gRPC `Fleet`
+//! service and the Kubernetes-compatible API both call these, so there is
+//! one path from a request to admission, the store and Raft.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleet_api::ocm::{self, managed_cluster};
+use fleet_api::{LabelSelector, Object, ObjectKey};
+use fleet_proto::fleet::{KindRef, ReadOptions};
+use fleet_raft::Consensus;
+use fleet_statemachine::{Command, Op, OpOutcome, Store};
+use tonic::Status;
+
+use crate::admission::{self, ResolvedKind};
+use crate::auth::Caller;
+use crate::error::{raft_status, storage_status};
+use crate::members::authz;
+use crate::service::{blocking, now_rfc3339};
+
+/// How long a read waits for this node to catch up with what the client has seen.
+const CATCH_UP: Duration = Duration::from_secs(5);
+
+/// Maps a stored object to how a view shows it.
+pub type View = fn(&Object) -> Object;
+
+/// Reads, writes and scope checks over this node's consensus.
+#[derive(Clone)]
+pub struct Objects {
+    consensus: Arc<Consensus>,
+}
+
+impl Objects {
+    /// Operations over `consensus`.
+    pub fn new(consensus: Arc<Consensus>) -> Objects {
+        Objects { consensus }
+    }
+
+    /// The consensus these operations go through.
+    pub fn consensus(&self) -> &Arc<Consensus> {
+        &self.consensus
+    }
+
+    /// This node's state machine.
+    pub fn store(&self) -> Arc<Store> {
+        self.consensus.store().clone()
+    }
+
+    /// Keeps the internal kinds from all but admin, confines a member agent
+    /// to its own Work (no-op for other callers), and checks its
+    /// certificate is still one the hub issued. A follower
+    /// that has not yet seen a fresh credential catches up once and retries.
+    pub async fn member_scope(
+        &self,
+        caller: &Caller,
+        kind: &ResolvedKind,
+        namespace: &str,
+        rpc: &str,
+    ) -> Result<(), Status> {
+        internal_readable(caller, kind, rpc)?;
+        let fleet_proto::tls::Identity::Member(cluster) = &caller.identity else { return Ok(()) };
+        authz::check_scope(cluster, kind, namespace, rpc)?;
+        self.member_credential(cluster, &caller.serial).await
+    }
+
+    /// Checks a member's certificate is one of its current credentials.
+    pub async fn member_credential(&self, cluster: &str, serial: &str) -> Result<(), Status> {
+        let check = || {
+            let store = self.store();
+            let (c, s) = (cluster.to_string(), serial.to_string());
+            blocking(move || authz::check_credential(&store, &c, &s))
+        };
+        match check().await {
+            Ok(()) => Ok(()),
+            Err(first) => {
+                if self.consensus.linearizable_index().await.is_err() {
+                    return Err(first);
+                }
+                check().await
+            }
+        }
+    }
+
+    /// Makes the read about to happen at least as new as the client asks:
+    /// linearizable through the leader, or at least `min_resource_version`.
+    pub async fn read_barrier(&self, options: Option<&ReadOptions>) -> Result<(), Status> {
+        let Some(options) = options else { return Ok(()) };
+        if options.consistent {
+            self.consensus.linearizable_index().await.map_err(|e| match e {
+                // The leader could not confirm its leadership with a quorum in
+                // time (an election, a slow peer): nothing failed, retry.
+                fleet_raft::Error::Raft(detail) => Status::unavailable(format!(
+                    "a linearizable read needs the leader to confirm its leadership with a quorum, which failed: {detail}; retry"
+                )),
+                other => raft_status(other),
+            })?;
+        } else if options.min_resource_version > self.consensus.store().applied_index() {
+            self.consensus.wait_applied(options.min_resource_version, CATCH_UP).await.map_err(|_| {
+                Status::unavailable(format!(
+                    "node {} has applied up to {} but the client has seen {}: try again or another node",
+                    self.consensus.id(),
+                    self.consensus.store().applied_index(),
+                    options.min_resource_version
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Resolves a kind named by a client (Kind, plural, short name, CRD names).
+    pub async fn resolve(&self, kind: KindRef) -> Result<ResolvedKind, Status> {
+        let store = self.store();
+        blocking(move || admission::resolve_kind_ref(&store, &kind)).await
+    }
+
+    /// Resolves a kind for reading: the ManagedCluster view reads the
+    /// MemberClusters (`Some(view)` maps each one).
+    pub async fn resolve_read(&self, kind: KindRef) -> Result<(ResolvedKind, Option<View>), Status> {
+        Ok(read_view(self.resolve(kind).await?))
+    }
+
+    /// Proposes `ops` as one command, stamped with this node's clock.
+    pub async fn propose(&self, ops: Vec<Op>) -> Result<(u64, Vec<OpOutcome>), Status> {
+        self.consensus.write(Command { now: now_rfc3339(), ops }).await.map_err(raft_status)
+    }
+
+    /// One object (through `view`) and the index the read was served at.
+    pub async fn get(&self, kind: &ResolvedKind, view: Option<View>, key: ObjectKey) -> Result<(Object, u64), Status> {
+        let store = self.store();
+        let lookup = key.clone();
+        let (object, index) = blocking(move || store.get(&lookup).map_err(storage_status)).await?;
+        let object = object.ok_or_else(|| not_found(kind, &key))?;
+        Ok((view.map_or_else(|| object.clone(), |v| v(&object)), index))
+    }
+
+    /// The objects of `kind` in `namespace` (all when `None`) matching
+    /// `selector`, through `view`, and the index the read was served at.
+    pub async fn list(
+        &self,
+        kind: &ResolvedKind,
+        view: Option<View>,
+        namespace: Option<String>,
+        selector: Option<LabelSelector>,
+    ) -> Result<(Vec<Object>, u64), Status> {
+        let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
+        query.selector = selector;
+        let store = self.store();
+        let (items, index) = blocking(move || store.list(&query).map_err(storage_status)).await?;
+        Ok((items.iter().map(|o| view.map_or_else(|| o.clone(), |v| v(o))).collect(), index))
+    }
+
+    /// Deletes one object (and its dependents), optionally only at `resource_version`.
+    pub async fn delete(
+        &self,
+        kind: &ResolvedKind,
+        key: ObjectKey,
+        resource_version: Option<u64>,
+    ) -> Result<(Object, u64), Status> {
+        let result = self.propose(vec![Op::Delete { key: key.clone(), resource_version }]).await;
+        let (index, outcomes) = match result {
+            Err(s) if s.code() == tonic::Code::NotFound => return Err(not_found(kind, &key)),
+            other => other?,
+        };
+        let object = outcomes.into_iter().next().map(|o| (*o.object).clone()).ok_or_else(|| not_found(kind, &key))?;
+        Ok((object, index))
+    }
+
+    /// Checks a status write and resolves its kind and namespace, ready
+    /// for [`Op::UpdateStatus`].
+    pub async fn prepare_status(&self, object: Object) -> Result<(Object, ResolvedKind), Status> {
+        check_status(&object)?;
+        let store = self.store();
+        blocking(move || {
+            let kind = admission::resolve_document(&store, &object)?;
+            let mut object = object;
+            object.metadata.namespace =
+                Some(kind.namespace_or_default(object.metadata.namespace.as_deref().unwrap_or("")))
+                    .filter(|n| !n.is_empty());
+            Ok((object, kind))
+        })
+        .await
+    }
+}
+
+/// The kind to read for `resolved`, and the view that maps what is stored:
+/// ManagedClusters are MemberClusters seen through OCM's shape.
+pub fn read_view(resolved: ResolvedKind) -> (ResolvedKind, Option<View>) {
+    if managed_cluster::is_managed_cluster(&resolved.group, &resolved.kind) {
+        return (member_cluster_kind(), Some(managed_cluster::view_of as View));
+    }
+    (resolved, None)
+}
+
+/// The MemberCluster kind, which the ManagedCluster view reads and writes.
+fn member_cluster_kind() -> ResolvedKind {
+    ResolvedKind {
+        group: fleet_api::kinds::FLEET_CLUSTER_GROUP.into(),
+        kind: "MemberCluster".into(),
+        plural: "memberclusters".into(),
+        scope: fleet_api::Scope::Cluster,
+    }
+}
+
+/// Refuses status writes the kind's own rules refuse (PlacementDecision
+/// pages, AddOnPlacementScores) and writes through the read-only view.
+fn check_status(object: &Object) -> Result<(), Status> {
+    let invalid = |e: fleet_api::ValidationError| Status::invalid_argument(e.to_string());
+    match (object.group(), object.kind.as_str()) {
+        (ocm::CLUSTER_GROUP, ocm::decision::KIND) => ocm::decision::validate_status(object).map_err(invalid),
+        (ocm::CLUSTER_GROUP, ocm::addon_score::KIND) => ocm::addon_score::validate_status(object).map_err(invalid),
+        (fleet_api::kinds::FLEET_PLACEMENT_GROUP, "Work") => fleet_api::work::validate_status(object).map_err(invalid),
+        (group, kind) if managed_cluster::is_managed_cluster(group, kind) => Err(Status::invalid_argument(format!(
+            "ManagedCluster {:?}: status: Forbidden: a ManagedCluster's status is its MemberCluster's, reported by its agent",
+            object.metadata.name
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Parses a label selector; blank means none.
+pub fn parse_selector(text: &str) -> Result<Option<LabelSelector>, Status> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    LabelSelector::parse(text).map(Some).map_err(|e| Status::invalid_argument(e.to_string()))
+}
+
+/// The "not found" status of one object.
+pub fn not_found(kind: &ResolvedKind, key: &ObjectKey) -> Status {
+    Status::not_found(format!("{} {:?} not found", kind.plural, key.name))
+}
+
+/// Refuses reads of the hub's internal kinds (bootstrap tokens, member
+/// credentials) to everyone but an admin: a viewer sees the fleet, not the
+/// material that lets clusters join it.
+fn internal_readable(caller: &Caller, kind: &ResolvedKind, rpc: &str) -> Result<(), Status> {
+    if kind.group != crate::members::internal::INTERNAL_GROUP
+        || matches!(caller.identity, fleet_proto::tls::Identity::Admin)
+    {
+        return Ok(());
+    }
+    Err(Status::permission_denied(format!(
+        "{:?} may not call {rpc} on {}.{}: the group {} holds the hub's join tokens and member credentials; only \
+         admin reads it",
+        caller.identity.to_string(),
+        kind.plural,
+        kind.group,
+        kind.group
+    )))
+}

@@ -1,0 +1,230 @@
+//! The real `kubectl` and the official Python client against a real trio
+//! through the Kubernetes-compatible API (`fleet-node --kube-listen`), with
+//! kubeconfigs from `fleetctl kubeconfig`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fleet_tests::eventually;
+use fleet_tests::kube::{KubeHub, Stream};
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples")
+}
+
+fn path_arg(path: &std::path::Path) -> String {
+    path.to_string_lossy().to_string()
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+const CRP: &str = "apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterResourcePlacement
+metadata:
+  name: bad
+spec:
+  resourceSelectors:
+    - {group: \"\", version: v1, kind: Namespace, name: web-demo}
+  policy:
+    placementType: PickN
+    numberOfClusters: -1
+";
+
+fn configmap(value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n  namespace: web-demo\ndata:\n  mode: {value:?}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_manages_the_hub_like_a_cluster() {
+    let kube = KubeHub::start().await;
+    let dir = kube.hub.dir.path().to_path_buf();
+    let examples = examples();
+
+    // Discovery: every Fleet, OCM and Kubernetes kind, with short names.
+    let resources = kube.kubectl_ok(&["api-resources"]);
+    for expected in ["clusterresourceplacements", "crp", "placements", "manifestworks", "deployments", "events"] {
+        assert!(resources.contains(expected), "api-resources lacks {expected}:\n{resources}");
+    }
+
+    // Client-side apply of every example, then again (nothing changes).
+    let applied = kube.kubectl_ok(&["apply", "-R", "-f", &path_arg(&examples)]);
+    assert!(applied.contains("clusterresourceplacement.placement.kubernetes-fleet.io/web-demo created"), "{applied}");
+    assert!(applied.contains("deployment.apps/web created"), "{applied}");
+    // Server-side apply of the top-level examples takes over (client-side fields migrate to it).
+    let ssa = kube.kubectl_ok(&["apply", "--server-side", "-f", &path_arg(&examples)]);
+    assert!(
+        ssa.contains("clusterresourceplacement.placement.kubernetes-fleet.io/web-demo serverside-applied"),
+        "{ssa}"
+    );
+    let managers = kube.kubectl_ok(&[
+        "get",
+        "crp",
+        "web-demo",
+        "--show-managed-fields",
+        "-o",
+        "jsonpath={.metadata.managedFields[*].manager}",
+    ]);
+    assert!(managers.split(' ').any(|m| m == "kubectl"), "managers: {managers}");
+
+    // The same columns as fleetctl get -o wide.
+    let wide = kube.kubectl_ok(&["get", "crp", "-o", "wide"]);
+    let ours = kube.hub.fleetctl(&["get", "crp", "-o", "wide"]);
+    let header =
+        |t: &str| t.lines().next().unwrap_or_default().split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(header(&wide), header(&String::from_utf8_lossy(&ours.stdout)), "kubectl:\n{wide}");
+    assert!(wide.contains("web-demo"), "{wide}");
+
+    // get -o yaml round-trips through apply.
+    let yaml = kube.kubectl_ok(&["get", "crp", "web-demo", "-o", "yaml"]);
+    let file = dir.join("web-demo.yaml");
+    std::fs::write(&file, &yaml).expect("write");
+    kube.kubectl_ok(&["apply", "-f", &path_arg(&file)]);
+    let spec = |k: &KubeHub| k.kubectl_ok(&["get", "crp", "web-demo", "-o", "jsonpath={.spec}"]);
+    let before = spec(&kube);
+
+    // get -w sees a change.
+    let mut watch =
+        kube.kubectl_stream(&["get", "crp", "web-demo", "-w", "-o", "jsonpath={.metadata.labels.round}{\"\\n\"}"]);
+    watch.wait_for("the initial state", Duration::from_secs(20), |l| l.is_empty());
+    kube.kubectl_ok(&["label", "crp", "web-demo", "round=two"]);
+    watch.wait_for("the label change", Duration::from_secs(20), |l| l == "two");
+    drop(watch);
+    assert_eq!(spec(&kube), before, "labels do not change the spec");
+
+    // describe shows the object and the controller's events.
+    let described = kube.kubectl_ok(&["describe", "crp", "web-demo"]);
+    assert!(described.contains("Name:         web-demo") && described.contains("Events:"), "{described}");
+    let events = eventually("an event about web-demo", Duration::from_secs(20), || async {
+        let d = kube.kubectl_ok(&["describe", "crp", "web-demo"]);
+        if d.contains("fleet-controller") {
+            Ok(d)
+        } else {
+            Err(d)
+        }
+    })
+    .await;
+    assert!(events.contains("Normal"), "{events}");
+
+    // diff: a changed file differs (exit 1), the live one does not (exit 0).
+    let live = kube.kubectl_ok(&["get", "crp", "web-demo", "-o", "yaml"]);
+    std::fs::write(&file, &live).expect("write");
+    let same = kube.kubectl(&["diff", "-f", &path_arg(&file)]);
+    assert_eq!(same.status.code(), Some(0), "{}", text(&same));
+    std::fs::write(&file, live.replace("round: two", "round: three")).expect("write");
+    let diff = kube.kubectl(&["diff", "-f", &path_arg(&file)]);
+    assert_eq!(diff.status.code(), Some(1), "{}", text(&diff));
+    assert!(text(&diff).contains("+    round: three"), "{}", text(&diff));
+
+    // explain reads the OpenAPI v3 schemas.
+    let explained = kube.kubectl_ok(&["explain", "crp"]);
+    assert!(explained.contains("ClusterResourcePlacement") && explained.contains("spec"), "{explained}");
+
+    // An invalid object: Kubernetes' Invalid error with the field fleetctl would name.
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, CRP).expect("write");
+    let invalid = kube.kubectl(&["apply", "-f", &path_arg(&bad)]);
+    assert!(!invalid.status.success());
+    assert!(
+        text(&invalid).contains("is invalid: spec.policy.numberOfClusters: Invalid value: -1"),
+        "{}",
+        text(&invalid)
+    );
+
+    // Conflicts: a stale resourceVersion, and two server-side appliers of one field.
+    std::fs::write(&file, &yaml).expect("write");
+    let stale = kube.kubectl(&["replace", "-f", &path_arg(&file)]);
+    assert!(text(&stale).contains("the object has been modified"), "{}", text(&stale));
+    let cm = dir.join("cm.yaml");
+    std::fs::write(&cm, configmap("alice")).expect("write");
+    kube.kubectl_ok(&["apply", "--server-side", "--field-manager", "alice", "-f", &path_arg(&cm)]);
+    std::fs::write(&cm, configmap("bob")).expect("write");
+    let conflict = kube.kubectl(&["apply", "--server-side", "--field-manager", "bob", "-f", &path_arg(&cm)]);
+    assert!(!conflict.status.success());
+    assert!(text(&conflict).contains("conflict with \"alice\": .data.mode"), "{}", text(&conflict));
+    kube.kubectl_ok(&["apply", "--server-side", "--field-manager", "bob", "--force-conflicts", "-f", &path_arg(&cm)]);
+    let mode = kube.kubectl_ok(&["get", "cm", "shared", "-n", "web-demo", "-o", "jsonpath={.data.mode}"]);
+    assert_eq!(mode, "bob");
+
+    // The viewer reads but may not write.
+    let viewer = kube.viewer.clone();
+    let read = kube.kubectl_with(&viewer, &["get", "crp", "web-demo", "-o", "name"]);
+    assert!(read.status.success(), "{}", text(&read));
+    let refused = kube.kubectl_with(&viewer, &["delete", "crp", "web-demo"]);
+    assert!(!refused.status.success());
+    assert!(text(&refused).contains("Forbidden"), "{}", text(&refused));
+
+    // delete.
+    let deleted = kube.kubectl_ok(&["delete", "crp", "web-demo"]);
+    assert!(deleted.contains("deleted"), "{deleted}");
+    let gone = kube.kubectl(&["get", "crp", "web-demo"]);
+    assert!(text(&gone).contains("NotFound"), "{}", text(&gone));
+}
+
+const PYTHON_CLIENT: &str = r#"
+import sys
+from kubernetes import client, config, watch
+config.load_kube_config(config_file=sys.argv[1])
+core = client.CoreV1Api()
+print("namespaces " + ",".join(sorted(n.metadata.name for n in core.list_namespace().items)), flush=True)
+api = client.CustomObjectsApi()
+group, version, plural = "placement.kubernetes-fleet.io", "v1beta1", "clusterresourceplacements"
+listed = api.list_cluster_custom_object(group, version, plural)
+print("placements " + ",".join(sorted(i["metadata"]["name"] for i in listed["items"])), flush=True)
+w = watch.Watch()
+for event in w.stream(api.list_cluster_custom_object, group, version, plural,
+                      resource_version=listed["metadata"]["resourceVersion"], timeout_seconds=60):
+    labels = event["object"]["metadata"].get("labels") or {}
+    print("event %s %s %s" % (event["type"], event["object"]["metadata"]["name"], labels.get("seen", "")), flush=True)
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_keeps_working_through_a_follower_and_python_lists_and_watches() {
+    let kube = KubeHub::start().await;
+    kube.kubectl_ok(&["apply", "-f", &path_arg(&examples())]);
+
+    // The official Python client lists typed and custom objects, then watches from the list's version.
+    let config = path_arg(&kube.admin);
+    let mut python = Stream::python(PYTHON_CLIENT, &[&config]);
+    python.wait_for("the namespace list", Duration::from_secs(30), |l| {
+        l.starts_with("namespaces ") && l.contains("web-demo")
+    });
+    python.wait_for("the placement list", Duration::from_secs(30), |l| l == "placements web-demo");
+    kube.kubectl_ok(&["label", "crp", "web-demo", "seen=python"]);
+    python.wait_for("the watched change", Duration::from_secs(30), |l| l == "event MODIFIED web-demo python");
+    drop(python);
+
+    // Kill the leader; kubectl through a follower's context keeps reading and writing.
+    let leader = kube.hub.wait_leader().await;
+    let follower = (1..=3).find(|id| *id != leader).unwrap_or(1);
+    let mut hub = kube;
+    hub.hub.kill(leader);
+    let context = format!("fleet-node-{follower}");
+    let file = hub.hub.dir.path().join("after.yaml");
+    std::fs::write(&file, configmap("after-failover")).expect("write");
+    let file = path_arg(&file);
+    eventually("kubectl applies through a follower after the leader died", Duration::from_secs(30), || async {
+        let out = hub.kubectl(&["--context", &context, "apply", "-f", &file]);
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(text(&out))
+        }
+    })
+    .await;
+    let mode = hub.kubectl_ok(&[
+        "--context",
+        &context,
+        "get",
+        "cm",
+        "shared",
+        "-n",
+        "web-demo",
+        "-o",
+        "jsonpath={.data.mode}",
+    ]);
+    assert_eq!(mode, "after-failover");
+}
