@@ -234,9 +234,9 @@ pub fn not_found(kind: &ResolvedKind, key: &ObjectKey) -> Status {
 /// credentials) to everyone but an admin: a viewer sees the fleet, not the
 /// material that lets clusters join it.
 fn internal_readable(caller: &Caller, kind: &ResolvedKind, rpc: &str) -> Result<(), Status> {
-    if kind.group != crate::members::internal::INTERNAL_GROUP
-        || matches!(caller.identity, fleet_proto::tls::Identity::Admin)
-    {
+    use crate::members::internal::{CREDENTIAL_KIND, INTERNAL_GROUP, TOKEN_KIND};
+    let secret = kind.group == INTERNAL_GROUP && (kind.kind == TOKEN_KIND || kind.kind == CREDENTIAL_KIND);
+    if !secret || matches!(caller.identity, fleet_proto::tls::Identity::Admin) {
         return Ok(());
     }
     Err(Status::permission_denied(format!(
