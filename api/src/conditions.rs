@@ -79,6 +79,41 @@ pub fn set_condition(conditions: &mut Vec<Condition>, mut condition: Condition, 
     }
 }
 
+/// The statuses a condition may have.
+const CONDITION_STATUSES: &[&str] = &["True", "False", "Unknown"];
+
+/// Checks a list of conditions found at `path` (as a reporter writes them):
+/// each with a type, once, a status of `True`, `False` or `Unknown`, and an
+/// RFC 3339 `lastTransitionTime` when it has one.
+pub fn validate_conditions(conditions: &[Condition], path: &str) -> Vec<crate::validation::FieldError> {
+    use crate::validation::{quote, FieldError};
+    let mut errors = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, c) in conditions.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        if c.type_.is_empty() {
+            errors.push(FieldError::required(format!("{at}.type"), "type is required"));
+        } else if !seen.insert(c.type_.as_str()) {
+            errors.push(FieldError::duplicate(format!("{at}.type"), quote(&c.type_)));
+        }
+        if !CONDITION_STATUSES.contains(&c.status.as_str()) {
+            errors.push(FieldError::invalid(
+                format!("{at}.status"),
+                quote(&c.status),
+                "must be True, False or Unknown",
+            ));
+        }
+        if !c.last_transition_time.is_empty() && crate::time::unix_seconds(&c.last_transition_time).is_none() {
+            errors.push(FieldError::invalid(
+                format!("{at}.lastTransitionTime"),
+                quote(&c.last_transition_time),
+                crate::time::RFC3339_DETAIL,
+            ));
+        }
+    }
+    errors
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

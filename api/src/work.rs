@@ -156,6 +156,28 @@ pub struct WorkStatus {
     pub manifest_conditions: Vec<ManifestCondition>,
 }
 
+/// Checks a Work status as an agent reports it: it decodes as a
+/// [`WorkStatus`] (wrong types refused with their path), and every
+/// condition, of the Work and of each manifest, is well-formed
+/// ([`crate::conditions::validate_conditions`]); manifest ordinals are not
+/// negative. The size is bounded where every write is.
+pub fn validate_status(object: &Object) -> Result<(), ValidationError> {
+    let status: WorkStatus = crate::typed::decode_status(object)?;
+    let mut errors = crate::conditions::validate_conditions(&status.conditions, "status.conditions");
+    for (i, manifest) in status.manifest_conditions.iter().enumerate() {
+        let at = format!("status.manifestConditions[{i}]");
+        if manifest.identifier.ordinal < 0 {
+            errors.push(FieldError::invalid(
+                format!("{at}.identifier.ordinal"),
+                manifest.identifier.ordinal,
+                "must be 0 or more",
+            ));
+        }
+        errors.extend(crate::conditions::validate_conditions(&manifest.conditions, &format!("{at}.conditions")));
+    }
+    ValidationError::check(&object.kind, &object.metadata.name, errors)
+}
+
 /// The spec of a stored Work (admission guarantees it decodes).
 pub fn spec_of(object: &Object) -> WorkSpec {
     object.spec().and_then(|s| decode(s, "spec").ok()).unwrap_or_default()
@@ -234,6 +256,38 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_work_status_is_checked_field_by_field() {
+        let work = |status: Value| -> Object {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+                "metadata": {"name": "w", "namespace": "fleet-member-a"}, "status": status,
+            }))
+            .expect("a Work")
+        };
+        let good = serde_json::json!({"conditions": [
+            {"type": "Applied", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+            "manifestConditions": [{"identifier": {"ordinal": 0, "kind": "ConfigMap", "name": "x"},
+                "conditions": [{"type": "Available", "status": "Unknown"}]}]});
+        assert!(validate_status(&work(good)).is_ok());
+        let bad = serde_json::json!({"conditions": [
+            {"type": "Applied", "status": "Yes"}, {"type": "Applied", "status": "True", "lastTransitionTime": "now"}],
+            "manifestConditions": [{"identifier": {"ordinal": -1}, "conditions": [{"type": "", "status": "True"}]}]});
+        let text = validate_status(&work(bad)).unwrap_err().to_string();
+        for part in [
+            "status.conditions[0].status",
+            "\"Yes\"",
+            "status.conditions[1].type",
+            "status.conditions[1].lastTransitionTime",
+            "status.manifestConditions[0].identifier.ordinal",
+            "status.manifestConditions[0].conditions[0].type",
+        ] {
+            assert!(text.contains(part), "{part} in {text}");
+        }
+        let floats = serde_json::json!({"conditions": [1.5, 2.5]});
+        assert!(validate_status(&work(floats)).unwrap_err().to_string().contains("status.conditions"));
+    }
     use serde_json::json;
 
     fn work(spec: Value) -> Object {

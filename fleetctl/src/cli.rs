@@ -52,6 +52,9 @@ pub enum Command {
     /// Bootstrap tokens for joining member clusters.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Backups of the whole hub.
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
     /// Follow the rollout of a placement.
     #[command(subcommand)]
     Rollout(RolloutCommand),
@@ -188,6 +191,17 @@ pub struct RolloutStatusArgs {
     /// With -w: how long to wait (e.g. 90s, 10m).
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
+}
+
+/// `snapshot`.
+#[derive(Debug, Subcommand)]
+pub enum SnapshotCommand {
+    /// Save a consistent backup of the whole hub to FILE, from a running hub
+    /// (no node stops); restore it with `fleet-node restore`.
+    Save {
+        /// Where to write the backup (written to FILE.part, checked, then renamed).
+        file: std::path::PathBuf,
+    },
 }
 
 /// `token`.

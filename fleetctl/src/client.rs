@@ -324,6 +324,12 @@ impl Client {
         Ok(WatchStream { inner, client: self.clone(), endpoint, done: false })
     }
 
+    /// Starts streaming a consistent backup of the whole hub.
+    pub async fn save_snapshot(&self) -> Result<tonic::Streaming<pb::SnapshotChunk>> {
+        let (stream, _) = self.call(|mut c| async move { c.save_snapshot(pb::SaveSnapshotRequest {}).await }).await?;
+        Ok(stream)
+    }
+
     /// Creates a single-use bootstrap token for member cluster `cluster`.
     pub async fn create_token(&self, cluster: &str, ttl: std::time::Duration) -> Result<pb::CreateTokenResponse> {
         let request = pb::CreateTokenRequest { cluster: cluster.to_string(), ttl_seconds: ttl.as_secs().max(1) };

@@ -1,5 +1,8 @@
-//! The fleet's PKI: one CA, node certificates and client certificates, in
-//! the file layout of [`fleet_proto::tls::PkiDir`].
+//! The fleet's PKI, in the file layout of [`fleet_proto::tls::PkiDir`]: a
+//! root CA that signs node, admin and viewer certificates (its key in
+//! `root/`, kept off the nodes), and the member CA, an intermediate the
+//! nodes hold that can only sign member certificates (path length 0; the
+//! hub gives any other name it signs no role).
 
 use std::fs;
 use std::io::Write;
@@ -7,7 +10,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fleet_proto::tls::{node_server_name, PkiDir, ADMIN_CN, NODE_CN_PREFIX, VIEWER_CN};
+use fleet_proto::tls::{node_server_name, PkiDir, ADMIN_CN, MEMBER_CA_CN, NODE_CN_PREFIX, VIEWER_CN};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose, SanType,
@@ -26,10 +29,12 @@ const LEAF_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Certificates start this long before now, to tolerate clock skew.
 const BACKDATE: Duration = Duration::from_secs(3600);
 
-/// Makes a new PKI in `dir`: the CA, node certificates `1..=nodes` (each
-/// with `node-<i>.fleet` and every `hosts` entry as SANs), and the `admin`
-/// and `viewer` client certificates. Refuses to replace an existing `ca.pem`
-/// unless `force`. Returns the files written.
+/// Makes a new PKI in `dir`: the root CA (`ca.pem`, key in
+/// `root/ca-key.pem`), the member CA (`member-ca.pem`, `member-ca-key.pem`),
+/// node certificates `1..=nodes` (each with `node-<i>.fleet` and every
+/// `hosts` entry as SANs), and the `admin` and `viewer` client
+/// certificates. Refuses to replace an existing `ca.pem` unless `force`.
+/// Returns the files written.
 pub fn init(dir: &Path, nodes: u64, hosts: &[String], force: bool) -> Result<Vec<PathBuf>> {
     if nodes == 0 {
         return Err(Error::Usage("--nodes must be at least 1".to_string()));
@@ -42,13 +47,27 @@ pub fn init(dir: &Path, nodes: u64, hosts: &[String], force: bool) -> Result<Vec
     fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
 
     let ca_key = KeyPair::generate()?;
-    let ca_params = ca_params()?;
-    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let root_params = ca_params(CA_CN, BasicConstraints::Unconstrained)?;
+    let ca_cert = root_params.self_signed(&ca_key)?;
     let mut written = Vec::new();
     written.push(write_public(&pki.ca_cert(), &ca_cert.pem())?);
-    written.push(write_private(&pki.ca_key(), &ca_key.serialize_pem())?);
+    let root_dir = pki.root_key().parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf());
+    fs::create_dir_all(&root_dir).map_err(|e| Error::io(&root_dir, e))?;
+    written.push(write_private(&pki.root_key(), &ca_key.serialize_pem())?);
+    // A PKI made before the split kept the root key here, where nodes read it.
+    match fs::remove_file(pki.legacy_ca_key()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(pki.legacy_ca_key(), e)),
+    }
 
-    let issuer = Issuer::new(ca_params, ca_key);
+    let issuer = Issuer::new(root_params, ca_key);
+    let member_key = KeyPair::generate()?;
+    let mut member_params = ca_params(MEMBER_CA_CN, BasicConstraints::Constrained(0))?;
+    member_params.use_authority_key_identifier_extension = true;
+    let member_cert = member_params.signed_by(&member_key, &issuer)?;
+    written.push(write_public(&pki.member_ca_cert(), &member_cert.pem())?);
+    written.push(write_private(&pki.member_ca_key(), &member_key.serialize_pem())?);
     for id in 1..=nodes {
         written.extend(write_node(&pki, &issuer, id, hosts)?);
     }
@@ -86,10 +105,11 @@ pub fn issue_client(dir: &Path, name: &str, force: bool) -> Result<Vec<PathBuf>>
     write_client(&pki, &issuer, name)
 }
 
-fn ca_params() -> Result<CertificateParams> {
+/// A CA named `cn`; `constraints` bounds the CAs below it.
+fn ca_params(cn: &str, constraints: BasicConstraints) -> Result<CertificateParams> {
     let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.distinguished_name = common_name(CA_CN);
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name = common_name(cn);
+    params.is_ca = IsCa::Ca(constraints);
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
     set_validity(&mut params, CA_VALIDITY);
     Ok(params)
@@ -138,10 +158,13 @@ fn write_client(pki: &PkiDir, issuer: &Issuer<'_, KeyPair>, name: &str) -> Resul
     ])
 }
 
-/// The CA of an existing PKI directory, ready to sign.
+/// The root CA of an existing PKI directory, ready to sign: its key from
+/// `root/ca-key.pem` (or `ca-key.pem` of a PKI made before the CA split).
 fn load_issuer(pki: &PkiDir) -> Result<Issuer<'static, KeyPair>> {
     let ca_pem = read_text(&pki.ca_cert())?;
-    let key_pem = read_text(&pki.ca_key())?;
+    let key_path =
+        if pki.root_key().exists() || !pki.legacy_ca_key().exists() { pki.root_key() } else { pki.legacy_ca_key() };
+    let key_pem = read_text(&key_path)?;
     let key = KeyPair::from_pem(&key_pem)?;
     Ok(Issuer::from_ca_cert_pem(&ca_pem, key)?)
 }

@@ -3,6 +3,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod backup;
 pub mod config;
 pub mod controllers;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod kube;
 pub mod members;
 pub mod metrics;
 pub mod objects;
+pub mod restore;
 pub mod service;
 pub mod watch;
 

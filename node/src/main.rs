@@ -8,6 +8,7 @@ use clap::Parser;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use fleet_node::config::Args;
+use fleet_node::restore::RestoreArgs;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -19,6 +20,12 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // `fleet-node restore ...`: prepare a data dir from a backup, then exit.
+    if std::env::args().nth(1).as_deref() == Some("restore") {
+        let args = std::env::args().enumerate().filter(|(i, _)| *i != 1).map(|(_, a)| a);
+        println!("{}", fleet_node::restore::run(RestoreArgs::parse_from(args))?);
+        return Ok(());
+    }
     let config = Args::parse().into_config()?;
     fleet_node::run(config, fleet_node::shutdown_signal()).await?;
     Ok(())

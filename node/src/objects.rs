@@ -46,8 +46,9 @@ impl Objects {
         self.consensus.store().clone()
     }
 
-    /// Confines a member agent to its own Work (no-op for other callers),
-    /// and checks its certificate is still one the hub issued. A follower
+    /// Keeps the internal kinds from all but admin, confines a member agent
+    /// to its own Work (no-op for other callers), and checks its
+    /// certificate is still one the hub issued. A follower
     /// that has not yet seen a fresh credential catches up once and retries.
     pub async fn member_scope(
         &self,
@@ -56,6 +57,7 @@ impl Objects {
         namespace: &str,
         rpc: &str,
     ) -> Result<(), Status> {
+        internal_readable(caller, kind, rpc)?;
         let fleet_proto::tls::Identity::Member(cluster) = &caller.identity else { return Ok(()) };
         authz::check_scope(cluster, kind, namespace, rpc)?;
         self.member_credential(cluster, &caller.serial).await
@@ -208,6 +210,7 @@ fn check_status(object: &Object) -> Result<(), Status> {
     match (object.group(), object.kind.as_str()) {
         (ocm::CLUSTER_GROUP, ocm::decision::KIND) => ocm::decision::validate_status(object).map_err(invalid),
         (ocm::CLUSTER_GROUP, ocm::addon_score::KIND) => ocm::addon_score::validate_status(object).map_err(invalid),
+        (fleet_api::kinds::FLEET_PLACEMENT_GROUP, "Work") => fleet_api::work::validate_status(object).map_err(invalid),
         (group, kind) if managed_cluster::is_managed_cluster(group, kind) => Err(Status::invalid_argument(format!(
             "ManagedCluster {:?}: status: Forbidden: a ManagedCluster's status is its MemberCluster's, reported by its agent",
             object.metadata.name
@@ -227,4 +230,23 @@ pub fn parse_selector(text: &str) -> Result<Option<LabelSelector>, Status> {
 /// The "not found" status of one object.
 pub fn not_found(kind: &ResolvedKind, key: &ObjectKey) -> Status {
     Status::not_found(format!("{} {:?} not found", kind.plural, key.name))
+}
+
+/// Refuses reads of the hub's internal kinds (bootstrap tokens, member
+/// credentials) to everyone but an admin: a viewer sees the fleet, not the
+/// material that lets clusters join it.
+fn internal_readable(caller: &Caller, kind: &ResolvedKind, rpc: &str) -> Result<(), Status> {
+    use crate::members::internal::{CREDENTIAL_KIND, INTERNAL_GROUP, TOKEN_KIND};
+    let secret = kind.group == INTERNAL_GROUP && (kind.kind == TOKEN_KIND || kind.kind == CREDENTIAL_KIND);
+    if !secret || matches!(caller.identity, fleet_proto::tls::Identity::Admin) {
+        return Ok(());
+    }
+    Err(Status::permission_denied(format!(
+        "{:?} may not call {rpc} on {}.{}: the group {} holds the hub's join tokens and member credentials; only \
+         admin reads it",
+        caller.identity.to_string(),
+        kind.plural,
+        kind.group,
+        kind.group
+    )))
 }

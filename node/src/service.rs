@@ -14,7 +14,7 @@ use fleet_proto::fleet::{
     ClusterStatusResponse, CreateTokenRequest, CreateTokenResponse, DeleteRequest, GetRequest, GetResponse,
     HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, KindRef, ListRequest, ListResponse,
     MemberHeartbeatsRequest, MemberHeartbeatsResponse, ReadOptions, RemoveNodeRequest, RenewCertificateRequest,
-    UpdateStatusRequest, WatchEvent, WatchRequest, WriteResponse,
+    SaveSnapshotRequest, UpdateStatusRequest, WatchEvent, WatchRequest, WriteResponse,
 };
 use fleet_raft::consensus::MembershipChange;
 use fleet_raft::Consensus;
@@ -204,7 +204,7 @@ impl Fleet for FleetService {
         let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
         query.selector = selector;
         let member = match &caller.identity {
-            fleet_proto::tls::Identity::Member(c) => Some(c.clone()),
+            fleet_proto::tls::Identity::Member(c) => Some((c.clone(), caller.serial.clone())),
             _ => None,
         };
         let stream =
@@ -245,6 +245,17 @@ impl Fleet for FleetService {
         let id = request.into_inner().id;
         self.objects.consensus().change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;
         Ok(Response::new(self.status(false).await))
+    }
+
+    type SaveSnapshotStream = crate::backup::SnapshotStream;
+
+    async fn save_snapshot(
+        &self,
+        request: Request<SaveSnapshotRequest>,
+    ) -> Result<Response<Self::SaveSnapshotStream>, Status> {
+        // Every object, internal ones (tokens, credentials) included: admin only.
+        authorize(&request, "SaveSnapshot", Access::Write, false)?;
+        Ok(Response::new(crate::backup::save(self.objects.consensus()).await?))
     }
 
     async fn create_token(

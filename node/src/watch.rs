@@ -51,13 +51,17 @@ fn expired(message: String) -> Status {
     Status::failed_precondition(message)
 }
 
-/// Starts a watch of `query` after `from` (0 = list the current objects first).
+/// Starts a watch of `query` after `from` (0 = list the current objects
+/// first). `member` is the member agent's cluster and certificate serial
+/// when one watches: its stream ends once its MemberCluster is deleted or
+/// its credential no longer lists that certificate (replaced by a new join,
+/// or dropped after two renewals).
 pub async fn start(
     store: Arc<Store>,
     query: ListQuery,
     from: u64,
     stopping: tokio::sync::watch::Receiver<bool>,
-    member: Option<String>,
+    member: Option<(String, String)>,
     view: Option<crate::service::View>,
 ) -> Result<Pin<Box<dyn Stream<Item = Result<WireEvent, Status>> + Send>>, Status> {
     let listed = from == 0;
@@ -119,7 +123,7 @@ async fn forward_live(
     query: ListQuery,
     mut receiver: tokio::sync::broadcast::Receiver<HubMessage>,
     mut stopping: tokio::sync::watch::Receiver<bool>,
-    member: Option<String>,
+    member: Option<(String, String)>,
     view: Option<crate::service::View>,
 ) {
     loop {
@@ -131,11 +135,8 @@ async fn forward_live(
             }
             message = receiver.recv() => match message {
                 Ok(HubMessage::Event(event)) => {
-                    if member.as_deref().is_some_and(|m| left_the_fleet(&event, m)) {
-                        let _ = tx.send(Err(Status::permission_denied(format!(
-                            "member cluster {:?} has left the fleet (its MemberCluster was deleted): credentials revoked",
-                            event.key.name
-                        )))).await;
+                    if let Some(ended) = member.as_ref().and_then(|(m, serial)| revoked(&event, m, serial)) {
+                        let _ = tx.send(Err(ended)).await;
                         return;
                     }
                     if !send_if_matching(&tx, &query, &event, view).await {
@@ -164,6 +165,28 @@ async fn forward_live(
 /// `Send`, so it is dropped here rather than held by the caller's future).
 async fn stopped(stopping: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = stopping.wait_for(|stop| *stop).await.is_ok();
+}
+
+/// Why a member's watch ends with `event`, if it does: its MemberCluster
+/// deleted, or its certificate (`serial`) no longer a current credential.
+fn revoked(event: &fleet_statemachine::WatchEvent, member: &str, serial: &str) -> Option<Status> {
+    if left_the_fleet(event, member) {
+        return Some(Status::permission_denied(format!(
+            "member cluster {member:?} has left the fleet (its MemberCluster was deleted): credentials revoked"
+        )));
+    }
+    if event.key != crate::members::internal::credential_key(member) {
+        return None;
+    }
+    let current = event.event_type != fleet_statemachine::EventType::Deleted
+        && crate::members::internal::spec::<crate::members::internal::CredentialSpec>(&event.object)
+            .is_some_and(|c| c.serials.iter().any(|s| s == serial));
+    (!current).then(|| {
+        Status::permission_denied(format!(
+            "this certificate (serial {serial}) is no longer a credential of member cluster {member:?} (replaced or \
+             revoked): watch again with the current certificate"
+        ))
+    })
 }
 
 /// Whether `event` deletes the MemberCluster of `member`: its watches end then.

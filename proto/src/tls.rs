@@ -10,6 +10,14 @@
 //!
 //! Node certificates also carry the DNS name [`node_server_name`] so a node
 //! dialing peer `<id>` verifies that the server it reached *is* node `<id>`.
+//!
+//! Two CAs: the root (`ca.pem`, the one trust anchor; its key stays off the
+//! nodes, in `root/ca-key.pem`) signs node, admin and viewer certificates and
+//! the member CA (`member-ca.pem`, subject CN [`MEMBER_CA_CN`], path length
+//! 0, so it can sign no other CA). The member CA's key is on the nodes,
+//! which sign member certificates with it. A certificate it issued names a
+//! member or nothing: with any other CN it is [`Identity::Other`], so a
+//! stolen node's member CA key cannot mint an admin, viewer or node.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -46,6 +54,8 @@ pub enum TlsError {
 pub const NODE_CN_PREFIX: &str = "system:fleet:node:";
 /// The CN prefix of member agent certificates.
 pub const MEMBER_CN_PREFIX: &str = "system:fleet:member:";
+/// The subject CN of the member CA (the intermediate the nodes hold).
+pub const MEMBER_CA_CN: &str = "fleet-member-ca";
 /// The CN of the admin client certificate.
 pub const ADMIN_CN: &str = "admin";
 /// The CN of the read-only client certificate.
@@ -126,10 +136,16 @@ pub fn presented(der: &[u8]) -> Result<Presented, TlsError> {
         return Ok(hit.clone());
     }
     let (_, cert) = X509Certificate::from_der(der).map_err(|e| TlsError::Parse(e.to_string()))?;
-    let parsed = Presented {
-        identity: Identity::from_common_name(&subject_common_name(&cert)?),
-        serial: hex::encode(cert.raw_serial()),
+    let cn = subject_common_name(&cert)?;
+    let by_member_ca = cert.issuer().iter_common_name().filter_map(|n| n.as_str().ok()).any(|n| n == MEMBER_CA_CN);
+    let identity = match Identity::from_common_name(&cn) {
+        member @ Identity::Member(_) => member,
+        _ if by_member_ca => {
+            Identity::Other(format!("{cn} (issued by the member CA, which issues member certificates only)"))
+        }
+        other => other,
     };
+    let parsed = Presented { identity, serial: hex::encode(cert.raw_serial()) };
     let mut cache = lock();
     if cache.len() >= PRESENTED_MAX {
         cache.clear();
@@ -188,9 +204,24 @@ impl PkiDir {
     pub fn ca_cert(&self) -> PathBuf {
         self.dir.join("ca.pem")
     }
-    /// `ca-key.pem`.
-    pub fn ca_key(&self) -> PathBuf {
+    /// `ca-key.pem`: where a PKI made before the CA split kept the (only)
+    /// CA's key, on every node. Read only as a fallback.
+    pub fn legacy_ca_key(&self) -> PathBuf {
         self.dir.join("ca-key.pem")
+    }
+    /// `root/ca-key.pem`: the root CA's key. `fleetctl pki` needs it to
+    /// issue node and client certificates; no node reads it — keep `root/`
+    /// off the nodes.
+    pub fn root_key(&self) -> PathBuf {
+        self.dir.join("root").join("ca-key.pem")
+    }
+    /// `member-ca.pem`: the member CA's certificate (signed by the root).
+    pub fn member_ca_cert(&self) -> PathBuf {
+        self.dir.join("member-ca.pem")
+    }
+    /// `member-ca-key.pem`: the member CA's key, on the nodes.
+    pub fn member_ca_key(&self) -> PathBuf {
+        self.dir.join("member-ca-key.pem")
     }
     /// `node-<id>.pem`.
     pub fn node_cert(&self, id: u64) -> PathBuf {

@@ -18,6 +18,11 @@ use crate::log_store::LogStore;
 use crate::network::{PeerMethod, PeerNetwork, PeerTls};
 use crate::Raft;
 
+/// The Raft log's file in a node's data dir.
+pub(crate) const LOG_FILE: &str = "raft-log.redb";
+/// The state machine's directory in a node's data dir.
+pub(crate) const STATE_DIR: &str = "state";
+
 /// How long a write or membership change may look for a leader and commit.
 const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 /// Pause between attempts while no leader is known.
@@ -128,9 +133,8 @@ impl Consensus {
     ) -> Result<Arc<Consensus>, Error> {
         std::fs::create_dir_all(data_dir).map_err(|e| Error::Storage(format!("{}: {e}", data_dir.display())))?;
         let metrics = crate::metrics::RaftMetrics::default();
-        let log =
-            LogStore::open(&data_dir.join("raft-log.redb"))?.with_fsync_histogram(metrics.log_fsync_seconds.clone());
-        let sm = StateMachine::open(&data_dir.join("state"))?;
+        let log = LogStore::open(&data_dir.join(LOG_FILE))?.with_fsync_histogram(metrics.log_fsync_seconds.clone());
+        let sm = StateMachine::open(&data_dir.join(STATE_DIR))?;
         let store = sm.store();
         let config = Config {
             cluster_name: "fleet".into(),

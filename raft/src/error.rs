@@ -8,6 +8,12 @@ pub enum Error {
     /// redb failed under the log store.
     #[error("raft log storage: {0}")]
     Storage(String),
+    /// The log file was written by a newer version of Fleet.
+    #[error(
+        "{path} has on-disk format version {found}, newer than the version {supported} this fleet-node reads: \
+         run the fleet-node version that wrote it (downgrading a data dir is not supported)"
+    )]
+    NewerFormat { path: String, found: u32, supported: u32 },
     /// A message or entry could not be encoded or decoded.
     #[error("encoding: {0}")]
     Codec(String),

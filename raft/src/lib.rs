@@ -12,6 +12,7 @@ pub mod log_store;
 pub mod metrics;
 pub mod network;
 pub mod peer_service;
+pub mod restore;
 
 pub use consensus::{Consensus, RaftTuning};
 pub use error::Error;

@@ -36,6 +36,11 @@ const STATE: TableDefinition<&str, &[u8]> = TableDefinition::new("state");
 const VOTE: &str = "vote";
 const COMMITTED: &str = "committed";
 const LAST_PURGED: &str = "last_purged";
+/// The layout version of the log file (see [`LOG_FORMAT_VERSION`]).
+const FORMAT: &str = "format";
+/// The layout version this code writes and reads. A log file without one
+/// was written before versions were recorded, in this same layout.
+pub const LOG_FORMAT_VERSION: u32 = 1;
 
 /// The durable Raft log of one node. Cheap to clone (shared database).
 #[derive(Clone)]
@@ -62,7 +67,21 @@ impl LogStore {
         let db = Database::create(path)?;
         let txn = db.begin_write()?;
         txn.open_table(LOG)?;
-        txn.open_table(STATE)?;
+        {
+            let mut state = txn.open_table(STATE)?;
+            let found = match state.get(FORMAT)? {
+                Some(v) => decode::<u32>(v.value())?,
+                None => LOG_FORMAT_VERSION,
+            };
+            if found > LOG_FORMAT_VERSION {
+                return Err(Error::NewerFormat {
+                    path: path.display().to_string(),
+                    found,
+                    supported: LOG_FORMAT_VERSION,
+                });
+            }
+            state.insert(FORMAT, encode(&LOG_FORMAT_VERSION)?.as_slice())?;
+        }
         txn.commit()?;
         Ok(LogStore { db: Arc::new(db), committed: Arc::default(), cache: Arc::default(), fsync_seconds: None })
     }
@@ -286,5 +305,32 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
         let this = self.clone();
         blocking(ErrorSubject::Logs, ErrorVerb::Delete, move || this.purge_blocking(log_id)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_file_of_a_newer_format_is_refused_with_a_clear_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("raft.redb");
+        drop(LogStore::open(&path).expect("a new log"));
+        drop(LogStore::open(&path).expect("reopened at the same version"));
+        {
+            let db = Database::create(&path).expect("db");
+            let txn = db.begin_write().expect("txn");
+            {
+                let mut state = txn.open_table(STATE).expect("state");
+                let newer = encode(&(LOG_FORMAT_VERSION + 1)).expect("encode");
+                state.insert(FORMAT, newer.as_slice()).expect("insert");
+            }
+            txn.commit().expect("commit");
+        }
+        let err = LogStore::open(&path).err().expect("a newer format refused");
+        let message = err.to_string();
+        assert!(matches!(err, Error::NewerFormat { found, .. } if found == LOG_FORMAT_VERSION + 1), "{message}");
+        assert!(message.contains("raft.redb") && message.contains("newer than the version 1"), "{message}");
     }
 }

@@ -1,6 +1,17 @@
 //! Incoming peer traffic. Every call must come with a node certificate from
 //! the fleet CA, and Raft messages must claim the node id that certificate
 //! names: a node cannot vote or replicate as another.
+//!
+//! And only from a node of the hub: a node removed from the membership is
+//! refused every call (it cannot vote, replicate, propose, read or ask for
+//! status) once this node has applied the change that removed it — on the
+//! leader when the change commits, on followers with the next replication
+//! message after that, on a node that was down once it catches up. Calls
+//! other than replication (AppendEntries, InstallSnapshot) also need the
+//! caller in this node's latest membership; replication from a node not yet
+//! known is accepted, so a node that missed an addition can still be caught
+//! up by the new leader. An uninitialized node (no membership yet) accepts
+//! any node certificate.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -53,6 +64,37 @@ fn caller_node<T>(request: &Request<T>) -> Result<u64, Status> {
     }
 }
 
+/// Refuses a caller removed from the membership and, unless the call is
+/// replication, one not in this node's latest membership.
+fn admit(consensus: &Consensus, caller: u64, replication: bool) -> Result<(), Status> {
+    if consensus.store().is_retired(caller) {
+        return Err(Status::permission_denied(format!(
+            "node {caller} was removed from this hub's membership: its node certificate is refused for peer \
+             traffic (an admin may add it back with `fleetctl cluster add-node`)"
+        )));
+    }
+    if replication {
+        return Ok(());
+    }
+    let metrics = consensus.raft().metrics().borrow().clone();
+    let membership = metrics.membership_config.membership();
+    if membership.nodes().next().is_none() || membership.get_node(&caller).is_some() {
+        Ok(())
+    } else {
+        Err(Status::permission_denied(format!(
+            "node {caller} is not a member of this hub: only its members may send peer traffic (add it with \
+             `fleetctl cluster add-node`)"
+        )))
+    }
+}
+
+/// The caller's node id, if it may make this call (see [`admit`]).
+fn member_node<T>(consensus: &Consensus, request: &Request<T>, replication: bool) -> Result<u64, Status> {
+    let caller = caller_node(request)?;
+    admit(consensus, caller, replication)?;
+    Ok(caller)
+}
+
 fn check_claim(caller: u64, claimed: u64) -> Result<(), Status> {
     if caller == claimed {
         Ok(())
@@ -75,47 +117,47 @@ fn reply<T: Serialize>(value: &T) -> Result<Response<Payload>, Status> {
 #[tonic::async_trait]
 impl RaftPeer for PeerService {
     async fn append_entries(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
-        let caller = caller_node(&request)?;
+        let caller = member_node(&self.consensus, &request, true)?;
         let rpc: AppendEntriesRequest<TypeConfig> = payload(request)?;
         check_claim(caller, rpc.vote.leader_id.node_id)?;
         reply(&self.consensus.raft().append_entries(rpc).await)
     }
 
     async fn vote(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
-        let caller = caller_node(&request)?;
+        let caller = member_node(&self.consensus, &request, false)?;
         let rpc: VoteRequest<u64> = payload(request)?;
         check_claim(caller, rpc.vote.leader_id.node_id)?;
         reply(&self.consensus.raft().vote(rpc).await)
     }
 
     async fn install_snapshot(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
-        let caller = caller_node(&request)?;
+        let caller = member_node(&self.consensus, &request, true)?;
         let rpc: InstallSnapshotRequest<TypeConfig> = payload(request)?;
         check_claim(caller, rpc.vote.leader_id.node_id)?;
         reply(&self.consensus.raft().install_snapshot(rpc).await)
     }
 
     async fn forward(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
-        caller_node(&request)?;
+        member_node(&self.consensus, &request, false)?;
         let proposal: Proposal = payload(request)?;
         reply(&self.consensus.write_forwarded(proposal).await)
     }
 
     async fn read_index(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
-        caller_node(&request)?;
+        member_node(&self.consensus, &request, false)?;
         let _: () = payload(request)?;
         reply(&self.consensus.read_index_on_leader().await)
     }
 
     async fn change_membership(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
-        caller_node(&request)?;
+        member_node(&self.consensus, &request, false)?;
         let change: MembershipChange = payload(request)?;
         let result: Result<(), Routed> = self.consensus.change_membership_on_leader(change).await;
         reply(&result)
     }
 
     async fn member(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
-        caller_node(&request)?;
+        member_node(&self.consensus, &request, false)?;
         let handler =
             self.members.as_ref().ok_or_else(|| Status::unimplemented("this node handles no member calls"))?;
         let data = handler.handle(request.into_inner().data).await?;
@@ -123,7 +165,7 @@ impl RaftPeer for PeerService {
     }
 
     async fn node_status(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
-        caller_node(&request)?;
+        member_node(&self.consensus, &request, false)?;
         let digest: Option<bool> = payload(request)?;
         reply(&self.consensus.local_status_with(digest.unwrap_or(false)).await)
     }

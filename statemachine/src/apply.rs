@@ -21,8 +21,8 @@ use crate::error::Error;
 use crate::proposal::Proposal;
 use crate::raft_types::{StoredMembership, TypeConfig};
 use crate::store::{
-    decode_object, encode_meta, index_namespace, unindex_namespace, Store, META, META_LAST_APPLIED, META_MEMBERSHIP,
-    NAMESPACES, OBJECTS, OWNERS,
+    decode_object, encode_meta, index_namespace, read_meta, unindex_namespace, Store, META, META_LAST_APPLIED,
+    META_MEMBERSHIP, META_RETIRED, NAMESPACES, OBJECTS, OWNERS,
 };
 use crate::watch::{EventType, WatchEvent};
 
@@ -39,6 +39,7 @@ impl Store {
         let mut responses = Vec::with_capacity(entries.len());
         let mut events = Vec::new();
         let mut last = None;
+        let mut retired = None;
         {
             let mut objects = txn.open_table(OBJECTS)?;
             let mut owners = txn.open_multimap_table(OWNERS)?;
@@ -50,8 +51,13 @@ impl Store {
                 match entry.payload {
                     EntryPayload::Blank => responses.push(Vec::new()),
                     EntryPayload::Membership(m) => {
+                        let before = read_meta::<StoredMembership>(&meta, META_MEMBERSHIP)?.unwrap_or_default();
+                        let mut now = read_meta::<BTreeSet<u64>>(&meta, META_RETIRED)?.unwrap_or_default();
                         let stored = StoredMembership::new(Some(log_id), m);
+                        retire_removed(&mut now, &before, &stored);
+                        meta.insert(META_RETIRED, encode_meta(&now)?.as_slice())?;
                         meta.insert(META_MEMBERSHIP, encode_meta(&stored)?.as_slice())?;
+                        retired = Some(now);
                         responses.push(Vec::new());
                     }
                     EntryPayload::Normal(proposal) => {
@@ -68,12 +74,24 @@ impl Store {
             }
         }
         self.commit_timed(txn, durable)?;
+        if let Some(retired) = retired {
+            self.set_retired(retired);
+        }
         self.hub().publish(events);
         if let Some(last) = last {
             self.set_applied(last.index);
         }
         Ok(responses)
     }
+}
+
+/// Updates `retired` for a change of membership from `before` to `after`:
+/// the nodes `before` had and `after` lacks are retired; the nodes `after`
+/// has are not (an id added back is a member again).
+fn retire_removed(retired: &mut BTreeSet<u64>, before: &StoredMembership, after: &StoredMembership) {
+    let kept: BTreeSet<u64> = after.membership().nodes().map(|(id, _)| *id).collect();
+    retired.extend(before.membership().nodes().map(|(id, _)| *id).filter(|id| !kept.contains(id)));
+    retired.retain(|id| !kept.contains(id));
 }
 
 enum Refusal {

@@ -11,6 +11,12 @@ pub enum Error {
     /// A stored record could not be decoded.
     #[error("state machine record {what} cannot be decoded: {detail}")]
     Decode { what: String, detail: String },
+    /// The file was written by a newer version of Fleet.
+    #[error(
+        "{path} has on-disk format version {found}, newer than the version {supported} this fleet-node reads: \
+         run the fleet-node version that wrote it (downgrading a data dir is not supported)"
+    )]
+    NewerFormat { path: String, found: u32, supported: u32 },
     /// A snapshot could not be read or written.
     #[error("snapshot: {0}")]
     Snapshot(String),

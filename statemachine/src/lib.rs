@@ -6,6 +6,7 @@
 //! besides the command is the log index, which becomes the `resourceVersion`.
 
 mod apply;
+pub mod backup;
 pub mod command;
 pub mod digest;
 pub mod error;

@@ -14,6 +14,7 @@
 //! when snapshots were built eagerly into `snapshot.bin`, so nodes of either
 //! version can install each other's.
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use fleet_api::Object;
@@ -24,15 +25,19 @@ use crate::error::Error;
 use crate::raft_types::{LogId, SnapshotMeta, StoredMembership};
 use crate::store::{
     decode_object, encode_meta, index_namespace, read_meta, Store, META, META_LAST_APPLIED, META_MEMBERSHIP,
-    META_NAMESPACE_INDEX, META_SNAPSHOT, NAMESPACES, OBJECTS, OWNERS,
+    META_NAMESPACE_INDEX, META_RETIRED, META_SNAPSHOT, NAMESPACES, OBJECTS, OWNERS,
 };
 
 /// What a snapshot holds: the applied state and every object as JSON.
 #[derive(Serialize, Deserialize)]
-struct SnapshotContent {
-    last_applied: Option<LogId>,
-    membership: StoredMembership,
-    objects: Vec<(String, String)>,
+pub(crate) struct SnapshotContent {
+    pub(crate) last_applied: Option<LogId>,
+    pub(crate) membership: StoredMembership,
+    pub(crate) objects: Vec<(String, String)>,
+    /// Node ids removed from the membership (absent from snapshots of
+    /// earlier versions; a named field, so either version reads the other's).
+    #[serde(default)]
+    pub(crate) retired: BTreeSet<u64>,
 }
 
 /// The metadata of a snapshot of the state at `last_applied`. Its id is a
@@ -73,22 +78,12 @@ impl Store {
     pub(crate) fn current_snapshot(&self) -> Result<Option<(SnapshotMeta, Vec<u8>)>, Error> {
         let started = Instant::now();
         let txn = self.db.begin_read()?;
-        let meta = txn.open_table(META)?;
-        if read_meta::<SnapshotMeta>(&meta, META_SNAPSHOT)?.is_none() {
+        if read_meta::<SnapshotMeta>(&txn.open_table(META)?, META_SNAPSHOT)?.is_none() {
             return Ok(None);
         }
-        let last_applied = read_meta::<LogId>(&meta, META_LAST_APPLIED)?;
-        let membership = read_meta::<StoredMembership>(&meta, META_MEMBERSHIP)?.unwrap_or_default();
-        let table = txn.open_table(OBJECTS)?;
-        let mut objects = Vec::new();
-        for row in table.iter()? {
-            let (k, v) = row?;
-            let json = String::from_utf8(v.value().to_vec())
-                .map_err(|e| Error::Decode { what: format!("object {}", k.value()), detail: e.to_string() })?;
-            objects.push((k.value().to_string(), json));
-        }
-        let count = objects.len();
-        let content = SnapshotContent { last_applied, membership: membership.clone(), objects };
+        let content = read_content(&txn)?;
+        let (last_applied, membership, count) =
+            (content.last_applied, content.membership.clone(), content.objects.len());
         let bytes = rmp_serde::to_vec_named(&content).map_err(|e| Error::Snapshot(e.to_string()))?;
         let meta = meta_of(last_applied, membership);
         tracing::info!(
@@ -111,6 +106,16 @@ impl Store {
                 snapshot.snapshot_id, content.last_applied, snapshot.last_log_id
             )));
         }
+        self.replace_content(content, Some(snapshot))
+    }
+
+    /// Replaces the whole state with `content`, durably, recording
+    /// `snapshot` as the last snapshot if given, and tells watchers to relist.
+    pub(crate) fn replace_content(
+        &self,
+        content: SnapshotContent,
+        snapshot: Option<&SnapshotMeta>,
+    ) -> Result<(), Error> {
         let mut txn = self.db.begin_write()?;
         txn.set_durability(Durability::Immediate)?;
         {
@@ -134,13 +139,34 @@ impl Store {
                 None => meta.remove(META_LAST_APPLIED)?,
             };
             meta.insert(META_MEMBERSHIP, encode_meta(&content.membership)?.as_slice())?;
-            meta.insert(META_SNAPSHOT, encode_meta(snapshot)?.as_slice())?;
             meta.insert(META_NAMESPACE_INDEX, encode_meta(&true)?.as_slice())?;
+            meta.insert(META_RETIRED, encode_meta(&content.retired)?.as_slice())?;
+            if let Some(snapshot) = snapshot {
+                meta.insert(META_SNAPSHOT, encode_meta(snapshot)?.as_slice())?;
+            }
         }
         txn.commit()?;
+        self.set_retired(content.retired);
         let index = content.last_applied.map(|l| l.index).unwrap_or(0);
         self.hub().reset(index);
         self.set_applied(index);
         Ok(())
     }
+}
+
+/// The applied state as one read transaction `txn` sees it.
+pub(crate) fn read_content(txn: &redb::ReadTransaction) -> Result<SnapshotContent, Error> {
+    let meta = txn.open_table(META)?;
+    let last_applied = read_meta::<LogId>(&meta, META_LAST_APPLIED)?;
+    let membership = read_meta::<StoredMembership>(&meta, META_MEMBERSHIP)?.unwrap_or_default();
+    let retired = read_meta::<BTreeSet<u64>>(&meta, META_RETIRED)?.unwrap_or_default();
+    let table = txn.open_table(OBJECTS)?;
+    let mut objects = Vec::new();
+    for row in table.iter()? {
+        let (k, v) = row?;
+        let json = String::from_utf8(v.value().to_vec())
+            .map_err(|e| Error::Decode { what: format!("object {}", k.value()), detail: e.to_string() })?;
+        objects.push((k.value().to_string(), json));
+    }
+    Ok(SnapshotContent { last_applied, membership, objects, retired })
 }

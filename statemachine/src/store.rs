@@ -8,12 +8,15 @@
 //!   placement selecting a namespace reads its contents without scanning
 //!   every key of the store (built on first open of a store without it);
 //! - `meta`: `last_applied` and `membership`, written in the same transaction
-//!   as the data they describe, and `snapshot`, the metadata of the last
-//!   snapshot built or installed.
+//!   as the data they describe, `snapshot`, the metadata of the last
+//!   snapshot built or installed, `retired_nodes`, the ids removed from the
+//!   membership (see [`Store::is_retired`]), and `format`, the version of
+//!   this layout ([`FORMAT_VERSION`]): a node refuses a file written by a
+//!   newer version rather than misread it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use fleet_api::{LabelSelector, Object, ObjectKey};
 use redb::{Database, MultimapTableDefinition, ReadableDatabase, ReadableTable, TableDefinition};
@@ -33,6 +36,13 @@ pub(crate) const META_LAST_APPLIED: &str = "last_applied";
 pub(crate) const META_MEMBERSHIP: &str = "membership";
 /// The metadata of the last snapshot built or installed (see `snapshot.rs`).
 pub(crate) const META_SNAPSHOT: &str = "snapshot";
+/// Node ids removed from the membership and not added back.
+pub(crate) const META_RETIRED: &str = "retired_nodes";
+/// The layout version of the file.
+pub(crate) const META_FORMAT: &str = "format";
+/// The layout version this code writes and reads. A file without one was
+/// written before versions were recorded, in this same layout (version 1).
+pub const FORMAT_VERSION: u32 = 1;
 
 /// Which objects a list or watch is about.
 #[derive(Debug, Clone, Default)]
@@ -88,6 +98,8 @@ pub struct Store {
     hub: WatchHub,
     applied_tx: watch::Sender<u64>,
     metrics: StoreMetrics,
+    /// A copy of `retired_nodes`, read on every peer call.
+    retired: RwLock<BTreeSet<u64>>,
 }
 
 /// What the store measures about its own disk work, for the node's
@@ -122,6 +134,9 @@ impl Store {
             txn.open_multimap_table(OWNERS)?;
             txn.open_multimap_table(NAMESPACES)?;
             let mut meta = txn.open_table(META)?;
+            let format = read_meta::<u32>(&meta, META_FORMAT)?.unwrap_or(FORMAT_VERSION);
+            check_format(path, format)?;
+            meta.insert(META_FORMAT, encode_meta(&FORMAT_VERSION)?.as_slice())?;
             if meta.get(META_NAMESPACE_INDEX)?.is_none() {
                 let objects = txn.open_table(OBJECTS)?;
                 let mut namespaces = txn.open_multimap_table(NAMESPACES)?;
@@ -134,18 +149,27 @@ impl Store {
             drop(meta);
             txn.commit()?;
         }
-        let applied = {
+        let (applied, retired) = {
             let txn = db.begin_read()?;
             let meta = txn.open_table(META)?;
-            read_meta::<LogId>(&meta, META_LAST_APPLIED)?.map(|l| l.index).unwrap_or(0)
+            let applied = read_meta::<LogId>(&meta, META_LAST_APPLIED)?.map(|l| l.index).unwrap_or(0);
+            (applied, read_meta::<BTreeSet<u64>>(&meta, META_RETIRED)?.unwrap_or_default())
         };
         let (applied_tx, _) = watch::channel(applied);
-        Ok(Arc::new(Store {
-            db,
-            hub: WatchHub::new(applied, DEFAULT_HISTORY),
-            applied_tx,
-            metrics: StoreMetrics::default(),
-        }))
+        let hub = WatchHub::new(applied, DEFAULT_HISTORY);
+        Ok(Arc::new(Store { db, hub, applied_tx, metrics: StoreMetrics::default(), retired: RwLock::new(retired) }))
+    }
+
+    /// Whether node `id` was removed from the membership (by a change this
+    /// node has applied) and not added back: its certificate is refused for
+    /// every peer call. Kept in the replicated state, so a node that
+    /// restarts or installs a snapshot still knows.
+    pub fn is_retired(&self, id: u64) -> bool {
+        self.retired.read().unwrap_or_else(|p| p.into_inner()).contains(&id)
+    }
+
+    pub(crate) fn set_retired(&self, retired: BTreeSet<u64>) {
+        *self.retired.write().unwrap_or_else(|p| p.into_inner()) = retired;
     }
 
     /// The watch hub of this store.
@@ -303,6 +327,14 @@ pub(crate) fn unindex_namespace(namespaces: &mut redb::MultimapTable<&str, &str>
     Ok(())
 }
 
+/// Refuses a file of a newer layout than this code's.
+fn check_format(path: &Path, format: u32) -> Result<(), Error> {
+    if format > FORMAT_VERSION {
+        return Err(Error::NewerFormat { path: path.display().to_string(), found: format, supported: FORMAT_VERSION });
+    }
+    Ok(())
+}
+
 /// Decodes a stored object.
 pub(crate) fn decode_object(key: &str, bytes: &[u8]) -> Result<Object, Error> {
     Object::from_json(bytes).map_err(|e| Error::Decode { what: format!("object {key}"), detail: e.to_string() })
@@ -324,4 +356,31 @@ pub(crate) fn read_meta<T: serde::de::DeserializeOwned>(
 /// Encodes a `meta` record.
 pub(crate) fn encode_meta<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, Error> {
     rmp_serde::to_vec_named(value).map_err(|e| Error::Decode { what: "meta".into(), detail: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_file_of_a_newer_format_is_refused_with_a_clear_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("state.redb");
+        drop(Store::open(&path).expect("a new store"));
+        drop(Store::open(&path).expect("reopened at the same version"));
+        {
+            let db = Database::create(&path).expect("db");
+            let txn = db.begin_write().expect("txn");
+            {
+                let mut meta = txn.open_table(META).expect("meta");
+                let newer = encode_meta(&(FORMAT_VERSION + 1)).expect("encode");
+                meta.insert(META_FORMAT, newer.as_slice()).expect("insert");
+            }
+            txn.commit().expect("commit");
+        }
+        let err = Store::open(&path).err().expect("a newer format refused");
+        let message = err.to_string();
+        assert!(matches!(err, Error::NewerFormat { found, .. } if found == FORMAT_VERSION + 1), "{message}");
+        assert!(message.contains("state.redb") && message.contains("newer than the version 1"), "{message}");
+    }
 }

@@ -104,3 +104,39 @@ async fn content_at_another_index_than_its_metadata_is_refused_and_nothing_chang
     assert_eq!(names(&follower), ["kept"]);
     assert!(follower.get_current_snapshot().await.expect("current").is_none());
 }
+
+fn membership(index: u64, voters: &[u64]) -> openraft::Entry<fleet_statemachine::TypeConfig> {
+    let nodes: std::collections::BTreeMap<u64, openraft::BasicNode> =
+        voters.iter().map(|id| (*id, openraft::BasicNode::new(format!("127.0.0.1:{id}")))).collect();
+    let voters: std::collections::BTreeSet<u64> = voters.iter().copied().collect();
+    openraft::Entry {
+        log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+        payload: EntryPayload::Membership(openraft::Membership::new(vec![voters], nodes)),
+    }
+}
+
+#[tokio::test]
+async fn removed_nodes_are_retired_durably_until_added_back_and_travel_in_snapshots() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("leader");
+    let mut leader = StateMachine::open(&path).expect("open");
+    leader.apply(vec![membership(1, &[1, 2, 3]), membership(2, &[1, 2, 3, 4])]).await.expect("apply");
+    assert!((1..=4).all(|id| !leader.store().is_retired(id)));
+    leader.apply(vec![membership(3, &[1, 3, 4])]).await.expect("remove 2");
+    assert!(leader.store().is_retired(2));
+    assert!(!leader.store().is_retired(4));
+    leader.get_snapshot_builder().await.build_snapshot().await.expect("build");
+    let snapshot = leader.get_current_snapshot().await.expect("current").expect("some");
+
+    // A node that installs the snapshot knows; so does one that restarts.
+    let mut follower = StateMachine::open(&dir.path().join("follower")).expect("open");
+    follower.install_snapshot(&snapshot.meta, snapshot.snapshot).await.expect("install");
+    assert!(follower.store().is_retired(2));
+    drop(leader);
+    let mut leader = StateMachine::open(&path).expect("reopen");
+    assert!(leader.store().is_retired(2));
+
+    // Added back, it is a member again.
+    leader.apply(vec![membership(4, &[1, 2, 3, 4])]).await.expect("add 2 back");
+    assert!(!leader.store().is_retired(2));
+}

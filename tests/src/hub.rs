@@ -128,7 +128,7 @@ impl Hub {
     }
 
     /// `--peers` for the initial voters.
-    fn peers_flag(&self) -> String {
+    pub fn peers_flag(&self) -> String {
         (1..=self.options.nodes).map(|id| format!("{id}={}", self.endpoint(id))).collect::<Vec<_>>().join(",")
     }
 
@@ -310,6 +310,18 @@ impl Hub {
     /// The data dir of the agent of `cluster`.
     pub fn agent_dir(&self, cluster: &str) -> PathBuf {
         self.dir.path().join(format!("agent-{cluster}"))
+    }
+
+    /// TLS with the certificate the agent of `cluster` holds now (`None`
+    /// until it has written its key and certificate).
+    pub fn member_tls(&self, cluster: &str) -> Option<ClientTlsConfig> {
+        let dir = self.agent_dir(cluster).join("tls");
+        let read = |f: &str| std::fs::read(dir.join(f)).ok().filter(|b| !b.is_empty());
+        Some(
+            ClientTlsConfig::new()
+                .ca_certificate(Certificate::from_pem(read("ca.pem")?))
+                .identity(Identity::from_pem(read("agent.pem")?, read("agent-key.pem")?)),
+        )
     }
 
     /// The log file of the agent of `cluster`.

@@ -118,3 +118,64 @@ async fn oversized_writes_and_statuses_are_refused_without_stalling_the_hub() {
     let stored = stored.status().and_then(|s| s.get("floats")).cloned();
     assert!(stored == Some(json!(floats)), "the float status read back differs");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_members_work_status_is_validated_and_size_limited_like_any_write() {
+    use fleet_proto::fleet::{GetRequest, UpdateStatusRequest};
+    use serde_json::json;
+    let mut hub = Hub::start(HubOptions::default()).await;
+    let mut admin = hub.client(1).await;
+    hub.start_agent("east", &[]);
+    let get_work = || GetRequest {
+        kind: fleet_tests::objects::kind("work"),
+        namespace: "fleet-member-east".into(),
+        name: "w".into(),
+        read: None,
+    };
+    fleet_tests::objects::apply(&mut admin, vec![fleet_tests::objects::work("east", "w", vec![])])
+        .await
+        .expect("a Work for east");
+    let member = fleet_tests::eventually("east's certificate to work", std::time::Duration::from_secs(30), || async {
+        let tls = hub.member_tls("east").ok_or("no certificate yet")?;
+        let mut c = fleet_tests::hub::connect(&hub.endpoint(2), tls);
+        c.get(get_work()).await.map(|_| c.clone()).map_err(|e| e.to_string())
+    })
+    .await;
+    // The agent is stopped so that only this test writes the Work's status.
+    hub.kill_agent("east");
+    let with_status = |status: serde_json::Value| UpdateStatusRequest {
+        object: serde_json::to_vec(&json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+            "metadata": {"name": "w", "namespace": "fleet-member-east"},
+            "status": status,
+        }))
+        .unwrap_or_default(),
+    };
+
+    // 100 MiB from a member: refused before anything is decoded.
+    let huge =
+        with_status(json!({"conditions": [{"type": "Applied", "status": "True", "message": "x".repeat(100 << 20)}]}));
+    let err = member.clone().update_status(huge).await.expect_err("a 100 MiB member status");
+    assert_ne!(err.code(), tonic::Code::Ok);
+    hub_still_writes(&hub, "after-member-huge").await;
+    // Full of floats where conditions belong: refused, naming the field.
+    let floats: Vec<f64> = (0..50_000).map(|i| f64::from(i) * 1.5e-300).collect();
+    let err = member.clone().update_status(with_status(json!({"conditions": floats}))).await.expect_err("floats");
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err}");
+    assert!(err.message().contains("status.conditions"), "{err}");
+    hub_still_writes(&hub, "after-member-floats").await;
+    // Malformed conditions: refused with every problem, nothing written.
+    let bad = json!({"conditions": [{"type": "Applied", "status": "Yes"}],
+        "manifestConditions": [{"identifier": {"ordinal": -1}, "conditions": []}]});
+    let err = member.clone().update_status(with_status(bad)).await.expect_err("bad conditions");
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err}");
+    assert!(err.message().contains("status.conditions[0].status"), "{err}");
+    assert!(err.message().contains("status.manifestConditions[0].identifier.ordinal"), "{err}");
+    // A well-formed status is accepted.
+    let good = json!({"conditions": [{"type": "Applied", "status": "True", "reason": "AllApplied",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+    member.clone().update_status(with_status(good)).await.expect("a valid member status");
+    let stored = admin.get(get_work()).await.expect("get").into_inner();
+    let stored: serde_json::Value = serde_json::from_slice(&stored.object).unwrap_or_default();
+    assert_eq!(stored["status"]["conditions"][0]["reason"], "AllApplied");
+}

@@ -230,6 +230,9 @@ fn an_expired_watch_relists_a_lost_node_moves_on_and_a_revoked_member_stops() {
     let mut rv = 42;
     handle_watch_error(&hub, 0, &tonic::Status::unavailable("node down"), &mut rv).unwrap();
     assert_eq!((rv, hub.endpoint()), (42, "b:2"), "resume from the same version on the next node");
+    let replaced = tonic::Status::permission_denied("this certificate (serial 1f) is no longer a credential of ...");
+    handle_watch_error(&hub, 1, &replaced, &mut rv).unwrap();
+    assert_eq!(rv, 42, "replaced: resume from the same version with the current certificate");
     let left = tonic::Status::permission_denied("member cluster \"a\" has left the fleet");
     assert!(matches!(handle_watch_error(&hub, 1, &left, &mut rv), Err(AgentError::Left(_))));
 }

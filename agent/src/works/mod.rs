@@ -404,7 +404,8 @@ fn resume_point(last_received: u64) -> u64 {
 }
 
 /// Decides how to go on after a watch error: relist on "expired", move to
-/// another node when this one is gone, stop when the cluster left the fleet.
+/// another node when this one is gone, watch again when the stream's
+/// certificate was replaced, stop when the cluster left the fleet.
 fn handle_watch_error(
     hub: &Hub,
     index: usize,
@@ -415,6 +416,13 @@ fn handle_watch_error(
         tonic::Code::FailedPrecondition if status.message().contains("expired") => {
             tracing::info!("work watch expired at {resource_version}: relisting");
             *resource_version = 0;
+            Ok(())
+        }
+        // The stream was opened with a certificate since replaced by a
+        // renewal: watch again, resuming, with the current one (a
+        // connection made after the renewal presents it).
+        tonic::Code::PermissionDenied if status.message().contains("no longer a credential") => {
+            tracing::info!("work watch ended: its certificate was replaced; watching again with the current one");
             Ok(())
         }
         tonic::Code::PermissionDenied => Err(AgentError::from_status(status)),

@@ -15,6 +15,7 @@ mod pki;
 mod plan;
 mod render;
 mod rollout;
+mod snapshot;
 mod token;
 mod version;
 
@@ -49,6 +50,7 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
         Command::Delete(args) => delete::run(&client, args, io).await,
         Command::Cluster(command) => cluster::run(&client, command, io).await,
         Command::Token(command) => token::run(&client, command, io).await,
+        Command::Snapshot(command) => snapshot::run(&client, command, io).await,
         Command::Rollout(command) => rollout::run(&client, command, io).await,
         Command::Approve(args) => approve::run(&client, &args, io).await,
         Command::Drain(args) => drain::drain(&client, &args, io).await,

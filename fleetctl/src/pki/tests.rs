@@ -66,9 +66,13 @@ fn verify_client(pki: &PkiDir, cert: &Path) -> Result<(), rustls::Error> {
 fn init_makes_every_file_with_the_right_identities() {
     let dir = tempfile::tempdir().unwrap();
     let written = init(dir.path(), 3, &hosts(), false).unwrap();
-    assert_eq!(written.len(), 2 + 3 * 2 + 2 * 2);
+    assert_eq!(written.len(), 4 + 3 * 2 + 2 * 2);
     let pki = PkiDir::new(dir.path());
     assert_eq!(cn_of(&der(&pki.ca_cert())).unwrap(), CA_CN);
+    assert_eq!(cn_of(&der(&pki.member_ca_cert())).unwrap(), MEMBER_CA_CN);
+    // The root key is in root/, not among the files a node reads.
+    assert!(pki.root_key().exists() && pki.root_key().parent() != Some(dir.path()));
+    assert!(!pki.legacy_ca_key().exists());
     for id in 1..=3 {
         assert_eq!(identity(&pki.node_cert(id)), Identity::Node(id));
         assert!(pki.node_key(id).exists());
@@ -101,7 +105,8 @@ fn key_files_are_private() {
     let dir = tempfile::tempdir().unwrap();
     init(dir.path(), 1, &hosts(), false).unwrap();
     let pki = PkiDir::new(dir.path());
-    for key in [pki.ca_key(), pki.node_key(1), pki.client_key("admin"), pki.client_key("viewer")] {
+    for key in [pki.root_key(), pki.member_ca_key(), pki.node_key(1), pki.client_key("admin"), pki.client_key("viewer")]
+    {
         let mode = fs::metadata(&key).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", key.display());
     }
@@ -155,6 +160,51 @@ fn issuing_without_a_ca_names_the_missing_file() {
     let dir = tempfile::tempdir().unwrap();
     let err = issue_client(dir.path(), "x", false).unwrap_err();
     assert!(err.to_string().contains("ca.pem"), "{err}");
+}
+
+/// Signs a client certificate named `cn` with the member CA (what a thief
+/// of a node's files could do).
+fn sign_with_member_ca(pki: &PkiDir, cn: &str) -> CertificateDer<'static> {
+    let member_pem = fs::read_to_string(pki.member_ca_cert()).unwrap();
+    let key = KeyPair::from_pem(&fs::read_to_string(pki.member_ca_key()).unwrap()).unwrap();
+    let issuer = Issuer::from_ca_cert_pem(&member_pem, key).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let cert = client_params(cn).unwrap().signed_by(&leaf_key, &issuer).unwrap();
+    cert.der().clone()
+}
+
+#[test]
+fn the_member_ca_can_sign_members_only_and_no_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 1, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    let member_ca = der(&pki.member_ca_cert());
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(roots(&pki), provider()).build().unwrap();
+    // A member certificate from the member CA chains to the root.
+    let member = sign_with_member_ca(&pki, "system:fleet:member:east");
+    verifier.verify_client_cert(&member, std::slice::from_ref(&member_ca), UnixTime::now()).unwrap();
+    let presented = fleet_proto::tls::presented(&member).unwrap();
+    assert_eq!(presented.identity, Identity::Member("east".into()));
+    // An "admin" or a node from it chains too, but names no role.
+    for cn in ["admin", "viewer", "system:fleet:node:1"] {
+        let forged = sign_with_member_ca(&pki, cn);
+        verifier.verify_client_cert(&forged, std::slice::from_ref(&member_ca), UnixTime::now()).unwrap();
+        let identity = fleet_proto::tls::presented(&forged).unwrap().identity;
+        assert!(matches!(identity, Identity::Other(_)), "{cn}: {identity:?}");
+    }
+    // A CA made with the member CA's key is not accepted as an issuer.
+    let member_pem = fs::read_to_string(pki.member_ca_cert()).unwrap();
+    let key = KeyPair::from_pem(&fs::read_to_string(pki.member_ca_key()).unwrap()).unwrap();
+    let issuer = Issuer::from_ca_cert_pem(&member_pem, key).unwrap();
+    let sub_key = KeyPair::generate().unwrap();
+    let sub_params = ca_params("sub-ca", BasicConstraints::Unconstrained).unwrap();
+    let sub = sub_params.signed_by(&sub_key, &issuer).unwrap();
+    let sub_issuer = Issuer::new(ca_params("sub-ca", BasicConstraints::Unconstrained).unwrap(), sub_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = client_params("admin").unwrap().signed_by(&leaf_key, &sub_issuer).unwrap();
+    let chain = [sub.der().clone(), member_ca];
+    assert!(verifier.verify_client_cert(leaf.der(), &chain, UnixTime::now()).is_err(), "path length 0 is enforced");
 }
 
 #[test]

@@ -286,6 +286,16 @@ impl Fleet for FakeNode {
         Err(Status::unimplemented("not in the fake"))
     }
 
+    type SaveSnapshotStream = ReceiverStream<Result<pb::SnapshotChunk, Status>>;
+
+    async fn save_snapshot(
+        &self,
+        request: Request<pb::SaveSnapshotRequest>,
+    ) -> Result<Response<Self::SaveSnapshotStream>, Status> {
+        self.check(request.peer_certs())?;
+        Err(Status::unimplemented("not in the fake"))
+    }
+
     async fn create_token(
         &self,
         request: Request<pb::CreateTokenRequest>,

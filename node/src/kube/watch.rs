@@ -62,7 +62,7 @@ pub async fn watch(ctx: Ctx) -> Result<Response, KubeError> {
     let mut query = kind.query(Some(namespace).filter(|n| !n.is_empty()));
     query.selector = labels;
     let member = match &ctx.caller.identity {
-        fleet_proto::tls::Identity::Member(c) => Some(c.clone()),
+        fleet_proto::tls::Identity::Member(c) => Some((c.clone(), ctx.caller.serial.clone())),
         _ => None,
     };
     let store = ctx.api.objects.store();

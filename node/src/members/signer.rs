@@ -1,6 +1,11 @@
-//! Signing member certificates with the fleet CA, on the leader, outside the
-//! state machine. The subject is decided here (`system:fleet:member:<cluster>`),
-//! whatever the CSR asked for; only its public key is used.
+//! Signing member certificates with the member CA, on the leader, outside
+//! the state machine. The subject is decided here
+//! (`system:fleet:member:<cluster>`), whatever the CSR asked for; only its
+//! public key is used. The member CA (`member-ca.pem`, `member-ca-key.pem`)
+//! is an intermediate under the root (`ca.pem`) that can sign no CA, and
+//! whose other names the hub ignores: a node holds no key that can make an
+//! admin, viewer or node certificate. A PKI made before the split (its root
+//! key in `ca-key.pem`) still works: the root then signs members.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -21,27 +26,40 @@ pub struct Issued {
     pub expires_at: String,
 }
 
-/// The fleet CA, able to sign member certificates.
+/// The member CA, able to sign member certificates.
 pub struct Signer {
+    /// The root certificate, PEM: what agents trust.
     ca_pem: String,
+    /// The member CA's certificate, PEM, sent after each member certificate
+    /// so the chain reaches the root (empty when the root signs).
+    chain_pem: String,
     issuer: Issuer<'static, KeyPair>,
     validity: Duration,
 }
 
 impl Signer {
-    /// Loads the CA from the PKI dir; `None` when this node has no CA key
-    /// (then members cannot join through it).
+    /// Loads the member CA from the PKI dir (or the root's key of a PKI
+    /// made before the split); `None` when this node has neither key (then
+    /// members cannot join through it).
     pub fn load(pki: &PkiDir, validity: Duration) -> Result<Option<Signer>, Error> {
-        if !pki.ca_key().exists() {
+        let (cert_path, key_path) = if pki.member_ca_key().exists() {
+            (pki.member_ca_cert(), pki.member_ca_key())
+        } else if pki.legacy_ca_key().exists() {
+            (pki.ca_cert(), pki.legacy_ca_key())
+        } else {
             return Ok(None);
-        }
-        let ca_pem = String::from_utf8_lossy(&read_file(&pki.ca_cert())?).to_string();
-        let key_pem = String::from_utf8_lossy(&read_file(&pki.ca_key())?).to_string();
-        let key = KeyPair::from_pem(&key_pem)
-            .map_err(|e| Error::Config(format!("{}: not a usable CA key: {e}", pki.ca_key().display())))?;
-        let issuer = Issuer::from_ca_cert_pem(&ca_pem, key)
-            .map_err(|e| Error::Config(format!("{}: not a usable CA certificate: {e}", pki.ca_cert().display())))?;
-        Ok(Some(Signer { ca_pem, issuer, validity }))
+        };
+        let text = |path: &std::path::Path| -> Result<String, Error> {
+            Ok(String::from_utf8_lossy(&read_file(path)?).to_string())
+        };
+        let ca_pem = text(&pki.ca_cert())?;
+        let issuer_pem = text(&cert_path)?;
+        let key = KeyPair::from_pem(&text(&key_path)?)
+            .map_err(|e| Error::Config(format!("{}: not a usable CA key: {e}", key_path.display())))?;
+        let issuer = Issuer::from_ca_cert_pem(&issuer_pem, key)
+            .map_err(|e| Error::Config(format!("{}: not a usable CA certificate: {e}", cert_path.display())))?;
+        let chain_pem = if cert_path == pki.ca_cert() { String::new() } else { issuer_pem };
+        Ok(Some(Signer { ca_pem, chain_pem, issuer, validity }))
     }
 
     /// The CA certificate, PEM.
@@ -74,6 +92,7 @@ impl Signer {
         params.not_after = epoch + now + self.validity;
         let cert = csr.signed_by(&self.issuer).map_err(|e| Status::internal(format!("signing failed: {e}")))?;
         let expires_at = humantime::format_rfc3339_seconds(SystemTime::now() + self.validity).to_string();
-        Ok(Issued { certificate_pem: cert.pem(), serial: hex::encode(serial), expires_at })
+        let certificate_pem = format!("{}{}", cert.pem(), self.chain_pem);
+        Ok(Issued { certificate_pem, serial: hex::encode(serial), expires_at })
     }
 }

@@ -17,7 +17,7 @@ async fn all_nodes_killed_at_once_and_restarted_lose_no_acknowledged_write() {
         for id in 1..=3 {
             run.hub.kill(id);
         }
-        run.fault();
+        run.leader_lost("all SIGKILL");
         for id in 1..=3 {
             run.hub.start_node(id, true);
         }

@@ -26,7 +26,7 @@ async fn a_follower_partitioned_past_compaction_is_caught_up_by_a_snapshot() {
         let before = installs(&run, lagging);
         let others: Vec<u64> = (1..=3).filter(|id| *id != lagging).collect();
         run.network.partition(&[lagging], &others).expect("partition the follower");
-        run.fault();
+        run.fault("follower partitioned past compaction");
         // Enough writes for several snapshots and purges behind them.
         run.operations(100, "with the follower cut off").await;
         run.network.heal();

@@ -22,7 +22,7 @@ async fn the_leader_isolated_and_healed_under_load_keeps_the_history_linearizabl
     while run.another_round(round) {
         let leader = run.hub.wait_leader().await;
         run.network.isolate(leader).expect("isolate the leader");
-        run.fault();
+        run.leader_lost("leader isolated");
         run.new_leader_without(leader).await;
         run.operations(100, "with the old leader isolated").await;
         run.network.heal();

@@ -19,7 +19,7 @@ async fn the_leader_killed_under_load_and_restarted_loses_no_acknowledged_write(
     while run.another_round(round) {
         let leader = run.hub.wait_leader().await;
         run.hub.kill(leader);
-        run.fault();
+        run.leader_lost("leader SIGKILL");
         run.new_leader_without(leader).await;
         run.operations(100, "with the old leader dead").await;
         run.hub.start_node(leader, true);

@@ -17,7 +17,7 @@ async fn a_paused_leader_that_wakes_up_believing_it_leads_causes_no_violation() 
     while run.another_round(round) {
         let leader = run.hub.wait_leader().await;
         run.hub.signal(leader, "STOP");
-        run.fault();
+        run.leader_lost("leader SIGSTOP");
         let successor = run.new_leader_without(leader).await;
         run.operations(100, "with the old leader paused").await;
         run.hub.signal(leader, "CONT");

@@ -49,6 +49,11 @@ pub struct Figures {
     pub name: String,
     /// Faults injected (kills, signals, partitions; a heal is not counted).
     pub faults: u64,
+    /// The same, by kind.
+    pub by_kind: BTreeMap<&'static str, u64>,
+    /// After each fault that cost the hub its leader: the time from the
+    /// fault to the first acknowledged write invoked after it.
+    pub after_leader_loss: Vec<Duration>,
     /// Operations in the history / constraining the check.
     pub ops: usize,
     /// Operations the checker placed.
@@ -79,7 +84,9 @@ pub struct Scenario {
     clients: Vec<JoinHandle<u64>>,
     watchers: Option<(Watcher, Watcher, u64)>,
     barrier: Client,
-    faults: u64,
+    faults: BTreeMap<&'static str, u64>,
+    /// When (recorder time) each fault that cost the hub its leader began.
+    leader_losses: Vec<u64>,
 }
 
 /// Admin clients of `ids`.
@@ -157,13 +164,21 @@ impl Scenario {
             clients,
             watchers,
             barrier,
-            faults: 0,
+            faults: BTreeMap::new(),
+            leader_losses: Vec::new(),
         }
     }
 
-    /// Counts one injected fault.
-    pub fn fault(&mut self) {
-        self.faults += 1;
+    /// Counts one injected fault of `kind` that leaves the leader in place.
+    pub fn fault(&mut self, kind: &'static str) {
+        *self.faults.entry(kind).or_default() += 1;
+    }
+
+    /// Counts one injected fault of `kind` that costs the hub its leader,
+    /// and notes when, to measure how long writes were unavailable.
+    pub fn leader_lost(&mut self, kind: &'static str) {
+        self.fault(kind);
+        self.leader_losses.push(self.recorder.now());
     }
 
     /// Waits until the clients have completed `more` operations.
@@ -225,6 +240,7 @@ impl Scenario {
 
         let mut history = self.recorder.history();
         let longest_unavailable = longest_without_writes(&history);
+        let after_leader_loss = unavailable_after(&history, &self.leader_losses);
         let report = check_linearizable(&history, Limits::default()).expect("a well-formed history");
         let mut problems: Vec<String> = Vec::new();
         if !report.is_linearizable() {
@@ -270,7 +286,9 @@ impl Scenario {
         let agreed = self.hub.replicas_agree().await;
         let figures = Figures {
             name: self.name.clone(),
-            faults: self.faults,
+            faults: self.faults.values().sum(),
+            by_kind: self.faults.clone(),
+            after_leader_loss,
             ops: history.ops.len(),
             checked: report.ops_checked(),
             unknown,
@@ -292,6 +310,17 @@ impl Scenario {
             figures.agreed.0,
             &figures.agreed.1[..19.min(figures.agreed.1.len())],
             figures.elapsed.as_secs_f64(),
+        );
+        println!(
+            "FIGURES {}: faults by kind {:?}; unavailability after a leader loss {}",
+            figures.name,
+            figures.by_kind,
+            distribution(&figures.after_leader_loss)
+        );
+        println!(
+            "SAMPLES {}: unavailability after a leader loss (s): {}",
+            figures.name,
+            figures.after_leader_loss.iter().map(|d| format!("{:.3}", d.as_secs_f64())).collect::<Vec<_>>().join(" ")
         );
         assert!(problems.is_empty(), "{}: violations:\n{}", self.name, problems.join("\n"));
         assert!(figures.checked >= 200, "{}: too few operations constrained the check: {report}", self.name);
@@ -315,6 +344,45 @@ fn longest_without_writes(history: &History) -> Duration {
     times.sort_unstable();
     let gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     Duration::from_nanos(gap)
+}
+
+/// For each time in `losses`: how long until the first acknowledged write
+/// invoked at or after it was answered (a write invoked before the fault
+/// may have been acknowledged by the old leader, so it does not count).
+/// A loss with no such write before the history ends counts until its end.
+fn unavailable_after(history: &History, losses: &[u64]) -> Vec<Duration> {
+    let mut writes: Vec<(u64, u64)> = history
+        .ops
+        .iter()
+        .filter(|op| op.command.is_write() && matches!(op.outcome, Outcome::Ok(_)))
+        .filter_map(|op| op.complete.map(|c| (op.invoke, c)))
+        .collect();
+    writes.sort_unstable();
+    let end = history.ops.iter().filter_map(|op| op.complete).max().unwrap_or(0);
+    losses
+        .iter()
+        .map(|&at| {
+            let first = writes.iter().filter(|(invoke, _)| *invoke >= at).map(|(_, c)| *c).min().unwrap_or(end);
+            Duration::from_nanos(first.saturating_sub(at))
+        })
+        .collect()
+}
+
+/// `p50 …, p99 …, max … (n samples)` of `samples`, nearest-rank.
+pub fn distribution(samples: &[Duration]) -> String {
+    if samples.is_empty() {
+        return "none (no leader lost)".into();
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let rank = |p: f64| sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+    format!(
+        "p50 {:.2} s, p99 {:.2} s, max {:.2} s ({} samples)",
+        rank(0.50).as_secs_f64(),
+        rank(0.99).as_secs_f64(),
+        sorted[sorted.len() - 1].as_secs_f64(),
+        sorted.len()
+    )
 }
 
 /// A consistent read of `key`, retried until it has a definite answer.
