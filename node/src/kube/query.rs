@@ -15,13 +15,11 @@ impl Query {
     /// Parses `a=b&c=d` (form-encoded: `+` is a space, `%XX` a byte).
     pub fn parse(text: Option<&str>) -> Query {
         let mut query = Query::default();
-        for pair in text.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let (key, value) = (decode(key), decode(value));
+        for (key, value) in form_urlencoded::parse(text.unwrap_or_default().as_bytes()) {
             if key == "dryRun" && value == "All" {
                 query.dry_run = true;
             }
-            query.params.insert(key, value);
+            query.params.insert(key.into_owned(), value.into_owned());
         }
         query
     }
@@ -42,28 +40,10 @@ impl Query {
     }
 }
 
-/// Percent-decodes a form-encoded component; invalid escapes stay as written.
-pub fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                match std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// Percent-decodes one URL path segment (`+` stays a plus, as in any
+/// path); invalid escapes stay as written.
+pub fn decode_segment(text: &str) -> String {
+    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]
@@ -77,7 +57,8 @@ mod tests {
         assert!(q.flag("watch"));
         assert!(q.dry_run());
         assert_eq!(q.get("missing"), None);
-        assert_eq!(decode("100%"), "100%");
-        assert_eq!(decode("%zz"), "%zz");
+        assert_eq!(decode_segment("100%"), "100%");
+        assert_eq!(decode_segment("%zz"), "%zz");
+        assert_eq!(decode_segment("a%2Fb+c"), "a/b+c");
     }
 }

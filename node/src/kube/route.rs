@@ -41,7 +41,7 @@ pub struct ResourcePath {
 
 /// Parses a request path.
 pub fn parse(path: &str) -> Route {
-    let segments: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(super::query::decode).collect();
+    let segments: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(super::query::decode_segment).collect();
     let s: Vec<&str> = segments.iter().map(String::as_str).collect();
     match s.as_slice() {
         ["version"] => Route::Version,
