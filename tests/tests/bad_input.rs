@@ -144,7 +144,20 @@ async fn a_members_work_status_is_validated_and_size_limited_like_any_write() {
         c.get(get_work()).await.map(|_| c.clone()).map_err(|e| e.to_string())
     })
     .await;
-    // The agent is stopped so that only this test writes the Work's status.
+    // The agent reports once and is then stopped, so that only this test writes the Work's status
+    // (no report of the agent's can still be in flight and land after the test's writes).
+    fleet_tests::eventually("east's own report on the Work", std::time::Duration::from_secs(30), || async {
+        let mut read = get_work();
+        read.read = Some(fleet_proto::fleet::ReadOptions { consistent: true, ..Default::default() });
+        let stored = admin.clone().get(read).await.map_err(|e| e.to_string())?.into_inner();
+        let stored: serde_json::Value = serde_json::from_slice(&stored.object).map_err(|e| e.to_string())?;
+        if stored["status"]["conditions"].as_array().is_some_and(|c| !c.is_empty()) {
+            Ok(())
+        } else {
+            Err("no status yet".to_string())
+        }
+    })
+    .await;
     hub.kill_agent("east");
     let with_status = |status: serde_json::Value| UpdateStatusRequest {
         object: serde_json::to_vec(&json!({
@@ -178,7 +191,10 @@ async fn a_members_work_status_is_validated_and_size_limited_like_any_write() {
     let good = json!({"conditions": [{"type": "Applied", "status": "True", "reason": "AllApplied",
         "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
     member.clone().update_status(with_status(good)).await.expect("a valid member status");
-    let stored = admin.get(get_work()).await.expect("get").into_inner();
+    // Read through the leader: the write went to node 2, and node 1 may not have applied it yet.
+    let mut read = get_work();
+    read.read = Some(fleet_proto::fleet::ReadOptions { consistent: true, ..Default::default() });
+    let stored = admin.get(read).await.expect("get").into_inner();
     let stored: serde_json::Value = serde_json::from_slice(&stored.object).unwrap_or_default();
     assert_eq!(stored["status"]["conditions"][0]["reason"], "AllApplied");
 }
