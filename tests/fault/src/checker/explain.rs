@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::search::{Deepest, KeyOp};
+use super::search::{revealed_rvs, Deepest, KeyOp};
 use crate::history::{History, Observed, OpId, Outcome, Response};
 use crate::model::KeyState;
 
@@ -84,6 +84,23 @@ fn reason(ops: &[KeyOp], blocked: &KeyOp, deepest: &Deepest, rv_order: bool) -> 
                 "it answered rv {rv}, but #{older} answered rv {older_rv} and had not taken effect yet: \
                  writes take effect in resourceVersion order"
             );
+        }
+    }
+    if rv_order {
+        let newest = deepest
+            .linearized
+            .iter()
+            .filter_map(|i| ops.get(*i))
+            .flat_map(|op| revealed_rvs(op).into_iter().flatten().map(move |rv| (rv, op.id)))
+            .max();
+        let oldest_here = revealed_rvs(blocked).into_iter().flatten().min();
+        if let (Some((newest, by)), Some(here)) = (newest, oldest_here) {
+            if here < newest {
+                return format!(
+                    "it reveals rv {here}, but #{by} placed before it revealed rv {newest}: \
+                     resourceVersions never go back"
+                );
+            }
         }
     }
     let (state, linearized) = (deepest.state, deepest.linearized.len());
