@@ -261,6 +261,7 @@ pub fn check_linearizable_from(
             invoke: op.invoke,
             complete,
             after: None,
+            standin: false,
         });
     }
     let keys = by_key

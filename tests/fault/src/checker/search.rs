@@ -34,6 +34,27 @@ pub(crate) struct KeyOp {
     /// the one (index into the same slice) that must be placed before this
     /// one may be, so that the search tries one order of twins, not all.
     pub after: Option<usize>,
+    /// Whether it stands for a pending operation of an earlier window (a
+    /// class of them, see [`super::window`]).
+    pub standin: bool,
+}
+
+/// Whether pending command `a` can do no more than `b`: the same effect,
+/// and it applies in no state `b` does not. With preconditions:
+/// [`super::window::STALE`] (holds only while the version is unknown) is
+/// weaker than any version, and any version weaker than none; a create or
+/// an update weaker than a put of the same value.
+fn no_stronger(a: &Command, b: &Command) -> bool {
+    let weaker = |x: &Option<u64>, y: &Option<u64>| x == y || y.is_none() || *x == Some(super::window::STALE);
+    match (a, b) {
+        _ if a == b => true,
+        (Command::Update { value: v, expected: x }, Command::Update { value: w, expected: y }) => {
+            v == w && weaker(x, y)
+        }
+        (Command::Update { value: v, .. } | Command::Create { value: v }, Command::Put { value: w }) => v == w,
+        (Command::Delete { expected: x }, Command::Delete { expected: y }) => weaker(x, y),
+        _ => false,
+    }
 }
 
 /// The deepest point a failed search reached.
@@ -267,6 +288,12 @@ pub(crate) struct Search {
     /// An end was returned: undo its last choice before going on.
     resume_from_end: bool,
     found_any: bool,
+    /// Per depth of the stack, the stand-ins placed there in the current
+    /// scan of unanswered operations, with the state each led to: a
+    /// stand-in leading to the same state as one no stronger is not tried
+    /// (placing the weaker one keeps the stronger pending, which is at
+    /// least as good).
+    tried: Vec<Vec<(KeyState, Command)>>,
     /// Steps taken over every call.
     pub steps: u64,
 }
@@ -295,6 +322,7 @@ impl Search {
             cursor,
             resume_from_end: false,
             found_any: false,
+            tried: Vec::new(),
             steps: 0,
         }
     }
@@ -326,7 +354,15 @@ impl Search {
                     &mut self.deepest,
                 );
                 match choice {
-                    Choice::Again => continue,
+                    Choice::Again => {
+                        // A new scan of the unanswered operations at this depth.
+                        let depth = self.stack.len();
+                        if self.tried.len() <= depth {
+                            self.tried.resize_with(depth + 1, Vec::new);
+                        }
+                        self.tried[depth].clear();
+                        continue;
+                    }
                     Choice::Stuck => at_end = true,
                     Choice::Try(i, skip) => {
                         if self.try_place(i, skip) {
@@ -391,6 +427,18 @@ impl Search {
             self.cursor = skip;
             return true;
         };
+        if op.standin {
+            let depth = self.stack.len();
+            if self.tried.len() <= depth {
+                self.tried.resize_with(depth + 1, Vec::new);
+            }
+            let tried = &mut self.tried[depth];
+            if tried.iter().any(|(s, c)| *s == next_state && no_stronger(c, &op.command)) {
+                self.cursor = skip;
+                return true;
+            }
+            tried.push((next_state, op.command));
+        }
         let forced = observes_only(op) && next_state == state;
         self.placed.set(i, true);
         if self.cache.insert(next_state, &self.placed) {

@@ -38,7 +38,7 @@ use crate::model::KeyState;
 /// are all newer (they never go down), so such a precondition holds exactly
 /// when the version is unknown, whatever its number was; and 0 is older
 /// than any revealed version once one is revealed.
-const STALE: u64 = 0;
+pub(super) const STALE: u64 = 0;
 
 /// How many of one class of pending operations a window is offered, per
 /// answered operation of the window (plus one). Between two answered
@@ -121,10 +121,13 @@ struct Canon {
     observed: BTreeSet<u64>,
     /// The stand-in for every other value: one no read reports.
     anon: u64,
+    /// Every resourceVersion an answer of the key reveals: the only ones
+    /// the key's state can be known to be at.
+    revealed: BTreeSet<u64>,
 }
 
 impl Canon {
-    fn new(ops: &[KeyOp]) -> Canon {
+    fn new(ops: &[KeyOp], initial: KeyState) -> Canon {
         let observed: BTreeSet<u64> = ops
             .iter()
             .filter_map(|op| match op.outcome {
@@ -133,7 +136,12 @@ impl Canon {
             })
             .collect();
         let anon = (0..=u64::MAX).rev().find(|v| !observed.contains(v)).unwrap_or(u64::MAX);
-        Canon { observed, anon }
+        let mut revealed: BTreeSet<u64> =
+            ops.iter().filter(|op| op.complete.is_some()).flat_map(revealed_rvs).flatten().collect();
+        if let KeyState::Present { rv: Some(rv), .. } = initial {
+            revealed.insert(rv);
+        }
+        Canon { observed, anon, revealed }
     }
 
     fn value(&self, value: u64) -> u64 {
@@ -154,7 +162,7 @@ impl Canon {
     /// The class of a pending command once versions up to `floor` were
     /// revealed.
     fn command(&self, command: Command, floor: u64) -> Command {
-        let expected = |e: Option<u64>| e.map(|rv| if rv < floor { STALE } else { rv });
+        let expected = |e: Option<u64>| e.map(|rv| if rv < floor || !self.revealed.contains(&rv) { STALE } else { rv });
         match command {
             Command::Create { value } => Command::Create { value: self.value(value) },
             Command::Put { value } => Command::Put { value: self.value(value) },
@@ -205,7 +213,9 @@ fn window_ops(
     let cap = PER_GAP * (window.answered.len() + 1);
     let mut list: Vec<KeyOp> = window.answered.iter().chain(&window.unanswered).map(|i| ops[*i]).collect();
     let mut classes: Vec<Option<Command>> = vec![None; list.len()];
-    for (class, count) in &config.pending {
+    let mut weakest_first: Vec<(&Command, &usize)> = config.pending.iter().collect();
+    weakest_first.sort_by_key(|(class, _)| strength(class));
+    for (class, count) in weakest_first {
         let mut previous = None;
         for _ in 0..(*count).min(cap) {
             let id = reps.get(class).copied().unwrap_or_default();
@@ -216,12 +226,31 @@ fn window_ops(
                 invoke: 0,
                 complete: None,
                 after: previous,
+                standin: true,
             });
             classes.push(Some(*class));
             previous = Some(list.len() - 1);
         }
     }
     (list, classes)
+}
+
+/// A rank under which a pending class comes before those it is no stronger
+/// than (see `no_stronger` in [`super::search`]), so that the weaker are
+/// tried first.
+fn strength(class: &Command) -> (u8, u8) {
+    let precondition = |e: &Option<u64>| match e {
+        Some(STALE) => 0,
+        Some(_) => 1,
+        None => 2,
+    };
+    match class {
+        Command::Update { expected, .. } => (0, precondition(expected)),
+        Command::Create { .. } => (1, 0),
+        Command::Put { .. } => (2, 0),
+        Command::Delete { expected } => (3, precondition(expected)),
+        Command::Read { .. } => (4, 0),
+    }
 }
 
 /// One window being searched from one configuration.
@@ -299,7 +328,7 @@ fn with_path(
 /// to the end without success are remembered per window, and any
 /// configuration they dominate is not searched again.
 pub(super) fn check_key(ops: &[KeyOp], initial: KeyState, max_steps: u64, rv_order: bool) -> KeyResult {
-    let canon = Canon::new(ops);
+    let canon = Canon::new(ops, initial);
     let windows = windows(ops);
     let mut result = KeyResult { outcome: KeyOutcome::Linearizable, steps: 0, windows: windows.len(), retries: 0 };
     // A real operation standing for each class, to name in explanations.
