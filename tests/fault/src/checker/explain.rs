@@ -78,14 +78,6 @@ fn reason(ops: &[KeyOp], blocked: &KeyOp, deepest: &Deepest, rv_order: bool) -> 
             return format!("it read value {digest:#x} at rv {rv}, which no write of this key wrote");
         }
     }
-    if let (true, Outcome::Ok(Response::Written { rv })) = (rv_order, blocked.outcome) {
-        if let Some((older, older_rv)) = older_unplaced(ops, deepest, rv) {
-            return format!(
-                "it answered rv {rv}, but #{older} answered rv {older_rv} and had not taken effect yet: \
-                 writes take effect in resourceVersion order"
-            );
-        }
-    }
     if rv_order {
         let newest = deepest
             .linearized
@@ -101,6 +93,14 @@ fn reason(ops: &[KeyOp], blocked: &KeyOp, deepest: &Deepest, rv_order: bool) -> 
                      resourceVersions never go back"
                 );
             }
+        }
+    }
+    if let (true, Outcome::Ok(Response::Written { rv })) = (rv_order, blocked.outcome) {
+        if let Some((older, older_rv)) = older_unplaced(ops, deepest, rv) {
+            return format!(
+                "it answered rv {rv}, but #{older} answered rv {older_rv} and had not taken effect yet: \
+                 writes take effect in resourceVersion order"
+            );
         }
     }
     let (state, linearized) = (deepest.state, deepest.linearized.len());

@@ -12,16 +12,18 @@
 //!   take effect at any point, or never. It belongs to the window during (or
 //!   before) which it was invoked, and if it has not taken effect by the
 //!   window's end it stays *pending* into the following ones.
-//! - So what passes from one window to the next is a *frontier*: the set of
-//!   configurations (state, pending operations) the window can end in, and
-//!   the newest resourceVersion revealed so far. Each window is searched from
-//!   every configuration of the frontier, collecting every end configuration;
-//!   a window that no configuration gets through is a violation.
+//! - So what passes from one window to the next is a *configuration*
+//!   (state, pending operations) the window can end in, and the newest
+//!   resourceVersion revealed so far. The windows are searched depth first:
+//!   the next window from the first end found, and the window's search
+//!   resumed for another end only if the next one fails; a violation is
+//!   a window that no configuration reaching it gets through.
 //! - A configuration with the same state and *more* pending operations
-//!   dominates one with fewer (a pending operation may always not happen),
-//!   so the frontier keeps only the undominated ones.
+//!   dominates one with fewer (a pending operation may always not happen):
+//!   configurations a window failed from are kept, and one they dominate is
+//!   not searched again.
 //! - Pending operations are kept as equivalence classes with counts, which
-//!   keeps the frontier small: a value no read of the key ever reports is
+//!   keeps configurations few: a value no read of the key ever reports is
 //!   replaced by one stand-in ([`Canon::anon`]), since only reads compare
 //!   values; and a precondition on a resourceVersion older than the newest
 //!   revealed one can only hold while the version is unknown, so all such
@@ -105,7 +107,7 @@ fn dominates(a: &Config, b: &Config) -> bool {
     a.state == b.state && b.pending.iter().all(|(class, n)| a.pending.get(class).is_some_and(|m| m >= n))
 }
 
-/// Adds `config` to `frontier` unless dominated there; drops what it
+/// Adds `config` to `known` unless dominated there; drops what it
 /// dominates.
 fn admit(frontier: &mut Vec<Config>, config: Config) {
     if frontier.iter().any(|known| dominates(known, &config)) {
@@ -321,6 +323,28 @@ fn with_path(
     (window, all, Deepest { blocked: deepest.blocked + shift, state, linearized })
 }
 
+/// An answered operation revealing a resourceVersion older than one an
+/// operation of an earlier window revealed, if any: (the earlier, the
+/// later). Every linearization places the earlier window first, so this is
+/// a violation whatever else happened; found before any search, since the
+/// search would otherwise come back through every window before it.
+fn version_going_back(ops: &[KeyOp], windows: &[Window]) -> Option<(usize, usize)> {
+    let mut newest: Option<(u64, usize)> = None;
+    for window in windows {
+        let revealed = |i: &usize| {
+            let i = *i;
+            revealed_rvs(&ops[i]).into_iter().flatten().map(move |rv| (rv, i))
+        };
+        if let Some((floor, by)) = newest {
+            if let Some((_, older)) = window.answered.iter().flat_map(revealed).find(|(rv, _)| *rv < floor) {
+                return Some((by, older));
+            }
+        }
+        newest = window.answered.iter().flat_map(revealed).chain(newest).max();
+    }
+    None
+}
+
 /// Checks one key's operations from `initial`, window by window, within
 /// `max_steps` in all: a depth-first search over windows, each window's
 /// search resumed for its next end only when a later window cannot go on
@@ -331,6 +355,20 @@ pub(super) fn check_key(ops: &[KeyOp], initial: KeyState, max_steps: u64, rv_ord
     let canon = Canon::new(ops, initial);
     let windows = windows(ops);
     let mut result = KeyResult { outcome: KeyOutcome::Linearizable, steps: 0, windows: windows.len(), retries: 0 };
+    if rv_order {
+        if let Some((newest, older)) = version_going_back(ops, &windows) {
+            let state = match (ops[newest].command, ops[newest].outcome) {
+                (command, Outcome::Ok(Response::Written { rv })) => {
+                    KeyState::Present { rv: Some(rv), digest: command.value().unwrap_or_default() }
+                }
+                (_, Outcome::Ok(Response::Read { observed, .. })) => KeyState::from_observed(observed),
+                _ => KeyState::Absent,
+            };
+            let deepest = Deepest { blocked: older, state, linearized: vec![newest] };
+            result.outcome = KeyOutcome::NotLinearizable { ops: ops.to_vec(), deepest };
+            return result;
+        }
+    }
     // A real operation standing for each class, to name in explanations.
     let mut reps: BTreeMap<Command, OpId> = BTreeMap::new();
     let mut failed: Vec<Vec<Config>> = vec![Vec::new(); windows.len()];
