@@ -3,27 +3,18 @@
 //! did not take effect) and bad ones (stale reads, double compare-and-set,
 //! invented values, lost acknowledged writes).
 
+mod common;
+
 use std::collections::BTreeMap;
+
+use common::{saw, saw_absent, written};
 
 use fleet_fault::checker::check_linearizable_from;
 use fleet_fault::{
-    check_linearizable, Command, Error, Failure, History, KeyState, Limits, Observed, Op, Outcome, Report, Response,
-    Verdict,
+    check_linearizable, Command, Error, Failure, History, KeyState, Limits, Op, Outcome, Report, Response, Verdict,
 };
 
 const KEY: &str = "configmaps/team-a/x";
-
-fn written(rv: u64) -> Outcome {
-    Outcome::Ok(Response::Written { rv })
-}
-
-fn saw(rv: u64, digest: u64) -> Outcome {
-    Outcome::Ok(Response::Read { observed: Observed::Present { rv, digest }, served_at: None })
-}
-
-fn saw_absent() -> Outcome {
-    Outcome::Ok(Response::Read { observed: Observed::Absent, served_at: None })
-}
 
 const READ: Command = Command::Read { consistent: true };
 

@@ -6,23 +6,11 @@
 
 mod common;
 
-use common::{corrupt_a_read, overlapping};
-use fleet_fault::{check_linearizable, Command, History, Limits, Observed, Op, Outcome, Report, Response};
+use common::{corrupt_a_read, overlapping, saw, saw_absent, written};
+use fleet_fault::{check_linearizable, Command, History, Limits, Op, Outcome, Report, Response};
 
 const KEY: &str = "configmaps/team-a/w";
 const READ: Command = Command::Read { consistent: true };
-
-fn written(rv: u64) -> Outcome {
-    Outcome::Ok(Response::Written { rv })
-}
-
-fn saw(rv: u64, digest: u64) -> Outcome {
-    Outcome::Ok(Response::Read { observed: Observed::Present { rv, digest }, served_at: None })
-}
-
-fn saw_absent() -> Outcome {
-    Outcome::Ok(Response::Read { observed: Observed::Absent, served_at: None })
-}
 
 fn put(value: u64) -> Command {
     Command::Put { value }
