@@ -43,8 +43,11 @@ use queue::WorkQueue;
 const WORKERS: usize = 4;
 /// Steps whose writes may be in flight at once: enough for the group
 /// commit to gather a storm of them into a few entries, bounded so a
-/// resync of thousands of keys does not queue thousands of writes.
-const WRITES_IN_FLIGHT: usize = 128;
+/// resync of thousands of keys does not queue thousands of writes, and so
+/// that one entry stays small: openraft gives every AppendEntries the
+/// heartbeat interval to arrive, and at 128 the entries of a storm of Work
+/// writes outgrew it on a loaded machine (the followers never caught up).
+const WRITES_IN_FLIGHT: usize = 16;
 /// Retry delay after a conflict (someone wrote in between: re-read soon).
 const CONFLICT_RETRY: Duration = Duration::from_millis(20);
 /// Retry delay after any other failure.
