@@ -134,6 +134,9 @@ fn apply_proposal(
     Ok(replies)
 }
 
+/// An object as the table holds it: decoded, and its stored JSON.
+type Stored = (Arc<Object>, Arc<[u8]>);
+
 /// Changes of one entry, not yet written (`None` = deleted), with an undo
 /// journal so a refused command can be taken back. Objects are shared
 /// between the overlay, the answers and the watch events.
@@ -146,7 +149,7 @@ struct Overlay {
     /// as stored: writing the changes and deriving events needs the state
     /// before, and this spares reading and decoding it a second time (the
     /// stored JSON goes to the watch history of a delete or label change).
-    committed: HashMap<String, Option<(Arc<Object>, Arc<[u8]>)>>,
+    committed: HashMap<String, Option<Stored>>,
 }
 
 impl Overlay {
@@ -158,11 +161,7 @@ impl Overlay {
     }
 
     /// The table's state of `key` (as of the start of this entry), read once.
-    fn committed(
-        &mut self,
-        objects: &Table<&str, &[u8]>,
-        key: &str,
-    ) -> Result<Option<(Arc<Object>, Arc<[u8]>)>, Error> {
+    fn committed(&mut self, objects: &Table<&str, &[u8]>, key: &str) -> Result<Option<Stored>, Error> {
         if let Some(known) = self.committed.get(key) {
             return Ok(known.clone());
         }
