@@ -27,27 +27,21 @@ mod runs;
 mod view;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fleet_api::ObjectKey;
 use fleet_raft::Consensus;
 use fleet_statemachine::{Command, StoreError};
-use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::service::now_rfc3339;
 use clusters::ClusterCache;
 use queue::WorkQueue;
 
-/// Steps computed at once (each reads the store on a blocking thread).
+/// Placements reconciled at once.
 const WORKERS: usize = 4;
-/// Steps whose writes may be in flight at once: enough for the group
-/// commit to gather a storm of them into a few entries, bounded so a
-/// resync of thousands of keys does not queue thousands of writes, and so
-/// that one entry stays small: openraft gives every AppendEntries the
-/// heartbeat interval to arrive, and at 128 the entries of a storm of Work
-/// writes outgrew it on a loaded machine (the followers never caught up).
-const WRITES_IN_FLIGHT: usize = 16;
+/// Most steps of one reconcile before the key is requeued (lets others in).
+const MAX_STEPS: usize = 8;
 /// Retry delay after a conflict (someone wrote in between: re-read soon).
 const CONFLICT_RETRY: Duration = Duration::from_millis(20);
 /// Retry delay after any other failure.
@@ -132,9 +126,8 @@ async fn lead(consensus: Arc<Consensus>) {
     let clusters = Arc::new(ClusterCache::default());
     let recorder = events::EventRecorder::start(consensus.clone());
     let mut tasks = JoinSet::new();
-    let writes = Arc::new(Semaphore::new(WRITES_IN_FLIGHT));
     for _ in 0..WORKERS {
-        tasks.spawn(worker(consensus.clone(), queue.clone(), clusters.clone(), recorder.clone(), writes.clone()));
+        tasks.spawn(worker(consensus.clone(), queue.clone(), clusters.clone(), recorder.clone()));
     }
     drop(recorder);
     tasks.spawn(events::collect_expired(consensus.clone()));
@@ -143,76 +136,34 @@ async fn lead(consensus: Arc<Consensus>) {
     while tasks.join_next().await.is_some() {}
 }
 
-/// Takes keys off the queue and reconciles them: computes a key's next
-/// step, hands its write to a task of its own and takes the next key while
-/// the write commits. So when many placements change at once (a thousand
-/// placements' Works turning Available), their status and Work writes are
-/// in flight together and the group commit puts them in a few entries,
-/// instead of four workers each waiting for its own entry. Every command
-/// keeps its own preconditions: it stands or falls alone. A key stays held
-/// (not handed to another worker) until its write is answered, then goes
-/// to the back of the queue for its next step.
+/// Takes keys off the queue and reconciles them.
 async fn worker(
     consensus: Arc<Consensus>,
     queue: Arc<WorkQueue<ObjectKey>>,
     clusters: Arc<ClusterCache>,
     recorder: events::EventRecorder,
-    writes: Arc<Semaphore>,
 ) {
-    // This worker's writes in flight: aborted with it when the session ends.
-    let mut in_flight = JoinSet::new();
     loop {
-        while in_flight.try_join_next().is_some() {}
         let key = queue.next().await;
         let started = std::time::Instant::now();
-        let next = next_step(&consensus, &key, &clusters).await;
-        let (step, now) = match next {
-            Ok(Planned::Write(step, now)) => (step, now),
-            Ok(Planned::Done(recheck_after)) => {
-                finish(&queue, key, Ok(Pass::Done { recheck_after }), started);
-                continue;
+        let result = reconcile(&consensus, &key, &clusters, &recorder).await;
+        crate::metrics::reconciled(&key.kind, reconcile_result(&result), started.elapsed());
+        match result {
+            Ok(Pass::Done { recheck_after: None }) => {}
+            Ok(Pass::Done { recheck_after: Some(delay) }) => queue.add_after(key.clone(), delay),
+            // Added while held: queued again when done.
+            Ok(Pass::MoreSteps) => queue.add(key.clone()),
+            Err(e) if e.is_conflict() => {
+                tracing::debug!(placement = %key, "reconcile lost a race, retrying: {e}");
+                queue.add_after(key.clone(), CONFLICT_RETRY);
             }
             Err(e) => {
-                finish(&queue, key, Err(e), started);
-                continue;
+                tracing::warn!(placement = %key, "reconcile failed, retrying: {e}");
+                queue.add_after(key.clone(), ERROR_RETRY);
             }
-        };
-        // Bounded: a storm of steps waits here rather than queue without end.
-        let Ok(permit) = writes.clone().acquire_owned().await else { return };
-        let (consensus, queue, recorder) = (consensus.clone(), queue.clone(), recorder.clone());
-        in_flight.spawn(async move {
-            let written = consensus.write(Command { now, ops: step.ops }).await;
-            drop(permit);
-            let result = match written {
-                Ok(_) => {
-                    recorder.record(&step.placement, step.events);
-                    Ok(Pass::MoreSteps)
-                }
-                Err(e) => Err(ControllerError::from(e)),
-            };
-            finish(&queue, key, result, started);
-        });
-    }
-}
-
-/// Requeues `key` as `result` says and releases it.
-fn finish(queue: &Arc<WorkQueue<ObjectKey>>, key: ObjectKey, result: Result<Pass, ControllerError>, started: Instant) {
-    crate::metrics::reconciled(&key.kind, reconcile_result(&result), started.elapsed());
-    match result {
-        Ok(Pass::Done { recheck_after: None }) => {}
-        Ok(Pass::Done { recheck_after: Some(delay) }) => queue.add_after(key.clone(), delay),
-        // Added while held: queued again when done.
-        Ok(Pass::MoreSteps) => queue.add(key.clone()),
-        Err(e) if e.is_conflict() => {
-            tracing::debug!(placement = %key, "reconcile lost a race, retrying: {e}");
-            queue.add_after(key.clone(), CONFLICT_RETRY);
         }
-        Err(e) => {
-            tracing::warn!(placement = %key, "reconcile failed, retrying: {e}");
-            queue.add_after(key.clone(), ERROR_RETRY);
-        }
+        queue.done(&key);
     }
-    queue.done(&key);
 }
 
 /// A reconcile's result as `/metrics` counts it.
@@ -230,69 +181,67 @@ fn reconcile_result(result: &Result<Pass, ControllerError>) -> crate::metrics::R
 enum Pass {
     /// Up to date (look again after this long, if time alone matters).
     Done { recheck_after: Option<Duration> },
-    /// A step was written; requeue for the next one.
+    /// The step budget is spent; requeue to let other keys in.
     MoreSteps,
 }
 
-/// What a key needs next.
-enum Planned {
-    /// This write, made at this time (RFC 3339).
-    Write(Box<placement::Step>, String),
-    /// Nothing (look again after this long, if time alone matters).
-    Done(Option<Duration>),
-}
-
-/// Reads the store and computes the next step of the object at `key`.
-async fn next_step(
+/// Runs steps until the placement is up to date or the step budget is spent.
+async fn reconcile(
     consensus: &Arc<Consensus>,
     key: &ObjectKey,
     clusters: &Arc<ClusterCache>,
-) -> Result<Planned, ControllerError> {
-    let store = consensus.store().clone();
-    let fleet = clusters.clone();
-    let read_key = key.clone();
-    let now = now_rfc3339();
-    let step_now = now.clone();
-    let unix_millis = unix_millis();
-    let unix_now = unix_millis.div_euclid(1000);
-    // Blocking: redb reads, and the cluster list may need a rebuild.
-    let next = tokio::task::spawn_blocking(move || {
-        if read_key.group == fleet_api::kinds::FLEET_PLACEMENT_GROUP
-            && fleet_api::overrides::is_override_kind(&read_key.kind)
-        {
-            return overrides::next_step(&store, &read_key).map(Some);
-        }
-        match ocm::OcmKind::of(&read_key) {
-            Some(ocm::OcmKind::ManifestWork) => {
-                return ocm::delivery::next_step(&store, &read_key, &step_now).map(Some)
+    recorder: &events::EventRecorder,
+) -> Result<Pass, ControllerError> {
+    for _ in 0..MAX_STEPS {
+        let store = consensus.store().clone();
+        let fleet = clusters.clone();
+        let read_key = key.clone();
+        let now = now_rfc3339();
+        let step_now = now.clone();
+        let unix_millis = unix_millis();
+        let unix_now = unix_millis.div_euclid(1000);
+        // Blocking: redb reads, and the cluster list may need a rebuild.
+        let next = tokio::task::spawn_blocking(move || {
+            if read_key.group == fleet_api::kinds::FLEET_PLACEMENT_GROUP
+                && fleet_api::overrides::is_override_kind(&read_key.kind)
+            {
+                return overrides::next_step(&store, &read_key).map(Some);
             }
-            Some(ocm::OcmKind::ReplicaSet) => {
-                return ocm::replicaset::next_step(&store, &read_key, &step_now, unix_now).map(Some)
+            match ocm::OcmKind::of(&read_key) {
+                Some(ocm::OcmKind::ManifestWork) => {
+                    return ocm::delivery::next_step(&store, &read_key, &step_now).map(Some)
+                }
+                Some(ocm::OcmKind::ReplicaSet) => {
+                    return ocm::replicaset::next_step(&store, &read_key, &step_now, unix_now).map(Some)
+                }
+                _ => {}
             }
-            _ => {}
-        }
-        // The feed lists the clusters before it queues anything else.
-        let Some(fleet) = fleet.get() else { return Ok(None) };
-        if runs::is_run_key(&read_key) {
-            return runs::next_step(&store, &fleet, &read_key, unix_millis).map(Some);
-        }
-        if evictions::is_evictions_key(&read_key) {
-            return evictions::next_step(&store, &fleet, &step_now).map(Some);
-        }
-        match ocm::OcmKind::of(&read_key) {
-            Some(ocm::OcmKind::Placement) => {
-                ocm::placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
+            // The feed lists the clusters before it queues anything else.
+            let Some(fleet) = fleet.get() else { return Ok(None) };
+            if runs::is_run_key(&read_key) {
+                return runs::next_step(&store, &fleet, &read_key, unix_millis).map(Some);
             }
-            _ => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
-        }
-    })
-    .await
-    .map_err(|e| ControllerError::Task(e.to_string()))??;
-    Ok(match next {
-        Some(placement::Next::Write(step)) => Planned::Write(step, now),
-        Some(placement::Next::Done { recheck_after }) => Planned::Done(recheck_after),
-        None => Planned::Done(Some(ERROR_RETRY)),
-    })
+            if evictions::is_evictions_key(&read_key) {
+                return evictions::next_step(&store, &fleet, &step_now).map(Some);
+            }
+            match ocm::OcmKind::of(&read_key) {
+                Some(ocm::OcmKind::Placement) => {
+                    ocm::placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
+                }
+                _ => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
+            }
+        })
+        .await
+        .map_err(|e| ControllerError::Task(e.to_string()))??;
+        let step = match next {
+            Some(placement::Next::Write(step)) => *step,
+            Some(placement::Next::Done { recheck_after }) => return Ok(Pass::Done { recheck_after }),
+            None => return Ok(Pass::Done { recheck_after: Some(ERROR_RETRY) }),
+        };
+        consensus.write(Command { now, ops: step.ops }).await?;
+        recorder.record(&step.placement, step.events);
+    }
+    Ok(Pass::MoreSteps)
 }
 
 /// Milliseconds since the Unix epoch (the controllers' clock for rollout

@@ -132,7 +132,7 @@ impl Metrics {
             Family::<KindLabel, Histogram>::new_with_constructor(work_histogram as fn() -> Histogram);
         registry.register(
             "controller_reconcile_duration_seconds",
-            "Duration of one reconcile step (its reads, and its write if it made one), by the key's kind",
+            "Duration of one reconcile (its steps and their writes), by the key's kind",
             reconcile_seconds.clone(),
         );
         let scheduling_seconds =
