@@ -41,6 +41,13 @@ const FORMAT: &str = "format";
 /// The layout version this code writes and reads. A log file without one
 /// was written before versions were recorded, in this same layout.
 pub const LOG_FORMAT_VERSION: u32 = 1;
+/// redb's page cache for the log file. redb's default is 1 GiB, and it
+/// keeps every page it reads or writes until that is full: the log file's
+/// pages grew each node by its whole size (bench/README.md). Recent entries
+/// are served from [`LogCache`]; the file is read for older ones (a
+/// follower catching up) and written by appends, which need only the pages
+/// of the tree's right edge.
+const PAGE_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The durable Raft log of one node. Cheap to clone (shared database).
 #[derive(Clone)]
@@ -64,7 +71,7 @@ struct Committed {
 impl LogStore {
     /// Opens (or creates) the log at `path`.
     pub fn open(path: &Path) -> Result<LogStore, Error> {
-        let db = Database::create(path)?;
+        let db = Database::builder().set_cache_size(PAGE_CACHE_BYTES).create(path)?;
         let txn = db.begin_write()?;
         txn.open_table(LOG)?;
         {

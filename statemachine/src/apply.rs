@@ -24,7 +24,7 @@ use crate::store::{
     decode_object, encode_meta, index_namespace, read_meta, unindex_namespace, Store, META, META_LAST_APPLIED,
     META_MEMBERSHIP, META_RETIRED, NAMESPACES, OBJECTS, OWNERS,
 };
-use crate::watch::{EventType, WatchEvent};
+use crate::watch::{EventJson, EventType, WatchEvent};
 
 type Entry = openraft::Entry<TypeConfig>;
 
@@ -134,6 +134,9 @@ fn apply_proposal(
     Ok(replies)
 }
 
+/// An object as the table holds it: decoded, and its stored JSON.
+type Stored = (Arc<Object>, Arc<[u8]>);
+
 /// Changes of one entry, not yet written (`None` = deleted), with an undo
 /// journal so a refused command can be taken back. Objects are shared
 /// between the overlay, the answers and the watch events.
@@ -142,10 +145,11 @@ struct Overlay {
     changes: BTreeMap<String, Option<Arc<Object>>>,
     /// (key, what `changes` held for it before) for every change, in order.
     undo: Vec<(String, Option<Option<Arc<Object>>>)>,
-    /// What the table held for each key read during this entry, with its
-    /// stored size: writing the changes and deriving events needs the state
-    /// before, and this spares reading and decoding it a second time.
-    committed: HashMap<String, Option<(Arc<Object>, usize)>>,
+    /// What the table held for each key read during this entry, decoded and
+    /// as stored: writing the changes and deriving events needs the state
+    /// before, and this spares reading and decoding it a second time (the
+    /// stored JSON goes to the watch history of a delete or label change).
+    committed: HashMap<String, Option<Stored>>,
 }
 
 impl Overlay {
@@ -157,12 +161,12 @@ impl Overlay {
     }
 
     /// The table's state of `key` (as of the start of this entry), read once.
-    fn committed(&mut self, objects: &Table<&str, &[u8]>, key: &str) -> Result<Option<(Arc<Object>, usize)>, Error> {
+    fn committed(&mut self, objects: &Table<&str, &[u8]>, key: &str) -> Result<Option<Stored>, Error> {
         if let Some(known) = self.committed.get(key) {
             return Ok(known.clone());
         }
         let read = match objects.get(key)? {
-            Some(v) => Some((Arc::new(decode_object(key, v.value())?), v.value().len())),
+            Some(v) => Some((Arc::new(decode_object(key, v.value())?), Arc::from(v.value()))),
             None => None,
         };
         self.committed.insert(key.to_string(), read.clone());
@@ -440,19 +444,19 @@ impl Overlay {
         owners: &mut MultimapTable<&str, &str>,
         namespaces: &mut MultimapTable<&str, &str>,
         index: u64,
-        events: &mut Vec<WatchEvent>,
+        events: &mut Vec<(WatchEvent, EventJson)>,
     ) -> Result<(), Error> {
         for (key, change) in std::mem::take(&mut self.changes) {
-            let (old, old_size) = match self.committed(objects, &key)? {
-                Some((old, size)) => (Some(old), size),
-                None => (None, 0),
+            let (old, old_json) = match self.committed(objects, &key)? {
+                Some((old, json)) => (Some(old), Some(json)),
+                None => (None, None),
             };
             if let Some(old) = &old {
                 for r in &old.metadata.owner_references {
                     owners.remove(r.uid.as_str(), key.as_str())?;
                 }
             }
-            let (event_type, event_object, size, previous) = match (change, old) {
+            let (event_type, event_object, previous, json) = match (change, old) {
                 (Some(object), old) => {
                     let bytes = object.to_json();
                     objects.insert(key.as_str(), bytes.as_slice())?;
@@ -471,27 +475,30 @@ impl Overlay {
                         Some(_) => (EventType::Modified, None),
                         None => (EventType::Added, None),
                     };
-                    let size = bytes.len() + if previous.is_some() { old_size } else { 0 };
-                    (event_type, object, size, previous)
+                    let previous_json = previous.as_ref().and(old_json).map(|j| j.to_vec());
+                    (event_type, object, previous, EventJson { object: bytes, previous: previous_json })
                 }
                 (None, Some(last)) => {
                     objects.remove(key.as_str())?;
                     unindex_namespace(namespaces, &key)?;
                     let mut last = Object::clone(&last);
                     last.metadata.set_resource_version(index);
-                    (EventType::Deleted, Arc::new(last), old_size, None)
+                    let json = EventJson { object: old_json.map(|j| j.to_vec()).unwrap_or_default(), previous: None };
+                    (EventType::Deleted, Arc::new(last), None, json)
                 }
                 // Created and deleted within one entry: nobody saw it.
                 (None, None) => continue,
             };
-            events.push(WatchEvent {
+            let size = json.object.len() + json.previous.as_ref().map_or(0, Vec::len);
+            let event = WatchEvent {
                 event_type,
                 key: ObjectKey::of(&event_object),
                 object: event_object,
                 resource_version: index,
                 size,
                 previous,
-            });
+            };
+            events.push((event, json));
         }
         Ok(())
     }

@@ -2,6 +2,12 @@
 //! can resume from a resourceVersion without missing or repeating events, and
 //! one that asks for a version older than the history gets a clear "expired,
 //! relist" answer.
+//!
+//! The history keeps each event's object as its stored JSON, not decoded: a
+//! decoded object takes several times the bytes of its JSON, and at 1,000
+//! placements the decoded history was the largest part of a node's memory
+//! (bench/README.md). It is decoded again only for a watcher that resumes
+//! from it. Live events reach watchers decoded, through the broadcast.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -11,10 +17,11 @@ use tokio::sync::broadcast;
 
 /// How many events the history keeps by default.
 pub const DEFAULT_HISTORY: usize = 20_000;
-/// How many bytes of objects the history keeps by default: large objects
-/// (Works carry whole manifests) must not let 20,000 events grow a node by
-/// gigabytes; a watcher further behind gets "expired, relist".
-pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024 * 1024;
+/// How many bytes of objects (their stored JSON) the history keeps by
+/// default: large objects (Works carry whole manifests) must not let 20,000
+/// events grow a node by gigabytes; a watcher further behind gets "expired,
+/// relist".
+pub const DEFAULT_HISTORY_BYTES: usize = 32 * 1024 * 1024;
 /// How far a live watcher may fall behind before it is told to resume.
 const BROADCAST_CAPACITY: usize = 16_384;
 
@@ -54,6 +61,62 @@ pub struct WatchEvent {
     pub previous: Option<Arc<Object>>,
 }
 
+/// The stored JSON of an event's objects, for the history.
+#[derive(Debug, Clone, Default)]
+pub struct EventJson {
+    /// `object` as stored (for a delete: as it was last stored).
+    pub object: Vec<u8>,
+    /// `previous` as it was stored, if the event has one.
+    pub previous: Option<Vec<u8>>,
+}
+
+/// An event as the history keeps it: JSON instead of decoded objects.
+struct Recorded {
+    event_type: EventType,
+    resource_version: u64,
+    object: Box<[u8]>,
+    previous: Option<Box<[u8]>>,
+}
+
+impl Recorded {
+    fn new(event: &WatchEvent, json: EventJson) -> Recorded {
+        Recorded {
+            event_type: event.event_type,
+            resource_version: event.resource_version,
+            object: json.object.into_boxed_slice(),
+            previous: json.previous.map(Vec::into_boxed_slice),
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.object.len() + self.previous.as_ref().map_or(0, |p| p.len())
+    }
+
+    /// The event again. Objects are stamped with the event's
+    /// resourceVersion, as apply stamps them (a deleted object and the
+    /// state before a label change carry the version of the change).
+    fn decode(&self) -> Option<WatchEvent> {
+        let stamped = |bytes: &[u8]| {
+            let mut object = Object::from_json(bytes).ok()?;
+            object.metadata.set_resource_version(self.resource_version);
+            Some(Arc::new(object))
+        };
+        let object = stamped(&self.object)?;
+        let previous = match &self.previous {
+            Some(bytes) => Some(stamped(bytes)?),
+            None => None,
+        };
+        Some(WatchEvent {
+            event_type: self.event_type,
+            key: ObjectKey::of(&object),
+            object,
+            resource_version: self.resource_version,
+            size: self.size(),
+            previous,
+        })
+    }
+}
+
 /// What the broadcast carries.
 #[derive(Debug, Clone)]
 pub enum HubMessage {
@@ -72,11 +135,11 @@ pub struct Expired {
 }
 
 struct Inner {
-    history: VecDeque<Arc<WatchEvent>>,
+    history: VecDeque<Arc<Recorded>>,
     /// Every event with a resourceVersion greater than `floor` is in `history`.
     floor: u64,
     capacity: usize,
-    /// Sum of the sizes of the events in `history`.
+    /// Bytes of JSON in `history`.
     bytes: usize,
     byte_budget: usize,
 }
@@ -114,22 +177,23 @@ impl WatchHub {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records and broadcasts the events of one applied batch.
-    pub fn publish(&self, events: Vec<WatchEvent>) {
+    /// Records and broadcasts the events of one applied batch, each with
+    /// the stored JSON of its objects (what the history keeps).
+    pub fn publish(&self, events: Vec<(WatchEvent, EventJson)>) {
         if events.is_empty() {
             return;
         }
         let mut inner = self.lock();
-        for event in events {
-            let event = Arc::new(event);
-            inner.bytes += event.size;
-            inner.history.push_back(event.clone());
+        for (event, json) in events {
+            let recorded = Recorded::new(&event, json);
+            inner.bytes += recorded.size();
+            inner.history.push_back(Arc::new(recorded));
             // No receiver is not an error: nobody is watching.
-            let _ = self.tx.send(HubMessage::Event(event));
+            let _ = self.tx.send(HubMessage::Event(Arc::new(event)));
         }
         while inner.history.len() > inner.capacity || (inner.bytes > inner.byte_budget && inner.history.len() > 1) {
             let Some(old) = inner.history.pop_front() else { break };
-            inner.bytes -= old.size;
+            inner.bytes -= old.size();
             inner.floor = inner.floor.max(old.resource_version);
         }
     }
@@ -145,15 +209,25 @@ impl WatchHub {
 
     /// Subscribes to every event after `from`. Events already in the history
     /// come back as the backlog; later ones arrive on the receiver. Taken
-    /// under one lock, so nothing is missed or repeated between the two.
+    /// under one lock, so nothing is missed or repeated between the two (the
+    /// backlog is decoded after it is released, so apply does not wait).
     pub fn subscribe(&self, from: u64) -> Result<Subscription, Expired> {
-        let inner = self.lock();
-        if from < inner.floor {
-            return Err(Expired { requested: from, oldest: inner.floor });
+        let (recorded, receiver) = {
+            let inner = self.lock();
+            if from < inner.floor {
+                return Err(Expired { requested: from, oldest: inner.floor });
+            }
+            let start = inner.history.partition_point(|e| e.resource_version <= from);
+            (inner.history.range(start..).cloned().collect::<Vec<_>>(), self.tx.subscribe())
+        };
+        let mut backlog = Vec::with_capacity(recorded.len());
+        for record in recorded {
+            // Apply wrote this JSON; should it not decode, the watcher relists
+            // from the store rather than miss the event.
+            let event = record.decode().ok_or(Expired { requested: from, oldest: record.resource_version })?;
+            backlog.push(Arc::new(event));
         }
-        let start = inner.history.partition_point(|e| e.resource_version <= from);
-        let backlog = inner.history.range(start..).cloned().collect();
-        Ok(Subscription { backlog, receiver: self.tx.subscribe() })
+        Ok(Subscription { backlog, receiver })
     }
 
     /// The oldest resourceVersion a watch can resume from.
@@ -166,19 +240,25 @@ impl WatchHub {
 mod tests {
     use super::*;
 
-    fn ev(rv: u64, name: &str) -> WatchEvent {
-        let object: Object = serde_json::from_value(serde_json::json!({
+    /// An event whose stored JSON takes 200 bytes.
+    fn ev(rv: u64, name: &str) -> (WatchEvent, EventJson) {
+        let mut object: Object = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "a"}
         }))
         .unwrap();
-        WatchEvent {
+        object.metadata.set_resource_version(rv);
+        let mut json = object.to_json();
+        assert!(json.len() <= 200);
+        json.resize(200, b' ');
+        let event = WatchEvent {
             event_type: EventType::Added,
             key: ObjectKey::of(&object),
             object: Arc::new(object),
             resource_version: rv,
-            size: 100,
+            size: 200,
             previous: None,
-        }
+        };
+        (event, EventJson { object: json, previous: None })
     }
 
     #[test]
@@ -211,16 +291,47 @@ mod tests {
 
     #[test]
     fn the_byte_budget_bounds_the_history_but_keeps_the_newest_event() {
-        // Room for 3 events of 100 bytes, however many the count allows.
-        let hub = WatchHub::with_budget(0, 1000, 300);
+        // Room for 3 events of 200 bytes, however many the count allows.
+        let hub = WatchHub::with_budget(0, 1000, 600);
         hub.publish((1..=5).map(|rv| ev(rv, "x")).collect());
-        assert_eq!(hub.oldest_resumable(), 2, "events 1 and 2 went to stay within 300 bytes");
+        assert_eq!(hub.oldest_resumable(), 2, "events 1 and 2 went to stay within 600 bytes");
         assert_eq!(hub.subscribe(2).unwrap().backlog.len(), 3);
         let mut big = ev(6, "big");
-        big.size = 10_000;
+        big.1.object.resize(10_000, b' ');
         hub.publish(vec![big]);
         assert_eq!(hub.subscribe(5).unwrap().backlog.len(), 1, "an event over the budget is still kept alone");
         assert!(hub.subscribe(4).is_err());
+    }
+
+    #[test]
+    fn the_backlog_is_decoded_from_the_stored_json_stamped_with_its_version() {
+        let hub = WatchHub::new(0, 100);
+        let (mut deleted, mut json) = ev(7, "gone");
+        // A delete carries the object as last stored (an older version),
+        // stamped with the delete's version; so does the state before a
+        // label change.
+        let (_, stored) = ev(3, "gone");
+        json.object = stored.object.clone();
+        json.previous = Some(stored.object);
+        deleted.event_type = EventType::Deleted;
+        let mut previous = Object::clone(&deleted.object);
+        previous.metadata.set_resource_version(7);
+        deleted.previous = Some(Arc::new(previous));
+        hub.publish(vec![(deleted.clone(), json)]);
+        let backlog = hub.subscribe(0).unwrap().backlog;
+        let got = &backlog[0];
+        assert_eq!((got.event_type, got.resource_version, &got.key), (EventType::Deleted, 7, &deleted.key));
+        assert_eq!(*got.object, *deleted.object);
+        assert_eq!(got.object.metadata.resource_version, "7");
+        assert_eq!(got.previous.as_deref(), deleted.previous.as_deref());
+    }
+
+    #[test]
+    fn json_that_does_not_decode_makes_the_watcher_relist() {
+        let hub = WatchHub::new(0, 100);
+        let (event, _) = ev(4, "x");
+        hub.publish(vec![(event, EventJson { object: b"{not json".to_vec(), previous: None })]);
+        assert_eq!(hub.subscribe(3).err(), Some(Expired { requested: 3, oldest: 4 }));
     }
 
     #[test]
