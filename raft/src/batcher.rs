@@ -23,8 +23,12 @@ use crate::network::PeerMethod;
 /// Most commands in one entry.
 const MAX_COMMANDS: usize = 1024;
 /// Most bytes of encoded commands in one entry (a single item larger than
-/// this, up to the request limits, goes alone); well under the peer message limit.
-const MAX_BYTES: usize = 8 * 1024 * 1024;
+/// this, up to the request limits, goes alone); well under the peer message
+/// limit, and small enough that the AppendEntries budget (which halves while
+/// calls to a peer miss openraft's heartbeat-long time-to-live) can cut a
+/// storm of writes into messages a busy follower answers in time: an entry
+/// itself cannot be cut.
+const MAX_BYTES: usize = 1024 * 1024;
 /// Writes waiting for a batch, per node.
 pub const QUEUE: usize = 8192;
 

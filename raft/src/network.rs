@@ -137,7 +137,7 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> Self::Network {
-        PeerClient { target, addr: node.addr.clone(), network: self.clone() }
+        PeerClient { target, addr: node.addr.clone(), network: self.clone(), append_budget: AppendBudget::default() }
     }
 }
 
@@ -146,6 +146,7 @@ pub struct PeerClient {
     target: u64,
     addr: String,
     network: PeerNetwork,
+    append_budget: AppendBudget,
 }
 
 type RpcResult<T, E> = Result<T, RPCError<u64, BasicNode, RaftError<u64, E>>>;
@@ -172,19 +173,62 @@ impl PeerClient {
 
 /// Half the peer message limit: room for everything around the entries.
 const APPEND_BUDGET: usize = MAX_MESSAGE_BYTES / 2;
+/// The smallest budget the adaptive cut goes down to.
+const MIN_APPEND_BUDGET: usize = 64 * 1024;
 
-/// How many of `entries` fit in one AppendEntries message, if not all do.
-/// openraft then sends that many (a lagging follower is sent many entries
-/// at once, and an entry can hold megabytes of commands). A single entry
-/// always goes: the batcher keeps entries far below the budget.
-fn entries_that_fit(entries: &[openraft::Entry<TypeConfig>]) -> Option<u64> {
+/// How many bytes of entries the next AppendEntries to one peer may carry.
+///
+/// openraft gives every AppendEntries the heartbeat interval to be answered
+/// and then sends the same entries again: a batch that takes longer than
+/// that to encode, send, decode and fsync on a busy machine (a storm of
+/// writes, or a lagging follower sent thousands of entries) would time out
+/// on every retry, the follower would never catch up, and the leader would
+/// lose it. So the budget halves each time a call did not finish (openraft
+/// dropped it at its time-to-live) and doubles back after each one that
+/// did, between [`MIN_APPEND_BUDGET`] and [`APPEND_BUDGET`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct AppendBudget {
+    bytes: usize,
+    /// A call started and has not finished yet: if the next one finds this
+    /// set, that call was dropped before its answer.
+    in_flight: bool,
+}
+
+impl Default for AppendBudget {
+    fn default() -> Self {
+        AppendBudget { bytes: APPEND_BUDGET, in_flight: false }
+    }
+}
+
+impl AppendBudget {
+    /// A call starts: the budget it may use.
+    fn start(&mut self) -> usize {
+        if self.in_flight {
+            self.bytes = (self.bytes / 2).max(MIN_APPEND_BUDGET);
+        }
+        self.in_flight = true;
+        self.bytes
+    }
+
+    /// The call finished (with any answer: the peer could be reached in time).
+    fn finish(&mut self) {
+        self.in_flight = false;
+        self.bytes = self.bytes.saturating_mul(2).min(APPEND_BUDGET);
+    }
+}
+
+/// How many of `entries` fit in `budget` bytes, if not all do. openraft
+/// then sends that many (a lagging follower is sent many entries at once,
+/// and an entry can hold megabytes of commands). A single entry always
+/// goes: the batcher keeps entries far below the largest budget.
+fn entries_that_fit(entries: &[openraft::Entry<TypeConfig>], budget: usize) -> Option<u64> {
     let mut bytes = 0usize;
     for (i, entry) in entries.iter().enumerate() {
         bytes += match &entry.payload {
             EntryPayload::Normal(proposal) => proposal.encoded_len() + 64,
             EntryPayload::Blank | EntryPayload::Membership(_) => 1024,
         };
-        if bytes > APPEND_BUDGET {
+        if bytes > budget {
             return (i > 0).then_some(i as u64);
         }
     }
@@ -197,10 +241,14 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<u64>, openraft::error::Infallible> {
-        if let Some(fits) = entries_that_fit(&rpc.entries) {
+        let budget = self.append_budget.start();
+        if let Some(fits) = entries_that_fit(&rpc.entries, budget) {
+            self.append_budget.in_flight = false;
             return Err(PayloadTooLarge::new_entries_hint(fits).into());
         }
-        self.rpc(PeerMethod::AppendEntries, &rpc, &option).await
+        let answer = self.rpc(PeerMethod::AppendEntries, &rpc, &option).await;
+        self.append_budget.finish();
+        answer
     }
 
     async fn install_snapshot(
@@ -238,10 +286,34 @@ mod tests {
     #[test]
     fn append_entries_are_cut_to_what_fits_in_a_message() {
         let small: Vec<_> = (1..=10).map(|i| entry(i, 1000)).collect();
-        assert_eq!(entries_that_fit(&small), None);
+        assert_eq!(entries_that_fit(&small, APPEND_BUDGET), None);
         let big: Vec<_> = (1..=10).map(|i| entry(i, APPEND_BUDGET / 3)).collect();
-        assert_eq!(entries_that_fit(&big), Some(2));
+        assert_eq!(entries_that_fit(&big, APPEND_BUDGET), Some(2));
         // One entry alone always goes, or replication could never move on.
-        assert_eq!(entries_that_fit(&[entry(1, APPEND_BUDGET + 1)]), None);
+        assert_eq!(entries_that_fit(&[entry(1, APPEND_BUDGET + 1)], APPEND_BUDGET), None);
+        assert_eq!(entries_that_fit(&small, 3_000), Some(2));
+    }
+
+    #[test]
+    fn the_budget_halves_after_each_call_dropped_unanswered_and_grows_back_after_answers() {
+        let mut budget = AppendBudget::default();
+        assert_eq!(budget.start(), APPEND_BUDGET);
+        budget.finish();
+        assert_eq!(budget.start(), APPEND_BUDGET, "answered: unchanged at the top");
+        // Dropped at openraft's time-to-live: never finished.
+        assert_eq!(budget.start(), APPEND_BUDGET / 2);
+        assert_eq!(budget.start(), APPEND_BUDGET / 4);
+        for _ in 0..40 {
+            budget.start();
+        }
+        assert_eq!(budget.start(), MIN_APPEND_BUDGET, "never below the floor");
+        budget.finish();
+        assert_eq!(budget.start(), 2 * MIN_APPEND_BUDGET);
+        budget.finish();
+        assert_eq!(budget.start(), 4 * MIN_APPEND_BUDGET);
+        for _ in 0..40 {
+            budget.finish();
+        }
+        assert_eq!(budget.start(), APPEND_BUDGET, "never above the message budget");
     }
 }
