@@ -74,7 +74,10 @@ pub enum Command {
     Kubeconfig,
     /// Schedule a placement from a file against the hub's current member
     /// clusters without writing anything: the clusters it would choose with
-    /// their scores, and why each other cluster was left out.
+    /// their scores, and why each other cluster was left out. A placement
+    /// that exists is planned with its bindings or decisions, as the hub
+    /// would reschedule it (PickN keeps its clusters while the policy is
+    /// unchanged).
     Plan(PlanArgs),
     /// Print fleetctl's version and each hub node's.
     Version(VersionArgs),

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod network;
 pub mod peer_service;
 pub mod restore;
+pub mod snapshot_chunk;
 
 pub use consensus::{Consensus, RaftTuning};
 pub use error::Error;

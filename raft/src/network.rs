@@ -208,7 +208,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<u64>, InstallSnapshotError> {
-        self.rpc(PeerMethod::InstallSnapshot, &rpc, &option).await
+        self.rpc(PeerMethod::InstallSnapshot, &crate::snapshot_chunk::SnapshotChunk::from(rpc), &option).await
     }
 
     async fn vote(

@@ -28,6 +28,7 @@ use tonic::{Request, Response, Status};
 
 use crate::codec::{decode, encode};
 use crate::consensus::{Consensus, MembershipChange, Routed};
+use crate::snapshot_chunk::SnapshotChunk;
 
 /// Leader-side handling of member calls (join, renewal, heartbeat) that a
 /// follower forwarded. Request and reply are opaque encoded bytes: the node
@@ -105,6 +106,22 @@ fn check_claim(caller: u64, claimed: u64) -> Result<(), Status> {
     }
 }
 
+/// Handles a Raft message received in full to the end, on its own task,
+/// even if the sender stops waiting for the answer. openraft gives every
+/// AppendEntries only the heartbeat interval to be answered; one that takes
+/// longer to decode, append and fsync (a large entry on a busy machine) would
+/// otherwise be dropped half-handled, again on every retry: the follower
+/// would never hear from its leader, start elections, and the hub would
+/// change leaders over and over while making no progress. Handled to the
+/// end, the message resets the election timer and its entries are in the
+/// log when the leader's retry arrives, which is then answered at once.
+async fn to_completion<F>(handling: F) -> Result<Response<Payload>, Status>
+where
+    F: Future<Output = Result<Response<Payload>, Status>> + Send + 'static,
+{
+    tokio::spawn(handling).await.map_err(|e| Status::internal(format!("handling a Raft message failed: {e}")))?
+}
+
 fn payload<T: DeserializeOwned>(request: Request<Payload>) -> Result<T, Status> {
     decode(&request.into_inner().data).map_err(|e| Status::invalid_argument(e.to_string()))
 }
@@ -118,23 +135,35 @@ fn reply<T: Serialize>(value: &T) -> Result<Response<Payload>, Status> {
 impl RaftPeer for PeerService {
     async fn append_entries(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
         let caller = member_node(&self.consensus, &request, true)?;
-        let rpc: AppendEntriesRequest<TypeConfig> = payload(request)?;
-        check_claim(caller, rpc.vote.leader_id.node_id)?;
-        reply(&self.consensus.raft().append_entries(rpc).await)
+        let raft = self.consensus.raft().clone();
+        to_completion(async move {
+            let rpc: AppendEntriesRequest<TypeConfig> = payload(request)?;
+            check_claim(caller, rpc.vote.leader_id.node_id)?;
+            reply(&raft.append_entries(rpc).await)
+        })
+        .await
     }
 
     async fn vote(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
         let caller = member_node(&self.consensus, &request, false)?;
-        let rpc: VoteRequest<u64> = payload(request)?;
-        check_claim(caller, rpc.vote.leader_id.node_id)?;
-        reply(&self.consensus.raft().vote(rpc).await)
+        let raft = self.consensus.raft().clone();
+        to_completion(async move {
+            let rpc: VoteRequest<u64> = payload(request)?;
+            check_claim(caller, rpc.vote.leader_id.node_id)?;
+            reply(&raft.vote(rpc).await)
+        })
+        .await
     }
 
     async fn install_snapshot(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
         let caller = member_node(&self.consensus, &request, true)?;
-        let rpc: InstallSnapshotRequest<TypeConfig> = payload(request)?;
-        check_claim(caller, rpc.vote.leader_id.node_id)?;
-        reply(&self.consensus.raft().install_snapshot(rpc).await)
+        let raft = self.consensus.raft().clone();
+        to_completion(async move {
+            let rpc: InstallSnapshotRequest<TypeConfig> = payload::<SnapshotChunk>(request)?.into();
+            check_claim(caller, rpc.vote.leader_id.node_id)?;
+            reply(&raft.install_snapshot(rpc).await)
+        })
+        .await
     }
 
     async fn forward(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {

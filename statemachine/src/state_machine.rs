@@ -128,7 +128,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         tracing::info!(snapshot = %meta.snapshot_id, bytes = data.len(), "installing snapshot from the leader");
         let store = self.store.clone();
         let meta = meta.clone();
-        snapshot_io(ErrorVerb::Write, move || store.install_snapshot_content(&meta, &data)).await
+        let started = std::time::Instant::now();
+        let id = meta.snapshot_id.clone();
+        snapshot_io(ErrorVerb::Write, move || store.install_snapshot_content(&meta, &data)).await?;
+        tracing::info!(snapshot = %id, millis = started.elapsed().as_millis() as u64, "installed the snapshot");
+        Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {

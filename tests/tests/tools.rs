@@ -141,6 +141,24 @@ async fn plan_predicts_the_hubs_decision_and_writes_nothing() {
     })
     .await;
 
+    // Planned again, the placement is planned with its bindings: it is on
+    // big and mid, and scaled to three it keeps them and adds small.
+    let out = hub.fleetctl_with_stdin(&["plan", "-f", "-", "-o", "json"], Some(PLACEMENT));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("plan json");
+    assert_eq!(plan["current"], serde_json::json!(["big", "mid"]), "{plan}");
+    let scaled = PLACEMENT.replace("numberOfClusters: 2", "numberOfClusters: 3");
+    let out = hub.fleetctl_with_stdin(&["plan", "-f", "-", "-o", "json"], Some(&scaled));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("plan json");
+    let chosen: Vec<&str> = plan["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["decision"] == "Chosen")
+        .filter_map(|c| c["cluster"].as_str())
+        .collect();
+    assert_eq!(chosen, ["big", "mid", "small"], "{plan}");
+
     // A file without a placement, and an invalid one, are refused clearly.
     let out =
         hub.fleetctl_with_stdin(&["plan", "-f", "-"], Some("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n"));

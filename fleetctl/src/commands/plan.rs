@@ -1,7 +1,10 @@
 //! `plan -f FILE`: reads the placements of a manifest, fetches what the
 //! scheduler reads from the hub (only reads), and prints what it would decide.
 
+use fleet_api::binding::binding_kind;
 use fleet_api::ocm::{addon_score, clusterset, decision};
+use fleet_api::placement::RESOURCE_PLACEMENT;
+use fleet_api::snapshot::{snapshot_kinds, PARENT_PLACEMENT_LABEL};
 use fleet_api::Object;
 
 use crate::cli::{ClusterFormat, PlanArgs};
@@ -25,7 +28,12 @@ pub async fn run(client: &Client, args: &PlanArgs, io: &mut Io) -> Result<()> {
         )));
     }
     let with_ocm = placements.iter().any(|p| PlacementKind::of(p) == Some(PlacementKind::Ocm));
-    let inventory = fetch(client, with_ocm).await?;
+    let mut inventory = fetch(client, with_ocm).await?;
+    for placement in placements.iter().filter(|p| PlacementKind::of(p) == Some(PlacementKind::Fleet)) {
+        let (_, policy_kind) = snapshot_kinds(&placement.kind);
+        inventory.bindings.extend(owned(client, binding_kind(&placement.kind), placement).await?);
+        inventory.policy_snapshots.extend(owned(client, policy_kind, placement).await?);
+    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
@@ -45,6 +53,23 @@ async fn all(client: &Client, kind: &str) -> Result<Vec<Object>> {
         namespace: String::new(),
         all_namespaces: true,
         label_selector: String::new(),
+        consistent: false,
+    };
+    Ok(client.list(&query).await?.items)
+}
+
+/// The objects of `kind` that the KubeFleet placement `placement` owns (its
+/// name in the parent label, in its namespace): nothing if it is new.
+async fn owned(client: &Client, kind: &str, placement: &Object) -> Result<Vec<Object>> {
+    let namespace = match placement.kind.as_str() {
+        RESOURCE_PLACEMENT => placement.metadata.namespace.clone().unwrap_or_else(|| "default".to_string()),
+        _ => String::new(),
+    };
+    let query = ListQuery {
+        kind: KindArg::resolve(kind),
+        namespace,
+        all_namespaces: false,
+        label_selector: format!("{PARENT_PLACEMENT_LABEL}={}", placement.metadata.name),
         consistent: false,
     };
     Ok(client.list(&query).await?.items)

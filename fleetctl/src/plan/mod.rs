@@ -3,21 +3,27 @@
 //! inventory, without writing anything. Pure: the command fetches the
 //! [`Inventory`], this module decides and renders.
 //!
-//! The placement is planned as if new: its existing bindings or decisions
-//! (if it already exists on the hub) are not taken into account, so a
-//! PickN placement's stickiness to clusters it already uses does not show.
+//! A placement that already exists on the hub is planned as the hub would
+//! reschedule it: a KubeFleet placement with its bindings, against its
+//! latest policy snapshot when the policy is unchanged (so a PickN
+//! placement keeps the clusters it uses while they stay eligible) or against
+//! a new one when it changed, as the hub decides; an OCM Placement with the
+//! clusters its PlacementDecisions name.
 
 mod render;
 #[cfg(test)]
 mod tests;
 
+use fleet_api::binding::binding_kind;
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
 use fleet_api::ocm::{self, clusterset, placement as ocm_placement};
 use fleet_api::placement::{CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
+use fleet_api::snapshot::{snapshot_kinds, PARENT_PLACEMENT_LABEL};
 use fleet_api::Object;
 use fleet_placement::cluster::ClusterInfo;
-use fleet_placement::ocm::{AddOnScores, ClusterSet, DecisionCounts, OcmRequest};
-use fleet_placement::scheduler::{self, SchedulingRequest};
+use fleet_placement::ocm::{decided_clusters, pages_of, AddOnScores, ClusterSet, DecisionCounts, OcmRequest};
+use fleet_placement::scheduler::{self, ExistingBinding, SchedulingRequest};
+use fleet_placement::snapshot::{self, SnapshotChange};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -37,6 +43,11 @@ pub struct Inventory {
     pub decisions: Vec<Object>,
     /// Every AddOnPlacementScore (OCM).
     pub addon_scores: Vec<Object>,
+    /// The bindings of the planned KubeFleet placements that exist on the
+    /// hub (labelled with their placement's name).
+    pub bindings: Vec<Object>,
+    /// Their scheduling policy snapshots.
+    pub policy_snapshots: Vec<Object>,
 }
 
 /// Whether `object` is a placement the hub schedules, and which scheduler.
@@ -118,6 +129,10 @@ pub struct Plan {
     /// and the first 1000 filtered), with why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omitted: Option<Omitted>,
+    /// The clusters the placement already uses on the hub (active bindings,
+    /// or the clusters its decisions name), by name; empty for a new one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub current: Vec<String>,
 }
 
 /// Clusters a plan does not list one by one.
@@ -139,7 +154,7 @@ pub fn plan(placement: &Object, inventory: &Inventory, now: i64) -> Result<Plan>
     match PlacementKind::of(&placement) {
         Some(PlacementKind::Fleet) => {
             fleet_api::placement::prepare(&mut placement).map_err(invalid)?;
-            Ok(plan_fleet(&placement, &clusters))
+            Ok(plan_fleet(&placement, &clusters, inventory))
         }
         Some(PlacementKind::Ocm) => {
             ocm_placement::prepare(&mut placement).map_err(invalid)?;
@@ -162,16 +177,53 @@ fn header(placement: &Object) -> (String, Option<String>, String) {
     (placement.kind.clone(), namespace, placement.metadata.name.clone())
 }
 
-/// KubeFleet: one scheduling pass with no existing bindings.
-fn plan_fleet(placement: &Object, clusters: &[ClusterInfo]) -> Plan {
+/// The objects of `kind` among `objects` that belong to `placement`: its
+/// namespace (for namespaced placements) and its name in the parent label.
+fn owned_by(objects: &[Object], kind: &str, placement: &Object) -> Vec<Object> {
+    let (_, namespace, _) = header(placement);
+    objects
+        .iter()
+        .filter(|o| {
+            o.kind == kind
+                && o.metadata.namespace == namespace
+                && o.metadata.labels.get(PARENT_PLACEMENT_LABEL) == Some(&placement.metadata.name)
+        })
+        .cloned()
+        .collect()
+}
+
+/// The policy snapshot the hub would schedule `placement` against: its
+/// latest one when the policy is unchanged, else the one it would create
+/// (its bindings are then not current, as on the hub).
+fn current_policy_snapshot(placement: &Object, snapshots: &[Object]) -> String {
+    let changes = snapshot::plan_policy_snapshots(placement, snapshots);
+    let created = changes.iter().find_map(|c| match c {
+        SnapshotChange::Create(o) => Some(o.metadata.name.clone()),
+        _ => None,
+    });
+    created.or_else(|| snapshot::latest_policy_snapshot(snapshots).map(|o| o.metadata.name.clone())).unwrap_or_default()
+}
+
+/// KubeFleet: one scheduling pass with the placement's existing bindings.
+fn plan_fleet(placement: &Object, clusters: &[ClusterInfo], inventory: &Inventory) -> Plan {
     let spec = fleet_api::placement::spec_of(placement);
-    let policy = spec.policy.unwrap_or_default();
+    let policy = spec.policy.clone().unwrap_or_default();
+    let (_, policy_kind) = snapshot_kinds(&placement.kind);
+    let snapshots = owned_by(&inventory.policy_snapshots, policy_kind, placement);
+    let policy_snapshot = current_policy_snapshot(placement, &snapshots);
+    let bindings: Vec<ExistingBinding> = owned_by(&inventory.bindings, binding_kind(&placement.kind), placement)
+        .iter()
+        .map(ExistingBinding::from_object)
+        .collect();
+    let mut current: Vec<String> = bindings.iter().filter(|b| b.is_active()).map(|b| b.cluster.clone()).collect();
+    current.sort();
+    current.dedup();
     let outcome = scheduler::schedule(&SchedulingRequest {
         policy: &policy,
         number_of_clusters: policy.number_of_clusters,
-        policy_snapshot: "",
+        policy_snapshot: &policy_snapshot,
         clusters,
-        bindings: &[],
+        bindings: &bindings,
     });
     let scores = |d: &fleet_api::binding::ClusterDecision| {
         d.cluster_score.map(|s| vec![s.affinity_score, s.topology_spread_score]).unwrap_or_default()
@@ -202,10 +254,11 @@ fn plan_fleet(placement: &Object, clusters: &[ClusterInfo]) -> Plan {
         score_names: vec!["affinity".to_string(), "topologySpread".to_string()],
         clusters: rows,
         omitted,
+        current,
     }
 }
 
-/// OCM: one pass as a new Placement (no decisions of its own yet).
+/// OCM: one pass with the clusters the Placement's own decisions name.
 fn plan_ocm(placement: &Object, clusters: &[ClusterInfo], inventory: &Inventory, now: i64) -> Plan {
     let (kind, namespace, name) = header(placement);
     let namespace_name = namespace.clone().unwrap_or_default();
@@ -217,6 +270,7 @@ fn plan_ocm(placement: &Object, clusters: &[ClusterInfo], inventory: &Inventory,
         .filter(|b| b.metadata.namespace.as_deref() == Some(namespace_name.as_str()))
         .map(|b| clusterset::binding_spec_of(b).cluster_set)
         .collect();
+    let decided = decided_clusters(pages_of(&inventory.decisions, &namespace_name, &name));
     let other_decisions = DecisionCounts::from_pages(&inventory.decisions, &namespace_name, &name);
     let addon_scores = AddOnScores::from_objects(&inventory.addon_scores);
     let outcome = fleet_placement::ocm::schedule(&OcmRequest {
@@ -225,7 +279,7 @@ fn plan_ocm(placement: &Object, clusters: &[ClusterInfo], inventory: &Inventory,
         clusters,
         cluster_sets: &cluster_sets,
         bound_sets: &bound_sets,
-        decided: &[],
+        decided: &decided,
         other_decisions: &other_decisions,
         addon_scores: &addon_scores,
         now,
@@ -297,5 +351,11 @@ fn plan_ocm(placement: &Object, clusters: &[ClusterInfo], inventory: &Inventory,
         score_names,
         clusters: rows,
         omitted,
+        current: {
+            let mut current = decided;
+            current.sort();
+            current.dedup();
+            current
+        },
     }
 }

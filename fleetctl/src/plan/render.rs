@@ -20,6 +20,9 @@ pub fn render_text(plans: &[Plan]) -> String {
         let chosen = plan.clusters.iter().filter(|c| c.decision == super::Decision::Chosen).count();
         let verdict = if plan.fulfilled { "fulfilled" } else { "not fulfilled" };
         text.push_str(&format!("{} {name}: {chosen} cluster(s) chosen, {verdict}: {}\n", plan.kind, plan.message));
+        if !plan.current.is_empty() {
+            text.push_str(&format!("currently on {} cluster(s): {}\n", plan.current.len(), listed(&plan.current)));
+        }
         let mut headers = vec!["CLUSTER".to_string(), "DECISION".to_string()];
         headers.extend(plan.score_names.iter().map(|n| score_header(n)));
         headers.push("REASON".to_string());
@@ -36,6 +39,16 @@ pub fn render_text(plans: &[Plan]) -> String {
         if let Some(omitted) = &plan.omitted {
             text.push_str(&format!("... and {} more cluster(s): {}\n", omitted.count, omitted.reason));
         }
+    }
+    text
+}
+
+/// Up to ten names, then how many more.
+fn listed(names: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = names.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
     }
     text
 }

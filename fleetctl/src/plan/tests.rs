@@ -184,3 +184,72 @@ fn score_headers_are_kebab_upper_case() {
     assert_eq!(render::score_header_for_test("total"), "TOTAL");
     assert_eq!(render::score_header_for_test("ResourceAllocatableCPU"), "RESOURCE-ALLOCATABLE-CPU");
 }
+
+/// A binding of `placement` to `cluster` under policy snapshot `snapshot`.
+fn binding(placement: &str, cluster: &str, snapshot: &str) -> Object {
+    object(&format!(
+        r#"
+apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterResourceBinding
+metadata:
+  name: {placement}-{cluster}
+  labels: {{kubernetes-fleet.io/parent-CRP: {placement}}}
+spec:
+  targetCluster: {cluster}
+  state: Bound
+  schedulingPolicySnapshotName: {snapshot}
+  clusterDecision: {{clusterName: {cluster}, selected: true, reason: picked}}
+"#
+    ))
+}
+
+/// The inventory of a hub where `yaml`'s placement exists with its policy
+/// snapshot and bindings to east-1 and east-2 (east-2 is not gold, so a new
+/// placement would not choose it).
+fn inventory_with_existing(yaml: &str) -> Inventory {
+    let mut placement = object(yaml);
+    fleet_api::placement::prepare(&mut placement).unwrap();
+    let snapshot = match fleet_placement::snapshot::plan_policy_snapshots(&placement, &[]).remove(0) {
+        SnapshotChange::Create(o) => o,
+        other => panic!("expected a new policy snapshot, got {other:?}"),
+    };
+    let name = snapshot.metadata.name.clone();
+    Inventory {
+        bindings: vec![binding("web", "east-1", &name), binding("web", "east-2", &name)],
+        policy_snapshots: vec![snapshot],
+        ..inventory()
+    }
+}
+
+#[test]
+fn an_existing_pick_n_placement_keeps_its_clusters_while_its_policy_is_unchanged() {
+    let inventory = inventory_with_existing(PICK_TWO_PREFER_GOLD);
+    let plan = plan(&object(PICK_TWO_PREFER_GOLD), &inventory, 0).unwrap();
+    let chosen: Vec<&str> =
+        plan.clusters.iter().filter(|c| c.decision == Decision::Chosen).map(|c| c.cluster.as_str()).collect();
+    assert_eq!(chosen, ["east-1", "east-2"], "{plan:?}");
+    assert_eq!(plan.current, ["east-1", "east-2"]);
+    assert!(render_text(std::slice::from_ref(&plan)).contains("currently on 2 cluster(s): east-1, east-2"));
+
+    // A changed policy gets a new snapshot on the hub: the bindings are no
+    // longer current and the clusters are chosen again by score.
+    let changed = PICK_TWO_PREFER_GOLD.replace("weight: 20", "weight: 30");
+    let replanned = super::plan(&object(&changed), &inventory, 0).unwrap();
+    let chosen: Vec<&str> =
+        replanned.clusters.iter().filter(|c| c.decision == Decision::Chosen).map(|c| c.cluster.as_str()).collect();
+    assert_eq!(chosen, ["east-1", "west-1"], "{replanned:?}");
+    assert_eq!(replanned.current, ["east-1", "east-2"]);
+}
+
+#[test]
+fn bindings_of_another_placement_are_not_taken_as_this_ones() {
+    let mut inventory = inventory_with_existing(PICK_TWO_PREFER_GOLD);
+    for b in &mut inventory.bindings {
+        b.metadata.labels.insert("kubernetes-fleet.io/parent-CRP".into(), "other".into());
+    }
+    let plan = plan(&object(PICK_TWO_PREFER_GOLD), &inventory, 0).unwrap();
+    assert!(plan.current.is_empty());
+    let chosen: Vec<&str> =
+        plan.clusters.iter().filter(|c| c.decision == Decision::Chosen).map(|c| c.cluster.as_str()).collect();
+    assert_eq!(chosen, ["east-1", "west-1"]);
+}

@@ -21,6 +21,24 @@ pub struct DecisionCounts {
     max: i64,
 }
 
+/// The PlacementDecision pages of the Placement `name` in `namespace` among
+/// `pages`: what that Placement decided last (the hub's controller and
+/// `fleetctl plan` read it the same way).
+pub fn pages_of<'a>(pages: &'a [Object], namespace: &str, name: &str) -> Vec<&'a Object> {
+    pages
+        .iter()
+        .filter(|p| {
+            p.metadata.namespace.as_deref() == Some(namespace)
+                && p.metadata.labels.get(PLACEMENT_LABEL).map(String::as_str) == Some(name)
+        })
+        .collect()
+}
+
+/// The clusters the pages name, in page order.
+pub fn decided_clusters<'a>(pages: impl IntoIterator<Item = &'a Object>) -> Vec<String> {
+    pages.into_iter().flat_map(|p| decision::status_of(p).decisions).map(|d| d.cluster_name).collect()
+}
+
 impl DecisionCounts {
     /// Counts the decisions of every PlacementDecision page except those of
     /// the placement `placement` in `namespace` (the one being scheduled).

@@ -60,7 +60,7 @@ mod taints;
 mod tests;
 
 pub use groups::{paginate, DecisionGroup, DecisionPage};
-pub use inputs::{AddOnScores, DecisionCounts};
+pub use inputs::{decided_clusters, pages_of, AddOnScores, DecisionCounts};
 pub use pass::schedule;
 pub use predicates::REASON_NO_PREDICATE_MATCHES;
 pub use prioritizers::{

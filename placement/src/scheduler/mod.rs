@@ -66,6 +66,19 @@ pub struct ExistingBinding {
 }
 
 impl ExistingBinding {
+    /// The scheduler's view of a stored binding (the hub's controller and
+    /// `fleetctl plan` read bindings the same way).
+    pub fn from_object(object: &fleet_api::Object) -> ExistingBinding {
+        let spec = fleet_api::binding::spec_of(object);
+        ExistingBinding {
+            name: object.metadata.name.clone(),
+            cluster: spec.target_cluster,
+            state: spec.state,
+            policy_snapshot: spec.scheduling_policy_snapshot_name,
+            score: spec.cluster_decision.cluster_score,
+        }
+    }
+
     /// Whether the binding still places resources (Scheduled or Bound).
     pub fn is_active(&self) -> bool {
         self.state == fleet_api::binding::STATE_SCHEDULED || self.state == fleet_api::binding::STATE_BOUND

@@ -16,12 +16,14 @@
 //! cache gives.
 
 use fleet_api::ocm::clusterset::{self, BINDING_KIND, SET_KIND};
-use fleet_api::ocm::decision::{self, PlacementDecisionStatus, PLACEMENT_LABEL};
+use fleet_api::ocm::decision::{self, PlacementDecisionStatus};
 use fleet_api::ocm::placement as placement_api;
 use fleet_api::ocm::{addon_score, CLUSTER_GROUP};
 use fleet_api::{Object, ObjectKey};
 use fleet_placement::cluster::ClusterInfo;
-use fleet_placement::ocm::{self as ocm_scheduler, AddOnScores, ClusterSet, DecisionCounts, OcmRequest, PageChange};
+use fleet_placement::ocm::{
+    self as ocm_scheduler, decided_clusters, pages_of, AddOnScores, ClusterSet, DecisionCounts, OcmRequest, PageChange,
+};
 use fleet_statemachine::{ListQuery, Op, Store};
 
 use super::delay_until;
@@ -46,22 +48,6 @@ pub fn list_kind(store: &Store, kind: &str, namespace: Option<&str>) -> Result<V
         selector: None,
     };
     Ok(store.list(&query)?.0)
-}
-
-/// The PlacementDecision pages of the Placement `name` in `namespace` among `pages`.
-pub fn pages_of<'a>(pages: &'a [Object], namespace: &str, name: &str) -> Vec<&'a Object> {
-    pages
-        .iter()
-        .filter(|p| {
-            p.metadata.namespace.as_deref() == Some(namespace)
-                && p.metadata.labels.get(PLACEMENT_LABEL).map(String::as_str) == Some(name)
-        })
-        .collect()
-}
-
-/// The clusters the pages name, in page order.
-pub fn decided_clusters<'a>(pages: impl IntoIterator<Item = &'a Object>) -> Vec<String> {
-    pages.into_iter().flat_map(|p| decision::status_of(p).decisions).map(|d| d.cluster_name).collect()
 }
 
 /// The next step for the OCM Placement at `key`.

@@ -33,11 +33,12 @@ use fleet_statemachine::{ListQuery, Op, Store};
 use serde_json::Value;
 
 use super::delay_until;
-use super::placement::{list_kind, pages_of};
+use super::placement::list_kind;
 use crate::controllers::events::EventNote;
 use crate::controllers::placement::objects::{check, delete};
 use crate::controllers::placement::{Next, Step};
 use crate::controllers::ControllerError;
+use fleet_placement::ocm::pages_of;
 
 /// Label on a ManifestWork: the replica set it belongs to, `<namespace>.<name>`.
 pub const REPLICASET_LABEL: &str = "work.open-cluster-management.io/manifestworkreplicaset";

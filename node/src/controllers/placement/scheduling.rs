@@ -43,7 +43,7 @@ impl Scheduled {
 /// the placement has no policy snapshot yet.
 pub fn schedule(clusters: &[ClusterInfo], view: &View, now: &str) -> Option<Scheduled> {
     let policy_snapshot = snapshot::latest_policy_snapshot(&view.policy_snapshots)?;
-    let existing: Vec<ExistingBinding> = view.bindings.iter().map(existing_binding).collect();
+    let existing: Vec<ExistingBinding> = view.bindings.iter().map(ExistingBinding::from_object).collect();
     let policy = snapshot_api::policy_spec_of(policy_snapshot).policy.unwrap_or_default();
     let number_of_clusters = snapshot_api::number_of_clusters(policy_snapshot);
     let timer = crate::metrics::scheduling("kubefleet");
@@ -131,18 +131,6 @@ pub fn scheduled_message(cluster: &str, decision: &ClusterDecision) -> String {
         "scheduled resources for placement in {cluster} (affinity score: {}, topology spread score: {}): {}",
         score.affinity_score, score.topology_spread_score, decision.reason
     )
-}
-
-/// The scheduler's view of a stored binding.
-fn existing_binding(object: &Object) -> ExistingBinding {
-    let spec = binding::spec_of(object);
-    ExistingBinding {
-        name: object.metadata.name.clone(),
-        cluster: spec.target_cluster,
-        state: spec.state,
-        policy_snapshot: spec.scheduling_policy_snapshot_name,
-        score: spec.cluster_decision.cluster_score,
-    }
 }
 
 /// A binding's name: `<placement>-<cluster>-<8 hex>`, the suffix derived
