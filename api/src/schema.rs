@@ -215,7 +215,8 @@ mod tests {
         assert_eq!(policy["properties"]["numberOfClusters"]["type"], "integer");
         assert!(policy["properties"]["placementType"]["description"].as_str().unwrap_or_default().contains("PickN"));
         let rolling = &defs["RollingUpdateConfig"]["properties"]["maxUnavailable"];
-        assert_eq!(rolling["x-kubernetes-int-or-string"], true, "{rolling}");
+        assert_eq!(rolling["allOf"][0]["$ref"], "#/components/schemas/IntOrString", "{rolling}");
+        assert_eq!(defs["IntOrString"]["x-kubernetes-int-or-string"], true);
     }
 
     #[test]

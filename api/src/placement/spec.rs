@@ -237,19 +237,17 @@ pub enum IntOrString {
     Str(String),
 }
 
-/// Kubernetes' int-or-string schema, which `kubectl explain` shows as
-/// `<IntOrString>`.
+/// Kubernetes' int-or-string schema, a named definition so that `kubectl
+/// explain` shows `<IntOrString>` (it names a referenced type by its
+/// definition).
 impl schemars::JsonSchema for IntOrString {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "IntOrString".into()
     }
 
-    fn inline_schema() -> bool {
-        true
-    }
-
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
+            "description": "An integer or a string, e.g. 3 or \"25%\".",
             "x-kubernetes-int-or-string": true,
             "anyOf": [{"type": "integer"}, {"type": "string"}]
         })

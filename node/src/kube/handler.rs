@@ -92,10 +92,11 @@ async fn dispatch(
     if let Route::Resource(p) = &route {
         let is_review = p.group == review::GROUP && p.plural == review::PLURAL && p.name.is_none();
         if is_review && request.method() == Method::POST {
+            let content_type = header_text(&request, header::CONTENT_TYPE);
             let body = axum::body::to_bytes(request.into_body(), MAX_BODY)
                 .await
                 .map_err(|e| KubeError::bad_request(format!("reading the request body: {e}")))?;
-            return review::review(api, caller, &body).await;
+            return review::review(api, caller, &content_type, &body).await;
         }
     }
     let store = api.objects.store();

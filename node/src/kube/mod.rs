@@ -18,6 +18,7 @@ mod handler;
 mod openapi;
 mod paging;
 mod patch;
+mod protobuf;
 mod query;
 mod read;
 mod resources;

@@ -54,10 +54,15 @@ async fn decide(api: &KubeApi, caller: &Caller, all: &[Resource], spec: &Value) 
     api.objects.member_scope(&caller, &kind, &namespace, &rpc).await.map_err(|s| s.message().to_string())
 }
 
-/// POST `.../selfsubjectaccessreviews`: the review with its `status`.
-pub async fn review(api: Arc<KubeApi>, caller: Caller, body: &[u8]) -> Result<Response, KubeError> {
-    let mut review: Value = serde_json::from_slice(body)
-        .map_err(|e| KubeError::bad_request(format!("the request body is not a SelfSubjectAccessReview: {e}")))?;
+/// POST `.../selfsubjectaccessreviews` (JSON or, as kubectl sends it,
+/// protobuf): the review with its `status`, in JSON.
+pub async fn review(api: Arc<KubeApi>, caller: Caller, content_type: &str, body: &[u8]) -> Result<Response, KubeError> {
+    let mut review: Value = if content_type.starts_with(super::protobuf::MEDIA_TYPE) {
+        super::protobuf::access_review(body)?
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| KubeError::bad_request(format!("the request body is not a SelfSubjectAccessReview: {e}")))?
+    };
     let spec = review.get("spec").cloned().unwrap_or(Value::Null);
     if spec.get("resourceAttributes").is_none() && spec.get("nonResourceAttributes").is_none() {
         return Err(KubeError::invalid(
