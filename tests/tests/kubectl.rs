@@ -279,7 +279,14 @@ async fn kubectl_explains_validates_pages_reviews_and_resumes_watches() {
     assert!(cro.contains("overrideRules <[]OverrideRule>"), "{cro}");
 
     // fieldValidation: Strict refuses an unknown field, Warn drops it with a warning, Ignore drops it.
-    // (kubectl create NAMESPACE|CONFIGMAP sends protobuf, which the hub does not read: apply files.)
+    // kubectl create NAMESPACE|CONFIGMAP sends protobuf, which the hub does not read: a clear 415.
+    let imperative = kube.kubectl(&["create", "namespace", "pages"]);
+    assert!(!imperative.status.success());
+    assert!(
+        text(&imperative).contains("not Kubernetes protobuf") && text(&imperative).contains("apply -f"),
+        "{}",
+        text(&imperative)
+    );
     let apply = |name: &str, yaml: &str| {
         let file = dir.join(name);
         std::fs::write(&file, yaml).expect("write");

@@ -30,6 +30,14 @@ async fn propose_one(ctx: &Ctx, op: Op, subject: &Subject) -> Result<Value, Kube
 /// Parses a request body as one JSON object of this path's kind, with the
 /// path's namespace (and, for PUT, name).
 pub fn body_object(ctx: &Ctx, body: &[u8]) -> Result<Value, KubeError> {
+    if ctx.content_type == super::protobuf::MEDIA_TYPE {
+        return Err(KubeError::unsupported_media_type(format!(
+            "the hub reads objects as JSON, not Kubernetes protobuf ({}); kubectl's imperative commands for \
+             built-in kinds (kubectl create namespace|configmap|secret ...) send protobuf: write the object to a \
+             file and use kubectl apply -f or kubectl create -f",
+            super::protobuf::MEDIA_TYPE
+        )));
+    }
     let mut value: Value = serde_json::from_slice(body)
         .map_err(|e| KubeError::bad_request(format!("the request body is not a JSON object: {e}")))?;
     if !value.is_object() {
