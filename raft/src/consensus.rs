@@ -339,10 +339,25 @@ impl Consensus {
         Ok(index)
     }
 
-    /// Confirms leadership with a quorum and returns the read index.
+    /// Confirms leadership with a quorum and returns the read index: at
+    /// least the last entry of this leader's log, not only what it knows
+    /// to be committed.
+    ///
+    /// openraft's read index is the larger of the commit index and the
+    /// leader's first entry of its term. A leader that restarts with its
+    /// vote (every node killed at once, then started again) is restored as
+    /// leader without a new first entry, and with the commit index it last
+    /// saved, which may be behind entries it had committed and
+    /// acknowledged before the crash: reads at that index would miss
+    /// acknowledged writes. Every acknowledged write is in the leader's
+    /// log, so waiting for its last entry to apply (which happens only once
+    /// it is committed) serves every read after them.
     pub async fn read_index_on_leader(&self) -> Result<u64, Routed> {
         match self.raft.get_read_log_id().await {
-            Ok((read, _)) => Ok(read.map(|l| l.index).unwrap_or(0)),
+            Ok((read, _)) => {
+                let last_log = self.raft.metrics().borrow().last_log_index.unwrap_or(0);
+                Ok(read.map(|l| l.index).unwrap_or(0).max(last_log))
+            }
             Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(_))) => Err(Routed::NotLeader),
             Err(e) => Err(Routed::Failed(e.to_string())),
         }

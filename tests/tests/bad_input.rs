@@ -112,10 +112,12 @@ async fn oversized_writes_and_statuses_are_refused_without_stalling_the_hub() {
     assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err}");
     assert!(err.message().contains("over the limit of 1572864 bytes"), "{err}");
     hub_still_writes(&hub, "after-float-status").await;
-    // Under the limit, floats are stored as they came (values exact in
-    // decimal: serde_json without float_roundtrip may move the last digit of
-    // others).
-    let floats: Vec<f64> = (0..1000).map(|i| f64::from(i) * 0.25 - 100.0).collect();
+    // Under the limit, floats are stored as they came, bit for bit: also
+    // values whose shortest decimal form serde_json's default parser reads
+    // one unit in the last place off (the workspace enables its
+    // float_roundtrip feature).
+    let mut floats: Vec<f64> = (0..1000).map(|i| f64::from(i) * 0.25 - 100.0).collect();
+    floats.extend([0.091_443_385_120_928_87, 0.914_615_523_521_910_7, 117.633_311_394_000_17, 0.921_568_632_125_854_5]);
     admin.update_status(status(json!({"floats": floats.clone()}))).await.expect("a small float status");
     let stored = fleet_tests::objects::get(&mut admin, "configmaps", "y", "after-apply").await.expect("get");
     let stored = stored.status().and_then(|s| s.get("floats")).cloned();

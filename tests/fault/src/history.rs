@@ -9,8 +9,9 @@ use std::fmt;
 /// Index of an operation in [`History::ops`]; verdicts name operations by it.
 pub type OpId = usize;
 
-/// What a client asked for, on one key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What a client asked for, on one key. Ordered only so that the checker
+/// can keep classes of commands in sorted maps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Command {
     /// Create the object; fails with [`Failure::AlreadyExists`] if it exists.
     Create {

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::search::{Deepest, KeyOp};
+use super::search::{revealed_rvs, Deepest, KeyOp};
 use crate::history::{History, Observed, OpId, Outcome, Response};
 use crate::model::KeyState;
 
@@ -76,6 +76,23 @@ fn reason(ops: &[KeyOp], blocked: &KeyOp, deepest: &Deepest, rv_order: bool) -> 
     if let Outcome::Ok(Response::Read { observed: Observed::Present { rv, digest }, .. }) = blocked.outcome {
         if !ever_written(ops, digest) {
             return format!("it read value {digest:#x} at rv {rv}, which no write of this key wrote");
+        }
+    }
+    if rv_order {
+        let newest = deepest
+            .linearized
+            .iter()
+            .filter_map(|i| ops.get(*i))
+            .flat_map(|op| revealed_rvs(op).into_iter().flatten().map(move |rv| (rv, op.id)))
+            .max();
+        let oldest_here = revealed_rvs(blocked).into_iter().flatten().min();
+        if let (Some((newest, by)), Some(here)) = (newest, oldest_here) {
+            if here < newest {
+                return format!(
+                    "it reveals rv {here}, but #{by} placed before it revealed rv {newest}: \
+                     resourceVersions never go back"
+                );
+            }
         }
     }
     if let (true, Outcome::Ok(Response::Written { rv })) = (rv_order, blocked.outcome) {

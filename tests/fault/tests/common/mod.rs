@@ -8,6 +8,21 @@ use std::collections::BTreeMap;
 
 use fleet_fault::{Command, Failure, History, Observed, Op, Outcome, Response};
 
+/// The answer of a write that took effect at `rv`.
+pub fn written(rv: u64) -> Outcome {
+    Outcome::Ok(Response::Written { rv })
+}
+
+/// The answer of a read that saw value `digest` at `rv`.
+pub fn saw(rv: u64, digest: u64) -> Outcome {
+    Outcome::Ok(Response::Read { observed: Observed::Present { rv, digest }, served_at: None })
+}
+
+/// The answer of a read that saw no object.
+pub fn saw_absent() -> Outcome {
+    Outcome::Ok(Response::Read { observed: Observed::Absent, served_at: None })
+}
+
 /// A digest no generated write ever stores.
 pub const NEVER_WRITTEN: u64 = u64::MAX;
 

@@ -26,7 +26,7 @@ use fleet_fault::monotonic::{monotonic_reads, read_your_writes};
 use fleet_fault::resolve::resolve;
 use fleet_fault::watch::{watch_stream_check, Change, EventKind, WatchStream};
 use fleet_fault::watcher::{Watched, Watcher};
-use fleet_fault::{check_linearizable, Client, History, Limits, Network, Outcome, Recorder, Response};
+use fleet_fault::{check_linearizable, Client, History, Limits, Network, Outcome, Recorder, Report, Response};
 use fleet_proto::fleet::fleet_client::FleetClient;
 use fleet_tests::hub::admin_client;
 use fleet_tests::{eventually, Hub, HubOptions};
@@ -241,10 +241,13 @@ impl Scenario {
         let mut history = self.recorder.history();
         let longest_unavailable = longest_without_writes(&history);
         let after_leader_loss = unavailable_after(&history, &self.leader_losses);
+        let checking = Instant::now();
         let report = check_linearizable(&history, Limits::default()).expect("a well-formed history");
+        print_checker(&self.name, "as recorded", &report, checking.elapsed());
         let mut problems: Vec<String> = Vec::new();
         if !report.is_linearizable() {
             problems.push(format!("not linearizable: {report}"));
+            keep_history(&self.name, "as-recorded", &history);
         }
         let regressions = monotonic_reads(&history);
         if !regressions.is_empty() {
@@ -271,9 +274,12 @@ impl Scenario {
                 problems.push(format!("the pinned watch against the roaming one: {found:?}"));
             }
             let settled = resolve(&mut history, &roaming.committed);
+            let checking = Instant::now();
             let settled_report = check_linearizable(&history, Limits::default()).expect("a well-formed history");
+            print_checker(&self.name, "settled", &settled_report, checking.elapsed());
             if !settled_report.is_linearizable() {
                 problems.push(format!("not linearizable once settled ({settled:?}): {settled_report}"));
+                keep_history(&self.name, "settled", &history);
             }
             println!(
                 "{}: {} changes watched on node {on}, {} by the roaming watcher ({} reconnections); settled {settled:?}",
@@ -326,6 +332,35 @@ impl Scenario {
         assert!(figures.checked >= 200, "{}: too few operations constrained the check: {report}", self.name);
         figures
     }
+}
+
+/// Writes a history the checker refused to `target/fault-histories/` (one
+/// operation per line, `Debug` form) so it can be checked again by hand,
+/// and says where.
+fn keep_history(name: &str, which: &str, history: &History) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fault-histories");
+    let file = dir.join(format!("{}-{which}.txt", name.replace(' ', "-")));
+    let text: String = history.ops.iter().map(|op| format!("{op:?}\n")).collect();
+    match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, text)) {
+        Ok(()) => println!("{name}: history kept in {}", file.display()),
+        Err(e) => println!("{name}: could not keep the history in {}: {e}", file.display()),
+    }
+}
+
+/// Prints what the linearizability checker did with a history (a figure
+/// for the README, never asserted).
+fn print_checker(name: &str, which: &str, report: &Report, took: Duration) {
+    let windows: usize = report.keys.iter().map(|k| k.windows).sum();
+    let most = report.keys.iter().map(|k| k.ops).max().unwrap_or(0);
+    println!(
+        "CHECKER {name} ({which}): {} keys, {} operations checked (at most {most} on a key), {windows} windows, \
+         {} steps, {} undecided, {:.2} s",
+        report.keys.len(),
+        report.ops_checked(),
+        report.steps(),
+        report.undecided().len(),
+        took.as_secs_f64()
+    );
 }
 
 /// The longest time between two acknowledged writes (from the first
