@@ -351,6 +351,10 @@ pub enum PkiCommand {
         /// Where to write the files.
         #[arg(long, value_name = "PKI")]
         dir: PathBuf,
+        /// Where the root CA's key is (ca-key.pem): a directory kept off
+        /// the nodes. Default: root/ in the PKI directory.
+        #[arg(long, value_name = "DIR")]
+        root_dir: Option<PathBuf>,
         /// How many node certificates (node-1 .. node-N).
         #[arg(long, default_value_t = 3)]
         nodes: u64,
@@ -366,6 +370,10 @@ pub enum PkiCommand {
         /// The PKI directory.
         #[arg(long, value_name = "PKI")]
         dir: PathBuf,
+        /// Where the root CA's key is (ca-key.pem): a directory kept off
+        /// the nodes. Default: root/ in the PKI directory.
+        #[arg(long, value_name = "DIR")]
+        root_dir: Option<PathBuf>,
         /// The node id.
         #[arg(long)]
         id: u64,
@@ -381,6 +389,10 @@ pub enum PkiCommand {
         /// The PKI directory.
         #[arg(long, value_name = "PKI")]
         dir: PathBuf,
+        /// Where the root CA's key is (ca-key.pem): a directory kept off
+        /// the nodes. Default: root/ in the PKI directory.
+        #[arg(long, value_name = "DIR")]
+        root_dir: Option<PathBuf>,
         /// The CN, also the file name (<NAME>.pem, <NAME>-key.pem).
         #[arg(long)]
         name: String,

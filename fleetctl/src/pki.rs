@@ -1,8 +1,11 @@
 //! The fleet's PKI, in the file layout of [`fleet_proto::tls::PkiDir`]: a
 //! root CA that signs node, admin and viewer certificates (its key in
 //! `root/`, kept off the nodes), and the member CA, an intermediate the
-//! nodes hold that can only sign member certificates (path length 0; the
-//! hub gives any other name it signs no role).
+//! nodes hold that can only sign member certificates: path length 0, client
+//! authentication only, and name constraints that exclude every DNS name
+//! and IP address, so a certificate it signs can never pass for a node's
+//! server certificate (member certificates carry no names), and the hub
+//! gives any other subject it signs no role.
 
 use std::fs;
 use std::io::Write;
@@ -12,8 +15,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fleet_proto::tls::{node_server_name, PkiDir, ADMIN_CN, MEMBER_CA_CN, NODE_CN_PREFIX, VIEWER_CN};
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, CidrSubnet, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
+    GeneralSubtree, IsCa, Issuer, KeyPair, KeyUsagePurpose, NameConstraints, SanType,
 };
 
 use crate::error::{Error, Result};
@@ -29,13 +32,20 @@ const LEAF_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Certificates start this long before now, to tolerate clock skew.
 const BACKDATE: Duration = Duration::from_secs(3600);
 
+/// Where the root CA's key is: `root_dir/ca-key.pem` when given (an
+/// operator keeps the root key away from the PKI directory that is copied
+/// to nodes), else `root/ca-key.pem` in the PKI directory.
+fn root_key_path(pki: &PkiDir, root_dir: Option<&Path>) -> PathBuf {
+    root_dir.map_or_else(|| pki.root_key(), |d| d.join("ca-key.pem"))
+}
+
 /// Makes a new PKI in `dir`: the root CA (`ca.pem`, key in
-/// `root/ca-key.pem`), the member CA (`member-ca.pem`, `member-ca-key.pem`),
-/// node certificates `1..=nodes` (each with `node-<i>.fleet` and every
-/// `hosts` entry as SANs), and the `admin` and `viewer` client
-/// certificates. Refuses to replace an existing `ca.pem` unless `force`.
-/// Returns the files written.
-pub fn init(dir: &Path, nodes: u64, hosts: &[String], force: bool) -> Result<Vec<PathBuf>> {
+/// `root/ca-key.pem` or `root_dir/ca-key.pem`), the member CA
+/// (`member-ca.pem`, `member-ca-key.pem`), node certificates `1..=nodes`
+/// (each with `node-<i>.fleet` and every `hosts` entry as SANs), and the
+/// `admin` and `viewer` client certificates. Refuses to replace an
+/// existing `ca.pem` unless `force`. Returns the files written.
+pub fn init(dir: &Path, root_dir: Option<&Path>, nodes: u64, hosts: &[String], force: bool) -> Result<Vec<PathBuf>> {
     if nodes == 0 {
         return Err(Error::Usage("--nodes must be at least 1".to_string()));
     }
@@ -51,9 +61,10 @@ pub fn init(dir: &Path, nodes: u64, hosts: &[String], force: bool) -> Result<Vec
     let ca_cert = root_params.self_signed(&ca_key)?;
     let mut written = Vec::new();
     written.push(write_public(&pki.ca_cert(), &ca_cert.pem())?);
-    let root_dir = pki.root_key().parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf());
-    fs::create_dir_all(&root_dir).map_err(|e| Error::io(&root_dir, e))?;
-    written.push(write_private(&pki.root_key(), &ca_key.serialize_pem())?);
+    let root_key = root_key_path(&pki, root_dir);
+    let key_dir = root_key.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf());
+    fs::create_dir_all(&key_dir).map_err(|e| Error::io(&key_dir, e))?;
+    written.push(write_private(&root_key, &ca_key.serialize_pem())?);
     // A PKI made before the split kept the root key here, where nodes read it.
     match fs::remove_file(pki.legacy_ca_key()) {
         Ok(()) => {}
@@ -65,6 +76,15 @@ pub fn init(dir: &Path, nodes: u64, hosts: &[String], force: bool) -> Result<Vec
     let member_key = KeyPair::generate()?;
     let mut member_params = ca_params(MEMBER_CA_CN, BasicConstraints::Constrained(0))?;
     member_params.use_authority_key_identifier_extension = true;
+    member_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    member_params.name_constraints = Some(NameConstraints {
+        permitted_subtrees: Vec::new(),
+        excluded_subtrees: vec![
+            GeneralSubtree::DnsName(String::new()),
+            GeneralSubtree::IpAddress(CidrSubnet::V4([0; 4], [0; 4])),
+            GeneralSubtree::IpAddress(CidrSubnet::V6([0; 16], [0; 16])),
+        ],
+    });
     let member_cert = member_params.signed_by(&member_key, &issuer)?;
     written.push(write_public(&pki.member_ca_cert(), &member_cert.pem())?);
     written.push(write_private(&pki.member_ca_key(), &member_key.serialize_pem())?);
@@ -79,7 +99,7 @@ pub fn init(dir: &Path, nodes: u64, hosts: &[String], force: bool) -> Result<Vec
 
 /// Signs a certificate for node `id` with the CA in `dir` (how an operator
 /// adds a node). Refuses to replace existing files unless `force`.
-pub fn issue_node(dir: &Path, id: u64, hosts: &[String], force: bool) -> Result<Vec<PathBuf>> {
+pub fn issue_node(dir: &Path, root_dir: Option<&Path>, id: u64, hosts: &[String], force: bool) -> Result<Vec<PathBuf>> {
     if id == 0 {
         return Err(Error::Usage("node ids start at 1".to_string()));
     }
@@ -88,20 +108,20 @@ pub fn issue_node(dir: &Path, id: u64, hosts: &[String], force: bool) -> Result<
     if !force {
         refuse_existing(&[pki.node_cert(id), pki.node_key(id)])?;
     }
-    let issuer = load_issuer(&pki)?;
+    let issuer = load_issuer(&pki, root_dir)?;
     write_node(&pki, &issuer, id, hosts)
 }
 
 /// Signs a client certificate with subject CN `name` (any name: `admin`,
 /// `viewer`, `system:fleet:member:<cluster>`, or a role the server does not
 /// know) with the CA in `dir`, written as `<name>.pem` and `<name>-key.pem`.
-pub fn issue_client(dir: &Path, name: &str, force: bool) -> Result<Vec<PathBuf>> {
+pub fn issue_client(dir: &Path, root_dir: Option<&Path>, name: &str, force: bool) -> Result<Vec<PathBuf>> {
     validate_client_name(name)?;
     let pki = PkiDir::new(dir);
     if !force {
         refuse_existing(&[pki.client_cert(name), pki.client_key(name)])?;
     }
-    let issuer = load_issuer(&pki)?;
+    let issuer = load_issuer(&pki, root_dir)?;
     write_client(&pki, &issuer, name)
 }
 
@@ -159,11 +179,15 @@ fn write_client(pki: &PkiDir, issuer: &Issuer<'_, KeyPair>, name: &str) -> Resul
 }
 
 /// The root CA of an existing PKI directory, ready to sign: its key from
-/// `root/ca-key.pem` (or `ca-key.pem` of a PKI made before the CA split).
-fn load_issuer(pki: &PkiDir) -> Result<Issuer<'static, KeyPair>> {
+/// `root_dir/ca-key.pem` when given, else `root/ca-key.pem` (or
+/// `ca-key.pem` of a PKI made before the CA split).
+fn load_issuer(pki: &PkiDir, root_dir: Option<&Path>) -> Result<Issuer<'static, KeyPair>> {
     let ca_pem = read_text(&pki.ca_cert())?;
-    let key_path =
-        if pki.root_key().exists() || !pki.legacy_ca_key().exists() { pki.root_key() } else { pki.legacy_ca_key() };
+    let key_path = match root_dir {
+        Some(_) => root_key_path(pki, root_dir),
+        None if pki.root_key().exists() || !pki.legacy_ca_key().exists() => pki.root_key(),
+        None => pki.legacy_ca_key(),
+    };
     let key_pem = read_text(&key_path)?;
     let key = KeyPair::from_pem(&key_pem)?;
     Ok(Issuer::from_ca_cert_pem(&ca_pem, key)?)

@@ -12,7 +12,7 @@ use fleetctl::{error_text, Client, ClientOptions, Error, EventType, Io, KindArg,
 
 fn make_pki() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    pki::init(dir.path(), 3, &parse_hosts("127.0.0.1,localhost"), false).unwrap();
+    pki::init(dir.path(), None, 3, &parse_hosts("127.0.0.1,localhost"), false).unwrap();
     dir
 }
 

@@ -16,7 +16,7 @@ const TYPES: [&str; 6] = ["Scheduled", "RolloutStarted", "Overridden", "WorkSync
 
 fn make_pki() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    pki::init(dir.path(), 3, &parse_hosts("127.0.0.1,localhost"), false).unwrap();
+    pki::init(dir.path(), None, 3, &parse_hosts("127.0.0.1,localhost"), false).unwrap();
     dir
 }
 

@@ -8,9 +8,15 @@ use crate::pki::{init, issue_client, issue_node, parse_hosts};
 /// Runs a `pki` subcommand and lists the files written.
 pub fn run(command: PkiCommand, io: &mut Io) -> Result<()> {
     let written = match command {
-        PkiCommand::Init { dir, nodes, hosts, force } => init(&dir, nodes, &parse_hosts(&hosts), force)?,
-        PkiCommand::IssueNode { dir, id, hosts, force } => issue_node(&dir, id, &parse_hosts(&hosts), force)?,
-        PkiCommand::IssueClient { dir, name, force } => issue_client(&dir, &name, force)?,
+        PkiCommand::Init { dir, root_dir, nodes, hosts, force } => {
+            init(&dir, root_dir.as_deref(), nodes, &parse_hosts(&hosts), force)?
+        }
+        PkiCommand::IssueNode { dir, root_dir, id, hosts, force } => {
+            issue_node(&dir, root_dir.as_deref(), id, &parse_hosts(&hosts), force)?
+        }
+        PkiCommand::IssueClient { dir, root_dir, name, force } => {
+            issue_client(&dir, root_dir.as_deref(), &name, force)?
+        }
     };
     let text: String = written.iter().map(|p| format!("wrote {}\n", p.display())).collect();
     io.out(&text)

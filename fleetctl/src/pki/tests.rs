@@ -65,7 +65,7 @@ fn verify_client(pki: &PkiDir, cert: &Path) -> Result<(), rustls::Error> {
 #[test]
 fn init_makes_every_file_with_the_right_identities() {
     let dir = tempfile::tempdir().unwrap();
-    let written = init(dir.path(), 3, &hosts(), false).unwrap();
+    let written = init(dir.path(), None, 3, &hosts(), false).unwrap();
     assert_eq!(written.len(), 4 + 3 * 2 + 2 * 2);
     let pki = PkiDir::new(dir.path());
     assert_eq!(cn_of(&der(&pki.ca_cert())).unwrap(), CA_CN);
@@ -85,7 +85,7 @@ fn init_makes_every_file_with_the_right_identities() {
 #[test]
 fn node_certs_carry_their_names_and_verify_for_both_roles() {
     let dir = tempfile::tempdir().unwrap();
-    init(dir.path(), 2, &hosts(), false).unwrap();
+    init(dir.path(), None, 2, &hosts(), false).unwrap();
     let pki = PkiDir::new(dir.path());
     let names = sans(&pki.node_cert(2));
     assert_eq!(names, vec!["node-2.fleet".to_string(), "ip:[127, 0, 0, 1]".to_string(), "localhost".to_string()]);
@@ -103,7 +103,7 @@ fn node_certs_carry_their_names_and_verify_for_both_roles() {
 fn key_files_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    init(dir.path(), 1, &hosts(), false).unwrap();
+    init(dir.path(), None, 1, &hosts(), false).unwrap();
     let pki = PkiDir::new(dir.path());
     for key in [pki.root_key(), pki.member_ca_key(), pki.node_key(1), pki.client_key("admin"), pki.client_key("viewer")]
     {
@@ -115,50 +115,50 @@ fn key_files_are_private() {
 #[test]
 fn init_refuses_to_overwrite_without_force() {
     let dir = tempfile::tempdir().unwrap();
-    init(dir.path(), 1, &hosts(), false).unwrap();
+    init(dir.path(), None, 1, &hosts(), false).unwrap();
     let pki = PkiDir::new(dir.path());
     let before = fs::read(pki.ca_cert()).unwrap();
-    assert!(matches!(init(dir.path(), 1, &hosts(), false), Err(Error::Exists { .. })));
+    assert!(matches!(init(dir.path(), None, 1, &hosts(), false), Err(Error::Exists { .. })));
     assert_eq!(fs::read(pki.ca_cert()).unwrap(), before);
-    init(dir.path(), 1, &hosts(), true).unwrap();
+    init(dir.path(), None, 1, &hosts(), true).unwrap();
     assert_ne!(fs::read(pki.ca_cert()).unwrap(), before);
 }
 
 #[test]
 fn issue_node_signs_with_the_existing_ca() {
     let dir = tempfile::tempdir().unwrap();
-    init(dir.path(), 3, &hosts(), false).unwrap();
+    init(dir.path(), None, 3, &hosts(), false).unwrap();
     let pki = PkiDir::new(dir.path());
-    issue_node(dir.path(), 4, &parse_hosts("10.0.0.4,node4.example"), false).unwrap();
+    issue_node(dir.path(), None, 4, &parse_hosts("10.0.0.4,node4.example"), false).unwrap();
     assert_eq!(identity(&pki.node_cert(4)), Identity::Node(4));
     assert_eq!(sans(&pki.node_cert(4))[0], "node-4.fleet");
     verify_server(&pki, &pki.node_cert(4), "node-4.fleet").unwrap();
     verify_server(&pki, &pki.node_cert(4), "node4.example").unwrap();
     verify_client(&pki, &pki.node_cert(4)).unwrap();
-    assert!(matches!(issue_node(dir.path(), 4, &hosts(), false), Err(Error::Exists { .. })));
-    issue_node(dir.path(), 4, &hosts(), true).unwrap();
+    assert!(matches!(issue_node(dir.path(), None, 4, &hosts(), false), Err(Error::Exists { .. })));
+    issue_node(dir.path(), None, 4, &hosts(), true).unwrap();
 }
 
 #[test]
 fn issue_client_makes_any_identity() {
     let dir = tempfile::tempdir().unwrap();
-    init(dir.path(), 1, &hosts(), false).unwrap();
+    init(dir.path(), None, 1, &hosts(), false).unwrap();
     let pki = PkiDir::new(dir.path());
-    issue_client(dir.path(), "intruder", false).unwrap();
+    issue_client(dir.path(), None, "intruder", false).unwrap();
     assert_eq!(identity(&pki.client_cert("intruder")), Identity::Other("intruder".into()));
     verify_client(&pki, &pki.client_cert("intruder")).unwrap();
-    issue_client(dir.path(), "system:fleet:member:east", false).unwrap();
+    issue_client(dir.path(), None, "system:fleet:member:east", false).unwrap();
     assert_eq!(identity(&pki.client_cert("system:fleet:member:east")), Identity::Member("east".into()));
     for bad in ["", "ca", "../x", ".hidden"] {
-        assert!(matches!(issue_client(dir.path(), bad, false), Err(Error::Usage(_))), "{bad:?}");
+        assert!(matches!(issue_client(dir.path(), None, bad, false), Err(Error::Usage(_))), "{bad:?}");
     }
-    assert!(matches!(issue_client(dir.path(), "admin", false), Err(Error::Exists { .. })));
+    assert!(matches!(issue_client(dir.path(), None, "admin", false), Err(Error::Exists { .. })));
 }
 
 #[test]
 fn issuing_without_a_ca_names_the_missing_file() {
     let dir = tempfile::tempdir().unwrap();
-    let err = issue_client(dir.path(), "x", false).unwrap_err();
+    let err = issue_client(dir.path(), None, "x", false).unwrap_err();
     assert!(err.to_string().contains("ca.pem"), "{err}");
 }
 
@@ -176,7 +176,7 @@ fn sign_with_member_ca(pki: &PkiDir, cn: &str) -> CertificateDer<'static> {
 #[test]
 fn the_member_ca_can_sign_members_only_and_no_ca() {
     let dir = tempfile::tempdir().unwrap();
-    init(dir.path(), 1, &hosts(), false).unwrap();
+    init(dir.path(), None, 1, &hosts(), false).unwrap();
     let pki = PkiDir::new(dir.path());
     let member_ca = der(&pki.member_ca_cert());
     let verifier =
@@ -210,5 +210,57 @@ fn the_member_ca_can_sign_members_only_and_no_ca() {
 #[test]
 fn zero_nodes_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(matches!(init(dir.path(), 0, &hosts(), false), Err(Error::Usage(_))));
+    assert!(matches!(init(dir.path(), None, 0, &hosts(), false), Err(Error::Usage(_))));
+}
+
+/// A server certificate for `names` signed with the member CA's key.
+fn server_cert_from_member_ca(pki: &PkiDir, names: &[&str]) -> CertificateDer<'static> {
+    let member_pem = fs::read_to_string(pki.member_ca_cert()).unwrap();
+    let key = KeyPair::from_pem(&fs::read_to_string(pki.member_ca_key()).unwrap()).unwrap();
+    let issuer = Issuer::from_ca_cert_pem(&member_pem, key).unwrap();
+    let mut params = node_params(1, &[]).unwrap();
+    params.subject_alt_names = names.iter().map(|n| san(n).unwrap()).collect();
+    let leaf_key = KeyPair::generate().unwrap();
+    params.signed_by(&leaf_key, &issuer).unwrap().der().clone()
+}
+
+#[test]
+fn the_member_ca_cannot_make_a_server_certificate_for_a_node_or_an_address() {
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), None, 1, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    let member_ca = der(&pki.member_ca_cert());
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots(&pki), provider()).build().unwrap();
+    for (names, dial) in [
+        (&["node-1.fleet"][..], "node-1.fleet"),
+        (&["127.0.0.1"][..], "127.0.0.1"),
+        (&["localhost", "::1"][..], "localhost"),
+        (&["hub.example.com"][..], "hub.example.com"),
+    ] {
+        let forged = server_cert_from_member_ca(&pki, names);
+        let server_name = ServerName::try_from(dial.to_string()).unwrap();
+        let verified =
+            verifier.verify_server_cert(&forged, std::slice::from_ref(&member_ca), &server_name, &[], UnixTime::now());
+        assert!(verified.is_err(), "a member-CA server certificate for {names:?} was accepted for {dial}");
+    }
+    // The node's own certificate (from the root) still verifies.
+    verify_server(&pki, &pki.node_cert(1), "node-1.fleet").unwrap();
+}
+
+#[test]
+fn the_root_key_can_be_kept_in_a_directory_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let written = init(dir.path(), Some(root.path()), 1, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    assert!(written.contains(&root.path().join("ca-key.pem")), "{written:?}");
+    assert!(!pki.root_key().exists() && !pki.legacy_ca_key().exists(), "no root key in the PKI directory");
+    // Issuing needs the root directory; without it the missing key is named.
+    let err = issue_node(dir.path(), None, 2, &hosts(), false).unwrap_err().to_string();
+    assert!(err.contains("ca-key.pem"), "{err}");
+    issue_node(dir.path(), Some(root.path()), 2, &hosts(), false).unwrap();
+    verify_server(&pki, &pki.node_cert(2), "node-2.fleet").unwrap();
+    issue_client(dir.path(), Some(root.path()), "ops", false).unwrap();
+    verify_client(&pki, &pki.client_cert("ops")).unwrap();
 }
