@@ -24,7 +24,7 @@ pub const STATE_UNSCHEDULED: &str = "Unscheduled";
 const STATES: &[&str] = &[STATE_SCHEDULED, STATE_BOUND, STATE_UNSCHEDULED];
 
 /// A cluster's two scheduling scores.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterScore {
     /// Sum of the preferred affinity terms' contributions.
@@ -36,7 +36,7 @@ pub struct ClusterScore {
 }
 
 /// Why a cluster was (or was not) chosen.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterDecision {
     pub cluster_name: String,
@@ -49,7 +49,7 @@ pub struct ClusterDecision {
 }
 
 /// `spec` of a binding.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BindingSpec {
     /// `Scheduled`, `Bound` or `Unscheduled`.
@@ -81,7 +81,7 @@ impl BindingSpec {
 }
 
 /// `status` of a binding (filled by rollout and work status; open-ended).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BindingStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -21,6 +21,7 @@ pub mod overrides;
 pub mod parse;
 pub mod placement;
 pub mod quantity;
+pub mod schema;
 pub mod selector;
 pub mod snapshot;
 pub mod staged;

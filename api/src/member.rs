@@ -35,7 +35,7 @@ pub fn member_namespace(cluster: &str) -> String {
 pub const TAINT_EFFECTS: &[&str] = &["NoSchedule", "NoSelect", "PreferNoSelect"];
 
 /// A taint: clusters with taints get placements only when tolerated.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Taint {
     pub key: String,
@@ -62,7 +62,7 @@ impl Taint {
 }
 
 /// `spec` of a MemberCluster.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemberClusterSpec {
     /// KubeFleet's identity of the agent on the hub; accepted and kept for compatibility.
@@ -82,7 +82,7 @@ impl MemberClusterSpec {
 }
 
 /// One property value as reported.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PropertyValue {
     pub value: String,
@@ -91,7 +91,7 @@ pub struct PropertyValue {
 }
 
 /// Capacity, allocatable and available resources (`cpu`, `memory` quantities).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceUsage {
     #[serde(default)]
@@ -105,7 +105,7 @@ pub struct ResourceUsage {
 }
 
 /// The status of one agent of the cluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentStatus {
     #[serde(rename = "type")]
@@ -117,7 +117,7 @@ pub struct AgentStatus {
 }
 
 /// `status` of a MemberCluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberClusterStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -199,7 +199,7 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
 pub const TARGET_PROPERTY: &str = "fleet.kubernetes-fleet.io/target";
 
 /// What an agent reports on every heartbeat.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HeartbeatReport {
     /// Property name → quantity (node count, costs, the target...).

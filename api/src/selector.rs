@@ -14,7 +14,7 @@ mod syntax;
 mod tests;
 
 /// Selects objects by their labels (Kubernetes semantics).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LabelSelector {
     /// Every key must be present with exactly this value.
@@ -26,7 +26,7 @@ pub struct LabelSelector {
 }
 
 /// One `matchExpressions` entry: a key, an operator and its values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LabelSelectorRequirement {
     /// The label key the requirement is about.
@@ -39,7 +39,7 @@ pub struct LabelSelectorRequirement {
 }
 
 /// The operator of a [`LabelSelectorRequirement`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum SelectorOperator {
     /// The label is present and its value is one of `values`.
     In,

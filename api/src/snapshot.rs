@@ -51,7 +51,7 @@ pub const REASON_FULFILLED: &str = "SchedulingPolicyFulfilled";
 pub const REASON_UNFULFILLED: &str = "SchedulingPolicyUnfulfilled";
 
 /// `spec` of a resource snapshot: the selected objects, cleaned.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceSnapshotSpec {
     #[serde(default)]
@@ -59,7 +59,7 @@ pub struct ResourceSnapshotSpec {
 }
 
 /// `spec` of a policy snapshot.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicySnapshotSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,7 +70,7 @@ pub struct PolicySnapshotSpec {
 }
 
 /// `status` of a policy snapshot: the scheduler's result.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicySnapshotStatus {
     /// The placement generation this status was computed for.

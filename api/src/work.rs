@@ -40,7 +40,7 @@ pub const REASON_DIFF_FAILED: &str = "Failed";
 pub const APPLY_TYPE_REPORT_DIFF: &str = "ReportDiff";
 
 /// `spec.workload`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Workload {
     #[serde(default)]
@@ -48,7 +48,7 @@ pub struct Workload {
 }
 
 /// `serverSideApplyConfig`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServerSideApplyConfig {
     #[serde(default)]
@@ -56,7 +56,7 @@ pub struct ServerSideApplyConfig {
 }
 
 /// How the agent applies (rollout.md, "Apply strategy").
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApplyStrategy {
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -86,7 +86,7 @@ impl ApplyStrategy {
 }
 
 /// `spec` of a Work.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkSpec {
     #[serde(default)]
@@ -99,7 +99,7 @@ pub struct WorkSpec {
 }
 
 /// `spec.deleteOptions` of a Work (from the placement's `deleteStrategy`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeleteOptions {
     /// `Delete` (default: the objects go with the Work) or `Abandon` (they stay).
@@ -115,7 +115,7 @@ impl WorkSpec {
 }
 
 /// Names one manifest of a Work in status.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkResourceIdentifier {
     pub ordinal: i64,
@@ -134,7 +134,7 @@ pub struct WorkResourceIdentifier {
 }
 
 /// The conditions of one manifest.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestCondition {
     pub identifier: WorkResourceIdentifier,
@@ -147,7 +147,7 @@ pub struct ManifestCondition {
 }
 
 /// `status` of a Work.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

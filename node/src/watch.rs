@@ -10,7 +10,7 @@ use fleet_proto::fleet::WatchEvent as WireEvent;
 use fleet_statemachine::watch::HubMessage;
 use fleet_statemachine::{ListQuery, Store};
 use futures::Stream;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
@@ -63,7 +63,27 @@ pub async fn start(
     stopping: tokio::sync::watch::Receiver<bool>,
     member: Option<(String, String)>,
     view: Option<crate::service::View>,
-) -> Result<Pin<Box<dyn Stream<Item = Result<WireEvent, Status>> + Send>>, Status> {
+) -> Result<WatchStream, Status> {
+    start_with_bookmarks(store, query, from, stopping, member, view, None).await
+}
+
+/// A watch's events.
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WireEvent, Status>> + Send>>;
+
+/// [`start`], also sending a BOOKMARK every `bookmarks` when the hub has
+/// applied more since the last one. Its resourceVersion is an applied
+/// index whose events (published before the index moved) this watch has
+/// all sent or filtered out, so resuming from it loses nothing, and a
+/// quiet selector's watcher keeps a version that stays in the history.
+pub async fn start_with_bookmarks(
+    store: Arc<Store>,
+    query: ListQuery,
+    from: u64,
+    stopping: tokio::sync::watch::Receiver<bool>,
+    member: Option<(String, String)>,
+    view: Option<crate::service::View>,
+    bookmarks: Option<std::time::Duration>,
+) -> Result<WatchStream, Status> {
     let listed = from == 0;
     let (initial, from) = if listed {
         let (store2, q) = (store.clone(), query.clone());
@@ -96,7 +116,8 @@ pub async fn start(
                 return;
             }
         }
-        forward_live(tx, query, subscription.receiver, stopping, member, view).await;
+        let live = Live { query, member, view, bookmarks: bookmarks.map(|every| (every, store)), bookmarked: from };
+        forward_live(tx, subscription.receiver, stopping, live).await;
     });
     Ok(Box::pin(ReceiverStream::new(rx)))
 }
@@ -118,14 +139,93 @@ async fn send_if_matching(
     tx.send(Ok(wire)).await.is_ok()
 }
 
-async fn forward_live(
-    tx: Out,
+/// What the live part of a watch forwards.
+struct Live {
     query: ListQuery,
-    mut receiver: tokio::sync::broadcast::Receiver<HubMessage>,
-    mut stopping: tokio::sync::watch::Receiver<bool>,
     member: Option<(String, String)>,
     view: Option<crate::service::View>,
+    /// How often to send a BOOKMARK, and the store whose applied index it names.
+    bookmarks: Option<(std::time::Duration, Arc<Store>)>,
+    /// The version of the last BOOKMARK (or where the watch started).
+    bookmarked: u64,
+}
+
+/// Resolves at the next bookmark time (never when bookmarks are off).
+async fn next_bookmark(interval: &mut Option<tokio::time::Interval>) {
+    match interval {
+        Some(interval) => {
+            interval.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Handles one message of the hub: `false` once the stream has ended.
+async fn forward(tx: &Out, live: &Live, message: Result<HubMessage, RecvError>) -> bool {
+    match message {
+        Ok(HubMessage::Event(event)) => {
+            if let Some(ended) = live.member.as_ref().and_then(|(m, serial)| revoked(&event, m, serial)) {
+                let _ = tx.send(Err(ended)).await;
+                return false;
+            }
+            send_if_matching(tx, &live.query, &event, live.view).await
+        }
+        Ok(HubMessage::Reset { resource_version }) => {
+            let _ = tx
+                .send(Err(expired(format!(
+                    "this node installed a snapshot at resourceVersion {resource_version}: expired, relist"
+                ))))
+                .await;
+            false
+        }
+        Err(RecvError::Lagged(n)) => {
+            let _ = tx
+                .send(Err(expired(format!(
+                    "watch fell {n} events behind: expired, resume from the last resourceVersion received or relist"
+                ))))
+                .await;
+            false
+        }
+        Err(RecvError::Closed) => false,
+    }
+}
+
+/// Sends a BOOKMARK at the applied index once every event published
+/// before it has been forwarded: `false` once the stream has ended.
+async fn bookmark(tx: &Out, live: &mut Live, receiver: &mut tokio::sync::broadcast::Receiver<HubMessage>) -> bool {
+    let Some((_, store)) = &live.bookmarks else { return true };
+    // Events are published before the applied index moves past them.
+    let applied = store.applied_index();
+    loop {
+        let message = match receiver.try_recv() {
+            Ok(message) => Ok(message),
+            Err(TryRecvError::Empty) => break,
+            Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+            Err(TryRecvError::Closed) => Err(RecvError::Closed),
+        };
+        if !forward(tx, live, message).await {
+            return false;
+        }
+    }
+    if applied <= live.bookmarked {
+        return true;
+    }
+    live.bookmarked = applied;
+    let event = WireEvent { r#type: "BOOKMARK".into(), object: Vec::new(), resource_version: applied };
+    tx.send(Ok(event)).await.is_ok()
+}
+
+async fn forward_live(
+    tx: Out,
+    mut receiver: tokio::sync::broadcast::Receiver<HubMessage>,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+    mut live: Live,
 ) {
+    let mut interval = live.bookmarks.as_ref().map(|(every, _)| {
+        let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + *every, *every);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        interval
+    });
     loop {
         tokio::select! {
             _ = tx.closed() => return,
@@ -133,29 +233,15 @@ async fn forward_live(
                 let _ = tx.send(Err(Status::unavailable("node is shutting down: resume the watch on another node"))).await;
                 return;
             }
-            message = receiver.recv() => match message {
-                Ok(HubMessage::Event(event)) => {
-                    if let Some(ended) = member.as_ref().and_then(|(m, serial)| revoked(&event, m, serial)) {
-                        let _ = tx.send(Err(ended)).await;
-                        return;
-                    }
-                    if !send_if_matching(&tx, &query, &event, view).await {
-                        return;
-                    }
-                }
-                Ok(HubMessage::Reset { resource_version }) => {
-                    let _ = tx.send(Err(expired(format!(
-                        "this node installed a snapshot at resourceVersion {resource_version}: expired, relist"
-                    )))).await;
+            _ = next_bookmark(&mut interval) => {
+                if !bookmark(&tx, &mut live, &mut receiver).await {
                     return;
                 }
-                Err(RecvError::Lagged(n)) => {
-                    let _ = tx.send(Err(expired(format!(
-                        "watch fell {n} events behind: expired, resume from the last resourceVersion received or relist"
-                    )))).await;
+            }
+            message = receiver.recv() => {
+                if !forward(&tx, &live, message).await {
                     return;
                 }
-                Err(RecvError::Closed) => return,
             }
         }
     }

@@ -228,3 +228,188 @@ async fn kubectl_keeps_working_through_a_follower_and_python_lists_and_watches()
     ]);
     assert_eq!(mode, "after-failover");
 }
+
+const UNKNOWN_FIELD_CRP: &str = "apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterResourcePlacement
+metadata:
+  name: extra
+spec:
+  resourceSelectors:
+    - {group: \"\", version: v1, kind: Namespace, name: pages}
+  policy:
+    placementType: PickAll
+    colour: blue
+";
+
+/// A ConfigMap in namespace `pages` with `labels` (a YAML flow map).
+fn configmap_in_pages(name: &str, labels: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: pages\n  labels: {labels}\ndata:\n  a: b\n")
+}
+
+/// `text` with every run of whitespace one space.
+fn squash(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The `WatchEvent` lines of a raw watch, parsed.
+fn event(line: &str) -> serde_json::Value {
+    serde_json::from_str(line).unwrap_or(serde_json::Value::Null)
+}
+
+fn event_rv(line: &str) -> u64 {
+    event(line)["object"]["metadata"]["resourceVersion"].as_str().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explains_validates_pages_reviews_and_resumes_watches() {
+    let kube = KubeHub::start().await;
+    let dir = kube.hub.dir.path().to_path_buf();
+
+    // explain: typed fields with their types and the doc comments of the Rust types.
+    let explain = |what: &[&str]| squash(&kube.kubectl_ok(&[&["explain"], what].concat()));
+    let policy = explain(&["clusterresourceplacement.spec.policy"]);
+    for expected in ["placementType <string>", "numberOfClusters <integer>", "PickN", "affinity <Affinity>"] {
+        assert!(policy.contains(expected), "explain lacks {expected:?}:\n{policy}");
+    }
+    let rolling = explain(&["crp.spec.strategy.rollingUpdate.maxUnavailable"]);
+    assert!(rolling.contains("<IntOrString>"), "{rolling}");
+    let ocm = explain(&["placements.spec", "--api-version=cluster.open-cluster-management.io/v1beta1"]);
+    assert!(ocm.contains("numberOfClusters") && ocm.contains("How many clusters to choose"), "{ocm}");
+    let cro = explain(&["clusterresourceoverride.spec.policy"]);
+    assert!(cro.contains("overrideRules <[]OverrideRule>"), "{cro}");
+
+    // fieldValidation: Strict refuses an unknown field, Warn drops it with a warning, Ignore drops it.
+    // kubectl create NAMESPACE|CONFIGMAP sends protobuf, which the hub does not read: a clear 415.
+    let imperative = kube.kubectl(&["create", "namespace", "pages"]);
+    assert!(!imperative.status.success());
+    assert!(
+        text(&imperative).contains("not Kubernetes protobuf") && text(&imperative).contains("apply -f"),
+        "{}",
+        text(&imperative)
+    );
+    let apply = |name: &str, yaml: &str| {
+        let file = dir.join(name);
+        std::fs::write(&file, yaml).expect("write");
+        kube.kubectl_ok(&["apply", "-f", &path_arg(&file)])
+    };
+    apply("pages.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: pages\n");
+    let file = dir.join("extra.yaml");
+    std::fs::write(&file, UNKNOWN_FIELD_CRP).expect("write");
+    let strict = kube.kubectl(&["apply", "--validate=strict", "-f", &path_arg(&file)]);
+    assert!(!strict.status.success(), "{}", text(&strict));
+    assert!(
+        text(&strict).contains("unknown field \\\"spec.policy.colour\\\"")
+            || text(&strict).contains("unknown field \"spec.policy.colour\""),
+        "{}",
+        text(&strict)
+    );
+    assert!(text(&strict).contains("is invalid"), "{}", text(&strict));
+    let warned = kube.kubectl(&["apply", "--validate=warn", "-f", &path_arg(&file)]);
+    assert!(warned.status.success(), "{}", text(&warned));
+    assert!(
+        String::from_utf8_lossy(&warned.stderr).contains("Warning: unknown field \"spec.policy.colour\""),
+        "{}",
+        text(&warned)
+    );
+    let stored = kube.kubectl_ok(&["get", "crp", "extra", "-o", "jsonpath={.spec.policy}"]);
+    assert!(!stored.contains("colour") && stored.contains("PickAll"), "{stored}");
+    std::fs::write(&file, UNKNOWN_FIELD_CRP.replace("colour: blue", "colour: red")).expect("write");
+    let ignored = kube.kubectl(&["apply", "--validate=false", "-f", &path_arg(&file)]);
+    assert!(ignored.status.success(), "{}", text(&ignored));
+    assert!(!text(&ignored).contains("unknown field"), "{}", text(&ignored));
+
+    // auth can-i answers from the role.
+    assert_eq!(kube.kubectl_ok(&["auth", "can-i", "create", "crp"]).trim(), "yes");
+    let viewer = kube.viewer.clone();
+    let no = kube.kubectl_with(&viewer, &["auth", "can-i", "delete", "crp"]);
+    // kubectl prints the reason after "no - ".
+    assert!(String::from_utf8_lossy(&no.stdout).starts_with("no - \"viewer\" may not call delete"), "{}", text(&no));
+    assert_eq!(no.status.code(), Some(1));
+    let yes = kube.kubectl_with(&viewer, &["auth", "can-i", "list", "configmaps", "-n", "pages"]);
+    assert_eq!(String::from_utf8_lossy(&yes.stdout).trim(), "yes", "{}", text(&yes));
+
+    // Paging: kubectl's chunked list sees every object; a raw page says what follows.
+    for i in 1..=5 {
+        let batch = if i <= 2 { "old" } else { "new" };
+        apply(&format!("cm-{i}.yaml"), &configmap_in_pages(&format!("cm-{i}"), &format!("{{batch: {batch}}}")));
+    }
+    let chunked = kube.kubectl_ok(&["get", "configmaps", "-n", "pages", "--chunk-size=2", "-o", "name"]);
+    assert_eq!(chunked.lines().count(), 5, "{chunked}");
+    let page = |query: &str| kube.kubectl(&["get", "--raw", &format!("/api/v1/namespaces/pages/configmaps?{query}")]);
+    let first: serde_json::Value = serde_json::from_slice(&page("limit=2").stdout).expect("a list");
+    assert_eq!(first["items"].as_array().map(Vec::len), Some(2), "{first}");
+    assert_eq!(first["metadata"]["remainingItemCount"], 3, "{first}");
+    let token = first["metadata"]["continue"].as_str().expect("a continue token").to_string();
+    let second: serde_json::Value =
+        serde_json::from_slice(&page(&format!("limit=2&continue={token}")).stdout).expect("a list");
+    assert_eq!(second["items"][0]["metadata"]["name"], "cm-3", "{second}");
+    // A change in the rest of the list expires the token (410): the pages could no longer agree.
+    kube.kubectl_ok(&["label", "configmap", "cm-5", "-n", "pages", "touched=yes"]);
+    let expired = page(&format!("limit=2&continue={token}"));
+    assert!(!expired.status.success());
+    assert!(text(&expired).contains("Expired") || text(&expired).contains("410"), "{}", text(&expired));
+
+    // deletecollection with a label selector.
+    let deleted = kube.kubectl(&["delete", "--raw", "/api/v1/namespaces/pages/configmaps?labelSelector=batch%3Dold"]);
+    assert!(deleted.status.success(), "{}", text(&deleted));
+    let left = kube.kubectl_ok(&["get", "configmaps", "-n", "pages", "-o", "name"]);
+    assert!(!left.contains("cm-1") && !left.contains("cm-2") && left.contains("cm-3"), "{left}");
+
+    // One Raft entry, several objects: deleting an owner deletes its dependent at the same
+    // resourceVersion. A client that resumes from the version of the first event it saw
+    // still gets the other.
+    apply("owner.yaml", &configmap_in_pages("owner", "{}"));
+    let uid = kube.kubectl_ok(&["get", "configmap", "owner", "-n", "pages", "-o", "jsonpath={.metadata.uid}"]);
+    let dependent = dir.join("dependent.yaml");
+    std::fs::write(
+        &dependent,
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dependent\n  namespace: pages\n  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: owner, uid: {uid}}}\n"
+        ),
+    )
+    .expect("write");
+    kube.kubectl_ok(&["apply", "-f", &path_arg(&dependent)]);
+    let before: serde_json::Value =
+        serde_json::from_slice(&page("labelSelector=nothing%3Dhere").stdout).expect("a list");
+    let listed_at = before["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_string();
+    kube.kubectl_ok(&["delete", "configmap", "owner", "-n", "pages"]);
+    let watch_from = |rv: &str| {
+        kube.kubectl_stream(&[
+            "get",
+            "--raw",
+            &format!("/api/v1/namespaces/pages/configmaps?watch=true&resourceVersion={rv}"),
+        ])
+    };
+    let deleted_event = |name: &'static str| {
+        move |l: &str| {
+            let e = event(l);
+            e["type"] == "DELETED" && e["object"]["metadata"]["name"] == name
+        }
+    };
+    let mut all = watch_from(&listed_at);
+    let owner_rv = event_rv(&all.wait_for("the owner's deletion", Duration::from_secs(20), deleted_event("owner")));
+    drop(all);
+    let mut all = watch_from(&listed_at);
+    let dependent_rv =
+        event_rv(&all.wait_for("the dependent's deletion", Duration::from_secs(20), deleted_event("dependent")));
+    drop(all);
+    assert!(owner_rv > 0 && owner_rv == dependent_rv, "one entry deletes both: {owner_rv} vs {dependent_rv}");
+    let mut resumed = watch_from(&owner_rv.to_string());
+    resumed.wait_for("the dependent after resuming at the entry", Duration::from_secs(20), deleted_event("dependent"));
+    drop(resumed);
+    let mut resumed = watch_from(&owner_rv.to_string());
+    resumed.wait_for("the owner after resuming at the entry", Duration::from_secs(20), deleted_event("owner"));
+    drop(resumed);
+
+    // Bookmarks: a quiet watch that asked for them learns how far the hub has moved.
+    let quiet = format!(
+        "/apis/placement.kubernetes-fleet.io/v1beta1/clusterresourceplacements?watch=true&allowWatchBookmarks=true&resourceVersion={owner_rv}&labelSelector=nothing%3Dhere"
+    );
+    let mut bookmarks = kube.kubectl_stream(&["get", "--raw", &quiet]);
+    apply("after-bookmark.yaml", &configmap_in_pages("after-bookmark", "{}"));
+    let line = bookmarks.wait_for("a bookmark past the resumed version", Duration::from_secs(30), |l| {
+        let e = event(l);
+        e["type"] == "BOOKMARK" && event_rv(l) > owner_rv
+    });
+    assert_eq!(event(&line)["object"]["kind"], "ClusterResourcePlacement", "{line}");
+}

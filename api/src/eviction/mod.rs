@@ -80,7 +80,7 @@ pub fn message_blocked_by_budget(available: usize, total: usize) -> String {
 }
 
 /// `spec` of an eviction.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EvictionSpec {
     /// The ClusterResourcePlacement to evict from.
@@ -92,7 +92,7 @@ pub struct EvictionSpec {
 }
 
 /// `status` of an eviction: `Valid`, then `Executed`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvictionStatus {
     /// `Valid` and `Executed`.
@@ -109,7 +109,7 @@ impl EvictionStatus {
 }
 
 /// `spec` of a disruption budget: at most one of the two fields.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DisruptionBudgetSpec {
     /// Integer ≥ 0 or `"0%"`..`"100%"`.

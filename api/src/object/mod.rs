@@ -10,16 +10,22 @@ mod object_de;
 
 /// A reference from a dependent object to the object that owns it; deleting the
 /// owner deletes the dependent in the same command (cascade).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OwnerReference {
+    /// API version of the owner.
     pub api_version: String,
+    /// Kind of the owner.
     pub kind: String,
+    /// Name of the owner.
     pub name: String,
+    /// Uid of the owner.
     #[serde(default)]
     pub uid: String,
+    /// Whether the owner is the managing controller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<bool>,
+    /// Whether the owner's deletion waits for this object's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_owner_deletion: Option<bool>,
 }
@@ -42,33 +48,44 @@ impl OwnerReference {
 /// Kubernetes-style object metadata. Server-set fields (`uid`,
 /// `resourceVersion`, `generation`, `creationTimestamp`) are decided by the
 /// proposer and the state machine, never trusted from a user's document.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
+    /// Name of the object, unique within its kind and namespace.
     #[serde(default)]
     pub name: String,
+    /// A prefix the server completes into a unique name when name is empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generate_name: Option<String>,
+    /// Namespace of a namespaced object (default: "default").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// Set by the hub: unique id of this incarnation of the object.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
     /// The Raft log index of the write that last changed the object, as a
     /// decimal string (Kubernetes' wire format). Empty when not set.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_version: String,
+    /// Set by the hub: grows on every spec change.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub generation: i64,
+    /// Set by the hub: RFC 3339 creation time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+    /// Set by the hub while the object is being deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<String>,
+    /// Labels, selected by label selectors.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// Annotations: arbitrary metadata.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// Objects this one belongs to: deleting the owner deletes it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owner_references: Vec<OwnerReference>,
+    /// Keys that hold the object's deletion until each is removed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
     /// Which field manager owns which fields (server-side apply through the
@@ -176,7 +193,7 @@ pub fn group_of(api_version: &str) -> &str {
 
 /// Identifies one stored object independently of API version: group, kind,
 /// namespace (empty for cluster-scoped objects) and name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ObjectKey {
     pub group: String,
     pub kind: String,

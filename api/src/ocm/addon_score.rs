@@ -18,7 +18,7 @@ pub const KIND: &str = "AddOnPlacementScore";
 pub const SCORE_RANGE: std::ops::RangeInclusive<i64> = -100..=100;
 
 /// One named score.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AddOnPlacementScoreItem {
     /// The score's name (a prioritizer's `scoreName`).
@@ -30,7 +30,7 @@ pub struct AddOnPlacementScoreItem {
 }
 
 /// `status` of an AddOnPlacementScore.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AddOnPlacementScoreStatus {
     /// The writer's own conditions.

@@ -29,7 +29,7 @@ pub const SELECTOR_LABEL_SELECTOR: &str = "LabelSelector";
 pub const SELECTOR_TYPES: &[&str] = &[SELECTOR_EXCLUSIVE_LABEL, SELECTOR_LABEL_SELECTOR];
 
 /// `spec` of a ManagedClusterSet.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManagedClusterSetSpec {
     /// How members are chosen; absent means by the set label.
@@ -38,7 +38,7 @@ pub struct ManagedClusterSetSpec {
 }
 
 /// `spec.clusterSelector` of a ManagedClusterSet.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManagedClusterSelector {
     /// `ExclusiveClusterSetLabel` (default) or `LabelSelector`.
@@ -62,7 +62,7 @@ impl ManagedClusterSetSpec {
 }
 
 /// `status` of a ManagedClusterSet or a ManagedClusterSetBinding.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConditionsStatus {
     /// `ClusterSetEmpty` on a set, `Bound` on a binding.
@@ -71,7 +71,7 @@ pub struct ConditionsStatus {
 }
 
 /// `spec` of a ManagedClusterSetBinding.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManagedClusterSetBindingSpec {
     /// The bound set; must equal the binding's name.

@@ -29,7 +29,7 @@ pub fn page_name(placement: &str, n: usize) -> String {
 }
 
 /// One chosen cluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterDecision {
     /// The cluster's name.
@@ -41,7 +41,7 @@ pub struct ClusterDecision {
 }
 
 /// `status` of a PlacementDecision.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlacementDecisionStatus {
     /// At most [`MAX_DECISIONS_PER_PAGE`], cluster names unique.

@@ -35,7 +35,7 @@ pub const KIND: &str = "ManagedCluster";
 const FLEET_NO_SCHEDULE: &str = "NoSchedule";
 
 /// `spec` of a ManagedCluster as written through the view.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManagedClusterSpec {
     /// Accepted; every joined cluster is accepted.

@@ -55,7 +55,7 @@ pub const WORK_GROUP: &str = "work.open-cluster-management.io";
 
 /// Selects clusters by labels AND claims (OCM's `ClusterSelector`, also its
 /// `groupClusterSelector`); an absent part matches every cluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterSelector {
     /// On the cluster's labels.
@@ -67,7 +67,7 @@ pub struct ClusterSelector {
 }
 
 /// A selector on cluster claims: AND-ed label-style requirements.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClaimSelector {
     /// Each must hold (`In`, `NotIn`, `Exists`, `DoesNotExist`).

@@ -45,7 +45,7 @@ pub const CONDITION_PLACEMENT_ROLLED_OUT: &str = "PlacementRolledOut";
 pub const CONDITION_MANIFESTWORK_APPLIED: &str = "ManifestworkApplied";
 
 /// `spec` of a ManifestWorkReplicaSet.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManifestWorkReplicaSetSpec {
     /// The ManifestWork every decided cluster gets.
@@ -60,7 +60,7 @@ pub struct ManifestWorkReplicaSetSpec {
 }
 
 /// A Placement of the same namespace and how to roll out over its decisions.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LocalPlacementReference {
     /// The Placement's name.
@@ -72,7 +72,7 @@ pub struct LocalPlacementReference {
 }
 
 /// OCM's rollout strategy.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RolloutStrategy {
     /// `All` (default), `Progressive` or `ProgressivePerGroup`.
@@ -107,7 +107,7 @@ impl RolloutStrategy {
 }
 
 /// The options of a rollout type (each type allows a subset; see the module doc).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RolloutConfig {
     /// Soak time after a cluster (or group) succeeds; default `0`.
@@ -143,7 +143,7 @@ impl RolloutConfig {
 }
 
 /// A decision group by name or index (the name is looked at first).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MandatoryDecisionGroup {
     /// The group's `decision-group-name`.
@@ -155,7 +155,7 @@ pub struct MandatoryDecisionGroup {
 }
 
 /// `status` of a ManifestWorkReplicaSet.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestWorkReplicaSetStatus {
     /// `PlacementVerified`, `PlacementRolledOut`, `ManifestworkApplied`.
@@ -170,7 +170,7 @@ pub struct ManifestWorkReplicaSetStatus {
 }
 
 /// Counts of ManifestWorks by state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestWorkReplicaSetSummary {
     /// ManifestWorks created.
@@ -191,7 +191,7 @@ pub struct ManifestWorkReplicaSetSummary {
 }
 
 /// One referenced placement's share.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlacementSummary {
     /// The Placement's name.

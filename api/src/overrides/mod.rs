@@ -58,7 +58,7 @@ pub const SCOPE_CLUSTER: &str = "Cluster";
 pub const SCOPE_NAMESPACED: &str = "Namespaced";
 
 /// `spec.placement`: the one placement an override is limited to.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlacementRef {
     /// The placement's name.
@@ -77,7 +77,7 @@ impl PlacementRef {
 }
 
 /// One selected resource: group/version/kind/name (no label selector).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OverrideSelector {
     /// API group (`""` for the core group).
@@ -98,7 +98,7 @@ pub struct OverrideSelector {
 }
 
 /// `P.clusterSelector`: absent = no cluster; no terms = every cluster.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OverrideClusterSelector {
     /// OR-ed terms (label selectors only).
@@ -107,7 +107,7 @@ pub struct OverrideClusterSelector {
 }
 
 /// One JSON patch operation of a rule.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JsonPatchOverride {
     /// `add`, `remove` or `replace`.
@@ -122,7 +122,7 @@ pub struct JsonPatchOverride {
 }
 
 /// One rule of `spec.policy.overrideRules`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OverrideRule {
     /// Which clusters the rule applies to.
@@ -144,7 +144,7 @@ impl OverrideRule {
 }
 
 /// `spec.policy`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OverridePolicy {
     /// Rules, applied in order.
@@ -154,7 +154,7 @@ pub struct OverridePolicy {
 
 /// `spec` of a CRO or RO (CROs use `clusterResourceSelectors`, ROs
 /// `resourceSelectors`; validation refuses the other one).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OverrideSpec {
     /// The placement the override is limited to, if any.
@@ -183,7 +183,7 @@ impl OverrideSpec {
 }
 
 /// `spec` of an override snapshot: the override's spec as it was, and its hash.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OverrideSnapshotSpec {
     /// The override's spec.

@@ -9,7 +9,7 @@ use crate::selector::LabelSelector;
 use crate::work::ApplyStrategy;
 
 /// `spec` of a ClusterResourcePlacement or ResourcePlacement.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlacementSpec {
     #[serde(default)]
@@ -23,7 +23,7 @@ pub struct PlacementSpec {
 }
 
 /// One `resourceSelectors` entry.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceSelector {
     #[serde(default)]
@@ -42,7 +42,7 @@ pub struct ResourceSelector {
 }
 
 /// `spec.policy`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlacementPolicy {
     /// `PickAll` (default), `PickFixed` or `PickN`.
@@ -68,7 +68,7 @@ impl PlacementPolicy {
 }
 
 /// `spec.policy.affinity`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Affinity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,7 +76,7 @@ pub struct Affinity {
 }
 
 /// `affinity.clusterAffinity`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterAffinity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,7 +86,7 @@ pub struct ClusterAffinity {
 }
 
 /// The required cluster selector: OR-ed terms.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterSelector {
     #[serde(default)]
@@ -94,7 +94,7 @@ pub struct ClusterSelector {
 }
 
 /// A cluster selector term; `propertySorter` only in preferred terms.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterSelectorTerm {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,7 +108,7 @@ pub struct ClusterSelectorTerm {
 }
 
 /// `propertySelector`: AND-ed expressions on cluster properties.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PropertySelector {
     #[serde(default)]
@@ -116,7 +116,7 @@ pub struct PropertySelector {
 }
 
 /// One property expression: `name operator values[0]`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PropertySelectorRequirement {
     #[serde(default)]
@@ -129,7 +129,7 @@ pub struct PropertySelectorRequirement {
 }
 
 /// `propertySorter` (alias `metricSorter`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PropertySorter {
     #[serde(default)]
@@ -140,7 +140,7 @@ pub struct PropertySorter {
 }
 
 /// A weighted preferred term.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PreferredClusterSelector {
     #[serde(default)]
@@ -150,7 +150,7 @@ pub struct PreferredClusterSelector {
 }
 
 /// `topologySpreadConstraints` entry (PickN only).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TopologySpreadConstraint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,7 +163,7 @@ pub struct TopologySpreadConstraint {
 }
 
 /// A toleration of cluster taints.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Toleration {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -191,7 +191,7 @@ impl Toleration {
 }
 
 /// `spec.strategy`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RolloutStrategy {
     /// `RollingUpdate` (default) or `External`.
@@ -206,7 +206,7 @@ pub struct RolloutStrategy {
 }
 
 /// `strategy.rollingUpdate`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RollingUpdateConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -218,7 +218,7 @@ pub struct RollingUpdateConfig {
 }
 
 /// `strategy.deleteStrategy`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeleteStrategy {
     /// `Delete` (default) or `Abandon`.
@@ -235,6 +235,23 @@ pub enum IntOrString {
     Int(i64),
     /// A string, e.g. `25%`.
     Str(String),
+}
+
+/// Kubernetes' int-or-string schema, a named definition so that `kubectl
+/// explain` shows `<IntOrString>` (it names a referenced type by its
+/// definition).
+impl schemars::JsonSchema for IntOrString {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "IntOrString".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An integer or a string, e.g. 3 or \"25%\".",
+            "x-kubernetes-int-or-string": true,
+            "anyOf": [{"type": "integer"}, {"type": "string"}]
+        })
+    }
 }
 
 impl fmt::Display for IntOrString {

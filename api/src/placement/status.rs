@@ -18,7 +18,7 @@ pub fn scheduled_condition_type(placement_kind: &str) -> String {
 }
 
 /// One selected resource, as listed in `status.selectedResources`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceIdentifier {
     #[serde(default)]
@@ -34,7 +34,7 @@ pub struct ResourceIdentifier {
 }
 
 /// One chosen cluster's entry in `status.placementStatuses`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PerClusterStatus {
     #[serde(default)]
@@ -49,7 +49,7 @@ pub struct PerClusterStatus {
 }
 
 /// `status` of a placement.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlacementStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

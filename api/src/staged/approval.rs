@@ -14,7 +14,7 @@ use super::vocabulary::{
 };
 
 /// `spec` of an approval request.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApprovalRequestSpec {
     /// The run this request gates.
@@ -26,7 +26,7 @@ pub struct ApprovalRequestSpec {
 }
 
 /// `status` of an approval request.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequestStatus {
     /// `Approved` (by a person), `ApprovalAccepted` (by the run).

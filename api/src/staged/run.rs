@@ -20,7 +20,7 @@ pub const MAX_PLACEMENT_NAME: usize = 255;
 pub const MAX_RUN_NAME: usize = 63;
 
 /// `spec` of a staged update run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateRunSpec {
     /// The placement (same namespace for a namespaced run) to roll out.
@@ -63,7 +63,7 @@ fn string_or_integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Optio
 }
 
 /// A namespaced object reference (a ResourceOverride snapshot).
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NamespacedName {
     /// The object's name.
@@ -75,7 +75,7 @@ pub struct NamespacedName {
 }
 
 /// `status` of a staged update run: everything it decided and did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateRunStatus {
     /// Index of the placement's policy snapshot the stages were computed from.
@@ -105,7 +105,7 @@ pub struct UpdateRunStatus {
 }
 
 /// One stage's progress.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StageUpdatingStatus {
     /// The strategy stage's name, or `kubernetes-fleet.io/deleteStage`.
@@ -132,7 +132,7 @@ pub struct StageUpdatingStatus {
 }
 
 /// One cluster's progress in a stage.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterUpdatingStatus {
     /// The MemberCluster's name.
@@ -150,7 +150,7 @@ pub struct ClusterUpdatingStatus {
 }
 
 /// One before- or after-stage task's progress.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StageTaskStatus {
     /// `TimedWait` or `Approval`.

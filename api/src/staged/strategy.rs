@@ -26,7 +26,7 @@ pub const DEFAULT_MAX_CONCURRENCY: i64 = 1;
 pub const MAX_CONCURRENCY_PATTERN: &str = "^(100|[1-9][0-9]?)%$";
 
 /// `spec` of a staged update strategy.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateStrategySpec {
     /// The stages, run in this order.
@@ -35,7 +35,7 @@ pub struct UpdateStrategySpec {
 }
 
 /// One stage of a strategy.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StageConfig {
     /// `^[a-z0-9]+$`, at most 63 characters, unique in the strategy.
@@ -59,7 +59,7 @@ pub struct StageConfig {
 }
 
 /// A before- or after-stage task.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StageTask {
     /// `TimedWait` or `Approval`.

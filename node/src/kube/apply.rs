@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use super::context::Ctx;
 use super::errors::KubeError;
 use super::fieldset::{self, Path};
-use super::{patch, write};
+use super::{fieldcheck, patch, write};
 use crate::service::now_rfc3339;
 
 /// One manager's entry.
@@ -86,6 +86,12 @@ pub async fn apply(ctx: &Ctx, body: &[u8], status: bool) -> Result<Response, Kub
     };
     let mut applied = parse_body(body)?;
     write::check_identity(ctx, &mut applied)?;
+    let warnings = fieldcheck::check(ctx, &mut applied, None)?;
+    Ok(fieldcheck::with_warnings(apply_document(ctx, manager, applied, status).await?, &warnings))
+}
+
+/// Server-side apply of `applied` (checked) by `manager`.
+async fn apply_document(ctx: &Ctx, manager: String, applied: Value, status: bool) -> Result<Response, KubeError> {
     let current = patch::current(ctx).await?;
     if status {
         let Some(current) = current else { return Err(KubeError::not_found(&ctx.subject())) };

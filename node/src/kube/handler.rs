@@ -10,7 +10,7 @@ use super::context::Ctx;
 use super::errors::KubeError;
 use super::query::Query;
 use super::route::{self, ResourcePath, Route};
-use super::{discovery, openapi, patch, read, resources, respond, watch, write, KubeApi};
+use super::{discovery, openapi, patch, read, resources, respond, review, watch, write, KubeApi};
 use crate::auth::{permit, Access, Caller};
 use crate::service::blocking;
 
@@ -46,7 +46,8 @@ fn verb_of(request: &Request) -> &'static str {
         Method::PUT => "UPDATE",
         Method::PATCH if header_text(request, header::CONTENT_TYPE).starts_with("application/apply-patch") => "APPLY",
         Method::PATCH => "PATCH",
-        Method::DELETE => "DELETE",
+        Method::DELETE if named => "DELETE",
+        Method::DELETE => "DELETECOLLECTION",
         _ => "OTHER",
     }
 }
@@ -87,6 +88,16 @@ async fn dispatch(
             )));
         }
         permit(caller.clone(), "kube discovery", Access::Read, true).map_err(|s| KubeError::forbidden(s.message()))?;
+    }
+    if let Route::Resource(p) = &route {
+        let is_review = p.group == review::GROUP && p.plural == review::PLURAL && p.name.is_none();
+        if is_review && request.method() == Method::POST {
+            let content_type = header_text(&request, header::CONTENT_TYPE);
+            let body = axum::body::to_bytes(request.into_body(), MAX_BODY)
+                .await
+                .map_err(|e| KubeError::bad_request(format!("reading the request body: {e}")))?;
+            return review::review(api, caller, &content_type, &body).await;
+        }
     }
     let store = api.objects.store();
     let all =
@@ -138,9 +149,11 @@ async fn resource(
         (&Method::PUT, true) => "update",
         (&Method::PATCH, true) => "patch",
         (&Method::DELETE, true) => "delete",
+        (&Method::DELETE, false) if path.subresource.is_none() => "deletecollection",
         _ => {
             return Err(KubeError::method_not_allowed(format!(
-                "{method} is not supported on {uri_path} (verbs: create, delete, get, list, patch, update, watch)"
+                "{method} is not supported on {uri_path} (verbs: {})",
+                resources::VERBS.join(", ")
             )))
         }
     };
@@ -160,7 +173,7 @@ async fn resource(
         accept,
         content_type,
     };
-    let body = if matches!(verb, "create" | "update" | "patch" | "delete") {
+    let body = if matches!(verb, "create" | "update" | "patch" | "delete" | "deletecollection") {
         axum::body::to_bytes(request.into_body(), MAX_BODY)
             .await
             .map_err(|e| KubeError::bad_request(format!("reading the request body: {e}")))?
@@ -176,6 +189,7 @@ async fn resource(
         "update" if ctx.subresource.is_some() => write::update_status(&ctx, &body).await,
         "update" => write::update(&ctx, &body).await,
         "patch" => patch::patch(&ctx, &body).await,
+        "deletecollection" => write::delete_collection(&ctx).await,
         _ => write::delete(&ctx, &body).await,
     }
 }

@@ -2,17 +2,19 @@
 //! document naming its kinds (`x-kubernetes-group-version-kind`) and the
 //! PATCH operation's `fieldValidation` parameter, which is what tells
 //! kubectl to let the server validate (`kubectl apply`/`create`), and the
-//! schemas `kubectl explain` prints. Schemas describe the envelope
-//! (`apiVersion`, `kind`, `metadata`) exactly and `spec`/`status` as open
-//! objects: the server's admission, not the schema, is the validation.
+//! schemas `kubectl explain` prints. The envelope (`apiVersion`, `kind`,
+//! `metadata`) and the typed kinds' `spec`/`status` come from the Rust
+//! types that decode them ([`fleet_api::schema`]), in Kubernetes'
+//! structural form; what Fleet does not type stays an open object. The
+//! same schemas decide which fields are unknown for `fieldValidation`
+//! ([`super::fieldcheck`]).
 
+use fleet_api::schema::{Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::errors::KubeError;
 use super::resources::{self, Resource};
-
-const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -38,44 +40,29 @@ pub fn index(all: &[Resource]) -> Value {
     json!({"paths": paths})
 }
 
-fn object_meta_schema() -> Value {
-    let string = |d: &str| json!({"type": "string", "description": d});
-    let map = |d: &str| json!({"type": "object", "description": d, "additionalProperties": {"type": "string", "default": ""}});
-    json!({
-        "type": "object",
-        "description": "Standard object metadata: name, namespace, labels, annotations, and the fields the hub sets.",
-        "properties": {
-            "name": string("Name of the object, unique within its kind and namespace."),
-            "generateName": string("A prefix the server completes into a unique name when name is empty."),
-            "namespace": string("Namespace of a namespaced object (default: \"default\")."),
-            "labels": map("Labels, selected by label selectors."),
-            "annotations": map("Annotations: arbitrary metadata."),
-            "uid": string("Set by the hub: unique id of this incarnation of the object."),
-            "resourceVersion": string("Set by the hub: the Raft log index of the last write; a precondition on update."),
-            "generation": {"type": "integer", "format": "int64", "description": "Set by the hub: grows on every spec change."},
-            "creationTimestamp": string("Set by the hub: RFC 3339 creation time."),
-            "deletionTimestamp": string("Set by the hub while the object is being deleted."),
-            "ownerReferences": {"type": "array", "description": "Objects this one belongs to: deleting the owner deletes it.", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-            "finalizers": {"type": "array", "items": {"type": "string", "default": ""}},
-            "managedFields": {"type": "array", "description": "Field managers of server-side apply and the fields each owns.", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-        }
-    })
-}
-
-fn kind_schema(r: &Resource, version: &str) -> Value {
+/// The schema of kind `r` at `version`: the envelope, and `spec`/`status`
+/// from the typed kind's Rust types (their definitions land in
+/// `generator`); a part Fleet does not type is an open object, and so is
+/// every field of a kind without a typed spec or status.
+fn kind_schema(r: &Resource, version: &str, generator: &mut SchemaGenerator) -> Value {
     let gvk = json!([{"group": r.group, "version": version, "kind": r.kind}]);
+    let metadata = fleet_api::schema::object_meta(generator);
     let mut properties = json!({
         "apiVersion": {"type": "string", "description": format!("APIVersion: {}", r.group_version(version))},
         "kind": {"type": "string", "description": format!("Kind: {}", r.kind)},
-        "metadata": {"allOf": [{"$ref": format!("#/components/schemas/{OBJECT_META}")}], "default": {}, "description": "Standard object metadata."},
+        "metadata": {"allOf": [metadata], "default": {}, "description": "Standard object metadata."},
     });
-    let open =
-        |what: &str| json!({"type": "object", "description": what, "x-kubernetes-preserve-unknown-fields": true});
-    if r.status {
+    let typed = if r.fleet { fleet_api::schema::kind_schemas(generator, &r.group, &r.kind) } else { None };
+    let part = |schema: Option<Schema>, what: String| match schema {
+        Some(reference) => json!({"allOf": [reference], "description": what}),
+        None => json!({"type": "object", "description": what, "x-kubernetes-preserve-unknown-fields": true}),
+    };
+    let (spec, status) = typed.clone().map(|t| (t.spec, t.status)).unwrap_or_default();
+    if r.status || typed.is_some() {
         properties["spec"] =
-            open(&format!("The desired state of the {} (validated by the hub on every write).", r.kind));
+            part(spec, format!("The desired state of the {} (validated by the hub on every write).", r.kind));
         properties["status"] =
-            open(&format!("The observed state of the {}, written by the hub's controllers and agents.", r.kind));
+            part(status, format!("The observed state of the {}, written by the hub's controllers and agents.", r.kind));
     }
     let mut schema = json!({
         "type": "object",
@@ -83,11 +70,19 @@ fn kind_schema(r: &Resource, version: &str) -> Value {
         "properties": properties,
         "x-kubernetes-group-version-kind": gvk,
     });
-    if !r.status {
-        // Kinds without spec (ConfigMap data, RBAC rules, ...): every other field is open.
+    if typed.is_none() {
+        // Kinds Fleet does not type (ConfigMap data, RBAC rules, envelopes' data, ...): every other field is open.
         schema["x-kubernetes-preserve-unknown-fields"] = json!(true);
     }
     schema
+}
+
+/// The schema of kind `r` at `version` and the definitions it refers to
+/// (`#/components/schemas/...`), as the group-version's document has them.
+pub fn kind_definitions(r: &Resource, version: &str) -> (Value, Map<String, Value>) {
+    let mut generator = fleet_api::schema::openapi_generator();
+    let schema = kind_schema(r, version, &mut generator);
+    (schema, generator.take_definitions(true))
 }
 
 fn schema_name(r: &Resource, version: &str) -> String {
@@ -103,7 +98,7 @@ pub fn document(all: &[Resource], group: &str, version: &str) -> Result<Value, K
     }
     let mut paths = Map::new();
     let mut schemas = Map::new();
-    schemas.insert(OBJECT_META.into(), object_meta_schema());
+    let mut generator = fleet_api::schema::openapi_generator();
     for r in served {
         let base = format!("/{}", gv_path(group, version));
         let path = if r.namespaced() {
@@ -140,8 +135,9 @@ pub fn document(all: &[Resource], group: &str, version: &str) -> Result<Value, K
                           "requestBody": {"content": bodies}},
             }),
         );
-        schemas.insert(name, kind_schema(r, version));
+        schemas.insert(name, kind_schema(r, version, &mut generator));
     }
+    schemas.extend(generator.take_definitions(true));
     Ok(json!({
         "openapi": "3.0.0",
         "info": {"title": "Fleet hub", "version": env!("CARGO_PKG_VERSION")},

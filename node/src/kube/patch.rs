@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::context::Ctx;
 use super::errors::KubeError;
-use super::{apply, smp, write};
+use super::{apply, fieldcheck, smp, write};
 
 /// The patch types accepted, for 415 messages.
 const ACCEPTED: &str = "application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json (built-in kinds), application/apply-patch+yaml";
@@ -22,11 +22,13 @@ pub async fn patch(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
         return apply::apply(ctx, body, status).await;
     }
     let current = current(ctx).await?.ok_or_else(|| KubeError::not_found(&ctx.subject()))?;
-    let mut document = ctx.present(&current);
+    let live = ctx.present(&current);
+    let mut document = live.clone();
     apply_patch(ctx, &mut document, body)?;
     write::check_identity(ctx, &mut document)?;
+    let warnings = fieldcheck::check(ctx, &mut document, Some(&live))?;
     if status {
-        return write::update_status_value(ctx, document).await;
+        return Ok(fieldcheck::with_warnings(write::update_status_value(ctx, document).await?, &warnings));
     }
     apply::record_update(ctx, &current, &mut document);
     // Conditional on what was patched, unless the patch names its own version.
@@ -34,7 +36,7 @@ pub async fn patch(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
     if patched_version.is_empty() {
         document["metadata"]["resourceVersion"] = Value::String(current.metadata.resource_version.clone());
     }
-    write::update_value(ctx, document, Some(&current)).await
+    Ok(fieldcheck::with_warnings(write::update_value(ctx, document, Some(&current)).await?, &warnings))
 }
 
 /// Applies the body, by its content type, to `document`.

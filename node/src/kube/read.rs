@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::context::Ctx;
 use super::errors::KubeError;
 use super::fields::FieldSelector;
-use super::{respond, table};
+use super::{paging, respond, table};
 use crate::objects::parse_selector;
 
 /// How fresh a read must be, from `resourceVersion`.
@@ -59,18 +59,37 @@ pub async fn select(ctx: &Ctx) -> Result<(Vec<fleet_api::Object>, u64), KubeErro
     Ok((items, index))
 }
 
-/// GET `.../P` (list; `-A` when the path names no namespace).
+/// GET `.../P` (list; `-A` when the path names no namespace), a page at
+/// a time with `limit` and `continue` ([`super::paging`]).
 pub async fn list(ctx: &Ctx) -> Result<Response, KubeError> {
-    let (items, index) = select(ctx).await?;
+    let token = ctx.query.get("continue").map(paging::Token::decode).transpose()?;
+    let limit = paging::limit(ctx)?;
+    let (mut items, index) = select(ctx).await?;
+    let page = match &token {
+        Some(token) => {
+            let (kind, _) = ctx.read_kind();
+            let mut query = kind.query(ctx.namespace.clone().filter(|n| !n.is_empty()));
+            query.selector = parse_selector(ctx.query.get("labelSelector").unwrap_or_default())
+                .map_err(|s| KubeError::bad_request(format!("labelSelector: {}", s.message())))?;
+            token.check_unchanged(&ctx.api.objects.store(), &query)?;
+            paging::page(&mut items, Some(token), limit, token.resource_version)
+        }
+        None => paging::page(&mut items, None, limit, index),
+    };
+    let shown_version = token.as_ref().map_or(index, |t| t.resource_version);
     if ctx.wants_table() {
         let lookups = table::lookups(ctx).await;
-        return Ok(respond::ok(&table::table(&ctx.resource.kind, &items, &lookups, Some(index))));
+        let mut table = table::table(&ctx.resource.kind, &items, &lookups, Some(shown_version));
+        page.annotate(&mut table["metadata"]);
+        return Ok(respond::ok(&table));
     }
     let items: Vec<Value> = items.iter().map(|o| ctx.present(o)).collect();
+    let mut metadata = json!({"resourceVersion": shown_version.to_string()});
+    page.annotate(&mut metadata);
     Ok(respond::ok(&json!({
         "kind": format!("{}List", ctx.resource.kind),
         "apiVersion": ctx.group_version(),
-        "metadata": {"resourceVersion": index.to_string()},
+        "metadata": metadata,
         "items": items,
     })))
 }

@@ -45,7 +45,7 @@ const NO_STATUS: &[&str] = &[
 ];
 
 /// The verbs of every served resource.
-pub const VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+pub const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 impl Resource {
     /// `G/V` (or `V` in the core group).

@@ -1,9 +1,13 @@
 //! `?watch=true`: the same watch streams the gRPC service serves
 //! ([`crate::watch`]), as Kubernetes `WatchEvent` lines. `resourceVersion`
-//! unset or `0` starts with the current objects as ADDED; `N` resumes after
-//! N; one that left the history gets an ERROR event with a 410 Expired.
-//! Label-selector watches see objects enter (ADDED) and leave (DELETED).
-//! Bookmarks are sent when `allowWatchBookmarks` is set.
+//! unset or `0` starts with the current objects as ADDED; `N` resumes with
+//! every event of entry N and after (at least once: one Raft entry can
+//! write several objects at version N, and a client resumes from the
+//! version of the last event it saw); one that left the history gets an
+//! ERROR event with a 410 Expired. Label-selector watches see objects
+//! enter (ADDED) and leave (DELETED). With `allowWatchBookmarks=true`, a
+//! BOOKMARK follows the initial list and comes periodically while the hub
+//! moves on.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -25,6 +29,10 @@ use crate::objects::parse_selector;
 
 /// How long a watch lasts without `timeoutSeconds` (clients re-watch).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// How often a watch with `allowWatchBookmarks=true` gets a BOOKMARK when
+/// the hub has moved on (Kubernetes sends them about once a minute).
+const BOOKMARK_EVERY: Duration = Duration::from_secs(10);
 
 fn line(value: &Value) -> Result<Bytes, Infallible> {
     let mut bytes = serde_json::to_vec(value).unwrap_or_default();
@@ -66,7 +74,23 @@ pub async fn watch(ctx: Ctx) -> Result<Response, KubeError> {
         _ => None,
     };
     let store = ctx.api.objects.store();
-    let started = crate::watch::start(store, query, from, ctx.api.stopping.clone(), member, view).await;
+    let every = bookmarks.then_some(BOOKMARK_EVERY);
+    let start = |from: u64| {
+        let (store, query, member) = (store.clone(), query.clone(), member.clone());
+        crate::watch::start_with_bookmarks(store, query, from, ctx.api.stopping.clone(), member, view, every)
+    };
+    // Resuming from N replays all of entry N: one Raft entry can write
+    // several objects at the same resourceVersion, and a client that saw
+    // only the first of them resumes from N. Entry 1 is the cluster's
+    // first membership entry (no objects), and from 0 lists first.
+    let started = match from {
+        0 | 1 => start(from).await,
+        n => match start(n - 1).await {
+            // N itself is the oldest version kept: nothing before it can be replayed.
+            Err(status) if status.code() == tonic::Code::FailedPrecondition => start(n).await,
+            other => other,
+        },
+    };
     let lookups = if as_table { table::lookups(&ctx).await } else { Default::default() };
     let kind_name = ctx.resource.kind.clone();
     let group_version = ctx.group_version();

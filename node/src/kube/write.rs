@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::context::Ctx;
 use super::errors::{KubeError, Subject};
-use super::respond;
+use super::{fieldcheck, respond};
 use crate::service::{blocking, now_rfc3339};
 
 /// Proposes one op; the object it stored, as this path shows it (through
@@ -30,6 +30,14 @@ async fn propose_one(ctx: &Ctx, op: Op, subject: &Subject) -> Result<Value, Kube
 /// Parses a request body as one JSON object of this path's kind, with the
 /// path's namespace (and, for PUT, name).
 pub fn body_object(ctx: &Ctx, body: &[u8]) -> Result<Value, KubeError> {
+    if ctx.content_type == super::protobuf::MEDIA_TYPE {
+        return Err(KubeError::unsupported_media_type(format!(
+            "the hub reads objects as JSON, not Kubernetes protobuf ({}); kubectl's imperative commands for \
+             built-in kinds (kubectl create namespace|configmap|secret ...) send protobuf: write the object to a \
+             file and use kubectl apply -f or kubectl create -f",
+            super::protobuf::MEDIA_TYPE
+        )));
+    }
     let mut value: Value = serde_json::from_slice(body)
         .map_err(|e| KubeError::bad_request(format!("the request body is not a JSON object: {e}")))?;
     if !value.is_object() {
@@ -155,6 +163,7 @@ pub async fn create_value(ctx: &Ctx, mut value: Value) -> Result<Response, KubeE
 /// POST `.../P`.
 pub async fn create(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
     let mut value = body_object(ctx, body)?;
+    let warnings = fieldcheck::check(ctx, &mut value, None)?;
     if let Some(manager) = ctx.query.get("fieldManager") {
         let fields = super::fieldset::to_fields_v1(&super::fieldset::leaves(&value));
         value["metadata"]["managedFields"] = serde_json::json!([{
@@ -162,7 +171,7 @@ pub async fn create(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
             "time": now_rfc3339(), "fieldsType": "FieldsV1", "fieldsV1": fields,
         }]);
     }
-    create_value(ctx, value).await
+    Ok(fieldcheck::with_warnings(create_value(ctx, value).await?, &warnings))
 }
 
 /// Replaces an existing object with `value` (its resourceVersion, when
@@ -186,8 +195,9 @@ pub async fn update_value(ctx: &Ctx, value: Value, existing: Option<&Object>) ->
 
 /// PUT `.../P/NAME`.
 pub async fn update(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
-    let value = body_object(ctx, body)?;
-    update_value(ctx, value, None).await
+    let mut value = body_object(ctx, body)?;
+    let warnings = fieldcheck::check(ctx, &mut value, None)?;
+    Ok(fieldcheck::with_warnings(update_value(ctx, value, None).await?, &warnings))
 }
 
 /// Writes only the status of `value` (PUT or PATCH of `.../status`).
@@ -205,8 +215,9 @@ pub async fn update_status_value(ctx: &Ctx, value: Value) -> Result<Response, Ku
 
 /// PUT `.../P/NAME/status`.
 pub async fn update_status(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
-    let value = body_object(ctx, body)?;
-    update_status_value(ctx, value).await
+    let mut value = body_object(ctx, body)?;
+    let warnings = fieldcheck::check(ctx, &mut value, None)?;
+    Ok(fieldcheck::with_warnings(update_status_value(ctx, value).await?, &warnings))
 }
 
 /// DELETE `.../P/NAME` (DeleteOptions' `preconditions.resourceVersion` honoured).
@@ -234,4 +245,36 @@ pub async fn delete(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
     let (object, _) = ctx.api.objects.delete(&kind, ctx.key(&name), precondition).await.map_err(|s| ctx.fail(s))?;
     let object = view.map_or(object.clone(), |v| v(&object));
     Ok(respond::ok(&ctx.present(&object)))
+}
+
+/// DELETE `.../P` (deletecollection): every object the label and field
+/// selectors choose, each deleted (with its dependents) as `kubectl
+/// delete` would; an object already gone is skipped. Answers the list of
+/// what was deleted.
+pub async fn delete_collection(ctx: &Ctx) -> Result<Response, KubeError> {
+    let (items, _) = super::read::select(ctx).await?;
+    let (kind, view) = ctx.read_kind();
+    let mut deleted = Vec::new();
+    for object in items {
+        if ctx.query.dry_run() {
+            deleted.push(ctx.present(&object));
+            continue;
+        }
+        let key = kind.key(object.metadata.namespace.as_deref().unwrap_or_default(), &object.metadata.name);
+        match ctx.api.objects.delete(&kind, key, None).await {
+            Ok((gone, _)) => deleted.push(ctx.present(&view.map_or(gone.clone(), |v| v(&gone)))),
+            Err(s) if s.code() == tonic::Code::NotFound => {}
+            Err(s) => {
+                let mut subject = ctx.subject();
+                subject.name = object.metadata.name.clone();
+                return Err(KubeError::from_status(&s, &subject));
+            }
+        }
+    }
+    Ok(respond::ok(&serde_json::json!({
+        "kind": format!("{}List", ctx.resource.kind),
+        "apiVersion": ctx.group_version(),
+        "metadata": {},
+        "items": deleted,
+    })))
 }

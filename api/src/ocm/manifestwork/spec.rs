@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `spec` of a ManifestWork: the manifests and how to apply and delete them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManifestWorkSpec {
     /// The manifests.
@@ -23,7 +23,7 @@ pub struct ManifestWorkSpec {
 }
 
 /// `spec.workload`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManifestsTemplate {
     /// Whole Kubernetes objects.
@@ -32,7 +32,7 @@ pub struct ManifestsTemplate {
 }
 
 /// `spec.deleteOption`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeleteOption {
     /// `Foreground` (default: objects go with the work), `Orphan` (all stay)
@@ -48,7 +48,7 @@ pub struct DeleteOption {
 }
 
 /// `deleteOption.selectivelyOrphans`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SelectivelyOrphan {
     /// The objects left in place.
@@ -57,7 +57,7 @@ pub struct SelectivelyOrphan {
 }
 
 /// Names one applied object by group, resource (plural), namespace and name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceIdentifier {
     /// API group (`""` for the core group).
@@ -75,7 +75,7 @@ pub struct ResourceIdentifier {
 }
 
 /// `spec.manifestConfigs[]`: options for one applied object.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManifestConfigOption {
     /// The object these options are for (required).
@@ -96,7 +96,7 @@ pub struct ManifestConfigOption {
 }
 
 /// A status feedback rule.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FeedbackRule {
     /// `WellKnownStatus` or `JSONPaths`.
@@ -108,7 +108,7 @@ pub struct FeedbackRule {
 }
 
 /// One reported field.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JsonPath {
     /// The name the value is reported under.
@@ -123,7 +123,7 @@ pub struct JsonPath {
 }
 
 /// A condition rule.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConditionRule {
     /// The condition type to set.
@@ -144,7 +144,7 @@ pub struct ConditionRule {
 }
 
 /// `manifestConfigs[].updateStrategy`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateStrategy {
     /// `Update` (default), `CreateOnly`, `ServerSideApply` or `ReadOnly`.
@@ -156,7 +156,7 @@ pub struct UpdateStrategy {
 }
 
 /// `updateStrategy.serverSideApply`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServerSideApplyConfig {
     /// Take over fields other managers own.
@@ -171,7 +171,7 @@ pub struct ServerSideApplyConfig {
 }
 
 /// Fields server-side apply leaves alone.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IgnoreField {
     /// `OnSpokePresent` (default) or `OnSpokeChange`.
@@ -183,7 +183,7 @@ pub struct IgnoreField {
 }
 
 /// `spec.executor`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManifestWorkExecutor {
     /// Who applies.
@@ -192,7 +192,7 @@ pub struct ManifestWorkExecutor {
 }
 
 /// `executor.subject`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecutorSubject {
     /// `ServiceAccount`.
@@ -204,7 +204,7 @@ pub struct ExecutorSubject {
 }
 
 /// A service account on the member cluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServiceAccountRef {
     /// Its namespace.

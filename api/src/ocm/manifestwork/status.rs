@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::conditions::Condition;
 
 /// `status` of a ManifestWork, written from the agent's reports.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestWorkStatus {
     /// `Applied`, `Available`, `Progressing`, `Degraded`.
@@ -18,7 +18,7 @@ pub struct ManifestWorkStatus {
 }
 
 /// `status.resourceStatus`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestResourceStatus {
     /// One entry per manifest.
@@ -27,7 +27,7 @@ pub struct ManifestResourceStatus {
 }
 
 /// The state of one manifest.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestCondition {
     /// Which manifest.
@@ -42,7 +42,7 @@ pub struct ManifestCondition {
 }
 
 /// Identifies a manifest: its position and its object.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestResourceMeta {
     /// Index in `spec.workload.manifests`.
@@ -69,7 +69,7 @@ pub struct ManifestResourceMeta {
 }
 
 /// `statusFeedback`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusFeedback {
     /// The reported values.
@@ -85,7 +85,7 @@ impl StatusFeedback {
 }
 
 /// One reported value.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FeedbackValue {
     /// The rule's name for it.
@@ -97,7 +97,7 @@ pub struct FeedbackValue {
 }
 
 /// A typed value: exactly one of the fields is set, as `type` says.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FieldValue {
     /// `Integer`, `String`, `Boolean` or `JsonRaw`.

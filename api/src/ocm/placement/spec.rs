@@ -7,7 +7,7 @@ use crate::placement::IntOrString;
 
 /// `spec` of a Placement: which clusters, how many, how they are ranked and
 /// grouped.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlacementSpec {
     /// Sets to choose from (intersected with the sets bound to the
@@ -35,7 +35,7 @@ pub struct PlacementSpec {
 }
 
 /// One predicate: a required selector on labels and claims.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterPredicate {
     /// Absent: matches every cluster.
@@ -44,7 +44,7 @@ pub struct ClusterPredicate {
 }
 
 /// `prioritizerPolicy`: the mode and the configured prioritizers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PrioritizerPolicy {
     /// `Additive` (default) or `Exact`.
@@ -63,7 +63,7 @@ impl PrioritizerPolicy {
 }
 
 /// One configured prioritizer.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PrioritizerConfig {
     /// Which prioritizer (required).
@@ -82,7 +82,7 @@ impl PrioritizerConfig {
 }
 
 /// Names a prioritizer: a built-in one or an add-on score.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScoreCoordinate {
     /// `BuiltIn` (default) or `AddOn`.
@@ -106,7 +106,7 @@ impl ScoreCoordinate {
 
 /// An add-on score: `scoreName` in the AddOnPlacementScore `resourceName`
 /// of each cluster's namespace.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AddOnScore {
     /// The AddOnPlacementScore's name.
@@ -118,7 +118,7 @@ pub struct AddOnScore {
 }
 
 /// `spreadPolicy`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SpreadPolicy {
     /// At most 8, the first the most important.
@@ -127,7 +127,7 @@ pub struct SpreadPolicy {
 }
 
 /// One spread constraint over the values of a label or a claim.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SpreadConstraint {
     /// The label or claim whose values are the domains.
@@ -145,7 +145,7 @@ pub struct SpreadConstraint {
 }
 
 /// Tolerates cluster taints matching key, value (by operator) and effect.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Toleration {
     /// Empty matches every key (operator must be `Exists`).
@@ -174,7 +174,7 @@ impl Toleration {
 }
 
 /// `decisionStrategy`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DecisionStrategy {
     /// How decisions are grouped.
@@ -183,7 +183,7 @@ pub struct DecisionStrategy {
 }
 
 /// `decisionStrategy.groupStrategy`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GroupStrategy {
     /// Named groups, filled first (a cluster joins the first that selects it).
@@ -196,7 +196,7 @@ pub struct GroupStrategy {
 }
 
 /// A named decision group.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DecisionGroup {
     /// The group's name (the `decision-group-name` label's value).

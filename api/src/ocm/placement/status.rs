@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::conditions::Condition;
 
 /// `status` of a Placement, written by the scheduling controller.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlacementStatus {
     /// How many clusters the decisions hold.
@@ -30,7 +30,7 @@ pub const MAX_CANDIDATE_SCORES: usize = 100;
 
 /// Every candidate's score per prioritizer and total, best-ranked first
 /// (at most [`MAX_CANDIDATE_SCORES`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CandidateScores {
     /// The prioritizers, as `Name` or `AddOn/<resource>/<score>`, with their weights.
@@ -49,7 +49,7 @@ fn is_zero(n: &i64) -> bool {
 }
 
 /// A prioritizer's name and weight.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WeightedName {
     /// The prioritizer.
@@ -61,7 +61,7 @@ pub struct WeightedName {
 }
 
 /// One candidate's scores.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CandidateScore {
     /// The cluster.
@@ -80,7 +80,7 @@ pub struct CandidateScore {
 
 /// One decision group: its index and name, its PlacementDecision pages and
 /// how many clusters it holds.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DecisionGroupStatus {
     /// From 0, in the order groups are formed.
