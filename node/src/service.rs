@@ -207,8 +207,16 @@ impl Fleet for FleetService {
             fleet_proto::tls::Identity::Member(c) => Some((c.clone(), caller.serial.clone())),
             _ => None,
         };
-        let stream =
-            crate::watch::start(self.store(), query, req.resource_version, self.stopping.clone(), member, view).await?;
+        let stream = crate::watch::start_with_bookmarks(
+            self.store(),
+            query,
+            req.resource_version,
+            self.stopping.clone(),
+            member,
+            view,
+            None,
+        )
+        .await?;
         Ok(Response::new(stream))
     }
 

@@ -51,30 +51,19 @@ fn expired(message: String) -> Status {
     Status::failed_precondition(message)
 }
 
+/// A watch's events.
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WireEvent, Status>> + Send>>;
+
 /// Starts a watch of `query` after `from` (0 = list the current objects
 /// first). `member` is the member agent's cluster and certificate serial
 /// when one watches: its stream ends once its MemberCluster is deleted or
 /// its credential no longer lists that certificate (replaced by a new join,
-/// or dropped after two renewals).
-pub async fn start(
-    store: Arc<Store>,
-    query: ListQuery,
-    from: u64,
-    stopping: tokio::sync::watch::Receiver<bool>,
-    member: Option<(String, String)>,
-    view: Option<crate::service::View>,
-) -> Result<WatchStream, Status> {
-    start_with_bookmarks(store, query, from, stopping, member, view, None).await
-}
-
-/// A watch's events.
-pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WireEvent, Status>> + Send>>;
-
-/// [`start`], also sending a BOOKMARK every `bookmarks` when the hub has
-/// applied more since the last one. Its resourceVersion is an applied
-/// index whose events (published before the index moved) this watch has
-/// all sent or filtered out, so resuming from it loses nothing, and a
-/// quiet selector's watcher keeps a version that stays in the history.
+/// or dropped after two renewals). With `bookmarks`, it also sends a
+/// BOOKMARK that often when the hub has applied more since the last one.
+/// Its resourceVersion is an applied index whose events (published before
+/// the index moved) this watch has all sent or filtered out, so resuming
+/// from it loses nothing, and a quiet selector's watcher keeps a version
+/// that stays in the history.
 pub async fn start_with_bookmarks(
     store: Arc<Store>,
     query: ListQuery,
