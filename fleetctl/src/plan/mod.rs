@@ -16,12 +16,12 @@ mod tests;
 
 use fleet_api::binding::binding_kind;
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
-use fleet_api::ocm::{self, clusterset, placement as ocm_placement};
+use fleet_api::ocm::{self, placement as ocm_placement};
 use fleet_api::placement::{CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
 use fleet_api::snapshot::{snapshot_kinds, PARENT_PLACEMENT_LABEL};
 use fleet_api::Object;
 use fleet_placement::cluster::ClusterInfo;
-use fleet_placement::ocm::{decided_clusters, pages_of, AddOnScores, ClusterSet, DecisionCounts, OcmRequest};
+use fleet_placement::ocm::{OcmInputs, OcmObjects};
 use fleet_placement::scheduler::{self, ExistingBinding, SchedulingRequest};
 use fleet_placement::snapshot::{self, SnapshotChange};
 use serde::Serialize;
@@ -263,27 +263,14 @@ fn plan_ocm(placement: &Object, clusters: &[ClusterInfo], inventory: &Inventory,
     let (kind, namespace, name) = header(placement);
     let namespace_name = namespace.clone().unwrap_or_default();
     let spec = ocm_placement::spec_of(placement);
-    let cluster_sets: Vec<ClusterSet> = inventory.cluster_sets.iter().map(ClusterSet::from_object).collect();
-    let bound_sets: Vec<String> = inventory
-        .set_bindings
-        .iter()
-        .filter(|b| b.metadata.namespace.as_deref() == Some(namespace_name.as_str()))
-        .map(|b| clusterset::binding_spec_of(b).cluster_set)
-        .collect();
-    let decided = decided_clusters(pages_of(&inventory.decisions, &namespace_name, &name));
-    let other_decisions = DecisionCounts::from_pages(&inventory.decisions, &namespace_name, &name);
-    let addon_scores = AddOnScores::from_objects(&inventory.addon_scores);
-    let outcome = fleet_placement::ocm::schedule(&OcmRequest {
-        placement_name: &name,
-        spec: &spec,
-        clusters,
-        cluster_sets: &cluster_sets,
-        bound_sets: &bound_sets,
-        decided: &decided,
-        other_decisions: &other_decisions,
-        addon_scores: &addon_scores,
-        now,
-    });
+    let objects = OcmObjects {
+        sets: &inventory.cluster_sets,
+        set_bindings: &inventory.set_bindings,
+        pages: &inventory.decisions,
+        scores: &inventory.addon_scores,
+    };
+    let inputs = OcmInputs::from_objects(&namespace_name, &name, objects);
+    let outcome = fleet_placement::ocm::schedule(&inputs.request(&name, &spec, clusters, now));
     let mut score_names: Vec<String> = outcome.prioritizers.iter().map(|p| p.prioritizer.name()).collect();
     score_names.push("total".to_string());
     let candidate = |c: &fleet_placement::ocm::Candidate| {
@@ -352,7 +339,7 @@ fn plan_ocm(placement: &Object, clusters: &[ClusterInfo], inventory: &Inventory,
         clusters: rows,
         omitted,
         current: {
-            let mut current = decided;
+            let mut current = inputs.decided().to_vec();
             current.sort();
             current.dedup();
             current

@@ -52,6 +52,7 @@ mod inputs;
 mod pass;
 mod predicates;
 mod prioritizers;
+mod request;
 pub mod rollout;
 mod sets;
 mod status;
@@ -67,6 +68,7 @@ pub use prioritizers::{
     allocatable_score, balance_score, steady_score, weighted, Prioritizer, WeightedPrioritizer, ALLOCATABLE_CPU,
     ALLOCATABLE_MEMORY, MAX_SCORE,
 };
+pub use request::{OcmInputs, OcmObjects};
 pub use sets::{ClusterSet, NoSets};
 pub use status::{page_changes, PageChange};
 

@@ -15,15 +15,13 @@
 //! is redone right after — the same level-triggered guarantee the cluster
 //! cache gives.
 
-use fleet_api::ocm::clusterset::{self, BINDING_KIND, SET_KIND};
+use fleet_api::ocm::clusterset::{BINDING_KIND, SET_KIND};
 use fleet_api::ocm::decision::{self, PlacementDecisionStatus};
 use fleet_api::ocm::placement as placement_api;
 use fleet_api::ocm::{addon_score, CLUSTER_GROUP};
 use fleet_api::{Object, ObjectKey};
 use fleet_placement::cluster::ClusterInfo;
-use fleet_placement::ocm::{
-    self as ocm_scheduler, decided_clusters, pages_of, AddOnScores, ClusterSet, DecisionCounts, OcmRequest, PageChange,
-};
+use fleet_placement::ocm::{self as ocm_scheduler, pages_of, OcmInputs, OcmObjects, PageChange};
 use fleet_statemachine::{ListQuery, Op, Store};
 
 use super::delay_until;
@@ -71,25 +69,12 @@ pub fn next_step(
     let all_pages = list_kind(store, decision::KIND, None)?;
     let score_objects = list_kind(store, addon_score::KIND, None)?;
 
-    let cluster_sets: Vec<ClusterSet> = set_objects.iter().map(ClusterSet::from_object).collect();
-    let bound_sets: Vec<String> = bindings.iter().map(|b| clusterset::binding_spec_of(b).cluster_set).collect();
     let stored: Vec<Object> = pages_of(&all_pages, &namespace, &name).into_iter().cloned().collect();
-    let decided = decided_clusters(&stored);
-    let other_decisions = DecisionCounts::from_pages(&all_pages, &namespace, &name);
-    let addon_scores = AddOnScores::from_objects(&score_objects);
+    let objects = OcmObjects { sets: &set_objects, set_bindings: &bindings, pages: &all_pages, scores: &score_objects };
+    let inputs = OcmInputs::from_objects(&namespace, &name, objects);
 
     let timer = crate::metrics::scheduling("ocm");
-    let outcome = ocm_scheduler::schedule(&OcmRequest {
-        placement_name: &name,
-        spec: &spec,
-        clusters,
-        cluster_sets: &cluster_sets,
-        bound_sets: &bound_sets,
-        decided: &decided,
-        other_decisions: &other_decisions,
-        addon_scores: &addon_scores,
-        now: unix_now,
-    });
+    let outcome = ocm_scheduler::schedule(&inputs.request(&name, &spec, clusters, unix_now));
     drop(timer);
     let recheck_after = outcome.requeue_at.map(|at| delay_until(at, unix_now));
 
@@ -140,7 +125,7 @@ pub fn next_step(
             }
         }
     }
-    if outcome.decisions_changed(&decided) {
+    if outcome.decisions_changed(inputs.decided()) {
         events.push(EventNote::normal(REASON_SCORE_UPDATE, outcome.score_message()));
     }
     ops.extend(bindings.iter().chain(&set_objects).map(check));
