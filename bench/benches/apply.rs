@@ -2,8 +2,10 @@
 //! entries of a batch of ConfigMap writes (1 KiB of data each, the load of
 //! `fleet-bench put`) applied to a real redb file that already holds objects.
 //! Every node of the hub runs this for every write, so its cost per write
-//! bounds the hub's throughput. Run with
-//! `cargo bench -p fleet-bench --bench apply`.
+//! bounds the hub's throughput. Also: deleting a Namespace in stores of
+//! two sizes (the cascade reads only that namespace's keys). Run with
+//! `cargo bench -p fleet-bench --bench apply` (`-- namespace_delete` for
+//! the latter alone).
 
 use std::sync::Arc;
 
@@ -94,5 +96,55 @@ fn apply(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, apply);
+/// One entry of one command (the ops of a namespace's life).
+fn single(index: u64, ops: Vec<Op>) -> openraft::Entry<fleet_statemachine::TypeConfig> {
+    let command = Command { now: "2026-11-21T00:00:00Z".into(), ops };
+    openraft::Entry {
+        log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+        payload: EntryPayload::Normal(Proposal::new(vec![command]).expect("encodable commands")),
+    }
+}
+
+/// Deleting a Namespace of 10 ConfigMaps, in a store of 2,000 and of
+/// 20,000 objects in another namespace: the cascade reads the namespace
+/// index, so the ratio of the two should stay near 1 (a scan of every key,
+/// as before, grows with the store).
+fn namespace_delete(c: &mut Criterion) {
+    let mut group = c.benchmark_group("namespace_delete");
+    group.sample_size(20);
+    for preload in [2_000u64, 20_000] {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let store = Store::open(&dir.path().join("state.redb")).expect("a new store");
+        let (mut index, mut seq) = (0, 0);
+        while seq < preload {
+            index += 1;
+            store.apply_entries(vec![entry(index, 500, &mut seq, u64::MAX)], true).expect("preload");
+        }
+        let namespace: Object =
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}}))
+                .expect("a valid Namespace");
+        group.bench_with_input(BenchmarkId::new("objects_in_store", preload), &preload, |b, _| {
+            b.iter_batched(
+                || {
+                    let mut ops = vec![Op::Apply { object: namespace.clone(), uid: "uid-ns".into() }];
+                    for i in 0..10 {
+                        let mut object = config_map(0, i, i);
+                        object.metadata.namespace = Some("doomed".into());
+                        ops.push(Op::Apply { object, uid: format!("uid-doomed-{i}") });
+                    }
+                    index += 1;
+                    store.apply_entries(vec![single(index, ops)], false).expect("create the namespace");
+                    index += 1;
+                    let delete = Op::Delete { key: fleet_api::ObjectKey::of(&namespace), resource_version: None };
+                    single(index, vec![delete])
+                },
+                |e| store.apply_entries(vec![e], false).expect("delete the namespace"),
+                criterion::BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, apply, namespace_delete);
 criterion_main!(benches);

@@ -5,7 +5,9 @@
 //! against the same without overrides, in one run so the ratio is
 //! meaningful. The group is prepared once, as the controller does per
 //! pass. Beside them, the state machine's apply of one controller step's
-//! Works, the floor of the Raft write that carries them. Run with `cargo bench -p fleet-bench --bench overrides`.
+//! Works, the floor of the Raft write that carries them; and what one
+//! placement pass reads of 1,000 stored overrides, listed and decoded as
+//! before against the leader's index. Run with `cargo bench -p fleet-bench --bench overrides`.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -13,9 +15,12 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use fleet_api::kinds::DeclaredScopes;
 use fleet_api::Object;
-use fleet_placement::overrides::OverrideSnapshot;
+use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
+use fleet_api::overrides::{CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT, RESOURCE_OVERRIDE_SNAPSHOT};
+use fleet_api::snapshot::IS_LATEST_LABEL;
+use fleet_placement::overrides::{OverrideIndex, OverrideSnapshot};
 use fleet_placement::works::{desired_works_prepared, ClusterOverrides, PreparedGroup};
-use fleet_statemachine::{Command, Op, Proposal, Store};
+use fleet_statemachine::{Command, ListQuery, Op, Proposal, Store};
 use openraft::{CommittedLeaderId, EntryPayload, LogId};
 use serde_json::{json, Value};
 
@@ -191,5 +196,70 @@ fn bench_apply_works(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_work_generation, bench_apply_works);
+/// Overrides in the store for the per-pass read below, each with two
+/// snapshots (one latest), each limited to its own placement.
+const STORED_OVERRIDES: usize = 1_000;
+
+/// A CRO snapshot `cro-<i>-<n>` limited to placement `web-<i>`.
+fn stored_snapshot(i: usize, n: usize, latest: bool) -> Object {
+    object(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourceOverrideSnapshot",
+        "metadata": {"name": format!("cro-{i}-{n}"), "uid": format!("uid-{i}-{n}"),
+            "labels": {"kubernetes-fleet.io/is-latest-snapshot": latest.to_string(),
+                       "kubernetes-fleet.io/parent-resource-override": format!("cro-{i}")}},
+        "spec": {"overrideSpec": {"placement": {"name": format!("web-{i}")},
+            "clusterResourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": format!("web-{i}")}],
+            "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []},
+                "jsonPatchOverrides": [{"op": "add", "path": "/metadata/annotations", "value": {"placed-on": "${MEMBER-CLUSTER-NAME}"}}]}]}},
+            "overrideHash": "h"}}))
+}
+
+/// What one placement pass reads of the override snapshots, with 1,000
+/// overrides (2,000 snapshots) stored: as before (list and decode every
+/// CRO and RO snapshot from the store, keep the latest that may concern
+/// the placement) against the leader's index (the latest that concern it,
+/// and one recorded snapshot by name), in one run so the ratio is
+/// meaningful.
+fn bench_override_reads(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = Store::open(&dir.path().join("state.redb")).expect("a new store");
+    for (index, i) in (0..STORED_OVERRIDES).enumerate() {
+        let ops = (0..2).map(|n| Op::Create { object: stored_snapshot(i, n, n == 1) }).collect();
+        let command = Command { now: "2026-11-24T00:00:00Z".into(), ops };
+        let entry = openraft::Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index as u64 + 1),
+            payload: EntryPayload::Normal(Proposal::new(vec![command]).expect("encodable")),
+        };
+        store.apply_entries(vec![entry], false).expect("preload");
+    }
+    let list = |kind: &str| {
+        let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
+        store.list(&query).expect("list").0
+    };
+    let every = [list(CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT), list(RESOURCE_OVERRIDE_SNAPSHOT)].concat();
+    assert_eq!(every.len(), 2 * STORED_OVERRIDES);
+    let index = OverrideIndex::from_objects(&every);
+    let mut g = c.benchmark_group("override_snapshots_of_one_pass_1000_overrides");
+    g.sample_size(20);
+    g.bench_function("list_and_decode_all", |b| {
+        b.iter(|| {
+            let mut concerning = Vec::new();
+            for kind in [CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT, RESOURCE_OVERRIDE_SNAPSHOT] {
+                for o in list(kind) {
+                    let latest = o.metadata.labels.get(IS_LATEST_LABEL).map(String::as_str) == Some("true");
+                    let Some(decoded) = OverrideSnapshot::from_object(&o) else { continue };
+                    if latest && decoded.spec.placement.as_ref().is_none_or(|p| p.name == "web-7") {
+                        concerning.push(decoded);
+                    }
+                }
+            }
+            black_box(concerning)
+        })
+    });
+    g.bench_function("index", |b| {
+        b.iter(|| black_box((index.latest_for("web-7"), index.recorded(&["cro-7-0".to_string()], &[]))))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_work_generation, bench_apply_works, bench_override_reads);
 criterion_main!(benches);

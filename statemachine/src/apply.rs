@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::proposal::Proposal;
 use crate::raft_types::{StoredMembership, TypeConfig};
 use crate::store::{
-    decode_object, encode_meta, index_namespace, read_meta, unindex_namespace, Store, META, META_LAST_APPLIED,
+    decode_object, encode_meta, index_namespace, namespace_of_key, read_meta, unindex_namespace, Store, META, META_LAST_APPLIED,
     META_MEMBERSHIP, META_RETIRED, NAMESPACES, OBJECTS, OWNERS,
 };
 use crate::watch::{EventJson, EventType, WatchEvent};
@@ -63,7 +63,8 @@ impl Store {
                     EntryPayload::Normal(proposal) => {
                         let index = log_id.index;
                         let mut overlay = Overlay::default();
-                        let replies = apply_proposal(&mut overlay, &objects, &owners, &proposal, index)?;
+                        let tables = Tables { objects: &objects, owners: &owners, namespaces: &namespaces };
+                        let replies = apply_proposal(&mut overlay, &tables, &proposal, index)?;
                         overlay.flush(&mut objects, &mut owners, &mut namespaces, index, &mut events)?;
                         responses.push(replies);
                     }
@@ -111,18 +112,25 @@ impl<E: Into<Error>> From<E> for Refusal {
     }
 }
 
+/// The committed tables a command reads (as of the start of its entry):
+/// the objects and the owner and namespace indexes.
+struct Tables<'t, 'txn> {
+    objects: &'t Table<'txn, &'static str, &'static [u8]>,
+    owners: &'t MultimapTable<'txn, &'static str, &'static str>,
+    namespaces: &'t MultimapTable<'txn, &'static str, &'static str>,
+}
+
 /// Applies every command of a proposal, each all-or-nothing.
 fn apply_proposal(
     overlay: &mut Overlay,
-    objects: &Table<&str, &[u8]>,
-    owners: &MultimapTable<&str, &str>,
+    tables: &Tables,
     proposal: &Proposal,
     index: u64,
 ) -> Result<Vec<Response>, Error> {
     let mut replies = Vec::with_capacity(proposal.commands().len());
     for command in proposal.commands() {
         let mark = overlay.mark();
-        match overlay.run(objects, owners, command, index) {
+        match overlay.run(tables, command, index) {
             Ok(outcomes) => replies.push(Response::Applied { index, outcomes }),
             Err(Refusal::Store(error)) => {
                 overlay.rollback(mark);
@@ -198,13 +206,8 @@ impl Overlay {
         }
     }
 
-    fn run(
-        &mut self,
-        objects: &Table<&str, &[u8]>,
-        owners: &MultimapTable<&str, &str>,
-        command: &Command,
-        index: u64,
-    ) -> Result<Vec<OpOutcome>, Refusal> {
+    fn run(&mut self, tables: &Tables, command: &Command, index: u64) -> Result<Vec<OpOutcome>, Refusal> {
+        let Tables { objects, owners, namespaces } = *tables;
         let mut outcomes = Vec::with_capacity(command.ops.len());
         for op in &command.ops {
             let outcome = match op {
@@ -254,7 +257,7 @@ impl Overlay {
                     self.delete_cascading(objects, owners, storage_key, existing, index)?;
                     if key.group.is_empty() && key.kind == "Namespace" {
                         // Like Kubernetes: a namespace takes everything in it along.
-                        for member in self.namespace_members(objects, &key.name)? {
+                        for member in self.namespace_members(namespaces, &key.name)? {
                             if let Some(object) = self.get(objects, &member)? {
                                 self.delete_cascading(objects, owners, member, object, index)?;
                             }
@@ -398,18 +401,19 @@ impl Overlay {
     }
 
     /// Storage keys of the objects in `namespace`, committed or written by
-    /// this command, in key order (a scan of all keys: namespace deletes are rare).
-    fn namespace_members(&self, objects: &Table<&str, &[u8]>, namespace: &str) -> Result<BTreeSet<String>, Refusal> {
-        let in_namespace = |key: &str| key.split('/').nth(2) == Some(namespace);
+    /// this entry, in key order: the committed ones from the namespace
+    /// index (never a scan of every key), corrected by this entry's changes.
+    fn namespace_members(
+        &self,
+        namespaces: &MultimapTable<&str, &str>,
+        namespace: &str,
+    ) -> Result<BTreeSet<String>, Refusal> {
         let mut keys = BTreeSet::new();
-        for row in objects.range::<&str>(..)? {
-            let (k, _) = row?;
-            if in_namespace(k.value()) {
-                keys.insert(k.value().to_string());
-            }
+        for value in namespaces.get(namespace)? {
+            keys.insert(value?.value().to_string());
         }
         for (key, change) in &self.changes {
-            if in_namespace(key) {
+            if namespace_of_key(key) == namespace {
                 match change {
                     Some(_) => keys.insert(key.clone()),
                     None => keys.remove(key),

@@ -39,6 +39,16 @@ impl Harness {
         self.store.apply_entries(vec![entry], self.index.is_multiple_of(2)).expect("apply").remove(0).remove(0)
     }
 
+    /// Applies one entry of several commands (each atomic on its own).
+    fn run_entry(&mut self, commands: Vec<Command>) -> Vec<Response> {
+        self.index += 1;
+        let entry = openraft::Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), self.index),
+            payload: EntryPayload::Normal(Proposal::new(commands).expect("encode")),
+        };
+        self.store.apply_entries(vec![entry], self.index.is_multiple_of(2)).expect("apply").remove(0)
+    }
+
     fn ok(&mut self, ops: Vec<Op>) -> Vec<fleet_statemachine::OpOutcome> {
         match self.run(ops) {
             Response::Applied { outcomes, .. } => outcomes,
@@ -338,7 +348,7 @@ fn commands_batched_in_one_entry_stand_or_fall_alone_and_emit_one_event_per_obje
 }
 
 mod namespace_index {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
 
     use proptest::prelude::*;
 
@@ -395,6 +405,62 @@ mod namespace_index {
             let reopened = Store::open(&path).unwrap();
             for ns in ["ns0", "ns1", "ns2"] {
                 prop_assert_eq!(names(reopened.namespace_contents(ns).unwrap().0), expect(&model, ns));
+            }
+        }
+
+        /// Deleting a Namespace (read through the index) takes exactly what a
+        /// scan of every key finds in it, including objects written earlier
+        /// in the same entry, after any sequence of writes and deletes; a
+        /// refused delete takes nothing.
+        #[test]
+        fn namespace_deletes_take_what_a_full_scan_finds(steps in prop::collection::vec((0u8..5, 0u8..3, 0u8..4, any::<bool>()), 1..40)) {
+            let mut h = Harness::new();
+            // The model: every stored key, as a full scan would list it.
+            let mut model: BTreeSet<String> = BTreeSet::new();
+            let mut entry: Vec<Command> = Vec::new();
+            for (i, (op, ns, name, close)) in steps.iter().enumerate() {
+                let ns = format!("ns{ns}");
+                let namespace = obj(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
+                let namespace_key = ObjectKey::of(&namespace).storage_key();
+                let o = object(*op == 1, &ns, &format!("o{name}"));
+                let key = ObjectKey::of(&o);
+                let ops = match op {
+                    0 | 1 => {
+                        model.insert(key.storage_key());
+                        vec![Op::Apply { object: o, uid: format!("uid-{i}") }]
+                    }
+                    2 => {
+                        model.remove(&key.storage_key());
+                        vec![Op::Delete { key, resource_version: None }]
+                    }
+                    3 => {
+                        model.insert(namespace_key);
+                        vec![Op::Apply { object: namespace, uid: format!("uid-{i}") }]
+                    }
+                    _ => {
+                        if model.contains(&namespace_key) {
+                            let prefix_free = |k: &String| k.split('/').nth(2) != Some(ns.as_str());
+                            model.retain(|k| *k != namespace_key && prefix_free(k));
+                        }
+                        vec![Op::Delete { key: ObjectKey::of(&namespace), resource_version: None }]
+                    }
+                };
+                entry.push(Command { now: "2026-11-21T00:00:00Z".into(), ops });
+                if *close || i + 1 == steps.len() {
+                    h.run_entry(std::mem::take(&mut entry));
+                }
+            }
+            let mut stored = BTreeSet::new();
+            for kind in ["ConfigMap", "Secret", "Namespace"] {
+                let query = ListQuery { group: String::new(), kind: kind.into(), namespace: None, selector: None };
+                stored.extend(h.store.list(&query).unwrap().0.iter().map(|o| ObjectKey::of(o).storage_key()));
+            }
+            prop_assert_eq!(&stored, &model);
+            for ns in ["ns0", "ns1", "ns2"] {
+                let contents: BTreeSet<String> =
+                    h.store.namespace_contents(ns).unwrap().0.iter().map(|o| ObjectKey::of(o).storage_key()).collect();
+                let scanned: BTreeSet<String> = model.iter().filter(|k| k.split('/').nth(2) == Some(ns)).cloned().collect();
+                prop_assert_eq!(contents, scanned);
             }
         }
     }

@@ -22,6 +22,7 @@ use fleet_api::ObjectKey;
 use fleet_placement::cluster::ClusterInfo;
 use fleet_placement::eviction::serial::pending_in_order;
 use fleet_placement::eviction::{evaluate, EvictionBinding, EvictionInput, EvictionOutcome, EvictionPlacement};
+use fleet_placement::overrides::OverrideIndex;
 use fleet_placement::snapshot::latest_policy_snapshot;
 use fleet_statemachine::{ListQuery, Op, Store};
 
@@ -41,7 +42,12 @@ pub fn is_evictions_key(key: &ObjectKey) -> bool {
 }
 
 /// The next step: the judgement of the oldest pending eviction, if any.
-pub fn next_step(store: &Store, clusters: &[ClusterInfo], now: &str) -> Result<Next, ControllerError> {
+pub fn next_step(
+    store: &Store,
+    clusters: &[ClusterInfo],
+    overrides: &OverrideIndex,
+    now: &str,
+) -> Result<Next, ControllerError> {
     let query = ListQuery {
         group: FLEET_PLACEMENT_GROUP.into(),
         kind: CLUSTER_RESOURCE_PLACEMENT_EVICTION.into(),
@@ -54,7 +60,7 @@ pub fn next_step(store: &Store, clusters: &[ClusterInfo], now: &str) -> Result<N
     let spec = eviction_spec_of(eviction);
     let placement_key = ObjectKey::new(FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT, "", &spec.placement_name);
     let children = match store.get(&placement_key)?.0 {
-        Some(placement) => Some(Children::read(store, clusters, placement)?),
+        Some(placement) => Some(Children::read(store, clusters, overrides, placement)?),
         None => None,
     };
     let budget_key =

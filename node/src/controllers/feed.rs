@@ -14,10 +14,12 @@
 //! evictions.
 //!
 //! The feed keeps soft state rebuilt at every resync: each placement's
-//! resource selectors and whether its policy reads cluster properties, and
+//! resource selectors and whether its policy reads cluster properties;
 //! each cluster's scheduling view, which it publishes to the
 //! [`ClusterCache`] the steps schedule with (and compares to tell a
-//! property-only change from one that matters to every placement).
+//! property-only change from one that matters to every placement); and
+//! the override snapshots, decoded and indexed in the [`OverrideCache`]
+//! the steps render with.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -30,6 +32,7 @@ use fleet_api::snapshot::PARENT_PLACEMENT_LABEL;
 use fleet_api::staged::{self as staged_api, CLUSTER_STAGED_UPDATE_RUN, STAGED_UPDATE_RUN};
 use fleet_api::{binding, snapshot, Object, ObjectKey};
 use fleet_placement::cluster::ClusterInfo;
+use fleet_placement::overrides::OverrideIndex;
 use fleet_raft::Consensus;
 use fleet_statemachine::{EventType, HubMessage, ListQuery, Store, WatchEvent};
 use tokio::sync::broadcast::error::RecvError;
@@ -37,7 +40,9 @@ use tokio::sync::broadcast::error::RecvError;
 use super::clusters::ClusterCache;
 use super::evictions::evictions_key;
 use super::ocm::feed::OcmFeed;
+use super::override_cache::OverrideCache;
 use super::queue::WorkQueue;
+use super::Caches;
 
 /// What the feed remembers of a placement.
 struct PlacementEntry {
@@ -65,20 +70,26 @@ struct Feed {
     /// The index the last cluster listing was read at: cluster events up to
     /// it are already in the cache (replaying them would step it back).
     clusters_listed_at: u64,
+    overrides: Arc<OverrideCache>,
+    /// The index each override snapshot kind was last listed at (as
+    /// `clusters_listed_at`).
+    overrides_listed_at: BTreeMap<&'static str, u64>,
     /// The OCM controllers' part.
     ocm: OcmFeed,
 }
 
 /// Follows the store's events for the whole leadership session.
-pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>, cache: Arc<ClusterCache>) {
+pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>, caches: Caches) {
     let store = consensus.store().clone();
     let mut feed = Feed {
         queue,
         placements: BTreeMap::new(),
         runs: BTreeMap::new(),
         runs_by_placement: BTreeMap::new(),
-        clusters: cache,
+        clusters: caches.clusters,
         clusters_listed_at: 0,
+        overrides: caches.overrides,
+        overrides_listed_at: BTreeMap::new(),
         ocm: OcmFeed::default(),
     };
     loop {
@@ -112,9 +123,18 @@ pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>,
 }
 
 impl Feed {
-    /// Rebuilds the soft state from the store (the clusters first) and
-    /// queues every placement.
+    /// Rebuilds the soft state from the store (the override snapshots and
+    /// clusters first) and queues every placement.
     fn resync(&mut self, store: &Store) -> Result<(), fleet_statemachine::Error> {
+        let mut snapshots = Vec::new();
+        self.overrides_listed_at.clear();
+        for kind in [overrides_api::CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT, overrides_api::RESOURCE_OVERRIDE_SNAPSHOT] {
+            let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
+            let (objects, listed_at) = store.list(&query)?;
+            snapshots.extend(objects);
+            self.overrides_listed_at.insert(kind, listed_at);
+        }
+        self.overrides.replace_all(OverrideIndex::from_objects(&snapshots));
         let query = ListQuery { group: FLEET_CLUSTER_GROUP.into(), kind: "MemberCluster".into(), ..Default::default() };
         let (clusters, listed_at) = store.list(&query)?;
         let mut placements = Vec::new();
@@ -242,7 +262,7 @@ impl Feed {
                 self.queue.add(event.key.clone());
             }
         } else if group == FLEET_PLACEMENT_GROUP && overrides_api::is_override_snapshot_kind(kind) {
-            self.on_override_snapshot(object);
+            self.on_override_snapshot(event);
         } else if group == FLEET_PLACEMENT_GROUP && kind == "Work" {
             if let Some(parent) = parent_of_work(object) {
                 self.wake_placement(&parent);
@@ -271,8 +291,17 @@ impl Feed {
 
     /// A new, relabelled or deleted override snapshot may change what the
     /// placements it can concern render: the one it names, or every
-    /// placement when it names none.
-    fn on_override_snapshot(&mut self, snapshot: &Object) {
+    /// placement when it names none. The cache learns of it first.
+    fn on_override_snapshot(&mut self, event: &WatchEvent) {
+        let snapshot = &event.object;
+        let listed_at = self.overrides_listed_at.get(event.key.kind.as_str()).copied().unwrap_or(0);
+        if event.resource_version > listed_at {
+            if event.event_type == EventType::Deleted {
+                self.overrides.remove(&event.key);
+            } else {
+                self.overrides.upsert(snapshot);
+            }
+        }
         let reference = overrides_api::snapshot_spec_of(snapshot).override_spec.placement.map(|p| p.name);
         for key in self.placements.keys() {
             if reference.as_ref().is_none_or(|name| *name == key.name) {
@@ -394,6 +423,8 @@ mod tests {
             runs_by_placement: BTreeMap::new(),
             clusters: Arc::new(ClusterCache::default()),
             clusters_listed_at: 0,
+            overrides: Arc::new(OverrideCache::default()),
+            overrides_listed_at: BTreeMap::new(),
             ocm: OcmFeed::default(),
         }
     }

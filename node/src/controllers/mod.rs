@@ -20,6 +20,7 @@ pub mod events;
 mod evictions;
 mod feed;
 pub mod ocm;
+mod override_cache;
 mod overrides;
 pub mod placement;
 pub mod queue;
@@ -36,6 +37,7 @@ use tokio::task::JoinSet;
 
 use crate::service::now_rfc3339;
 use clusters::ClusterCache;
+use override_cache::OverrideCache;
 use queue::WorkQueue;
 
 /// Placements reconciled at once.
@@ -123,30 +125,39 @@ async fn lead(consensus: Arc<Consensus>) {
         }
     }
     let queue: Arc<WorkQueue<ObjectKey>> = Arc::new(WorkQueue::new());
-    let clusters = Arc::new(ClusterCache::default());
+    let caches = Caches::default();
     let recorder = events::EventRecorder::start(consensus.clone());
     let mut tasks = JoinSet::new();
     for _ in 0..WORKERS {
-        tasks.spawn(worker(consensus.clone(), queue.clone(), clusters.clone(), recorder.clone()));
+        tasks.spawn(worker(consensus.clone(), queue.clone(), caches.clone(), recorder.clone()));
     }
     drop(recorder);
     tasks.spawn(events::collect_expired(consensus.clone()));
-    tasks.spawn(feed::follow(consensus.clone(), queue.clone(), clusters));
+    tasks.spawn(feed::follow(consensus.clone(), queue.clone(), caches));
     // The session ends when aborted (leadership lost); tasks die with the set.
     while tasks.join_next().await.is_some() {}
+}
+
+/// What the feed keeps for the steps of one leadership session.
+#[derive(Clone, Default)]
+struct Caches {
+    /// Each cluster's scheduling view.
+    clusters: Arc<ClusterCache>,
+    /// The override snapshots, decoded and indexed.
+    overrides: Arc<OverrideCache>,
 }
 
 /// Takes keys off the queue and reconciles them.
 async fn worker(
     consensus: Arc<Consensus>,
     queue: Arc<WorkQueue<ObjectKey>>,
-    clusters: Arc<ClusterCache>,
+    caches: Caches,
     recorder: events::EventRecorder,
 ) {
     loop {
         let key = queue.next().await;
         let started = std::time::Instant::now();
-        let result = reconcile(&consensus, &key, &clusters, &recorder).await;
+        let result = reconcile(&consensus, &key, &caches, &recorder).await;
         crate::metrics::reconciled(&key.kind, reconcile_result(&result), started.elapsed());
         match result {
             Ok(Pass::Done { recheck_after: None }) => {}
@@ -189,12 +200,12 @@ enum Pass {
 async fn reconcile(
     consensus: &Arc<Consensus>,
     key: &ObjectKey,
-    clusters: &Arc<ClusterCache>,
+    caches: &Caches,
     recorder: &events::EventRecorder,
 ) -> Result<Pass, ControllerError> {
     for _ in 0..MAX_STEPS {
         let store = consensus.store().clone();
-        let fleet = clusters.clone();
+        let caches = caches.clone();
         let read_key = key.clone();
         let now = now_rfc3339();
         let step_now = now.clone();
@@ -216,19 +227,22 @@ async fn reconcile(
                 }
                 _ => {}
             }
-            // The feed lists the clusters before it queues anything else.
-            let Some(fleet) = fleet.get() else { return Ok(None) };
+            // The feed lists the clusters and override snapshots before it
+            // queues anything else.
+            let (Some(fleet), Some(overrides)) = (caches.clusters.get(), caches.overrides.get()) else {
+                return Ok(None);
+            };
             if runs::is_run_key(&read_key) {
-                return runs::next_step(&store, &fleet, &read_key, unix_millis).map(Some);
+                return runs::next_step(&store, &fleet, &overrides, &read_key, unix_millis).map(Some);
             }
             if evictions::is_evictions_key(&read_key) {
-                return evictions::next_step(&store, &fleet, &step_now).map(Some);
+                return evictions::next_step(&store, &fleet, &overrides, &step_now).map(Some);
             }
             match ocm::OcmKind::of(&read_key) {
                 Some(ocm::OcmKind::Placement) => {
                     ocm::placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
                 }
-                _ => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
+                _ => placement::next_step(&store, &fleet, &overrides, &read_key, &step_now, unix_now).map(Some),
             }
         })
         .await

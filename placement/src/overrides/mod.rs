@@ -16,6 +16,7 @@
 //! - the override hash is the hex sha256 of the spec's canonical JSON.
 
 mod applicable;
+mod index;
 mod render;
 mod snapshots;
 #[cfg(test)]
@@ -30,6 +31,7 @@ use fleet_api::Object;
 
 pub(crate) use applicable::ResourceId;
 pub use applicable::{applicable, Applicable, NamespacedName};
+pub use index::OverrideIndex;
 pub use render::{render, render_value, substitute_variables, OverrideFailure};
 pub use snapshots::{latest_override_snapshot, override_hash, plan_override_snapshots};
 

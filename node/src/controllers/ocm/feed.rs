@@ -3,17 +3,25 @@
 //! - a Placement: its own changes; any cluster change (labels, properties,
 //!   taints, health: the cluster cache already compares); any
 //!   ManagedClusterSet or AddOnPlacementScore change; a binding change in
-//!   its namespace; any PlacementDecision change (other placements' pages
-//!   move Balance scores, its own pages must stay as decided);
+//!   its namespace; a change of its own PlacementDecision pages (they must
+//!   stay as decided); and, only when its prioritizers weight `Balance`
+//!   (Additive mode's default does), a change of the clusters another
+//!   placement's pages decide: Balance scores count those decisions, and
+//!   the status reports every candidate's scores, so they move with them
+//!   even when the choice does not. A page write that leaves its decided
+//!   clusters as they were (a label change, an empty page created or
+//!   deleted) wakes only its owner;
 //! - a ManifestWork: its own changes, its mirrored Works' changes (agent
 //!   reports), and its cluster joining;
 //! - a ManifestWorkReplicaSet: its own changes, the pages and existence of
 //!   the Placements it names, and changes of its ManifestWorks.
 //!
-//! Soft state, rebuilt at every resync: the Placements, the ManifestWorks
-//! by namespace, and each replica set's placement names.
+//! Soft state, rebuilt at every resync: the Placements (and whether each
+//! reads Balance), a digest of each page's decided clusters, the
+//! ManifestWorks by namespace, and each replica set's placement names.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
 
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
 use fleet_api::ocm::clusterset::{BINDING_KIND, SET_KIND};
@@ -21,6 +29,7 @@ use fleet_api::ocm::decision::{self, PLACEMENT_LABEL};
 use fleet_api::ocm::{addon_score, manifestwork, placement, replicaset, CLUSTER_GROUP, WORK_GROUP};
 use fleet_api::{Object, ObjectKey};
 use fleet_placement::ocm::delivery::MANIFESTWORK_LABEL;
+use fleet_placement::ocm::{decided_clusters, weighted, Prioritizer};
 use fleet_statemachine::{EventType, ListQuery, Store, WatchEvent};
 
 use super::replicaset::REPLICASET_LABEL;
@@ -29,7 +38,12 @@ use crate::controllers::queue::WorkQueue;
 /// The OCM part of the feed's soft state.
 #[derive(Default)]
 pub struct OcmFeed {
-    placements: BTreeSet<ObjectKey>,
+    /// Each Placement, and whether its prioritizers weight Balance (so
+    /// other placements' decisions move its scores).
+    placements: BTreeMap<ObjectKey, bool>,
+    /// A digest of each PlacementDecision page's decided clusters (as a
+    /// multiset), to tell a change of decisions from any other write.
+    pages: BTreeMap<ObjectKey, u64>,
     manifest_works: BTreeSet<ObjectKey>,
     /// Each replica set's placement names.
     replica_sets: BTreeMap<ObjectKey, Vec<String>>,
@@ -48,6 +62,10 @@ impl OcmFeed {
                 queue.add(ObjectKey::of(&object));
             }
         }
+        let query = ListQuery { group: CLUSTER_GROUP.into(), kind: decision::KIND.into(), ..Default::default() };
+        for page in store.list(&query)?.0 {
+            self.pages.insert(ObjectKey::of(&page), decisions_digest(&page));
+        }
         Ok(())
     }
 
@@ -55,7 +73,7 @@ impl OcmFeed {
         let key = ObjectKey::of(object);
         match (key.group.as_str(), key.kind.as_str()) {
             (CLUSTER_GROUP, placement::KIND) => {
-                self.placements.insert(key);
+                self.placements.insert(key, reads_balance(object));
             }
             (WORK_GROUP, manifestwork::KIND) => {
                 self.manifest_works.insert(key);
@@ -76,8 +94,49 @@ impl OcmFeed {
 
     /// Queues every Placement (in `namespace`, if given).
     fn wake_placements(&self, queue: &WorkQueue<ObjectKey>, namespace: Option<&str>) {
-        for key in self.placements.iter().filter(|k| namespace.is_none_or(|ns| k.namespace == ns)) {
+        for key in self.placements.keys().filter(|k| namespace.is_none_or(|ns| k.namespace == ns)) {
             queue.add(key.clone());
+        }
+    }
+
+    /// A PlacementDecision page was written or deleted: queues the
+    /// Placement it belongs to (by label, before and after, and by owner
+    /// reference) and the replica sets naming it; and, when the clusters it
+    /// decides changed, every other Placement that reads Balance.
+    fn on_page(&mut self, event: &WatchEvent, queue: &WorkQueue<ObjectKey>) {
+        let key = &event.key;
+        let page = &event.object;
+        let digest = decisions_digest(page);
+        let before = if event.event_type == EventType::Deleted {
+            self.pages.remove(key)
+        } else {
+            self.pages.insert(key.clone(), digest)
+        };
+        let empty = decisions_digest_of(Vec::new());
+        let decisions_moved = match event.event_type {
+            EventType::Deleted => before.unwrap_or(digest) != empty,
+            _ => before.unwrap_or(empty) != digest,
+        };
+        let mut owners: BTreeSet<&str> = BTreeSet::new();
+        owners.extend(page.metadata.labels.get(PLACEMENT_LABEL).map(String::as_str));
+        if let Some(previous) = &event.previous {
+            owners.extend(previous.metadata.labels.get(PLACEMENT_LABEL).map(String::as_str));
+        }
+        let owned = page.metadata.owner_references.iter().filter(|r| r.kind == placement::KIND);
+        owners.extend(owned.map(|r| r.name.as_str()));
+        for owner in &owners {
+            let placement = ObjectKey::new(CLUSTER_GROUP, placement::KIND, &key.namespace, owner);
+            if self.placements.contains_key(&placement) {
+                queue.add(placement);
+            }
+            self.wake_replica_sets(queue, &key.namespace, owner);
+        }
+        if decisions_moved {
+            for (placement, reads_balance) in &self.placements {
+                if *reads_balance {
+                    queue.add(placement.clone());
+                }
+            }
         }
     }
 
@@ -115,12 +174,7 @@ impl OcmFeed {
                 }
                 self.wake_replica_sets(queue, &key.namespace, &key.name);
             }
-            (CLUSTER_GROUP, decision::KIND) => {
-                self.wake_placements(queue, None);
-                if let Some(placement) = object.metadata.labels.get(PLACEMENT_LABEL) {
-                    self.wake_replica_sets(queue, &key.namespace, placement);
-                }
-            }
+            (CLUSTER_GROUP, decision::KIND) => self.on_page(event, queue),
             (CLUSTER_GROUP, SET_KIND | addon_score::KIND) => self.wake_placements(queue, None),
             (CLUSTER_GROUP, BINDING_KIND) => self.wake_placements(queue, Some(&key.namespace)),
             (WORK_GROUP, manifestwork::KIND | replicaset::KIND) => {
@@ -148,16 +202,41 @@ impl OcmFeed {
     }
 }
 
+/// Whether the Placement's prioritizers weight Balance (which scores by
+/// other placements' decisions).
+fn reads_balance(object: &Object) -> bool {
+    let spec = placement::spec_of(object);
+    weighted(spec.prioritizer_policy.as_ref()).0.iter().any(|w| w.prioritizer == Prioritizer::Balance)
+}
+
+/// A digest of the clusters a page decides, as a multiset (Balance counts
+/// decisions per cluster; their order does not matter to it).
+fn decisions_digest(page: &Object) -> u64 {
+    decisions_digest_of(decided_clusters([page]))
+}
+
+fn decisions_digest_of(mut clusters: Vec<String>) -> u64 {
+    clusters.sort_unstable();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    clusters.hash(&mut hasher);
+    hasher.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
+    use fleet_placement::ocm::DecisionCounts;
+    use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
 
     fn event(event_type: EventType, object: serde_json::Value) -> WatchEvent {
-        let object: Object = serde_json::from_value(object).unwrap();
+        event_of(event_type, serde_json::from_value(object).unwrap())
+    }
+
+    fn event_of(event_type: EventType, object: Object) -> WatchEvent {
         WatchEvent {
             event_type,
             key: ObjectKey::of(&object),
@@ -206,11 +285,32 @@ mod tests {
 
         let page = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
             "metadata": {"name": "p-decision-1", "namespace": "ns1", "labels": {PLACEMENT_LABEL: "p"}}});
-        feed.on_event(&event(EventType::Modified, page), &queue);
+        feed.on_event(&event(EventType::Added, page.clone()), &queue);
+        assert_eq!(
+            drain(&queue).await,
+            ["ManifestWorkReplicaSet/ns1/web", "Placement/ns1/p"],
+            "an empty page moves no Balance count: its placement and rollouts only"
+        );
+        let mut decided = page.clone();
+        decided["status"] = json!({"decisions": [{"clusterName": "east", "reason": ""}]});
+        feed.on_event(&event(EventType::Modified, decided.clone()), &queue);
         assert_eq!(
             drain(&queue).await,
             ["ManifestWorkReplicaSet/ns1/web", "Placement/ns1/p", "Placement/ns2/q"],
-            "pages move Balance everywhere and the rollouts of their placement"
+            "decisions move Balance for every placement that weights it (Additive's default)"
+        );
+        decided["metadata"]["labels"]["extra"] = json!("x");
+        feed.on_event(&event(EventType::Modified, decided.clone()), &queue);
+        assert_eq!(drain(&queue).await, ["ManifestWorkReplicaSet/ns1/web", "Placement/ns1/p"], "same decisions");
+        let exact = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "q", "namespace": "ns2"}, "spec": {"prioritizerPolicy": {"mode": "Exact"}}});
+        feed.on_event(&event(EventType::Modified, exact), &queue);
+        drain(&queue).await;
+        feed.on_event(&event(EventType::Deleted, decided), &queue);
+        assert_eq!(
+            drain(&queue).await,
+            ["ManifestWorkReplicaSet/ns1/web", "Placement/ns1/p"],
+            "an Exact placement without Balance is not woken by others' decisions"
         );
 
         let work = json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
@@ -223,5 +323,79 @@ mod tests {
 
         feed.on_cluster(&queue, "east", true);
         assert_eq!(drain(&queue).await, ["ManifestWork/east/web", "Placement/ns1/p", "Placement/ns2/q"]);
+    }
+
+    fn placement_object(name: &str, namespace: &str, exact: bool) -> Object {
+        let policy = if exact { json!({"mode": "Exact"}) } else { json!({}) };
+        serde_json::from_value(json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"prioritizerPolicy": policy}}))
+        .unwrap()
+    }
+
+    fn page_object(placement: &str, number: u8, clusters: &[u8]) -> Object {
+        let decisions: Vec<_> =
+            clusters.iter().map(|c| json!({"clusterName": format!("c{c}"), "reason": ""})).collect();
+        serde_json::from_value(json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
+            "metadata": {"name": format!("{placement}-decision-{number}"), "namespace": "ns",
+                "labels": {PLACEMENT_LABEL: placement}},
+            "status": {"decisions": decisions}}))
+        .unwrap()
+    }
+
+    fn queued(queue: &WorkQueue<ObjectKey>) -> BTreeSet<ObjectKey> {
+        let mut keys = BTreeSet::new();
+        while !queue.is_empty() {
+            let key = futures::executor::block_on(queue.next());
+            queue.done(&key);
+            keys.insert(key);
+        }
+        keys
+    }
+
+    proptest! {
+        /// After any sequence of page writes and deletes, the page digests
+        /// agree with a full list of the pages; each event wakes its
+        /// placement, and every other placement whose Balance counts (as
+        /// the scheduler computes them from a full list) it changed, unless
+        /// that placement does not weight Balance.
+        #[test]
+        fn page_events_wake_every_placement_whose_counts_moved(
+            steps in prop::collection::vec((0u8..3, 1u8..3, prop::collection::vec(0u8..4, 0..3), any::<bool>()), 1..30)
+        ) {
+            let queue = WorkQueue::new();
+            let mut feed = OcmFeed::default();
+            let names = ["p0", "p1", "p2"];
+            for (i, name) in names.iter().enumerate() {
+                feed.on_event(&event_of(EventType::Added, placement_object(name, "ns", i == 2)), &queue);
+            }
+            queued(&queue);
+            let mut stored: BTreeMap<ObjectKey, Object> = BTreeMap::new();
+            for (owner, number, clusters, delete) in steps {
+                let page = page_object(names[usize::from(owner)], number, &clusters);
+                let key = ObjectKey::of(&page);
+                let before: Vec<Object> = stored.values().cloned().collect();
+                let event_type = if delete {
+                    let Some(last) = stored.remove(&key) else { continue };
+                    feed.on_event(&event_of(EventType::Deleted, last), &queue);
+                    EventType::Deleted
+                } else {
+                    let event_type = if stored.contains_key(&key) { EventType::Modified } else { EventType::Added };
+                    stored.insert(key.clone(), page.clone());
+                    feed.on_event(&event_of(event_type, page), &queue);
+                    event_type
+                };
+                let after: Vec<Object> = stored.values().cloned().collect();
+                let woken = queued(&queue);
+                for (i, name) in names.iter().enumerate() {
+                    let placement = ObjectKey::new(CLUSTER_GROUP, placement::KIND, "ns", name);
+                    let moved = DecisionCounts::from_pages(&before, "ns", name) != DecisionCounts::from_pages(&after, "ns", name);
+                    let own = usize::from(owner) == i;
+                    prop_assert_eq!(woken.contains(&placement), own || (moved && i != 2),
+                        "{:?} of {} woke {:?}", event_type, key, woken);
+                }
+                let listed: BTreeMap<ObjectKey, u64> = stored.iter().map(|(k, p)| (k.clone(), decisions_digest(p))).collect();
+                prop_assert_eq!(&feed.pages, &listed);
+            }
+        }
     }
 }

@@ -10,10 +10,11 @@
 //! on the version read), every page it writes, and the set bindings of its
 //! namespace and the ManagedClusterSets it read (few objects, and they
 //! decide which clusters count at all). Other placements' pages (Balance)
-//! and add-on scores are many and change often; a change of any of them
-//! wakes every Placement through the feed, so a pass made on an older one
-//! is redone right after — the same level-triggered guarantee the cluster
-//! cache gives.
+//! and add-on scores are many and change often; through the feed, a change
+//! of the clusters any page decides wakes every Placement that weights
+//! Balance, and any add-on score change every Placement, so a pass made on
+//! an older one is redone right after — the same level-triggered guarantee
+//! the cluster cache gives.
 
 use fleet_api::ocm::clusterset::{BINDING_KIND, SET_KIND};
 use fleet_api::ocm::decision::{self, PlacementDecisionStatus};

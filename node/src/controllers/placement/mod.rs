@@ -35,6 +35,7 @@ use fleet_api::placement::{self as placement_api, PlacementSpec};
 use fleet_api::snapshot as snapshot_api;
 use fleet_api::{binding, Object, ObjectKey};
 use fleet_placement::cluster::ClusterInfo;
+use fleet_placement::overrides::OverrideIndex;
 use fleet_placement::rollout::Readiness;
 use fleet_placement::selection;
 use fleet_statemachine::{Op, Store};
@@ -120,11 +121,17 @@ pub struct Children {
 
 impl Children {
     /// Reads `placement`'s children and judges its bindings against the
-    /// fleet's `clusters` (their labels decide override rendering).
-    pub fn read(store: &Store, clusters: &[ClusterInfo], placement: Object) -> Result<Children, ControllerError> {
+    /// fleet's `clusters` (their labels decide override rendering) and the
+    /// leader's `overrides`.
+    pub fn read(
+        store: &Store,
+        clusters: &[ClusterInfo],
+        overrides: &OverrideIndex,
+        placement: Object,
+    ) -> Result<Children, ControllerError> {
         let view = View::children_of(store, placement)?;
         let works = works::read(store, &view)?;
-        let rendered = render::render(store, clusters, &view, &works)?;
+        let rendered = render::render(store, clusters, overrides, &view, &works)?;
         let readiness = view
             .bindings
             .iter()
@@ -144,6 +151,7 @@ impl Children {
 pub fn next_step(
     store: &Store,
     clusters: &[ClusterInfo],
+    overrides: &OverrideIndex,
     key: &ObjectKey,
     now: &str,
     unix_now: i64,
@@ -159,7 +167,7 @@ pub fn next_step(
         return Ok(Next::Write(Box::new(step)));
     }
     let works = works::read(store, &view)?;
-    let rendered = render::render(store, clusters, &view, &works)?;
+    let rendered = render::render(store, clusters, overrides, &view, &works)?;
     let rollout = rollout::plan(&view, &scheduled, &works, &rendered, unix_now);
     if let Some(step) = rollout.step {
         return Ok(Next::Write(Box::new(step)));

@@ -7,66 +7,26 @@ use std::collections::BTreeMap;
 
 use fleet_api::binding::{self, BindingSpec, STATE_BOUND};
 use fleet_api::envelope::NUMBER_OF_ENVELOPED_OBJECT_ANNOTATION;
-use fleet_api::kinds::{DeclaredScopes, FLEET_PLACEMENT_GROUP};
-use fleet_api::overrides::{CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT, RESOURCE_OVERRIDE_SNAPSHOT};
-use fleet_api::snapshot::{resource_spec_of, IS_LATEST_LABEL, RESOURCE_INDEX_LABEL};
+use fleet_api::kinds::DeclaredScopes;
+use fleet_api::snapshot::{resource_spec_of, RESOURCE_INDEX_LABEL};
 use fleet_api::Object;
 use fleet_placement::cluster::ClusterInfo;
-use fleet_placement::overrides::{self, Applicable, NamespacedName, OverrideSnapshot};
+use fleet_placement::overrides::{self, Applicable, NamespacedName, OverrideIndex, OverrideSnapshot};
 use fleet_placement::snapshot;
 use fleet_placement::status::Rendering;
 use fleet_placement::works::{self as works_plan, ClusterOverrides, PreparedGroup, RenderError};
-use fleet_statemachine::{ListQuery, Store};
+use fleet_statemachine::Store;
 
 use super::works::{bound_group, BindingWorks};
 use super::View;
 use crate::controllers::ControllerError;
 
-/// Every override snapshot in the store, decoded, and which are latest.
-pub struct OverrideSnapshots {
-    all: Vec<OverrideSnapshot>,
-    latest: Vec<OverrideSnapshot>,
-}
-
-impl OverrideSnapshots {
-    /// Reads every CRO and RO snapshot.
-    pub fn read(store: &Store) -> Result<OverrideSnapshots, ControllerError> {
-        let mut all = Vec::new();
-        let mut latest = Vec::new();
-        for kind in [CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT, RESOURCE_OVERRIDE_SNAPSHOT] {
-            let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
-            for object in store.list(&query)?.0 {
-                let Some(decoded) = OverrideSnapshot::from_object(&object) else { continue };
-                if object.metadata.labels.get(IS_LATEST_LABEL).map(String::as_str) == Some("true") {
-                    latest.push(decoded.clone());
-                }
-                all.push(decoded);
-            }
-        }
-        Ok(OverrideSnapshots { all, latest })
-    }
-
-    /// The snapshots labelled latest (what applies to new rollouts).
-    pub fn latest(&self) -> &[OverrideSnapshot] {
-        &self.latest
-    }
-
-    /// The binding's recorded snapshots in OV-5 order, or `None` if one of
-    /// them cannot be found.
-    fn recorded(&self, spec: &BindingSpec) -> Option<Vec<OverrideSnapshot>> {
-        let cro = spec
-            .cluster_resource_override_snapshots
-            .iter()
-            .map(|name| self.all.iter().find(|s| s.cluster_scoped && &s.name == name).cloned());
-        let ro = spec.resource_override_snapshots.iter().map(|value| {
-            let wanted: NamespacedName = serde_json::from_value(value.clone()).ok()?;
-            self.all
-                .iter()
-                .find(|s| !s.cluster_scoped && s.name == wanted.name && s.namespace == wanted.namespace)
-                .cloned()
-        });
-        cro.chain(ro).collect()
-    }
+/// The snapshots a binding records, in OV-5 order, or `None` if one of
+/// them cannot be found.
+fn recorded(overrides: &OverrideIndex, spec: &BindingSpec) -> Option<Vec<OverrideSnapshot>> {
+    let ro: Option<Vec<NamespacedName>> =
+        spec.resource_override_snapshots.iter().map(|v| serde_json::from_value(v.clone()).ok()).collect();
+    overrides.recorded(&spec.cluster_resource_override_snapshots, &ro?)
 }
 
 /// How one Bound binding rendered.
@@ -100,14 +60,16 @@ pub fn records(spec: &BindingSpec, applicable: &Applicable) -> bool {
     spec.cluster_resource_override_snapshots == cro && spec.resource_override_snapshots == ro
 }
 
-/// Renders every binding of the placement for this pass.
+/// Renders every binding of the placement for this pass, through the
+/// leader's override snapshots (only those that may concern it are read).
 pub fn render(
     store: &Store,
     clusters: &[ClusterInfo],
+    overrides: &OverrideIndex,
     view: &View,
     works: &BindingWorks,
 ) -> Result<Rendered, ControllerError> {
-    let overrides = OverrideSnapshots::read(store)?;
+    let latest = overrides.latest_for(&view.placement.metadata.name);
     let labels_of =
         |cluster: &str| clusters.iter().find(|c| c.name == cluster).map(|c| c.labels.to_map()).unwrap_or_default();
     let latest_resources: Vec<Object> = snapshot::latest_resource_index(&view.resource_snapshots)
@@ -136,10 +98,10 @@ pub fn render(
             continue;
         }
         let labels = labels_of(&spec.target_cluster);
-        let applicable = if overrides.latest.is_empty() {
+        let applicable = if latest.is_empty() {
             Applicable::default()
         } else {
-            overrides::applicable(&view.placement, &latest_resources, &labels, &overrides.latest)
+            overrides::applicable(&view.placement, &latest_resources, &labels, &latest)
         };
         rendered.applicable.insert(b.metadata.name.clone(), applicable);
         if spec.state != STATE_BOUND {
@@ -151,7 +113,7 @@ pub fn render(
             PreparedGroup::new(&snapshots, &scopes)
         });
         let stored = works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default();
-        let entry = match overrides.recorded(&spec) {
+        let entry = match recorded(overrides, &spec) {
             None => RenderedBinding { works: None, rendering: Rendering::OverridePending, in_sync: false },
             Some(snapshots) => {
                 let any = !snapshots.is_empty();

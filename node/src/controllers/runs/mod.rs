@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use fleet_api::ObjectKey;
 use fleet_placement::cluster::ClusterInfo;
+use fleet_placement::overrides::OverrideIndex;
 use fleet_placement::staged::{plan_run, RunInput};
 use fleet_statemachine::Store;
 
@@ -42,11 +43,12 @@ use super::ControllerError;
 pub fn next_step(
     store: &Store,
     clusters: &[ClusterInfo],
+    overrides: &OverrideIndex,
     key: &ObjectKey,
     now_millis: i64,
 ) -> Result<Next, ControllerError> {
     let started = std::time::Instant::now();
-    let Some(read) = read::read(store, clusters, key)? else { return Ok(Next::Done { recheck_after: None }) };
+    let Some(read) = read::read(store, clusters, overrides, key)? else { return Ok(Next::Done { recheck_after: None }) };
     let read_ms = started.elapsed().as_secs_f64() * 1000.0;
     let now = now_millis.div_euclid(1000);
     let plan = plan_run(&RunInput {

@@ -12,12 +12,11 @@ use fleet_api::staged::{
 };
 use fleet_api::{Object, ObjectKey};
 use fleet_placement::cluster::ClusterInfo;
-use fleet_placement::overrides;
+use fleet_placement::overrides::{self, OverrideIndex};
 use fleet_placement::snapshot::latest_resource_index;
 use fleet_placement::staged::{is_finished, ClusterLabels, ClusterOverrides, RunApproval, RunBinding, RunPlacement};
 use fleet_statemachine::{ListQuery, Store};
 
-use crate::controllers::placement::render::OverrideSnapshots;
 use crate::controllers::placement::Children;
 use crate::controllers::ControllerError;
 
@@ -55,7 +54,12 @@ pub struct RunRead {
 
 /// Reads the run at `key` and what its pass needs; `None` when there is
 /// nothing to do (gone, being deleted, or finished for good).
-pub fn read(store: &Store, clusters: &[ClusterInfo], key: &ObjectKey) -> Result<Option<RunRead>, ControllerError> {
+pub fn read(
+    store: &Store,
+    clusters: &[ClusterInfo],
+    overrides: &OverrideIndex,
+    key: &ObjectKey,
+) -> Result<Option<RunRead>, ControllerError> {
     let Some(run) = store.get(key)?.0 else { return Ok(None) };
     let status = run_status_of(&run);
     if run.metadata.deletion_timestamp.is_some() || is_finished(&status) {
@@ -69,7 +73,7 @@ pub fn read(store: &Store, clusters: &[ClusterInfo], key: &ObjectKey) -> Result<
     let placement_key =
         ObjectKey::new(FLEET_PLACEMENT_GROUP, placement_kind(&run.kind), &namespace, &spec.placement_name);
     let placement_object = store.get(&placement_key)?.0.filter(|p| p.metadata.deletion_timestamp.is_none());
-    let children = placement_object.map(|p| Children::read(store, clusters, p)).transpose()?;
+    let children = placement_object.map(|p| Children::read(store, clusters, overrides, p)).transpose()?;
     let placement = children
         .as_ref()
         .and_then(|c| RunPlacement::read(&c.view.placement, &c.view.policy_snapshots, &c.view.resource_snapshots));
@@ -103,7 +107,7 @@ pub fn read(store: &Store, clusters: &[ClusterInfo], key: &ObjectKey) -> Result<
     let approvals = approval_objects.iter().map(RunApproval::of).collect();
 
     let overrides = match (&children, initialized) {
-        (Some(children), false) => frozen_overrides(store, children, &spec, &cluster_labels)?,
+        (Some(children), false) => frozen_overrides(overrides, children, &spec, &cluster_labels),
         _ => BTreeMap::new(),
     };
     Ok(Some(RunRead {
@@ -127,19 +131,19 @@ pub fn read(store: &Store, clusters: &[ClusterInfo], key: &ObjectKey) -> Result<
 /// binding, against the resources of the snapshot the run will roll out
 /// (the named index, else the latest), as initialization freezes them.
 fn frozen_overrides(
-    store: &Store,
+    snapshots: &OverrideIndex,
     children: &Children,
     spec: &UpdateRunSpec,
     clusters: &[ClusterLabels],
-) -> Result<BTreeMap<String, ClusterOverrides>, ControllerError> {
-    let snapshots = OverrideSnapshots::read(store)?;
-    let mut out = BTreeMap::new();
-    if snapshots.latest().is_empty() {
-        return Ok(out);
-    }
+) -> BTreeMap<String, ClusterOverrides> {
     let view = &children.view;
+    let latest = snapshots.latest_for(&view.placement.metadata.name);
+    let mut out = BTreeMap::new();
+    if latest.is_empty() {
+        return out;
+    }
     let Some(index) = spec.resource_snapshot_index().or_else(|| latest_resource_index(&view.resource_snapshots)) else {
-        return Ok(out);
+        return out;
     };
     let resources: Vec<Object> = view
         .resource_snapshots
@@ -155,8 +159,8 @@ fn frozen_overrides(
         }
         let labels =
             clusters.iter().find(|c| c.name == binding.target_cluster).map(|c| c.labels.clone()).unwrap_or_default();
-        let applicable = overrides::applicable(&view.placement, &resources, &labels, snapshots.latest());
+        let applicable = overrides::applicable(&view.placement, &resources, &labels, &latest);
         out.insert(binding.target_cluster, ClusterOverrides::from(applicable));
     }
-    Ok(out)
+    out
 }
