@@ -14,10 +14,10 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use fleet_api::kinds::DeclaredScopes;
-use fleet_api::Object;
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
 use fleet_api::overrides::{CLUSTER_RESOURCE_OVERRIDE_SNAPSHOT, RESOURCE_OVERRIDE_SNAPSHOT};
 use fleet_api::snapshot::IS_LATEST_LABEL;
+use fleet_api::Object;
 use fleet_placement::overrides::{OverrideIndex, OverrideSnapshot};
 use fleet_placement::works::{desired_works_prepared, ClusterOverrides, PreparedGroup};
 use fleet_statemachine::{Command, ListQuery, Op, Proposal, Store};

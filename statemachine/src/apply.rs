@@ -21,8 +21,8 @@ use crate::error::Error;
 use crate::proposal::Proposal;
 use crate::raft_types::{StoredMembership, TypeConfig};
 use crate::store::{
-    decode_object, encode_meta, index_namespace, namespace_of_key, read_meta, unindex_namespace, Store, META, META_LAST_APPLIED,
-    META_MEMBERSHIP, META_RETIRED, NAMESPACES, OBJECTS, OWNERS,
+    decode_object, encode_meta, index_namespace, namespace_of_key, read_meta, unindex_namespace, Store, META,
+    META_LAST_APPLIED, META_MEMBERSHIP, META_RETIRED, NAMESPACES, OBJECTS, OWNERS,
 };
 use crate::watch::{EventJson, EventType, WatchEvent};
 

@@ -335,10 +335,12 @@ mod tests {
     fn page_object(placement: &str, number: u8, clusters: &[u8]) -> Object {
         let decisions: Vec<_> =
             clusters.iter().map(|c| json!({"clusterName": format!("c{c}"), "reason": ""})).collect();
-        serde_json::from_value(json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
+        serde_json::from_value(
+            json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
             "metadata": {"name": format!("{placement}-decision-{number}"), "namespace": "ns",
                 "labels": {PLACEMENT_LABEL: placement}},
-            "status": {"decisions": decisions}}))
+            "status": {"decisions": decisions}}),
+        )
         .unwrap()
     }
 

@@ -48,7 +48,9 @@ pub fn next_step(
     now_millis: i64,
 ) -> Result<Next, ControllerError> {
     let started = std::time::Instant::now();
-    let Some(read) = read::read(store, clusters, overrides, key)? else { return Ok(Next::Done { recheck_after: None }) };
+    let Some(read) = read::read(store, clusters, overrides, key)? else {
+        return Ok(Next::Done { recheck_after: None });
+    };
     let read_ms = started.elapsed().as_secs_f64() * 1000.0;
     let now = now_millis.div_euclid(1000);
     let plan = plan_run(&RunInput {
