@@ -276,13 +276,6 @@ impl Consensus {
     /// or the state machine's refusal.
     pub async fn write(&self, command: Command) -> Result<(u64, Vec<OpOutcome>), Error> {
         let command = EncodedCommand::new(command).map_err(|e| Error::Codec(e.to_string()))?;
-        self.write_encoded(command).await
-    }
-
-    /// [`Consensus::write`] of a command the caller encoded already: it
-    /// knows the command's size before proposing (to bound what it has in
-    /// flight), and can encode it off the async runtime's threads.
-    pub async fn write_encoded(&self, command: EncodedCommand) -> Result<(u64, Vec<OpOutcome>), Error> {
         if command.encoded_len() > crate::MAX_COMMAND_BYTES {
             return Err(Error::TooLarge {
                 what: describe(command.command()),

@@ -14,51 +14,38 @@
 //!
 //! Every write a controller makes is conditional on the versions it read,
 //! so a deposed leader's late write is refused.
-//!
-//! Workers (`pipeline`) compute one key's step at a time and leave its
-//! write in flight while they go on to the next key, so the writes of many
-//! placements changing at once share Raft entries through the group
-//! commit, each still its own command; `budget` bounds what is in flight.
 
-mod budget;
 mod clusters;
 pub mod events;
 mod evictions;
 mod feed;
 pub mod ocm;
 mod overrides;
-mod pipeline;
 pub mod placement;
 pub mod queue;
 mod runs;
 mod view;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use fleet_api::ObjectKey;
 use fleet_raft::Consensus;
-use fleet_statemachine::{Command, EncodedCommand, Store, StoreError};
+use fleet_statemachine::{Command, StoreError};
 use tokio::task::JoinSet;
 
 use crate::service::now_rfc3339;
-use budget::WriteBudget;
 use clusters::ClusterCache;
-use pipeline::{Planned, ERROR_RETRY};
 use queue::WorkQueue;
 
-/// Keys whose next step is computed at once (each reads the store on a
-/// blocking thread); their writes are in flight beside (see `pipeline`).
+/// Placements reconciled at once.
 const WORKERS: usize = 4;
-/// Controller writes in flight at once: enough for the group commit to
-/// gather a storm of steps (a thousand placements resynced, a PickAll's
-/// Works turning Available) into a few entries, bounded so a resync of
-/// thousands of keys does not queue thousands of writes.
-const WRITES_IN_FLIGHT: usize = 64;
-/// Bytes of controller writes (encoded commands) in flight at once, so
-/// that an entry made of them stays well under the batcher's 1 MiB and a
-/// busy follower takes it within openraft's heartbeat-long AppendEntries
-/// time-to-live. A larger step goes alone.
-const BYTES_IN_FLIGHT: usize = 512 * 1024;
+/// Most steps of one reconcile before the key is requeued (lets others in).
+const MAX_STEPS: usize = 8;
+/// Retry delay after a conflict (someone wrote in between: re-read soon).
+const CONFLICT_RETRY: Duration = Duration::from_millis(20);
+/// Retry delay after any other failure.
+const ERROR_RETRY: Duration = Duration::from_millis(500);
 
 /// What can stop a reconcile.
 #[derive(Debug, thiserror::Error)]
@@ -138,98 +125,123 @@ async fn lead(consensus: Arc<Consensus>) {
     let queue: Arc<WorkQueue<ObjectKey>> = Arc::new(WorkQueue::new());
     let clusters = Arc::new(ClusterCache::default());
     let recorder = events::EventRecorder::start(consensus.clone());
-    let steps = Arc::new(ControllerSteps { consensus: consensus.clone(), clusters: clusters.clone(), recorder });
-    let budget = Arc::new(WriteBudget::new(WRITES_IN_FLIGHT, BYTES_IN_FLIGHT));
     let mut tasks = JoinSet::new();
     for _ in 0..WORKERS {
-        tasks.spawn(pipeline::worker(steps.clone(), queue.clone(), budget.clone()));
+        tasks.spawn(worker(consensus.clone(), queue.clone(), clusters.clone(), recorder.clone()));
     }
-    drop(steps);
+    drop(recorder);
     tasks.spawn(events::collect_expired(consensus.clone()));
     tasks.spawn(feed::follow(consensus.clone(), queue.clone(), clusters));
     // The session ends when aborted (leadership lost); tasks die with the set.
     while tasks.join_next().await.is_some() {}
 }
 
-/// The controllers' steps on this node's store and Raft.
-struct ControllerSteps {
+/// Takes keys off the queue and reconciles them.
+async fn worker(
     consensus: Arc<Consensus>,
+    queue: Arc<WorkQueue<ObjectKey>>,
     clusters: Arc<ClusterCache>,
     recorder: events::EventRecorder,
+) {
+    loop {
+        let key = queue.next().await;
+        let started = std::time::Instant::now();
+        let result = reconcile(&consensus, &key, &clusters, &recorder).await;
+        crate::metrics::reconciled(&key.kind, reconcile_result(&result), started.elapsed());
+        match result {
+            Ok(Pass::Done { recheck_after: None }) => {}
+            Ok(Pass::Done { recheck_after: Some(delay) }) => queue.add_after(key.clone(), delay),
+            // Added while held: queued again when done.
+            Ok(Pass::MoreSteps) => queue.add(key.clone()),
+            Err(e) if e.is_conflict() => {
+                tracing::debug!(placement = %key, "reconcile lost a race, retrying: {e}");
+                queue.add_after(key.clone(), CONFLICT_RETRY);
+            }
+            Err(e) => {
+                tracing::warn!(placement = %key, "reconcile failed, retrying: {e}");
+                queue.add_after(key.clone(), ERROR_RETRY);
+            }
+        }
+        queue.done(&key);
+    }
 }
 
-/// A step ready to propose: its command, encoded, and what to record once
-/// it committed.
-struct StepWrite {
-    command: EncodedCommand,
-    events: Vec<events::EventNote>,
-    placement: fleet_api::Object,
+/// A reconcile's result as `/metrics` counts it.
+fn reconcile_result(result: &Result<Pass, ControllerError>) -> crate::metrics::ReconcileResult {
+    use crate::metrics::ReconcileResult;
+    match result {
+        Ok(Pass::Done { .. }) => ReconcileResult::Success,
+        Ok(Pass::MoreSteps) => ReconcileResult::Requeue,
+        Err(e) if e.is_conflict() => ReconcileResult::Conflict,
+        Err(_) => ReconcileResult::Error,
+    }
 }
 
-impl pipeline::Steps for ControllerSteps {
-    type Write = StepWrite;
+/// How a reconcile ended.
+enum Pass {
+    /// Up to date (look again after this long, if time alone matters).
+    Done { recheck_after: Option<Duration> },
+    /// The step budget is spent; requeue to let other keys in.
+    MoreSteps,
+}
 
-    async fn plan(&self, key: &ObjectKey) -> Result<Planned<StepWrite>, ControllerError> {
-        let store = self.consensus.store().clone();
-        let fleet = self.clusters.clone();
+/// Runs steps until the placement is up to date or the step budget is spent.
+async fn reconcile(
+    consensus: &Arc<Consensus>,
+    key: &ObjectKey,
+    clusters: &Arc<ClusterCache>,
+    recorder: &events::EventRecorder,
+) -> Result<Pass, ControllerError> {
+    for _ in 0..MAX_STEPS {
+        let store = consensus.store().clone();
+        let fleet = clusters.clone();
         let read_key = key.clone();
         let now = now_rfc3339();
+        let step_now = now.clone();
         let unix_millis = unix_millis();
-        // Blocking: redb reads, the cluster list may need a rebuild, and
-        // the command is encoded here too.
-        tokio::task::spawn_blocking(move || {
-            let Some(next) = next_step(&store, &fleet, &read_key, &now, unix_millis)? else {
-                return Ok(Planned::Done { recheck_after: Some(ERROR_RETRY) });
-            };
-            let step = match next {
-                placement::Next::Write(step) => *step,
-                placement::Next::Done { recheck_after } => return Ok(Planned::Done { recheck_after }),
-            };
-            let command = EncodedCommand::new(Command { now, ops: step.ops })?;
-            let bytes = command.encoded_len();
-            Ok(Planned::Write { write: StepWrite { command, events: step.events, placement: step.placement }, bytes })
+        let unix_now = unix_millis.div_euclid(1000);
+        // Blocking: redb reads, and the cluster list may need a rebuild.
+        let next = tokio::task::spawn_blocking(move || {
+            if read_key.group == fleet_api::kinds::FLEET_PLACEMENT_GROUP
+                && fleet_api::overrides::is_override_kind(&read_key.kind)
+            {
+                return overrides::next_step(&store, &read_key).map(Some);
+            }
+            match ocm::OcmKind::of(&read_key) {
+                Some(ocm::OcmKind::ManifestWork) => {
+                    return ocm::delivery::next_step(&store, &read_key, &step_now).map(Some)
+                }
+                Some(ocm::OcmKind::ReplicaSet) => {
+                    return ocm::replicaset::next_step(&store, &read_key, &step_now, unix_now).map(Some)
+                }
+                _ => {}
+            }
+            // The feed lists the clusters before it queues anything else.
+            let Some(fleet) = fleet.get() else { return Ok(None) };
+            if runs::is_run_key(&read_key) {
+                return runs::next_step(&store, &fleet, &read_key, unix_millis).map(Some);
+            }
+            if evictions::is_evictions_key(&read_key) {
+                return evictions::next_step(&store, &fleet, &step_now).map(Some);
+            }
+            match ocm::OcmKind::of(&read_key) {
+                Some(ocm::OcmKind::Placement) => {
+                    ocm::placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
+                }
+                _ => placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some),
+            }
         })
         .await
-        .map_err(|e| ControllerError::Task(e.to_string()))?
+        .map_err(|e| ControllerError::Task(e.to_string()))??;
+        let step = match next {
+            Some(placement::Next::Write(step)) => *step,
+            Some(placement::Next::Done { recheck_after }) => return Ok(Pass::Done { recheck_after }),
+            None => return Ok(Pass::Done { recheck_after: Some(ERROR_RETRY) }),
+        };
+        consensus.write(Command { now, ops: step.ops }).await?;
+        recorder.record(&step.placement, step.events);
     }
-
-    async fn commit(&self, _key: &ObjectKey, write: StepWrite) -> Result<(), ControllerError> {
-        self.consensus.write_encoded(write.command).await?;
-        self.recorder.record(&write.placement, write.events);
-        Ok(())
-    }
-}
-
-/// The next step of the object at `key`, by its kind (`None` until the
-/// cluster list is known).
-fn next_step(
-    store: &Store,
-    fleet: &ClusterCache,
-    key: &ObjectKey,
-    now: &str,
-    unix_millis: i64,
-) -> Result<Option<placement::Next>, ControllerError> {
-    let unix_now = unix_millis.div_euclid(1000);
-    if key.group == fleet_api::kinds::FLEET_PLACEMENT_GROUP && fleet_api::overrides::is_override_kind(&key.kind) {
-        return overrides::next_step(store, key).map(Some);
-    }
-    match ocm::OcmKind::of(key) {
-        Some(ocm::OcmKind::ManifestWork) => return ocm::delivery::next_step(store, key, now).map(Some),
-        Some(ocm::OcmKind::ReplicaSet) => return ocm::replicaset::next_step(store, key, now, unix_now).map(Some),
-        _ => {}
-    }
-    // The feed lists the clusters before it queues anything else.
-    let Some(fleet) = fleet.get() else { return Ok(None) };
-    if runs::is_run_key(key) {
-        return runs::next_step(store, &fleet, key, unix_millis).map(Some);
-    }
-    if evictions::is_evictions_key(key) {
-        return evictions::next_step(store, &fleet, now).map(Some);
-    }
-    match ocm::OcmKind::of(key) {
-        Some(ocm::OcmKind::Placement) => ocm::placement::next_step(store, &fleet, key, now, unix_now).map(Some),
-        _ => placement::next_step(store, &fleet, key, now, unix_now).map(Some),
-    }
+    Ok(Pass::MoreSteps)
 }
 
 /// Milliseconds since the Unix epoch (the controllers' clock for rollout
