@@ -384,6 +384,18 @@ pub enum PkiCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Replace the member CA (the intermediate on the nodes that signs
+    /// member certificates) with a new one signed by the root, for a PKI
+    /// made before the member CA was constrained or split from the root.
+    IssueMemberCa {
+        /// The PKI directory.
+        #[arg(long, value_name = "PKI")]
+        dir: PathBuf,
+        /// Where the root CA's key is (ca-key.pem): a directory kept off
+        /// the nodes. Default: root/ in the PKI directory.
+        #[arg(long, value_name = "DIR")]
+        root_dir: Option<PathBuf>,
+    },
     /// Sign a client certificate with any subject CN.
     IssueClient {
         /// The PKI directory.

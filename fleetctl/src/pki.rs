@@ -73,21 +73,7 @@ pub fn init(dir: &Path, root_dir: Option<&Path>, nodes: u64, hosts: &[String], f
     }
 
     let issuer = Issuer::new(root_params, ca_key);
-    let member_key = KeyPair::generate()?;
-    let mut member_params = ca_params(MEMBER_CA_CN, BasicConstraints::Constrained(0))?;
-    member_params.use_authority_key_identifier_extension = true;
-    member_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    member_params.name_constraints = Some(NameConstraints {
-        permitted_subtrees: Vec::new(),
-        excluded_subtrees: vec![
-            GeneralSubtree::DnsName(String::new()),
-            GeneralSubtree::IpAddress(CidrSubnet::V4([0; 4], [0; 4])),
-            GeneralSubtree::IpAddress(CidrSubnet::V6([0; 16], [0; 16])),
-        ],
-    });
-    let member_cert = member_params.signed_by(&member_key, &issuer)?;
-    written.push(write_public(&pki.member_ca_cert(), &member_cert.pem())?);
-    written.push(write_private(&pki.member_ca_key(), &member_key.serialize_pem())?);
+    written.extend(write_member_ca(&pki, &issuer)?);
     for id in 1..=nodes {
         written.extend(write_node(&pki, &issuer, id, hosts)?);
     }
@@ -123,6 +109,51 @@ pub fn issue_client(dir: &Path, root_dir: Option<&Path>, name: &str, force: bool
     }
     let issuer = load_issuer(&pki, root_dir)?;
     write_client(&pki, &issuer, name)
+}
+
+/// Replaces the member CA of the PKI in `dir` with a new one signed by the
+/// root: how a PKI made before the member CA was constrained (or before the
+/// CA split, when nodes signed members with the root key) gets the member
+/// CA of [`init`] without a new root. Member certificates already issued
+/// still chain to the root (the hub also checks their serials); agents get
+/// certificates of the new member CA at their next renewal. When the root
+/// key is found where nodes read it (`ca-key.pem` of a PKI before the
+/// split), it moves to `root/` (or `root_dir`).
+pub fn issue_member_ca(dir: &Path, root_dir: Option<&Path>) -> Result<Vec<PathBuf>> {
+    let pki = PkiDir::new(dir);
+    let mut written = Vec::new();
+    let root_key = root_key_path(&pki, root_dir);
+    if !root_key.exists() && pki.legacy_ca_key().exists() {
+        let key_dir = root_key.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf());
+        fs::create_dir_all(&key_dir).map_err(|e| Error::io(&key_dir, e))?;
+        written.push(write_private(&root_key, &read_text(&pki.legacy_ca_key())?)?);
+        fs::remove_file(pki.legacy_ca_key()).map_err(|e| Error::io(pki.legacy_ca_key(), e))?;
+    }
+    let issuer = load_issuer(&pki, root_dir)?;
+    written.extend(write_member_ca(&pki, &issuer)?);
+    Ok(written)
+}
+
+/// Writes a new member CA signed by `issuer` (the root): path length 0,
+/// client authentication only, every DNS name and IP address excluded.
+fn write_member_ca(pki: &PkiDir, issuer: &Issuer<'_, KeyPair>) -> Result<Vec<PathBuf>> {
+    let member_key = KeyPair::generate()?;
+    let mut member_params = ca_params(MEMBER_CA_CN, BasicConstraints::Constrained(0))?;
+    member_params.use_authority_key_identifier_extension = true;
+    member_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    member_params.name_constraints = Some(NameConstraints {
+        permitted_subtrees: Vec::new(),
+        excluded_subtrees: vec![
+            GeneralSubtree::DnsName(String::new()),
+            GeneralSubtree::IpAddress(CidrSubnet::V4([0; 4], [0; 4])),
+            GeneralSubtree::IpAddress(CidrSubnet::V6([0; 16], [0; 16])),
+        ],
+    });
+    let member_cert = member_params.signed_by(&member_key, issuer)?;
+    Ok(vec![
+        write_public(&pki.member_ca_cert(), &member_cert.pem())?,
+        write_private(&pki.member_ca_key(), &member_key.serialize_pem())?,
+    ])
 }
 
 /// A CA named `cn`; `constraints` bounds the CAs below it.

@@ -132,7 +132,7 @@ impl Objects {
         let lookup = key.clone();
         let (object, index) = blocking(move || store.get(&lookup).map_err(storage_status)).await?;
         let object = object.ok_or_else(|| not_found(kind, &key))?;
-        Ok((view.map_or_else(|| object.clone(), |v| v(&object)), index))
+        Ok((seen_through(view, object), index))
     }
 
     /// The objects of `kind` in `namespace` (all when `None`) matching
@@ -144,11 +144,33 @@ impl Objects {
         namespace: Option<String>,
         selector: Option<LabelSelector>,
     ) -> Result<(Vec<Object>, u64), Status> {
+        self.list_map(kind, namespace, selector, move |o| Some(seen_through(view, o))).await
+    }
+
+    /// [`Objects::list`] as each object's JSON, made as the object is read
+    /// (a list of large objects never holds them all decoded).
+    pub async fn list_json(
+        &self,
+        kind: &ResolvedKind,
+        view: Option<View>,
+        namespace: Option<String>,
+        selector: Option<LabelSelector>,
+    ) -> Result<(Vec<Vec<u8>>, u64), Status> {
+        self.list_map(kind, namespace, selector, move |o| Some(seen_through(view, o).to_json())).await
+    }
+
+    /// The objects a list selects, each through `map` as it is read.
+    async fn list_map<T: Send + 'static>(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<String>,
+        selector: Option<LabelSelector>,
+        map: impl FnMut(Object) -> Option<T> + Send + 'static,
+    ) -> Result<(Vec<T>, u64), Status> {
         let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
         query.selector = selector;
         let store = self.store();
-        let (items, index) = blocking(move || store.list(&query).map_err(storage_status)).await?;
-        Ok((items.iter().map(|o| view.map_or_else(|| o.clone(), |v| v(o))).collect(), index))
+        blocking(move || store.list_map(&query, map).map_err(storage_status)).await
     }
 
     /// Deletes one object (and its dependents), optionally only at `resource_version`.
@@ -181,6 +203,14 @@ impl Objects {
             Ok((object, kind))
         })
         .await
+    }
+}
+
+/// `object` as `view` shows it (as stored without one).
+fn seen_through(view: Option<View>, object: Object) -> Object {
+    match view {
+        Some(view) => view(&object),
+        None => object,
     }
 }
 

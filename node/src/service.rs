@@ -172,8 +172,7 @@ impl Fleet for FleetService {
         self.objects.read_barrier(req.read.as_ref()).await?;
         let namespace =
             (!req.all_namespaces && !req.namespace.is_empty()).then(|| kind.namespace_or_default(&req.namespace));
-        let (items, index) = self.objects.list(&kind, view, namespace, selector).await?;
-        let items = items.iter().map(Object::to_json).collect();
+        let (items, index) = self.objects.list_json(&kind, view, namespace, selector).await?;
         Ok(Response::new(ListResponse { items, resource_version: index }))
     }
 

@@ -228,8 +228,19 @@ impl Store {
 
     /// Lists objects, in storage-key order, with the applied index they were read at.
     pub fn list(&self, query: &ListQuery) -> Result<(Vec<Object>, u64), Error> {
+        self.list_map(query, Some)
+    }
+
+    /// [`Store::list`], each object passed through `map` as it is read
+    /// (`None` drops it): a list answered as JSON holds one decoded object
+    /// at a time, not the decoded list (several times its JSON) as well.
+    pub fn list_map<T>(
+        &self,
+        query: &ListQuery,
+        mut map: impl FnMut(Object) -> Option<T>,
+    ) -> Result<(Vec<T>, u64), Error> {
         let prefix = ObjectKey::prefix(&query.group, &query.kind, query.namespace.as_deref());
-        self.scan(&prefix, |_| true, |object| query.selects(&object.metadata.labels))
+        self.scan(&prefix, |object| if query.selects(&object.metadata.labels) { map(object) } else { None })
     }
 
     /// Objects of one kind in one namespace (`""` for cluster-scoped kinds)
@@ -244,7 +255,7 @@ impl Store {
         name_prefix: &str,
     ) -> Result<(Vec<Object>, u64), Error> {
         let prefix = format!("{}{name_prefix}", ObjectKey::prefix(group, kind, Some(namespace)));
-        self.scan(&prefix, |_| true, |_| true)
+        self.scan(&prefix, Some)
     }
 
     /// Every object stored in `namespace`, of any kind, in storage-key
@@ -269,14 +280,9 @@ impl Store {
         Ok((out, index))
     }
 
-    /// Reads, in key order, the objects whose key starts with `prefix` and
-    /// passes `key_filter`, keeping those passing `keep`.
-    fn scan(
-        &self,
-        prefix: &str,
-        key_filter: impl Fn(&str) -> bool,
-        keep: impl Fn(&Object) -> bool,
-    ) -> Result<(Vec<Object>, u64), Error> {
+    /// Reads, in key order, the objects whose key starts with `prefix`,
+    /// keeping what `keep` makes of them.
+    fn scan<T>(&self, prefix: &str, mut keep: impl FnMut(Object) -> Option<T>) -> Result<(Vec<T>, u64), Error> {
         let txn = self.db.begin_read()?;
         let objects = txn.open_table(OBJECTS)?;
         let meta = txn.open_table(META)?;
@@ -288,12 +294,8 @@ impl Store {
             if !k.starts_with(prefix) {
                 break;
             }
-            if !key_filter(k) {
-                continue;
-            }
-            let object = decode_object(k, v.value())?;
-            if keep(&object) {
-                out.push(object);
+            if let Some(kept) = keep(decode_object(k, v.value())?) {
+                out.push(kept);
             }
         }
         Ok((out, index))

@@ -244,6 +244,13 @@ fn lists_filter_by_namespace_and_labels() {
     assert_eq!(names(in_b), vec!["z"]);
     let prefixed = h.store.list_named_prefix("", "ConfigMap", "a", "l").unwrap().0;
     assert_eq!(names(prefixed), vec!["l"]);
+    // A mapped list maps what the query selects, in order, and drops `None`s.
+    let (json, index) = h.store.list_map(&query(None, ""), |o| (o.metadata.name != "u").then(|| o.to_json())).unwrap();
+    let listed = h.store.list(&query(None, "")).unwrap().0;
+    let expected: Vec<Vec<u8>> = listed.iter().filter(|o| o.metadata.name != "u").map(Object::to_json).collect();
+    assert_eq!((json, index), (expected, 2));
+    let (selected, _) = h.store.list_map(&query(None, "app=web"), |o| Some(o.metadata.name)).unwrap();
+    assert_eq!(selected, vec!["l"]);
 }
 
 #[test]

@@ -1,9 +1,9 @@
-//! `pki init | issue-node | issue-client`.
+//! `pki init | issue-node | issue-member-ca | issue-client`.
 
 use crate::cli::PkiCommand;
 use crate::error::Result;
 use crate::io::Io;
-use crate::pki::{init, issue_client, issue_node, parse_hosts};
+use crate::pki::{init, issue_client, issue_member_ca, issue_node, parse_hosts};
 
 /// Runs a `pki` subcommand and lists the files written.
 pub fn run(command: PkiCommand, io: &mut Io) -> Result<()> {
@@ -14,6 +14,7 @@ pub fn run(command: PkiCommand, io: &mut Io) -> Result<()> {
         PkiCommand::IssueNode { dir, root_dir, id, hosts, force } => {
             issue_node(&dir, root_dir.as_deref(), id, &parse_hosts(&hosts), force)?
         }
+        PkiCommand::IssueMemberCa { dir, root_dir } => issue_member_ca(&dir, root_dir.as_deref())?,
         PkiCommand::IssueClient { dir, root_dir, name, force } => {
             issue_client(&dir, root_dir.as_deref(), &name, force)?
         }

@@ -264,3 +264,59 @@ fn the_root_key_can_be_kept_in_a_directory_of_its_own() {
     issue_client(dir.path(), Some(root.path()), "ops", false).unwrap();
     verify_client(&pki, &pki.client_cert("ops")).unwrap();
 }
+
+/// Whether a server certificate the member CA signs for `node-1.fleet` verifies.
+fn member_ca_can_make_a_server(pki: &PkiDir) -> bool {
+    let member_ca = der(&pki.member_ca_cert());
+    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(roots(pki), provider()).build().unwrap();
+    let forged = server_cert_from_member_ca(pki, &["node-1.fleet"]);
+    let server_name = ServerName::try_from("node-1.fleet".to_string()).unwrap();
+    verifier.verify_server_cert(&forged, std::slice::from_ref(&member_ca), &server_name, &[], UnixTime::now()).is_ok()
+}
+
+#[test]
+fn issue_member_ca_replaces_an_unconstrained_member_ca_and_keeps_issued_members_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), None, 1, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    // The member CA of a PKI made before it was constrained.
+    let issuer = load_issuer(&pki, None).unwrap();
+    let old_key = KeyPair::generate().unwrap();
+    let old = ca_params(MEMBER_CA_CN, BasicConstraints::Constrained(0)).unwrap().signed_by(&old_key, &issuer).unwrap();
+    fs::write(pki.member_ca_cert(), old.pem()).unwrap();
+    fs::write(pki.member_ca_key(), old_key.serialize_pem()).unwrap();
+    assert!(member_ca_can_make_a_server(&pki), "the old member CA is unconstrained");
+    let issued = sign_with_member_ca(&pki, "system:fleet:member:east");
+
+    let written = issue_member_ca(dir.path(), None).unwrap();
+    assert_eq!(written, vec![pki.member_ca_cert(), pki.member_ca_key()]);
+    assert!(!member_ca_can_make_a_server(&pki), "the new member CA is constrained");
+    assert_ne!(der(&pki.member_ca_cert()), *old.der());
+    // A member certificate of the old member CA still chains to the root.
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(roots(&pki), provider()).build().unwrap();
+    verifier.verify_client_cert(&issued, std::slice::from_ref(old.der()), UnixTime::now()).unwrap();
+    let fresh = sign_with_member_ca(&pki, "system:fleet:member:west");
+    verifier.verify_client_cert(&fresh, &[der(&pki.member_ca_cert())], UnixTime::now()).unwrap();
+}
+
+#[test]
+fn issue_member_ca_moves_the_root_key_of_a_pki_made_before_the_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    init(dir.path(), None, 1, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    // Before the split: one key, in ca-key.pem next to the node files.
+    fs::rename(pki.root_key(), pki.legacy_ca_key()).unwrap();
+    fs::remove_file(pki.member_ca_cert()).unwrap();
+    fs::remove_file(pki.member_ca_key()).unwrap();
+
+    let written = issue_member_ca(dir.path(), Some(root.path())).unwrap();
+    assert!(written.contains(&root.path().join("ca-key.pem")), "{written:?}");
+    assert!(!pki.legacy_ca_key().exists(), "no root key is left where nodes read");
+    assert!(pki.member_ca_key().exists());
+    assert!(!member_ca_can_make_a_server(&pki));
+    // The moved key still signs as the root.
+    issue_node(dir.path(), Some(root.path()), 2, &hosts(), false).unwrap();
+    verify_server(&pki, &pki.node_cert(2), "node-2.fleet").unwrap();
+}

@@ -26,9 +26,9 @@
 //! 1. `Hub::prepare` (the harness in `tests/src`), a [`Network`] on the
 //!    nodes' addresses, `--peer-dial <network.peers_for(id)>` for each node,
 //!    `Hub::launch`: every peer link now runs through its own proxy.
-//! 2. One [`Recorder`]; [`watcher::Watcher`]s (one pinned to a node that
-//!    stays reachable, one roaming); a barrier write they must see before
-//!    the clients start.
+//! 2. One [`Recorder`]; [`watcher::Watcher`]s (one pinned to a node, which
+//!    it leaves only if the node restarts without history, one roaming); a
+//!    barrier write they must see before the clients start.
 //! 3. [`Client`]s in tasks calling [`Client::random_op`] until told to stop;
 //!    faults in between ([`Network::isolate`], [`Network::partition`],
 //!    [`Network::one_way`], [`Network::heal`], and the harness's kill and

@@ -7,7 +7,11 @@
 //!
 //! A node that answers "expired" (it restarted, or installed a snapshot,
 //! and keeps no history to resume from) is passed over for the next; only
-//! when every node in a row says so is the record incomplete.
+//! when every node in a row says so is the record incomplete. A roaming
+//! watcher ([`Moves::OnAnyBreak`]) also moves on when its stream breaks or
+//! goes silent; a pinned one ([`Moves::OnlyWhenExpired`]) waits for its node
+//! through breaks, and leaves it only when the node cannot resume (so a
+//! pinned node that is killed and restarted does not end the record).
 //!
 //! It resumes from one version *before* the last it received and drops what
 //! it already has: one Raft entry can change several objects under one
@@ -43,6 +47,8 @@ pub struct Watched {
     pub reconnects: u64,
     /// Events received again after resuming, and dropped.
     pub redelivered: u64,
+    /// Times a node answered "expired" and the watcher went to the next.
+    pub moved_on_expiry: u64,
     /// False if every node answered "expired" in a row: changes may be
     /// missing, and the record must not settle anything.
     pub complete: bool,
@@ -62,6 +68,16 @@ fn parse(event: &WireEvent) -> Option<(String, Option<u64>, EventKind)> {
     Some((key, if kind == EventKind::Deleted { None } else { value }, kind))
 }
 
+/// When a [`Watcher`] goes to the next node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moves {
+    /// After any break or silence: a client that roams the trio.
+    OnAnyBreak,
+    /// Only when its node answers "expired": a client that stays on one
+    /// node through every fault that node survives.
+    OnlyWhenExpired,
+}
+
 /// A watcher running in the background.
 pub struct Watcher {
     progress: watch::Receiver<u64>,
@@ -71,17 +87,28 @@ pub struct Watcher {
 
 impl Watcher {
     /// Starts following the ConfigMaps of `namespace` from the beginning
-    /// through any of `nodes`; a stream quiet for `silence` is abandoned for
-    /// the next node. Start it before the first write to watch.
+    /// through `nodes`, first the first; a stream quiet for `silence` is
+    /// opened again, on the next node if `moves` says so. Start it before the
+    /// first write to watch.
     pub fn spawn(
         nodes: Vec<FleetClient<Channel>>,
         namespace: &str,
         recorder: Arc<Recorder>,
         silence: Duration,
+        moves: Moves,
     ) -> Watcher {
         let (progress_tx, progress) = watch::channel(0);
         let (until, until_rx) = watch::channel(0);
-        let task = tokio::spawn(follow(nodes, namespace.to_string(), recorder, until_rx, progress_tx, silence));
+        let follow = Follow {
+            nodes,
+            namespace: namespace.to_string(),
+            recorder,
+            silence,
+            moves,
+            until: until_rx,
+            progress: progress_tx,
+        };
+        let task = tokio::spawn(follow.run());
         Watcher { progress, until, task }
     }
 
@@ -108,94 +135,137 @@ impl Watcher {
     }
 }
 
-/// Follows until the version in `until` (0: not yet known) has been seen,
-/// publishing the newest version seen on `progress`.
-async fn follow(
+/// What one watcher follows, and how.
+struct Follow {
     nodes: Vec<FleetClient<Channel>>,
     namespace: String,
     recorder: Arc<Recorder>,
-    mut until: watch::Receiver<u64>,
-    progress: watch::Sender<u64>,
     silence: Duration,
-) -> Watched {
-    let mut watched = Watched { complete: true, ..Watched::default() };
-    let mut seen: HashSet<(u64, String)> = HashSet::new();
-    let mut last = 0u64;
-    // Nodes in a row that answered "expired": incomplete once all have.
-    let mut expired_in_a_row = 0usize;
-    let reached = |last: u64, until: &watch::Receiver<u64>| {
-        let target = *until.borrow();
+    moves: Moves,
+    /// The version to reach (0: not yet known).
+    until: watch::Receiver<u64>,
+    /// The newest version seen so far.
+    progress: watch::Sender<u64>,
+}
+
+/// What the watcher has gathered so far.
+struct Gathered {
+    watched: Watched,
+    seen: HashSet<(u64, String)>,
+    last: u64,
+    /// Nodes in a row that answered "expired": incomplete once all have.
+    expired_in_a_row: usize,
+}
+
+/// How a stream ended.
+enum Ended {
+    /// Broken, silent or refused for a reason other than expiry.
+    Broke,
+    /// The node cannot resume from where the watcher is.
+    Expired,
+    /// The target version was seen.
+    Reached,
+}
+
+/// How long a pinned watcher waits before opening a broken stream again.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+impl Follow {
+    /// Follows until the version in `until` has been seen, publishing the
+    /// newest version seen on `progress`.
+    async fn run(mut self) -> Watched {
+        let mut got = Gathered {
+            watched: Watched { complete: true, ..Watched::default() },
+            seen: HashSet::new(),
+            last: 0,
+            expired_in_a_row: 0,
+        };
+        let mut at = 0usize;
+        for attempt in 0u64.. {
+            if self.reached(got.last) || self.nodes.is_empty() {
+                break;
+            }
+            if attempt > 0 {
+                got.watched.reconnects += 1;
+            }
+            let mut client = self.nodes[at % self.nodes.len()].clone();
+            let ended = match tokio::time::timeout(self.silence, client.watch(self.request(got.last))).await {
+                Ok(Ok(reply)) => self.read(reply.into_inner(), &mut got).await,
+                // Expired on this node (restarted, or caught up by a
+                // snapshot: no history to resume from); another may have it.
+                Ok(Err(status)) if status.code() == Code::FailedPrecondition => Ended::Expired,
+                _ => Ended::Broke,
+            };
+            match ended {
+                Ended::Reached => break,
+                Ended::Expired => {
+                    got.expired_in_a_row += 1;
+                    if got.expired_in_a_row >= self.nodes.len() {
+                        got.watched.complete = false;
+                        break;
+                    }
+                    got.watched.moved_on_expiry += 1;
+                    at += 1;
+                }
+                Ended::Broke if self.moves == Moves::OnAnyBreak => at += 1,
+                // Waiting for a node that is down, not in a busy loop.
+                Ended::Broke => tokio::time::sleep(RETRY_PAUSE).await,
+            }
+        }
+        got.watched.stream.until = Some(got.last);
+        got.watched
+    }
+
+    /// Whether the watcher has seen the version it was asked to reach.
+    fn reached(&self, last: u64) -> bool {
+        let target = *self.until.borrow();
         target != 0 && last >= target
-    };
-    for attempt in 0u64.. {
-        if reached(last, &until) || nodes.is_empty() {
-            break;
-        }
-        if attempt > 0 {
-            watched.reconnects += 1;
-        }
-        let mut client = nodes[(attempt % nodes.len() as u64) as usize].clone();
+    }
+
+    /// A watch resuming one version before `last` (see the module doc).
+    fn request(&self, last: u64) -> WatchRequest {
         let from = last.saturating_sub(1);
-        let request = WatchRequest {
+        WatchRequest {
             kind: Some(KindRef { kind: "ConfigMap".into(), api_version: "v1".into() }),
-            namespace: namespace.clone(),
+            namespace: self.namespace.clone(),
             all_namespaces: false,
             label_selector: String::new(),
             resource_version: from,
             min_resource_version: from,
-        };
-        let mut stream = match tokio::time::timeout(silence, client.watch(request)).await {
-            Ok(Ok(reply)) => reply.into_inner(),
-            Ok(Err(status)) if status.code() == Code::FailedPrecondition => {
-                // Expired on this node (restarted, or caught up by a
-                // snapshot: no history to resume from); another may have it.
-                expired_in_a_row += 1;
-                if expired_in_a_row >= nodes.len() {
-                    watched.complete = false;
-                    break;
-                }
-                continue;
-            }
-            _ => continue,
-        };
+        }
+    }
+
+    /// Reads one stream until it ends, dropping re-deliveries.
+    async fn read(&mut self, mut stream: tonic::Streaming<WireEvent>, got: &mut Gathered) -> Ended {
         loop {
             let message = tokio::select! {
-                message = tokio::time::timeout(silence, stream.message()) => message,
-                Ok(()) = until.changed() => {
-                    if reached(last, &until) { break } else { continue }
+                message = tokio::time::timeout(self.silence, stream.message()) => message,
+                Ok(()) = self.until.changed() => {
+                    if self.reached(got.last) { return Ended::Reached } else { continue }
                 }
             };
             let event = match message {
                 Ok(Ok(Some(event))) => event,
-                Ok(Err(status)) if status.code() == Code::FailedPrecondition => {
-                    expired_in_a_row += 1;
-                    if expired_in_a_row >= nodes.len() {
-                        watched.complete = false;
-                        return watched;
-                    }
-                    break;
-                }
-                _ => break,
+                Ok(Err(status)) if status.code() == Code::FailedPrecondition => return Ended::Expired,
+                _ => return Ended::Broke,
             };
-            expired_in_a_row = 0;
-            last = last.max(event.resource_version);
-            progress.send_replace(last);
+            got.expired_in_a_row = 0;
+            got.last = got.last.max(event.resource_version);
+            self.progress.send_replace(got.last);
             if let Some((key, digest, kind)) = parse(&event) {
-                if !seen.insert((event.resource_version, key.clone())) {
-                    watched.redelivered += 1;
+                if !got.seen.insert((event.resource_version, key.clone())) {
+                    got.watched.redelivered += 1;
                 } else {
                     let rv = event.resource_version;
-                    watched.stream.events.push(WatchEvent { rv, key: key.clone(), kind });
-                    watched.committed.push(Committed { key, rv, digest, seen_at: recorder.now() });
+                    got.watched.stream.events.push(WatchEvent { rv, key: key.clone(), kind });
+                    got.watched.committed.push(Committed { key, rv, digest, seen_at: self.recorder.now() });
                 }
             }
-            if reached(last, &until) {
-                break;
+            if self.reached(got.last) {
+                return Ended::Reached;
             }
         }
     }
-    watched.stream.until = Some(last);
-    watched
 }
 
 #[cfg(test)]

@@ -291,11 +291,12 @@ fn a_search_out_of_steps_is_undecided_not_a_verdict() {
     }
     ops.push(op(99, 200, 210, READ, saw(2, 1)));
     let history = History::from(ops);
-    let register = |max_steps_per_key| Limits { max_steps_per_key, rv_order: false };
+    let register = |max_steps_per_key| Limits { max_steps_per_key, rv_order: false, breadth_first: false };
     let report = check_linearizable(&history, register(5)).expect("valid");
     assert!(!report.is_decided() && !report.has_violation() && !report.is_linearizable(), "{report}");
     assert_eq!(report.undecided(), vec![KEY]);
-    assert_eq!(report.keys[0].verdict, Verdict::Undecided { steps: 5 });
+    // Five steps depth first, then five breadth first.
+    assert_eq!(report.keys[0].verdict, Verdict::Undecided { steps: 10 });
     let decided = check_linearizable(&history, register(1_000_000)).expect("valid");
     assert!(decided.is_linearizable(), "{decided}");
 }

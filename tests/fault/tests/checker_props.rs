@@ -77,4 +77,25 @@ proptest! {
         prop_assert_eq!(violations.len(), 1, "{}", report);
         prop_assert_eq!(&violations[0].key, &key);
     }
+
+    #[test]
+    fn breadth_first_and_depth_first_reach_the_same_verdicts(
+        specs in prop::collection::vec(spec(), 1..40),
+        seed in any::<u64>(),
+        slots in 0u64..6,
+        one_in in 2u64..8,
+        pick in any::<usize>(),
+        corrupt in any::<bool>(),
+    ) {
+        let (mut history, _) = perturbed(&specs, seed, slots, one_in);
+        if corrupt {
+            corrupt_a_read(&mut history, pick);
+        }
+        let depth = check(&history)?;
+        let breadth = check_linearizable(&history, Limits { breadth_first: true, ..LIMITS })
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert!(depth.is_decided() && breadth.is_decided(), "{}\n{}", depth, breadth);
+        let blamed = |r: &Report| r.violations().map(|v| v.key.clone()).collect::<Vec<_>>();
+        prop_assert_eq!(blamed(&depth), blamed(&breadth), "{}\n{}", depth, breadth);
+    }
 }

@@ -188,3 +188,21 @@ fn a_violation_late_in_a_long_history_is_found() {
         assert_eq!(keys, vec![history.ops[read].key.as_str()], "seed {seed}: {report}");
     }
 }
+
+/// A violation late in a history ten times longer, which the depth-first
+/// search cannot afford to come back for within the budget: the key is
+/// then checked breadth first, and the violation found.
+#[test]
+fn a_late_violation_beyond_the_depth_first_budget_is_found_breadth_first() {
+    let (count, seed) = (VIOLATION_OPS * 10, 13);
+    let (mut history, _) = overlapping(seed, count, 3, 2, 10);
+    let read = corrupt_a_read(&mut history, count * 3 / 28).expect("some answered read");
+    let key = history.ops[read].key.as_str();
+    let depth_only = SOAK_LIMITS.max_steps_per_key;
+    let report = check_linearizable(&history, SOAK_LIMITS).expect("a valid history");
+    assert!(report.is_decided(), "{report}");
+    let keys: Vec<&str> = report.violations().map(|v| v.key.as_str()).collect();
+    assert_eq!(keys, vec![key], "{report}");
+    let checked = report.keys.iter().find(|k| k.key == key).expect("the key");
+    assert!(checked.steps > depth_only, "decided by the depth-first search alone:\n{report}");
+}

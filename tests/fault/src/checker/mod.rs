@@ -72,8 +72,11 @@
 //! What this costs: a linearizable history is decided in about one search
 //! per window (tens of steps per operation). A violation makes the search
 //! come back through the windows before it, each searched to its end, so a
-//! violation late in a long history can use up the budget: the key is then
-//! undecided, never passed.
+//! violation late in a long history can use up the budget. The key is then
+//! checked again breadth first ([`frontier`]): every configuration each
+//! window can end in, each window searched once per configuration, which
+//! decides such a key when the configurations stay few. Should that run
+//! out too, the key is undecided, never passed.
 //!
 //! Every search is bounded: past [`Limits::max_steps_per_key`] steps (over
 //! all of a key's windows) the key's verdict is [`Verdict::Undecided`],
@@ -82,6 +85,7 @@
 mod cache;
 mod events;
 mod explain;
+mod frontier;
 mod search;
 mod window;
 
@@ -108,12 +112,16 @@ pub struct Limits {
     /// overlap from exponential to near linear. An answer that breaks the
     /// order is then a violation in itself.
     pub rv_order: bool,
+    /// Check every key breadth first from the start, instead of depth first
+    /// with breadth first only for a key the depth-first search could not
+    /// decide: slower on linearizable histories; for cross-checking the two.
+    pub breadth_first: bool,
 }
 
 impl Limits {
     /// The default limits with another step budget.
     pub const fn steps(max_steps_per_key: u64) -> Limits {
-        Limits { max_steps_per_key, rv_order: true }
+        Limits { max_steps_per_key, rv_order: true, breadth_first: false }
     }
 }
 
@@ -281,7 +289,7 @@ pub fn check_linearizable_from(
         .into_iter()
         .map(|(key, ops)| {
             let start = initial.get(key).copied().unwrap_or(KeyState::Absent);
-            let result = check_key(&ops, start, limits.max_steps_per_key, limits.rv_order);
+            let result = check_key(&ops, start, &limits);
             let verdict = match result.outcome {
                 KeyOutcome::Linearizable => Verdict::Linearizable,
                 KeyOutcome::Exhausted => Verdict::Undecided { steps: result.steps },

@@ -31,7 +31,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::frontier::check_frontier;
 use super::search::{revealed_rvs, Deepest, End, Found, KeyOp, Search, SearchOptions};
+use super::Limits;
 use crate::history::{Command, Observed, OpId, Outcome, Response};
 use crate::model::KeyState;
 
@@ -53,9 +55,9 @@ const PER_GAP: usize = 4;
 /// One group of overlapping answered operations, and the unanswered
 /// operations invoked before it ended (and after the previous one ended).
 #[derive(Debug, Default)]
-struct Window {
-    answered: Vec<usize>,
-    unanswered: Vec<usize>,
+pub(super) struct Window {
+    pub answered: Vec<usize>,
+    pub unanswered: Vec<usize>,
 }
 
 /// Splits the key's operations into windows at quiescent points.
@@ -96,9 +98,9 @@ type Pending = BTreeMap<Command, usize>;
 
 /// A way the key can stand between two windows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Config {
-    state: KeyState,
-    pending: Pending,
+pub(super) struct Config {
+    pub state: KeyState,
+    pub pending: Pending,
 }
 
 /// Whether `a` dominates `b`: the same state, and at least as many pending
@@ -109,16 +111,21 @@ fn dominates(a: &Config, b: &Config) -> bool {
 
 /// Adds `config` to `known` unless dominated there; drops what it
 /// dominates.
-fn admit(frontier: &mut Vec<Config>, config: Config) {
-    if frontier.iter().any(|known| dominates(known, &config)) {
+fn admit(known: &mut Vec<Config>, config: Config) {
+    admit_by(known, config, |c| c);
+}
+
+/// [`admit`] for anything holding a configuration.
+pub(super) fn admit_by<T>(known: &mut Vec<T>, item: T, config: impl Fn(&T) -> &Config) {
+    if known.iter().any(|k| dominates(config(k), config(&item))) {
         return;
     }
-    frontier.retain(|known| !dominates(&config, known));
-    frontier.push(config);
+    known.retain(|k| !dominates(config(&item), config(k)));
+    known.push(item);
 }
 
 /// The canonical forms of values, preconditions and states of one key.
-struct Canon {
+pub(super) struct Canon {
     /// Values some read of the key reports.
     observed: BTreeSet<u64>,
     /// The stand-in for every other value: one no read reports.
@@ -206,7 +213,7 @@ pub(super) struct KeyResult {
 /// then up to `cap` stand-ins per pending class (invoked before the window,
 /// each placeable only after the previous one of its class); and for each,
 /// its class if it is a stand-in.
-fn window_ops(
+pub(super) fn window_ops(
     ops: &[KeyOp],
     window: &Window,
     config: &Config,
@@ -256,22 +263,22 @@ fn strength(class: &Command) -> (u8, u8) {
 }
 
 /// One window being searched from one configuration.
-struct Level {
+pub(super) struct Level {
     /// Length of the path (operations placed by earlier windows) when this
     /// window's search began.
-    path_len: usize,
-    window: usize,
-    config: Config,
-    search: Search,
-    classes: Vec<Option<Command>>,
+    pub path_len: usize,
+    pub window: usize,
+    pub config: Config,
+    pub search: Search,
+    pub classes: Vec<Option<Command>>,
     /// The newest resourceVersion revealed once the window is placed.
-    end_floor: u64,
+    pub end_floor: u64,
 }
 
 /// The configuration after `level`'s window ended in `end`: its pending
 /// operations less those placed, plus the window's own not placed, all in
 /// canonical classes.
-fn after_window(level: &Level, end: End, canon: &Canon, reps: &mut BTreeMap<Command, OpId>) -> Config {
+pub(super) fn after_window(level: &Level, end: End, canon: &Canon, reps: &mut BTreeMap<Command, OpId>) -> Config {
     let list = &level.search.ops;
     let mut pending = level.config.pending.clone();
     let mut placed = vec![false; list.len()];
@@ -302,7 +309,7 @@ fn after_window(level: &Level, end: End, canon: &Canon, reps: &mut BTreeMap<Comm
 /// placed by earlier windows first (as linearized before the window), and
 /// a stand-in value in the state replaced by the value of the write that
 /// put it there.
-fn with_path(
+pub(super) fn with_path(
     window: usize,
     path: &[KeyOp],
     ops: Vec<KeyOp>,
@@ -351,12 +358,41 @@ fn version_going_back(ops: &[KeyOp], windows: &[Window]) -> Option<(usize, usize
 /// from the previous one. Configurations from which a window was searched
 /// to the end without success are remembered per window, and any
 /// configuration they dominate is not searched again.
-pub(super) fn check_key(ops: &[KeyOp], initial: KeyState, max_steps: u64, rv_order: bool) -> KeyResult {
+///
+/// Should that run out of steps (a violation late in a long history makes
+/// it come back through every window before), the key is checked again
+/// breadth first ([`check_frontier`]) within another `max_steps`.
+/// With [`Limits::breadth_first`], only breadth first.
+pub(super) fn check_key(ops: &[KeyOp], initial: KeyState, limits: &Limits) -> KeyResult {
+    let (max_steps, rv_order) = (limits.max_steps_per_key, limits.rv_order);
     let canon = Canon::new(ops, initial);
     let windows = windows(ops);
+    let mut result = if limits.breadth_first {
+        KeyResult { outcome: KeyOutcome::Exhausted, steps: 0, windows: windows.len(), retries: 0 }
+    } else {
+        depth_first(ops, &windows, &canon, initial, max_steps, rv_order)
+    };
+    if matches!(result.outcome, KeyOutcome::Exhausted) {
+        let start = Config { state: canon.state(initial), pending: Pending::new() };
+        let wide = check_frontier(ops, &windows, &canon, start, max_steps, rv_order);
+        result.steps += wide.steps;
+        result.outcome = wide.outcome;
+    }
+    result
+}
+
+/// The depth-first check of [`check_key`].
+fn depth_first(
+    ops: &[KeyOp],
+    windows: &[Window],
+    canon: &Canon,
+    initial: KeyState,
+    max_steps: u64,
+    rv_order: bool,
+) -> KeyResult {
     let mut result = KeyResult { outcome: KeyOutcome::Linearizable, steps: 0, windows: windows.len(), retries: 0 };
     if rv_order {
-        if let Some((newest, older)) = version_going_back(ops, &windows) {
+        if let Some((newest, older)) = version_going_back(ops, windows) {
             let state = match (ops[newest].command, ops[newest].outcome) {
                 (command, Outcome::Ok(Response::Written { rv })) => {
                     KeyState::Present { rv: Some(rv), digest: command.value().unwrap_or_default() }
@@ -415,7 +451,7 @@ pub(super) fn check_key(ops: &[KeyOp], initial: KeyState, max_steps: u64, rv_ord
             Found::End(end) => {
                 path.truncate(level.path_len);
                 path.extend(end.order.iter().map(|i| level.search.ops[*i]));
-                let next = after_window(level, end, &canon, &mut reps);
+                let next = after_window(level, end, canon, &mut reps);
                 let w = level.window + 1;
                 let dominated = failed.get(w).is_some_and(|f| f.iter().any(|known| dominates(known, &next)));
                 if !dominated {
@@ -427,7 +463,7 @@ pub(super) fn check_key(ops: &[KeyOp], initial: KeyState, max_steps: u64, rv_ord
                 if let Some(deepest) = deepest {
                     if failure.as_ref().is_none_or(|(w, _, _)| level.window > *w) {
                         path.truncate(level.path_len);
-                        failure = Some(with_path(level.window, &path, level.search.ops, deepest, &canon));
+                        failure = Some(with_path(level.window, &path, level.search.ops, deepest, canon));
                     }
                 }
                 if let Some(f) = failed.get_mut(level.window) {

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use fleet_fault::monotonic::{monotonic_reads, read_your_writes};
 use fleet_fault::resolve::resolve;
 use fleet_fault::watch::{watch_stream_check, Change, EventKind, WatchStream};
-use fleet_fault::watcher::{Watched, Watcher};
+use fleet_fault::watcher::{Moves, Watched, Watcher};
 use fleet_fault::{check_linearizable, Client, History, Limits, Network, Outcome, Recorder, Report, Response};
 use fleet_proto::fleet::fleet_client::FleetClient;
 use fleet_tests::hub::admin_client;
@@ -114,9 +114,23 @@ impl Scenario {
         let recorder = Arc::new(Recorder::new());
         let watchers = watch.then(|| {
             let on = pinned(leader);
-            let pinned = Watcher::spawn(connect(&hub, &[on]), NAMESPACE, recorder.clone(), Duration::from_secs(30));
-            let roaming =
-                Watcher::spawn(connect(&hub, &[1, 2, 3]), NAMESPACE, recorder.clone(), Duration::from_secs(1));
+            // It stays on `on` through breaks, and moves on only if that
+            // node restarted and cannot resume (see the watcher's doc).
+            let order: Vec<u64> = (0..3).map(|i| (on - 1 + i) % 3 + 1).collect();
+            let pinned = Watcher::spawn(
+                connect(&hub, &order),
+                NAMESPACE,
+                recorder.clone(),
+                Duration::from_secs(30),
+                Moves::OnlyWhenExpired,
+            );
+            let roaming = Watcher::spawn(
+                connect(&hub, &[1, 2, 3]),
+                NAMESPACE,
+                recorder.clone(),
+                Duration::from_secs(1),
+                Moves::OnAnyBreak,
+            );
             (pinned, roaming, on)
         });
         let mut barrier = Client::new(0, NAMESPACE, connect(&hub, &[1, 2, 3]), Arc::new(Recorder::new()), OP_TIMEOUT)
@@ -282,9 +296,10 @@ impl Scenario {
                 keep_history(&self.name, "settled", &history);
             }
             println!(
-                "{}: {} changes watched on node {on}, {} by the roaming watcher ({} reconnections); settled {settled:?}",
+                "{}: {} changes watched from node {on} ({} moves past an expired node), {} by the roaming watcher ({} reconnections); settled {settled:?}",
                 self.name,
                 pinned.committed.len(),
+                pinned.moved_on_expiry,
                 roaming.committed.len(),
                 roaming.reconnects
             );
