@@ -11,9 +11,9 @@
 //!   everywhere, then its ConfigMap changes: the time until the first 25 %
 //!   of the clusters (one wave) and all of them report the new resources.
 //! - `placements`: `--placements` PickN(`--placement-clusters`) placements
-//!   applied at once until all are Available; they stay (label
-//!   `fleet-bench/scale=placements`) for the scenarios below; `cleanup`
-//!   removes them.
+//!   applied at once until all are Available (and the Raft entries that
+//!   took); they stay (label `fleet-bench/scale=placements`) for the
+//!   scenarios below; `cleanup` removes them.
 //! - `idle`: over `--idle-seconds`, the Raft entries committed per second
 //!   and (with `--pids`) the leader's CPU use.
 //! - `rss`: the resident memory of every process in `--pids`.
@@ -187,6 +187,7 @@ async fn placements(client: &mut FleetClient<Channel>, args: &ScaleArgs) -> Resu
             chunk.iter().flat_map(|name| namespace_documents(name, "placements", "v1")).collect();
         apply(client, &documents).await?;
     }
+    let (_, applied_at) = leader_index(client).await?;
     let started = Instant::now();
     let documents: Vec<Value> = names
         .iter()
@@ -203,9 +204,12 @@ async fn placements(client: &mut FleetClient<Channel>, args: &ScaleArgs) -> Resu
             .filter(|p| crate::rollout_latency::RolloutState::of(p).done_on(args.placement_clusters as usize))
             .count();
         if available >= args.placements {
+            let elapsed = started.elapsed();
+            let (_, done_at) = leader_index(client).await?;
             let mut figures = RunFigures::new();
-            figures.insert("all_available_ms".into(), started.elapsed().as_secs_f64() * 1000.0);
+            figures.insert("all_available_ms".into(), elapsed.as_secs_f64() * 1000.0);
             figures.insert("placements".into(), available as f64);
+            figures.insert("raft_entries".into(), done_at.saturating_sub(applied_at) as f64);
             return Ok(figures);
         }
         if Instant::now() >= until {
