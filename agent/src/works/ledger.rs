@@ -115,8 +115,10 @@ impl Ledger {
     }
 
     fn save(&self) -> Result<(), AgentError> {
-        let bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
         let tmp = self.path.with_extension("tmp");
+        // Never an empty ledger in place of one that failed to encode.
+        let bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| AgentError::io(&tmp, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         {
             let mut f = fs::File::create(&tmp).map_err(|e| AgentError::io(&tmp, e))?;
             f.write_all(&bytes).and_then(|()| f.sync_all()).map_err(|e| AgentError::io(&tmp, e))?;
