@@ -33,6 +33,16 @@ pub use error::Error;
 /// How long a stopping node waits for in-flight calls.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Streams a client may reset before the server accepted them, at once on
+/// one connection, before h2 closes the connection as an attack (its
+/// default is 20). On a starved machine, Raft calls whose openraft
+/// time-to-live (the heartbeat interval) ran out are reset before the node
+/// gets to them; at 20 the peer connection was closed with every other call
+/// on it, and replication and votes failed with it (seen at 5,000 members).
+/// Every client here is authenticated by mTLS, and this still bounds what a
+/// connection can hold.
+const MAX_PENDING_ACCEPT_RESETS: usize = 1024;
+
 /// Resolves on SIGTERM or Ctrl-C. The SIGTERM handler is installed when
 /// this is called (not when first polled), so a signal that arrives while the
 /// node is still starting is not lost to the default "terminate" action.
@@ -110,6 +120,7 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
         .tls_config(tls)
         .map_err(|e| Error::Serve(format!("TLS configuration: {e}")))?
         .tcp_nodelay(true)
+        .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESETS))
         .layer(metrics::grpc::GrpcMetricsLayer)
         .add_service(fleet)
         .add_service(peer)
