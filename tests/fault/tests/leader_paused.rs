@@ -6,6 +6,8 @@
 
 mod scenario;
 
+use std::time::Duration;
+
 use fleet_tests::HubOptions;
 use scenario::Scenario;
 
@@ -19,6 +21,14 @@ async fn a_paused_leader_that_wakes_up_believing_it_leads_causes_no_violation() 
         run.hub.signal(leader, "STOP");
         run.leader_lost("leader SIGSTOP");
         let successor = run.new_leader_without(leader).await;
+        // Status asks every peer with a 1 s deadline: the paused node, which
+        // answers nothing, is reported unreachable, not waited on.
+        let status = tokio::time::timeout(Duration::from_secs(5), run.hub.status(successor))
+            .await
+            .expect("cluster status answered while the old leader is paused")
+            .expect("cluster status");
+        let paused = status.members.iter().find(|m| m.id == leader).expect("the paused node listed");
+        assert!(!paused.reachable, "the paused node {leader} reported reachable: {status:?}");
         run.operations(100, "with the old leader paused").await;
         run.hub.signal(leader, "CONT");
         let after = run.hub.wait_leader().await;

@@ -214,7 +214,7 @@ impl Scenario {
     /// other than `old`; returns it.
     pub async fn new_leader_without(&self, old: u64) -> u64 {
         let others: Vec<u64> = self.hub.running().into_iter().filter(|id| *id != old).collect();
-        eventually("a new leader without the old one", Duration::from_secs(30), || async {
+        eventually("a new leader without the old one", Duration::from_secs(60), || async {
             let mut seen = Vec::new();
             for id in &others {
                 seen.push(self.hub.status(*id).await?.leader);
