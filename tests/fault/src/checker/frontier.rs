@@ -18,8 +18,8 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use super::search::{revealed_rvs, Deepest, Found, KeyOp, Search, SearchOptions};
-use super::window::{admit_by, after_window, window_ops, with_path, Canon, Config, KeyOutcome, Level, Window};
+use super::search::{Deepest, Found, KeyOp};
+use super::window::{admit_by, after_window, with_path, Canon, Config, KeyOutcome, Level, Window};
 use crate::history::{Command, OpId};
 
 /// The operations one window placed on the way to a configuration, after
@@ -67,24 +67,15 @@ pub(super) fn check_frontier(
     let mut reps: BTreeMap<Command, OpId> = BTreeMap::new();
     let mut frontier = vec![Reached { config: initial, way: None }];
     let mut floor = 0u64;
-    for (w, window) in windows.iter().enumerate() {
-        let end_floor = if rv_order {
-            window.answered.iter().flat_map(|i| revealed_rvs(&ops[*i])).flatten().fold(floor, u64::max)
-        } else {
-            floor
-        };
+    for w in 0..windows.len() {
         let mut next: Vec<Reached> = Vec::new();
         let mut failure: Option<(Reached, Vec<KeyOp>, Deepest)> = None;
+        let mut end_floor = floor;
         for reached in frontier {
-            let (list, classes) = window_ops(ops, window, &reached.config, &reps);
-            let search = Search::new(list, reached.config.state, SearchOptions { rv_order, floor });
-            let mut level =
-                Level { path_len: 0, window: w, config: reached.config.clone(), search, classes, end_floor };
+            let mut level = Level::start(ops, windows, w, reached.config.clone(), &reps, floor, rv_order, 0);
+            end_floor = level.end_floor;
             loop {
-                let before = level.search.steps;
-                let found = level.search.next_end(max_steps.saturating_sub(result.steps));
-                result.steps += level.search.steps - before;
-                match found {
+                match level.next_end(max_steps, &mut result.steps) {
                     Found::Exhausted => {
                         result.outcome = KeyOutcome::Exhausted;
                         return result;

@@ -213,7 +213,7 @@ pub(super) struct KeyResult {
 /// then up to `cap` stand-ins per pending class (invoked before the window,
 /// each placeable only after the previous one of its class); and for each,
 /// its class if it is a stand-in.
-pub(super) fn window_ops(
+fn window_ops(
     ops: &[KeyOp],
     window: &Window,
     config: &Config,
@@ -273,6 +273,41 @@ pub(super) struct Level {
     pub classes: Vec<Option<Command>>,
     /// The newest resourceVersion revealed once the window is placed.
     pub end_floor: u64,
+}
+
+impl Level {
+    /// Starts searching window `w` of `windows` from `config`, the newest
+    /// resourceVersion revealed before it being `floor`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn start(
+        ops: &[KeyOp],
+        windows: &[Window],
+        w: usize,
+        config: Config,
+        reps: &BTreeMap<Command, OpId>,
+        floor: u64,
+        rv_order: bool,
+        path_len: usize,
+    ) -> Level {
+        let window = &windows[w];
+        let end_floor = if rv_order {
+            window.answered.iter().flat_map(|i| revealed_rvs(&ops[*i])).flatten().fold(floor, u64::max)
+        } else {
+            floor
+        };
+        let (list, classes) = window_ops(ops, window, &config, reps);
+        let search = Search::new(list, config.state, SearchOptions { rv_order, floor });
+        Level { path_len, window: w, config, search, classes, end_floor }
+    }
+
+    /// The window's next end, within what `spent` leaves of `max_steps`
+    /// (the steps taken are added to `spent`).
+    pub(super) fn next_end(&mut self, max_steps: u64, spent: &mut u64) -> Found {
+        let before = self.search.steps;
+        let found = self.search.next_end(max_steps.saturating_sub(*spent));
+        *spent += self.search.steps - before;
+        found
+    }
 }
 
 /// The configuration after `level`'s window ended in `end`: its pending
@@ -417,21 +452,14 @@ fn depth_first(
     let mut pending_start = Some((0usize, Config { state: canon.state(initial), pending: Pending::new() }, 0u64));
     loop {
         if let Some((w, config, floor)) = pending_start.take() {
-            let Some(window) = windows.get(w) else {
+            if w >= windows.len() {
                 return result;
-            };
+            }
             if searched[w] {
                 result.retries += 1;
             }
             searched[w] = true;
-            let end_floor = if rv_order {
-                window.answered.iter().flat_map(|i| revealed_rvs(&ops[*i])).flatten().fold(floor, u64::max)
-            } else {
-                floor
-            };
-            let (list, classes) = window_ops(ops, window, &config, &reps);
-            let search = Search::new(list, config.state, SearchOptions { rv_order, floor });
-            stack.push(Level { path_len: path.len(), window: w, config, search, classes, end_floor });
+            stack.push(Level::start(ops, windows, w, config, &reps, floor, rv_order, path.len()));
         }
         let Some(level) = stack.last_mut() else {
             result.outcome = match failure {
@@ -440,10 +468,7 @@ fn depth_first(
             };
             return result;
         };
-        let before = level.search.steps;
-        let found = level.search.next_end(max_steps.saturating_sub(result.steps));
-        result.steps += level.search.steps - before;
-        match found {
+        match level.next_end(max_steps, &mut result.steps) {
             Found::Exhausted => {
                 result.outcome = KeyOutcome::Exhausted;
                 return result;
