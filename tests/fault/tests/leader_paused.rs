@@ -23,7 +23,7 @@ async fn a_paused_leader_that_wakes_up_believing_it_leads_causes_no_violation() 
         let successor = run.new_leader_without(leader).await;
         // Status asks every peer with a 1 s deadline: the paused node, which
         // answers nothing, is reported unreachable, not waited on.
-        let status = tokio::time::timeout(Duration::from_secs(5), run.hub.status(successor))
+        let status = tokio::time::timeout(Duration::from_secs(10), run.hub.status(successor))
             .await
             .expect("cluster status answered while the old leader is paused")
             .expect("cluster status");
