@@ -61,10 +61,7 @@ pub fn init(dir: &Path, root_dir: Option<&Path>, nodes: u64, hosts: &[String], f
     let ca_cert = root_params.self_signed(&ca_key)?;
     let mut written = Vec::new();
     written.push(write_public(&pki.ca_cert(), &ca_cert.pem())?);
-    let root_key = root_key_path(&pki, root_dir);
-    let key_dir = root_key.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf());
-    fs::create_dir_all(&key_dir).map_err(|e| Error::io(&key_dir, e))?;
-    written.push(write_private(&root_key, &ca_key.serialize_pem())?);
+    written.push(write_root_key(&pki, root_dir, &ca_key.serialize_pem())?);
     // A PKI made before the split kept the root key here, where nodes read it.
     match fs::remove_file(pki.legacy_ca_key()) {
         Ok(()) => {}
@@ -122,16 +119,22 @@ pub fn issue_client(dir: &Path, root_dir: Option<&Path>, name: &str, force: bool
 pub fn issue_member_ca(dir: &Path, root_dir: Option<&Path>) -> Result<Vec<PathBuf>> {
     let pki = PkiDir::new(dir);
     let mut written = Vec::new();
-    let root_key = root_key_path(&pki, root_dir);
-    if !root_key.exists() && pki.legacy_ca_key().exists() {
-        let key_dir = root_key.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf());
-        fs::create_dir_all(&key_dir).map_err(|e| Error::io(&key_dir, e))?;
-        written.push(write_private(&root_key, &read_text(&pki.legacy_ca_key())?)?);
+    if !root_key_path(&pki, root_dir).exists() && pki.legacy_ca_key().exists() {
+        written.push(write_root_key(&pki, root_dir, &read_text(&pki.legacy_ca_key())?)?);
         fs::remove_file(pki.legacy_ca_key()).map_err(|e| Error::io(pki.legacy_ca_key(), e))?;
     }
     let issuer = load_issuer(&pki, root_dir)?;
     written.extend(write_member_ca(&pki, &issuer)?);
     Ok(written)
+}
+
+/// Writes the root CA's key where [`root_key_path`] says, making its
+/// directory if needed.
+fn write_root_key(pki: &PkiDir, root_dir: Option<&Path>, key_pem: &str) -> Result<PathBuf> {
+    let root_key = root_key_path(pki, root_dir);
+    let key_dir = root_key.parent().map(Path::to_path_buf).unwrap_or_else(|| pki.dir.clone());
+    fs::create_dir_all(&key_dir).map_err(|e| Error::io(&key_dir, e))?;
+    write_private(&root_key, key_pem)
 }
 
 /// Writes a new member CA signed by `issuer` (the root): path length 0,
