@@ -154,6 +154,7 @@ impl Consensus {
         let (queue, pending) = tokio::sync::mpsc::channel(crate::batcher::QUEUE);
         let consensus = Arc::new(Consensus { id, raft, network, store, metrics, queue });
         tokio::spawn(crate::batcher::run(Arc::downgrade(&consensus), pending));
+        tokio::spawn(log_leadership(id, consensus.raft.metrics()));
         Ok(consensus)
     }
 
@@ -539,5 +540,29 @@ fn describe(command: &fleet_statemachine::Command) -> String {
         (Some(first), 1) => format!("the write of {first}"),
         (Some(first), n) => format!("a write of {n} objects ({first} first)"),
         (None, _) => "an empty write".to_string(),
+    }
+}
+
+/// Logs each change of the leader or of this node's role as this node sees
+/// it (with the term), so a node's log tells when it lost and found a
+/// leader; ends when Raft stops.
+async fn log_leadership(id: u64, mut metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<u64, BasicNode>>) {
+    let mut seen = None;
+    loop {
+        let now = {
+            let m = metrics.borrow_and_update();
+            (m.current_leader, m.state, m.current_term)
+        };
+        let (leader, state, term) = now;
+        if seen.map(|(l, s, _)| (l, s)) != Some((leader, state)) {
+            match leader {
+                Some(leader) => tracing::info!(id, term, leader, role = ?state, "leader known"),
+                None => tracing::info!(id, term, role = ?state, "no leader known"),
+            }
+            seen = Some(now);
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
     }
 }

@@ -142,6 +142,11 @@ impl Hub {
         self.nodes.keys().map(|id| self.endpoint(*id)).collect::<Vec<_>>().join(",")
     }
 
+    /// Ids of every node started so far, running or not (for logs).
+    pub fn node_ids(&self) -> Vec<u64> {
+        self.nodes.keys().copied().collect()
+    }
+
     /// Ids of nodes whose process runs.
     pub fn running(&self) -> Vec<u64> {
         self.nodes.iter().filter(|(_, n)| n.child.is_some()).map(|(id, _)| *id).collect()

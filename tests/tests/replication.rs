@@ -116,30 +116,50 @@ async fn wait_for_all(hub: &Hub, id: u64, acked: &BTreeSet<String>) -> BTreeSet<
 }
 
 /// Writes `cm-<i>` through any reachable node until `count` are acknowledged,
-/// recording each acknowledged name.
+/// recording each acknowledged name. Gives up after 60 s, with what each
+/// failed attempt was told (node, seconds since the start, error) for the
+/// test to print along with the nodes' logs.
 async fn write_until(
     hub_endpoints: Vec<fleet_proto::fleet::fleet_client::FleetClient<tonic::transport::Channel>>,
     prefix: &str,
     count: usize,
     acked: Arc<Mutex<Vec<String>>>,
-) {
+) -> Result<(), String> {
     let mut clients = hub_endpoints;
     let mut i = 0usize;
     let mut turn = 0usize;
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut failures = Vec::new();
+    let start = std::time::Instant::now();
     while i < count {
-        assert!(std::time::Instant::now() < deadline, "writes stalled at {i}/{count}");
+        if start.elapsed() > Duration::from_secs(60) {
+            let tail = &failures[failures.len().saturating_sub(20)..];
+            return Err(format!("writes stalled at {i}/{count}; last failed attempts:\n{}", tail.join("\n")));
+        }
         let name = format!("{prefix}-{i}");
         let n = clients.len();
         let client = &mut clients[turn % n];
+        let sent = start.elapsed();
         match apply(client, vec![configmap(NS, &name, &i.to_string())]).await {
             Ok(_) => {
                 acked.lock().unwrap_or_else(|p| p.into_inner()).push(name);
                 i += 1;
             }
-            Err(_) => turn += 1,
+            Err(e) => {
+                let node = turn % n + 1;
+                let took = start.elapsed() - sent;
+                failures.push(format!("  node {node} at {sent:.1?} (took {took:.1?}): {}", e.message()));
+                turn += 1;
+            }
         }
     }
+    Ok(())
+}
+
+/// Panics with the writer's report and the tail of every node's log.
+fn writer_stalled(hub: &Hub, report: String) -> ! {
+    let logs: Vec<String> =
+        hub.node_ids().into_iter().map(|id| format!("--- node {id} ---\n{}", hub.log_tail(id))).collect();
+    panic!("{report}\n{}", logs.join("\n"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,7 +182,9 @@ async fn acknowledged_writes_survive_the_leader_being_killed() {
     })
     .await;
     hub.kill(leader);
-    writer.await.expect("writer");
+    if let Err(report) = writer.await.expect("writer") {
+        writer_stalled(&hub, report);
+    }
     let new_leader = hub.wait_leader().await;
     assert_ne!(new_leader, leader);
     let acked: BTreeSet<String> = acked.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
@@ -277,7 +299,9 @@ async fn a_fourth_node_joins_as_voter_and_a_node_is_removed_while_serving() {
     let out = hub.fleetctl(&["cluster", "remove-node", "--id", &victim.to_string()]);
     assert!(out.status.success(), "remove-node: {}", String::from_utf8_lossy(&out.stderr));
     hub.stop(victim);
-    writer.await.expect("writer kept going");
+    if let Err(report) = writer.await.expect("writer") {
+        writer_stalled(&hub, report);
+    }
     // Node 4 reports the membership it has applied, which may trail the
     // leader's answer to remove-node by a moment.
     eventually("node 4 sees the node removed", Duration::from_secs(20), || async {

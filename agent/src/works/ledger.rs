@@ -1,9 +1,16 @@
-//! What the agent placed for each Work, kept durably in `DIR/ledger.json`:
-//! the generation it applied and the objects it created. It lets the agent
-//! delete exactly what a Work no longer holds (and only what Fleet created),
-//! skip re-applying unchanged Work after a restart, and — with the manifest
-//! each object was last applied with — tell a drift on the member cluster
-//! (`whenToApply: IfNotDrifted`, see [`super::strategy`]) from a change on the hub.
+//! What the agent placed for each Work, kept durably in `DIR/ledger/`, one
+//! file per Work: the generation it applied and the objects it created. It
+//! lets the agent delete exactly what a Work no longer holds (and only what
+//! Fleet created), skip re-applying unchanged Work after a restart, and —
+//! with the manifest each object was last applied with — tell a drift on the
+//! member cluster (`whenToApply: IfNotDrifted`, see [`super::strategy`]) from
+//! a change on the hub.
+//!
+//! One file per Work keeps the cost of recording a change to the size of
+//! that Work: a member with a thousand Works used to rewrite (and fsync)
+//! every Work's record on each change. A file is replaced atomically (write,
+//! fsync, rename, fsync the directory); a ledger from before, one
+//! `DIR/ledger.json`, is split into files on load and then removed.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -11,6 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 
 use crate::target::ResourceId;
 use crate::AgentError;
@@ -66,25 +74,52 @@ impl LastApplied {
     }
 }
 
-/// All Works' records.
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// All Works' records, in memory as on disk.
+#[derive(Debug, Default)]
 pub struct Ledger {
-    #[serde(skip)]
-    path: PathBuf,
+    /// `DIR/ledger`: one file per Work.
+    dir: PathBuf,
+    works: BTreeMap<String, Entry>,
+}
+
+/// One Work's file: its name (file names are an encoding of it) and record.
+#[derive(Serialize, Deserialize)]
+struct Record {
+    work: String,
+    #[serde(flatten)]
+    entry: Entry,
+}
+
+/// The ledger of older agents: every Work in one file.
+#[derive(Deserialize)]
+struct SingleFile {
     works: BTreeMap<String, Entry>,
 }
 
 impl Ledger {
-    /// Loads the ledger of a data dir (empty if none yet).
+    /// Loads the ledger of a data dir (empty if none yet), first splitting
+    /// a single-file ledger of an older agent into per-Work files.
     pub fn load(data_dir: &Path) -> Result<Ledger, AgentError> {
-        let path = data_dir.join("ledger.json");
-        let mut ledger: Ledger = match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| AgentError::io(&path, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ledger::default(),
-            Err(e) => return Err(AgentError::io(&path, e)),
-        };
-        ledger.path = path;
+        let dir = data_dir.join("ledger");
+        fs::create_dir_all(&dir).map_err(|e| AgentError::io(&dir, e))?;
+        let mut ledger = Ledger { dir, works: BTreeMap::new() };
+        ledger.read_files()?;
+        let old = data_dir.join("ledger.json");
+        match fs::read(&old) {
+            Ok(bytes) => {
+                let single: SingleFile = serde_json::from_slice(&bytes).map_err(|e| invalid(&old, e))?;
+                // Every record first, durably; only then is the old file
+                // removed (a crash in between splits it again, the same way).
+                for (work, entry) in single.works {
+                    ledger.write_file(&work, &entry)?;
+                    ledger.works.insert(work, entry);
+                }
+                fs::remove_file(&old).map_err(|e| AgentError::io(&old, e))?;
+                sync_dir(data_dir)?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(AgentError::io(&old, e)),
+        }
         Ok(ledger)
     }
 
@@ -100,35 +135,91 @@ impl Ledger {
 
     /// Records a Work (or forgets it with `None`), durably, if it changed.
     pub fn set(&mut self, work: &str, entry: Option<Entry>) -> Result<(), AgentError> {
-        let changed = match &entry {
-            Some(e) => self.works.get(work) != Some(e),
-            None => self.works.contains_key(work),
-        };
-        if !changed {
-            return Ok(());
-        }
         match entry {
-            Some(e) => self.works.insert(work.to_string(), e),
-            None => self.works.remove(work),
-        };
-        self.save()
+            Some(e) if self.works.get(work) != Some(&e) => {
+                self.write_file(work, &e)?;
+                self.works.insert(work.to_string(), e);
+            }
+            None if self.works.contains_key(work) => {
+                let path = self.path_of(work);
+                fs::remove_file(&path).map_err(|e| AgentError::io(&path, e))?;
+                sync_dir(&self.dir)?;
+                self.works.remove(work);
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
-    fn save(&self) -> Result<(), AgentError> {
-        let tmp = self.path.with_extension("tmp");
-        // Never an empty ledger in place of one that failed to encode.
-        let bytes = serde_json::to_vec_pretty(self)
-            .map_err(|e| AgentError::io(&tmp, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+    /// Reads every Work's file; removes what a crash left half-written.
+    fn read_files(&mut self) -> Result<(), AgentError> {
+        let entries = fs::read_dir(&self.dir).map_err(|e| AgentError::io(&self.dir, e))?;
+        for item in entries {
+            let path = item.map_err(|e| AgentError::io(&self.dir, e))?.path();
+            match path.extension().and_then(|e| e.to_str()) {
+                Some("json") => {
+                    let bytes = fs::read(&path).map_err(|e| AgentError::io(&path, e))?;
+                    let record: Record = serde_json::from_slice(&bytes).map_err(|e| invalid(&path, e))?;
+                    self.works.insert(record.work, record.entry);
+                }
+                Some("tmp") => fs::remove_file(&path).map_err(|e| AgentError::io(&path, e))?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces a Work's file atomically and durably.
+    fn write_file(&self, work: &str, entry: &Entry) -> Result<(), AgentError> {
+        let path = self.path_of(work);
+        let tmp = path.with_extension("tmp");
+        // Never an empty record in place of one that failed to encode.
+        let record = Record { work: work.to_string(), entry: entry.clone() };
+        let bytes = serde_json::to_vec_pretty(&record).map_err(|e| invalid(&tmp, e))?;
         {
             let mut f = fs::File::create(&tmp).map_err(|e| AgentError::io(&tmp, e))?;
             f.write_all(&bytes).and_then(|()| f.sync_all()).map_err(|e| AgentError::io(&tmp, e))?;
         }
-        fs::rename(&tmp, &self.path).map_err(|e| AgentError::io(&self.path, e))
+        fs::rename(&tmp, &path).map_err(|e| AgentError::io(&path, e))?;
+        sync_dir(&self.dir)
     }
+
+    /// A Work's file, named after it: every byte outside `[a-z0-9.-]` (and
+    /// a leading `.`) written as `%XX`; a name that would make a file name
+    /// over 200 bytes as `%sha256-` and its digest (which no escaped name
+    /// can be). The Work's own name is kept in the file.
+    fn path_of(&self, work: &str) -> PathBuf {
+        let mut file = String::with_capacity(work.len() + 5);
+        for (i, b) in work.bytes().enumerate() {
+            let plain = b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || (b == b'.' && i > 0);
+            if plain {
+                file.push(char::from(b));
+            } else {
+                file.push_str(&format!("%{b:02X}"));
+            }
+        }
+        if file.len() > 200 {
+            file = format!("%sha256-{}", hex::encode(sha2::Sha256::digest(work.as_bytes())));
+        }
+        file.push_str(".json");
+        self.dir.join(file)
+    }
+}
+
+/// A file that does not hold what it should, as an I/O error naming it.
+fn invalid(path: &Path, e: serde_json::Error) -> AgentError {
+    AgentError::io(path, std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// Makes a directory's entries (a renamed or removed file) durable.
+fn sync_dir(dir: &Path) -> Result<(), AgentError> {
+    fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| AgentError::io(dir, e))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     #[test]
@@ -166,10 +257,71 @@ mod tests {
         let entry = ledger.get("w").unwrap().clone();
         assert_eq!((entry.generation, entry.placed.len(), entry.abandon_on_delete), (3, 1, false));
         ledger.set("v", Some(Entry { generation: 1, ..entry.clone() })).unwrap();
-        let written = fs::read_to_string(dir.path().join("ledger.json")).unwrap();
+        let written = fs::read_to_string(dir.path().join("ledger/v.json")).unwrap();
         assert!(!written.contains("abandonOnDelete"), "{written}");
         ledger.set("v", Some(Entry { abandon_on_delete: true, ..entry })).unwrap();
-        let written = fs::read_to_string(dir.path().join("ledger.json")).unwrap();
+        let written = fs::read_to_string(dir.path().join("ledger/v.json")).unwrap();
         assert!(written.contains(r#""abandonOnDelete": true"#), "{written}");
+    }
+
+    #[test]
+    fn a_single_file_ledger_is_split_into_one_file_per_work_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = r#"{"works": {"a": {"generation": 1, "placed": []}, "b.x": {"generation": 2, "placed": []}}}"#;
+        fs::write(dir.path().join("ledger.json"), old).unwrap();
+        let ledger = Ledger::load(dir.path()).unwrap();
+        assert_eq!(ledger.works(), vec!["a".to_string(), "b.x".to_string()]);
+        assert!(!dir.path().join("ledger.json").exists());
+        assert!(dir.path().join("ledger/a.json").exists() && dir.path().join("ledger/b.x.json").exists());
+        let again = Ledger::load(dir.path()).unwrap();
+        assert_eq!(again.get("b.x").map(|e| e.generation), Some(2));
+    }
+
+    #[test]
+    fn a_change_rewrites_only_that_work_s_file_and_a_crash_s_leftover_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = Ledger::load(dir.path()).unwrap();
+        ledger.set("a", Some(Entry { generation: 1, ..Entry::default() })).unwrap();
+        ledger.set("b", Some(Entry { generation: 1, ..Entry::default() })).unwrap();
+        fs::write(dir.path().join("ledger/a.json"), b"not json").unwrap();
+        ledger.set("b", Some(Entry { generation: 2, ..Entry::default() })).unwrap();
+        // `a` was not rewritten (still what was written over it here).
+        assert_eq!(fs::read(dir.path().join("ledger/a.json")).unwrap(), b"not json");
+        ledger.set("a", Some(Entry { generation: 3, ..Entry::default() })).unwrap();
+        fs::write(dir.path().join("ledger/c.tmp"), b"half").unwrap();
+        let again = Ledger::load(dir.path()).unwrap();
+        assert_eq!(again.works(), vec!["a".to_string(), "b".to_string()]);
+        assert!(!dir.path().join("ledger/c.tmp").exists());
+    }
+
+    #[test]
+    fn any_work_name_is_one_distinct_safe_file_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::load(dir.path()).unwrap();
+        let long = "x.".repeat(150);
+        let names = ["w", ".", "..", ".w", "%2E", "A/b", "a b", long.as_str(), "h"];
+        let files: BTreeSet<PathBuf> = names.iter().map(|n| ledger.path_of(n)).collect();
+        assert_eq!(files.len(), names.len());
+        for f in &files {
+            let name = f.file_name().unwrap().to_str().unwrap();
+            assert!(name.len() <= 213 && !name.starts_with('.') && !name.contains('/'), "{name}");
+            assert_eq!(f.parent().unwrap(), dir.path().join("ledger"));
+        }
+        let mut ledger = ledger;
+        for n in names {
+            ledger.set(n, Some(Entry { generation: 7, ..Entry::default() })).unwrap();
+        }
+        let again = Ledger::load(dir.path()).unwrap();
+        assert_eq!(again.works().len(), names.len());
+        assert!(names.iter().all(|n| again.get(n).is_some_and(|e| e.generation == 7)));
+    }
+
+    #[test]
+    fn a_damaged_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        Ledger::load(dir.path()).unwrap();
+        fs::write(dir.path().join("ledger/w.json"), b"{").unwrap();
+        let err = Ledger::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("w.json"), "{err}");
     }
 }
