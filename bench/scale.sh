@@ -127,14 +127,16 @@ scale() {
   [ -z "${RESULTS:-}" ] || { mkdir -p "$RESULTS"; cp "$TMP/$name.json" "$RESULTS/$name-$MEMBERS.json"; }
 }
 pids() { echo "1=$(cat "$TMP/node-1.pid"),2=$(cat "$TMP/node-2.pid"),3=$(cat "$TMP/node-3.pid")"; }
+# The nodes and the members process: the cores each used in a timed scenario.
+busy_pids() { echo "$(pids),members=$(cat "$TMP/members.pid")"; }
 
 for scenario in $SCENARIOS; do
   case $scenario in
-    pick-n) scale pick-n --scenario pick-n --pick "$PICK" --runs "$RUNS" ;;
-    pick-all) scale pick-all --scenario pick-all --runs "$RUNS" ;;
-    rollout) scale rollout --scenario rollout --runs "$RUNS" ;;
+    pick-n) scale pick-n --scenario pick-n --pick "$PICK" --runs "$RUNS" --pids "$(busy_pids)" ;;
+    pick-all) scale pick-all --scenario pick-all --runs "$RUNS" --pids "$(busy_pids)" ;;
+    rollout) scale rollout --scenario rollout --runs "$RUNS" --pids "$(busy_pids)" ;;
     placements) scale placements --scenario placements --placements "$PLACEMENTS" \
-                  --placement-clusters "$PLACEMENT_CLUSTERS" ;;
+                  --placement-clusters "$PLACEMENT_CLUSTERS" --pids "$(busy_pids)" ;;
     idle) scale idle --scenario idle --idle-seconds "$IDLE_SECONDS" --runs "$RUNS" --pids "$(pids)" ;;
     rss) scale rss --scenario rss --pids \
            "$(pids),members=$(cat "$TMP/members.pid"),agent=${AGENT_PID[0]}" ;;

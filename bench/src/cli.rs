@@ -346,7 +346,8 @@ pub struct ScaleArgs {
     #[arg(long, default_value_t = 20)]
     pub idle_seconds: u64,
     /// `NAME=PID,...` of processes to measure (`idle`: node ids, for the
-    /// leader's CPU; `rss`: any names).
+    /// leader's CPU; `rss`: any names; `pick-n`, `pick-all`, `rollout`,
+    /// `placements`: the cores each used over the run).
     #[arg(long, value_delimiter = ',')]
     pub pids: Vec<String>,
     /// The `disrupt` command, run with `sh -c` (`{leader}` = the leader's id).

@@ -17,6 +17,9 @@
 //! - `idle`: over `--idle-seconds`, the Raft entries committed per second
 //!   and (with `--pids`) the leader's CPU use.
 //! - `rss`: the resident memory of every process in `--pids`.
+//! - with `--pids`, `pick-n`, `pick-all`, `rollout` and `placements` also
+//!   report the cores each of those processes used over the run
+//!   (`cpu_cores_<name>`), to show which one the time went to.
 //! - `disrupt`: runs `--disrupt-cmd` (`{leader}` is replaced by the leader's
 //!   id; e.g. a restart of every node, or a SIGKILL of the leader) and then
 //!   times, from its end, the first write served and the first new
@@ -57,8 +60,10 @@ pub async fn run(args: &ScaleArgs) -> Result<ScenarioReport, Error> {
     let mut client = fleet_client(&args.connect).await?;
     let mut report =
         ScenarioReport { scenario: args.scenario.name().into(), clusters: args.clusters, runs: Vec::new() };
+    let processes = named_pids(args)?;
     for i in 0..args.runs {
-        let figures = match args.scenario {
+        let cpu = CpuWindow::start(&processes)?;
+        let mut figures = match args.scenario {
             Scenario::PickN => new_placement(&mut client, args, i, Some(args.pick)).await?,
             Scenario::PickAll => new_placement(&mut client, args, i, None).await?,
             Scenario::Rollout => rollout(&mut client, args, i).await?,
@@ -68,6 +73,9 @@ pub async fn run(args: &ScaleArgs) -> Result<ScenarioReport, Error> {
             Scenario::Rss => rss(args)?,
             Scenario::Disrupt => disrupt(args, i).await?,
         };
+        if matches!(args.scenario, Scenario::PickN | Scenario::PickAll | Scenario::Rollout | Scenario::Placements) {
+            figures.extend(cpu.cores_used(&processes)?);
+        }
         eprintln!("{} run {}: {figures:?}", args.scenario.name(), i + 1);
         report.runs.push(figures);
     }
@@ -272,20 +280,56 @@ async fn idle(client: &mut FleetClient<Channel>, args: &ScaleArgs) -> Result<Run
 /// `rss`: resident memory of each given process.
 fn rss(args: &ScaleArgs) -> Result<RunFigures, Error> {
     let mut figures = RunFigures::new();
-    for p in &args.pids {
-        let (name, pid) = p.split_once('=').ok_or_else(|| Error::Invalid {
-            flag: "--pids",
-            value: p.clone(),
-            reason: "expected NAME=PID".into(),
-        })?;
-        let pid: u32 = pid.trim().parse().map_err(|_| Error::Invalid {
-            flag: "--pids",
-            value: p.clone(),
-            reason: "the PID must be a number".into(),
-        })?;
-        figures.insert(format!("rss_mb_{}", name.trim()), hub::rss_mb(pid)?);
+    for (name, pid) in named_pids(args)? {
+        figures.insert(format!("rss_mb_{name}"), hub::rss_mb(pid)?);
     }
     Ok(figures)
+}
+
+/// `--pids` as (name, pid) pairs.
+fn named_pids(args: &ScaleArgs) -> Result<Vec<(String, u32)>, Error> {
+    args.pids
+        .iter()
+        .map(|p| {
+            let (name, pid) = p.split_once('=').ok_or_else(|| Error::Invalid {
+                flag: "--pids",
+                value: p.clone(),
+                reason: "expected NAME=PID".into(),
+            })?;
+            let pid: u32 = pid.trim().parse().map_err(|_| Error::Invalid {
+                flag: "--pids",
+                value: p.clone(),
+                reason: "the PID must be a number".into(),
+            })?;
+            Ok((name.trim().to_string(), pid))
+        })
+        .collect()
+}
+
+/// CPU time of the `--pids` processes at the start of a run: with it, the
+/// cores each used over the run (`cpu_cores_<name>`), to tell which process
+/// a timed scenario waited for.
+struct CpuWindow {
+    started: Instant,
+    before: Vec<Duration>,
+}
+
+impl CpuWindow {
+    fn start(processes: &[(String, u32)]) -> Result<CpuWindow, Error> {
+        let before = processes.iter().map(|(_, pid)| hub::cpu_time(*pid)).collect::<Result<_, _>>()?;
+        Ok(CpuWindow { started: Instant::now(), before })
+    }
+
+    /// Cores used per process since the start.
+    fn cores_used(&self, processes: &[(String, u32)]) -> Result<RunFigures, Error> {
+        let elapsed = self.started.elapsed().as_secs_f64().max(1e-3);
+        let mut figures = RunFigures::new();
+        for ((name, pid), before) in processes.iter().zip(&self.before) {
+            let used = hub::cpu_time(*pid)?.saturating_sub(*before).as_secs_f64();
+            figures.insert(format!("cpu_cores_{name}"), used / elapsed);
+        }
+        Ok(figures)
+    }
 }
 
 /// Kinds whose writes after a disruption count as controller writes.
