@@ -332,6 +332,25 @@ impl CpuWindow {
     }
 }
 
+/// Runs `step` until it succeeds or `until` passes (then its last error),
+/// saying on stderr what failed.
+async fn retrying<T, F, Fut>(what: &str, until: Instant, mut step: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Error>>,
+{
+    loop {
+        match step().await {
+            Ok(value) => return Ok(value),
+            Err(e) if Instant::now() < until => {
+                eprintln!("{what}: {e}; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Kinds whose writes after a disruption count as controller writes.
 const CONTROLLER_KINDS: [&str; 5] = [
     "clusterresourceplacements",
@@ -384,9 +403,27 @@ async fn disrupt(args: &ScaleArgs, run: usize) -> Result<RunFigures, Error> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let write_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let counter = count_writes(&mut client, since, &name).await?;
-    let mut watch = WorkWatch::start(&mut client, &name, since).await?;
-    apply(&mut client, &[placement(&name, &namespace, "run", policy(Some(1)), "100%")]).await?;
+    // The hub may elect again right after the first write (a starved
+    // machine): each step retries until the deadline (apply is idempotent).
+    let counter = retrying("the write counter's watches", until, || {
+        let mut c = client.clone();
+        let name = name.clone();
+        async move { count_writes(&mut c, since, &name).await }
+    })
+    .await?;
+    let mut watch = retrying("the Work watch", until, || {
+        let mut c = client.clone();
+        let name = name.clone();
+        async move { WorkWatch::start(&mut c, &name, since).await }
+    })
+    .await?;
+    let document = placement(&name, &namespace, "run", policy(Some(1)), "100%");
+    retrying("the new placement's apply", until, || {
+        let mut c = client.clone();
+        let document = document.clone();
+        async move { apply(&mut c, &[document]).await }
+    })
+    .await?;
     let available = watch.available(1, None, started, until.saturating_duration_since(Instant::now())).await;
     let others = counter.stop().await;
     drop(watch);

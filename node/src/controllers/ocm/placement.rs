@@ -6,6 +6,10 @@
 //! `DecisionUpdate` per changed or removed page, and `ScoreUpdate` (every
 //! candidate's `name:total`) only when the chosen clusters changed.
 //!
+//! A Placement reads other placements' pages only when it weights
+//! `Balance` (their decisions are what Balance counts), and add-on scores
+//! only when it has an AddOn prioritizer.
+//!
 //! What the command checks: the Placement (its status write is conditional
 //! on the version read), every page it writes, and the set bindings of its
 //! namespace and the ManagedClusterSets it read (few objects, and they
@@ -22,7 +26,7 @@ use fleet_api::ocm::placement as placement_api;
 use fleet_api::ocm::{addon_score, CLUSTER_GROUP};
 use fleet_api::{Object, ObjectKey};
 use fleet_placement::cluster::ClusterInfo;
-use fleet_placement::ocm::{self as ocm_scheduler, pages_of, OcmInputs, OcmObjects, PageChange};
+use fleet_placement::ocm::{self as ocm_scheduler, pages_of, weighted, OcmInputs, OcmObjects, PageChange, Prioritizer};
 use fleet_statemachine::{ListQuery, Op, Store};
 
 use super::delay_until;
@@ -67,8 +71,14 @@ pub fn next_step(
 
     let set_objects = list_kind(store, SET_KIND, None)?;
     let bindings = list_kind(store, BINDING_KIND, Some(&namespace))?;
-    let all_pages = list_kind(store, decision::KIND, None)?;
-    let score_objects = list_kind(store, addon_score::KIND, None)?;
+    // Other placements' pages count only for Balance, and add-on scores
+    // only for AddOn prioritizers: a Placement that weights neither reads
+    // only its own namespace's pages and no scores.
+    let (prioritizers, _) = weighted(spec.prioritizer_policy.as_ref());
+    let reads_balance = prioritizers.iter().any(|w| w.prioritizer == Prioritizer::Balance);
+    let reads_scores = prioritizers.iter().any(|w| matches!(w.prioritizer, Prioritizer::AddOn(_)));
+    let all_pages = list_kind(store, decision::KIND, (!reads_balance).then_some(namespace.as_str()))?;
+    let score_objects = if reads_scores { list_kind(store, addon_score::KIND, None)? } else { Vec::new() };
 
     let stored: Vec<Object> = pages_of(&all_pages, &namespace, &name).into_iter().cloned().collect();
     let objects = OcmObjects { sets: &set_objects, set_bindings: &bindings, pages: &all_pages, scores: &score_objects };

@@ -28,7 +28,7 @@ pub(crate) mod snapshots;
 mod status;
 mod works;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use fleet_api::placement::{self as placement_api, PlacementSpec};
@@ -102,6 +102,12 @@ impl View {
             spec: placement_api::spec_of(&placement),
             placement,
         })
+    }
+
+    /// The bindings by name, for the steps that look many of them up (a
+    /// scan each would be quadratic in the clusters).
+    pub fn bindings_by_name(&self) -> HashMap<&str, &Object> {
+        self.bindings.iter().map(|b| (b.metadata.name.as_str(), b)).collect()
     }
 }
 

@@ -70,8 +70,16 @@ pub fn render(
     works: &BindingWorks,
 ) -> Result<Rendered, ControllerError> {
     let latest = overrides.latest_for(&view.placement.metadata.name);
-    let labels_of =
-        |cluster: &str| clusters.iter().find(|c| c.name == cluster).map(|c| c.labels.to_map()).unwrap_or_default();
+    // The cache's list is name-sorted: a binary search per binding (a scan
+    // each was quadratic for a placement on every cluster); the scan stays
+    // for a list that is not sorted.
+    let labels_of = |cluster: &str| {
+        let found = match clusters.binary_search_by(|c| c.name.as_str().cmp(cluster)) {
+            Ok(i) => clusters.get(i),
+            Err(_) => clusters.iter().find(|c| c.name == cluster),
+        };
+        found.map(|c| c.labels.to_map()).unwrap_or_default()
+    };
     let latest_resources: Vec<Object> = snapshot::latest_resource_index(&view.resource_snapshots)
         .map(|index| {
             view.resource_snapshots

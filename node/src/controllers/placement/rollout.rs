@@ -95,13 +95,14 @@ pub fn plan(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
     }
     let mut ops = vec![check(&view.placement)];
     let mut events = Vec::new();
+    let by_name = view.bindings_by_name();
     for action in plan.actions {
         let name = match &action {
             RolloutAction::Bind { binding, .. }
             | RolloutAction::Update { binding, .. }
             | RolloutAction::Delete { binding } => binding.clone(),
         };
-        let Some(object) = view.bindings.iter().find(|b| b.metadata.name == name) else { continue };
+        let Some(&object) = by_name.get(name.as_str()) else { continue };
         let mut spec = binding::spec_of(object);
         match action {
             RolloutAction::Bind { resource_snapshot, .. } | RolloutAction::Update { resource_snapshot, .. } => {

@@ -65,6 +65,7 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
     let binding_kind = binding::binding_kind(&placement.kind);
     let mut writes = Vec::new();
     let mut events = Vec::new();
+    let by_name = view.bindings_by_name();
     for action in &scheduled.outcome.actions {
         match action {
             BindingAction::Create { cluster, decision } => {
@@ -73,7 +74,7 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
                 events.push(EventNote::normal("ClusterScheduled", scheduled_message(cluster, decision)));
             }
             BindingAction::Update { binding, cluster, decision, revive } => {
-                let Some(object) = view.bindings.iter().find(|b| &b.metadata.name == binding) else { continue };
+                let Some(&object) = by_name.get(binding.as_str()) else { continue };
                 let mut spec = binding::spec_of(object);
                 spec.scheduling_policy_snapshot_name = policy_snapshot.metadata.name.clone();
                 spec.cluster_decision = decision.clone();
@@ -86,7 +87,7 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
                 writes.push(Op::Update { object: updated });
             }
             BindingAction::Unschedule { binding, cluster } => {
-                let Some(object) = view.bindings.iter().find(|b| &b.metadata.name == binding) else { continue };
+                let Some(&object) = by_name.get(binding.as_str()) else { continue };
                 let mut spec = binding::spec_of(object);
                 spec.state = STATE_UNSCHEDULED.to_string();
                 let mut updated = object.clone();
