@@ -50,10 +50,13 @@ pub async fn list(client: &mut FleetClient<Channel>, plural: &str, selector: &st
 pub async fn wait_works_gone(client: &mut FleetClient<Channel>, name: &str, deadline: Duration) -> Result<(), Error> {
     let until = Instant::now() + deadline;
     loop {
-        if list(client, "works", &format!("{PARENT_PLACEMENT_LABEL}={name}")).await?.is_empty() {
+        // A failed list (an election) is polled again like a non-empty one.
+        let listed = list(client, "works", &format!("{PARENT_PLACEMENT_LABEL}={name}")).await;
+        if listed.as_ref().is_ok_and(Vec::is_empty) {
             return Ok(());
         }
         if Instant::now() >= until {
+            listed?;
             return Err(Error::Deadline {
                 what: format!("the Works of deleted placement {name} gone"),
                 after: deadline,

@@ -124,11 +124,22 @@ fn latency_figures(times: &[f64]) -> RunFigures {
     .collect()
 }
 
-/// Removes placement `name` (waiting for its Works to go) and its namespace.
+/// Removes placement `name` (waiting for its Works to go) and its namespace;
+/// each delete is retried through an election (deleting what is gone is
+/// not an error).
 async fn remove(client: &mut FleetClient<Channel>, args: &ScaleArgs, name: &str, namespace: &str) -> Result<(), Error> {
-    delete(client, "clusterresourceplacements", "", name).await?;
+    let until = Instant::now() + deadline(args);
+    let shared = client.clone();
+    let deleting = |plural: &'static str, object: String| {
+        let client = shared.clone();
+        move || {
+            let (mut c, object) = (client.clone(), object.clone());
+            async move { delete(&mut c, plural, "", &object).await }
+        }
+    };
+    retrying("the placement's delete", until, deleting("clusterresourceplacements", name.to_string())).await?;
     hub::wait_works_gone(client, name, deadline(args)).await?;
-    delete(client, "namespaces", "", namespace).await
+    retrying("the namespace's delete", until, deleting("namespaces", namespace.to_string())).await
 }
 
 /// `pick-n` (`pick` = Some) and `pick-all`.

@@ -25,6 +25,7 @@ mod overrides;
 pub mod placement;
 pub mod queue;
 mod runs;
+pub mod status_pacer;
 mod view;
 
 use std::sync::Arc;
@@ -145,6 +146,8 @@ struct Caches {
     clusters: Arc<ClusterCache>,
     /// The override snapshots, decoded and indexed.
     overrides: Arc<OverrideCache>,
+    /// When each placement's status was last written (see [`status_pacer`]).
+    status_pacer: Arc<status_pacer::StatusPacer>,
 }
 
 /// Takes keys off the queue and reconciles them.
@@ -242,7 +245,10 @@ async fn reconcile(
                 Some(ocm::OcmKind::Placement) => {
                     ocm::placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
                 }
-                _ => placement::next_step(&store, &fleet, &overrides, &read_key, &step_now, unix_now).map(Some),
+                _ => {
+                    let pacer = &caches.status_pacer;
+                    placement::next_step(&store, &fleet, &overrides, pacer, &read_key, &step_now, unix_now).map(Some)
+                }
             }
         })
         .await

@@ -41,6 +41,7 @@ use fleet_placement::selection;
 use fleet_statemachine::{Op, Store};
 
 use super::events::EventNote;
+use super::status_pacer::StatusPacer;
 use super::view::{self, StoreSource};
 use super::ControllerError;
 
@@ -153,11 +154,13 @@ impl Children {
 }
 
 /// The next step for the placement at `key`. `now` is RFC 3339 for
-/// conditions; `unix_now` the same instant in seconds for rollout timing.
+/// conditions; `unix_now` the same instant in seconds for rollout timing;
+/// `pacer` spaces the placement's status writes by their size.
 pub fn next_step(
     store: &Store,
     clusters: &[ClusterInfo],
     overrides: &OverrideIndex,
+    pacer: &StatusPacer,
     key: &ObjectKey,
     now: &str,
     unix_now: i64,
@@ -181,10 +184,14 @@ pub fn next_step(
     if let Some(step) = works::sync_step(&view, &works, &rendered) {
         return Ok(Next::Write(Box::new(step)));
     }
-    if let Some(step) = status::step(&view, &scheduled, &works, &rendered, now) {
-        return Ok(Next::Write(Box::new(step)));
-    }
     let recheck_after =
         rollout.recheck_at.map(|at| Duration::from_secs(u64::try_from(at - unix_now).unwrap_or(0).max(1)));
+    if let Some(step) = status::step(&view, &scheduled, &works, &rendered, now) {
+        let entries = scheduled.outcome.chosen.len();
+        match pacer.admit(key, entries, std::time::Instant::now()) {
+            None => return Ok(Next::Write(Box::new(step))),
+            Some(wait) => return Ok(Next::Done { recheck_after: Some(recheck_after.map_or(wait, |r| r.min(wait))) }),
+        }
+    }
     Ok(Next::Done { recheck_after })
 }
