@@ -253,13 +253,16 @@ async fn reconcile(
         })
         .await
         .map_err(|e| ControllerError::Task(e.to_string()))??;
-        let step = match next {
-            Some(placement::Next::Write(step)) => *step,
+        let steps = match next {
+            Some(placement::Next::Write(step)) => vec![*step],
+            Some(placement::Next::WriteEach(steps)) => steps,
             Some(placement::Next::Done { recheck_after }) => return Ok(Pass::Done { recheck_after }),
             None => return Ok(Pass::Done { recheck_after: Some(ERROR_RETRY) }),
         };
-        consensus.write(Command { now, ops: step.ops }).await?;
-        recorder.record(&step.placement, step.events);
+        for step in steps {
+            consensus.write(Command { now: now.clone(), ops: step.ops }).await?;
+            recorder.record(&step.placement, step.events);
+        }
     }
     Ok(Pass::MoreSteps)
 }

@@ -60,6 +60,10 @@ pub struct Step {
 pub enum Next {
     /// Commit this step, then look again.
     Write(Box<Step>),
+    /// Commit these steps in order, each as its own command (the Work
+    /// writes of one view, too many for one), stopping at the first that
+    /// fails; then look again.
+    WriteEach(Vec<Step>),
     /// Up to date; look again after this long if time alone can change
     /// something (an unavailable period ending).
     Done { recheck_after: Option<Duration> },
@@ -181,8 +185,9 @@ pub fn next_step(
     if let Some(step) = rollout.step {
         return Ok(Next::Write(Box::new(step)));
     }
-    if let Some(step) = works::sync_step(&view, &works, &rendered) {
-        return Ok(Next::Write(Box::new(step)));
+    let work_steps = works::sync_steps(&view, &works, &rendered);
+    if !work_steps.is_empty() {
+        return Ok(Next::WriteEach(work_steps));
     }
     let recheck_after =
         rollout.recheck_at.map(|at| Duration::from_secs(u64::try_from(at - unix_now).unwrap_or(0).max(1)));

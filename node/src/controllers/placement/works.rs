@@ -22,6 +22,9 @@ use crate::controllers::ControllerError;
 const MAX_WORK_WRITES: usize = 100;
 /// Most manifest bytes written in one step.
 const MAX_WORK_BYTES: usize = 8 * 1024 * 1024;
+/// Most manifest bytes one pass writes (in steps of the sizes above); the
+/// rest wait for the next pass.
+const MAX_PASS_BYTES: usize = 64 * 1024 * 1024;
 
 /// Each binding's Works as stored, by binding name.
 pub type BindingWorks = BTreeMap<String, Vec<Object>>;
@@ -62,12 +65,17 @@ pub fn bound_group<'a>(view: &'a View, binding_spec: &binding::BindingSpec) -> O
 }
 
 /// Creates, updates and deletes that bring bound bindings' Works up to date
-/// (bindings whose rendering failed keep theirs).
-pub fn sync_step(view: &View, works: &BindingWorks, rendered: &Rendered) -> Option<Step> {
-    let mut ops = Vec::new();
-    let mut writes = 0;
-    let mut bytes = 0;
-    let mut synced = Vec::new();
+/// (bindings whose rendering failed keep theirs), as commands of at most
+/// [`MAX_WORK_WRITES`] Works or [`MAX_WORK_BYTES`] each, up to
+/// [`MAX_PASS_BYTES`] in all. They are written one after the other from
+/// this one view: each checks its bindings and the placement are as read,
+/// so a change in between fails the rest, and the next pass starts again.
+/// (A pass per command made a PickAll over 5,000 clusters read every
+/// binding and Work 50 times: quadratic.)
+pub fn sync_steps(view: &View, works: &BindingWorks, rendered: &Rendered) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut chunk = Chunk::default();
+    let mut pass_bytes = 0;
     for b in &view.bindings {
         let spec = binding::spec_of(b);
         if spec.state != STATE_BOUND {
@@ -79,15 +87,15 @@ pub fn sync_step(view: &View, works: &BindingWorks, rendered: &Rendered) -> Opti
         if changes.is_empty() {
             continue;
         }
-        ops.push(check(b));
+        chunk.ops.push(check(b));
         for change in changes {
-            ops.push(match change {
+            chunk.ops.push(match change {
                 WorkChange::Create(object) => {
-                    bytes += object.spec().map(|s| s.to_string().len()).unwrap_or(0);
+                    chunk.bytes += object.spec().map(|s| s.to_string().len()).unwrap_or(0);
                     Op::Create { object: with_uid(object) }
                 }
                 WorkChange::Update(object) => {
-                    bytes += object.spec().map(|s| s.to_string().len()).unwrap_or(0);
+                    chunk.bytes += object.spec().map(|s| s.to_string().len()).unwrap_or(0);
                     Op::Update { object }
                 }
                 WorkChange::Delete { namespace, name, resource_version } => Op::Delete {
@@ -95,17 +103,37 @@ pub fn sync_step(view: &View, works: &BindingWorks, rendered: &Rendered) -> Opti
                     resource_version: resource_version.parse().ok(),
                 },
             });
-            writes += 1;
+            chunk.writes += 1;
         }
-        synced.push(spec.target_cluster);
-        if writes >= MAX_WORK_WRITES || bytes >= MAX_WORK_BYTES {
-            break;
+        chunk.synced.push(spec.target_cluster);
+        if chunk.writes >= MAX_WORK_WRITES || chunk.bytes >= MAX_WORK_BYTES {
+            pass_bytes += chunk.bytes;
+            steps.push(std::mem::take(&mut chunk).into_step(view));
+            if pass_bytes >= MAX_PASS_BYTES {
+                return steps;
+            }
         }
     }
-    if ops.is_empty() {
-        return None;
+    if !chunk.ops.is_empty() {
+        steps.push(chunk.into_step(view));
     }
-    ops.push(check(&view.placement));
-    let events = vec![EventNote::normal("WorkSynchronized", format!("Work written for {}", synced.join(", ")))];
-    Some(Step { ops, events, placement: view.placement.clone() })
+    steps
+}
+
+/// One command's worth of Work writes being gathered.
+#[derive(Default)]
+struct Chunk {
+    ops: Vec<Op>,
+    writes: usize,
+    bytes: usize,
+    synced: Vec<String>,
+}
+
+impl Chunk {
+    fn into_step(mut self, view: &View) -> Step {
+        self.ops.push(check(&view.placement));
+        let events =
+            vec![EventNote::normal("WorkSynchronized", format!("Work written for {}", self.synced.join(", ")))];
+        Step { ops: self.ops, events, placement: view.placement.clone() }
+    }
 }
