@@ -97,13 +97,26 @@ pub async fn connect(args: &ConnectArgs) -> Result<Vec<Connection>, Error> {
     Ok(connections)
 }
 
-/// A Fleet client on the first of `args.endpoints`, with the admin's TLS
+/// A Fleet client on the first of `args.endpoints` that takes a connection, with the admin's TLS
 /// identity from `args.tls_dir` (the latency commands talk to one node).
 pub async fn fleet_client(args: &ConnectArgs) -> Result<FleetClient<Channel>, Error> {
     let endpoints = parse_endpoints(&args.endpoints)?;
     let tls = fleet_tls(args.tls_dir.as_deref().ok_or(Error::TlsDirMissing)?)?;
-    let channel = open(&endpoints[0], Some(tls), Duration::from_secs(args.request_timeout_seconds.max(1))).await?;
-    Ok(FleetClient::new(channel).max_decoding_message_size(MAX_MESSAGE))
+    let timeout = Duration::from_secs(args.request_timeout_seconds.max(1));
+    // The first endpoint that takes a connection (a node may be down, or
+    // still starting after a restart).
+    let mut failure = None;
+    for endpoint in &endpoints {
+        match open(endpoint, Some(tls.clone()), timeout).await {
+            Ok(channel) => return Ok(FleetClient::new(channel).max_decoding_message_size(MAX_MESSAGE)),
+            Err(e) => failure = Some(e),
+        }
+    }
+    Err(failure.unwrap_or(Error::Invalid {
+        flag: "--endpoints",
+        value: args.endpoints.join(","),
+        reason: "no endpoint given".into(),
+    }))
 }
 
 /// The largest answer a client takes (a list of a thousand placements with
