@@ -3,7 +3,6 @@
 //! with a bootstrap token, kept in `DIR/tls/`, and renewed before it expires.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -19,6 +18,7 @@ use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use crate::config::AgentConfig;
+use crate::durable::write_atomic;
 use crate::AgentError;
 
 /// The agent's credentials.
@@ -86,38 +86,15 @@ pub fn load(data_dir: &Path) -> Result<Option<Identity>, AgentError> {
     Identity::new(read(&ca)?, read(&cert)?, read(&key)?).map(Some)
 }
 
-/// Writes a file atomically and durably; `private` makes it owner-only.
-fn write_atomic(path: &Path, contents: &str, private: bool) -> Result<(), AgentError> {
-    let tmp = path.with_extension("tmp");
-    {
-        let mut options = fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        if private {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        #[cfg(not(unix))]
-        let _ = private;
-        let mut f = options.open(&tmp).map_err(|e| AgentError::io(&tmp, e))?;
-        f.write_all(contents.as_bytes()).and_then(|()| f.sync_all()).map_err(|e| AgentError::io(&tmp, e))?;
-    }
-    fs::rename(&tmp, path).map_err(|e| AgentError::io(path, e))?;
-    if let Some(dir) = path.parent() {
-        fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| AgentError::io(dir, e))?;
-    }
-    Ok(())
-}
-
 /// Stores the identity in `DIR/tls/` (key first, certificate last, so a
 /// crash never leaves a certificate without its key).
 pub fn save(data_dir: &Path, identity: &Identity) -> Result<(), AgentError> {
     let dir = tls_dir(data_dir);
     fs::create_dir_all(&dir).map_err(|e| AgentError::io(&dir, e))?;
     let (ca, cert, key) = paths(data_dir);
-    write_atomic(&ca, &identity.ca_pem, false)?;
-    write_atomic(&key, &identity.key_pem, true)?;
-    write_atomic(&cert, &identity.cert_pem, false)
+    write_atomic(&ca, identity.ca_pem.as_bytes(), false)?;
+    write_atomic(&key, identity.key_pem.as_bytes(), true)?;
+    write_atomic(&cert, identity.cert_pem.as_bytes(), false)
 }
 
 /// A fresh key and a CSR for it (the subject is decided by the hub).

@@ -5,6 +5,7 @@
 //! On an embedded target it also takes out-of-band edits ([`edits`]).
 
 pub mod config;
+mod durable;
 pub mod edits;
 pub mod error;
 pub mod heartbeat;

@@ -549,17 +549,16 @@ fn describe(command: &fleet_statemachine::Command) -> String {
 async fn log_leadership(id: u64, mut metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<u64, BasicNode>>) {
     let mut seen = None;
     loop {
-        let now = {
+        let (leader, state, term) = {
             let m = metrics.borrow_and_update();
             (m.current_leader, m.state, m.current_term)
         };
-        let (leader, state, term) = now;
-        if seen.map(|(l, s, _)| (l, s)) != Some((leader, state)) {
+        if seen != Some((leader, state)) {
             match leader {
                 Some(leader) => tracing::info!(id, term, leader, role = ?state, "leader known"),
                 None => tracing::info!(id, term, role = ?state, "no leader known"),
             }
-            seen = Some(now);
+            seen = Some((leader, state));
         }
         if metrics.changed().await.is_err() {
             return;

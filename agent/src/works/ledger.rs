@@ -14,12 +14,12 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+use crate::durable::{sync_dir, write_atomic};
 use crate::target::ResourceId;
 use crate::AgentError;
 
@@ -75,7 +75,7 @@ impl LastApplied {
 }
 
 /// All Works' records, in memory as on disk.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Ledger {
     /// `DIR/ledger`: one file per Work.
     dir: PathBuf,
@@ -172,16 +172,10 @@ impl Ledger {
     /// Replaces a Work's file atomically and durably.
     fn write_file(&self, work: &str, entry: &Entry) -> Result<(), AgentError> {
         let path = self.path_of(work);
-        let tmp = path.with_extension("tmp");
         // Never an empty record in place of one that failed to encode.
         let record = Record { work: work.to_string(), entry: entry.clone() };
-        let bytes = serde_json::to_vec_pretty(&record).map_err(|e| invalid(&tmp, e))?;
-        {
-            let mut f = fs::File::create(&tmp).map_err(|e| AgentError::io(&tmp, e))?;
-            f.write_all(&bytes).and_then(|()| f.sync_all()).map_err(|e| AgentError::io(&tmp, e))?;
-        }
-        fs::rename(&tmp, &path).map_err(|e| AgentError::io(&path, e))?;
-        sync_dir(&self.dir)
+        let bytes = serde_json::to_vec_pretty(&record).map_err(|e| invalid(&path, e))?;
+        write_atomic(&path, &bytes, false)
     }
 
     /// A Work's file, named after it: every byte outside `[a-z0-9.-]` (and
@@ -209,11 +203,6 @@ impl Ledger {
 /// A file that does not hold what it should, as an I/O error naming it.
 fn invalid(path: &Path, e: serde_json::Error) -> AgentError {
     AgentError::io(path, std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-}
-
-/// Makes a directory's entries (a renamed or removed file) durable.
-fn sync_dir(dir: &Path) -> Result<(), AgentError> {
-    fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| AgentError::io(dir, e))
 }
 
 #[cfg(test)]

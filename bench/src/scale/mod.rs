@@ -60,7 +60,9 @@ pub async fn run(args: &ScaleArgs) -> Result<ScenarioReport, Error> {
     let mut client = fleet_client(&args.connect).await?;
     let mut report =
         ScenarioReport { scenario: args.scenario.name().into(), clusters: args.clusters, runs: Vec::new() };
-    let processes = named_pids(args)?;
+    // The timed scenarios also report the cores each process used.
+    let timed = matches!(args.scenario, Scenario::PickN | Scenario::PickAll | Scenario::Rollout | Scenario::Placements);
+    let processes = if timed { named_pids(args)? } else { Vec::new() };
     for i in 0..args.runs {
         let cpu = CpuWindow::start(&processes)?;
         let mut figures = match args.scenario {
@@ -73,9 +75,7 @@ pub async fn run(args: &ScaleArgs) -> Result<ScenarioReport, Error> {
             Scenario::Rss => rss(args)?,
             Scenario::Disrupt => disrupt(args, i).await?,
         };
-        if matches!(args.scenario, Scenario::PickN | Scenario::PickAll | Scenario::Rollout | Scenario::Placements) {
-            figures.extend(cpu.cores_used(&processes)?);
-        }
+        figures.extend(cpu.cores_used(&processes)?);
         eprintln!("{} run {}: {figures:?}", args.scenario.name(), i + 1);
         report.runs.push(figures);
     }
@@ -129,17 +129,18 @@ fn latency_figures(times: &[f64]) -> RunFigures {
 /// not an error).
 async fn remove(client: &mut FleetClient<Channel>, args: &ScaleArgs, name: &str, namespace: &str) -> Result<(), Error> {
     let until = Instant::now() + deadline(args);
-    let shared = client.clone();
-    let deleting = |plural: &'static str, object: String| {
-        let client = shared.clone();
-        move || {
-            let (mut c, object) = (client.clone(), object.clone());
-            async move { delete(&mut c, plural, "", &object).await }
-        }
-    };
-    retrying("the placement's delete", until, deleting("clusterresourceplacements", name.to_string())).await?;
+    delete_until(client, "clusterresourceplacements", name, until).await?;
     hub::wait_works_gone(client, name, deadline(args)).await?;
-    retrying("the namespace's delete", until, deleting("namespaces", namespace.to_string())).await
+    delete_until(client, "namespaces", namespace, until).await
+}
+
+/// Deletes a cluster-scoped object, retrying until `until`.
+async fn delete_until(client: &FleetClient<Channel>, plural: &str, name: &str, until: Instant) -> Result<(), Error> {
+    retrying(&format!("the delete of {plural}/{name}"), until, || {
+        let mut c = client.clone();
+        async move { delete(&mut c, plural, "", name).await }
+    })
+    .await
 }
 
 /// `pick-n` (`pick` = Some) and `pick-all`.
