@@ -25,6 +25,8 @@
 # Results: a markdown table per scenario on stdout, and each scenario's JSON
 # (`-o json`) in RESULTS (default: not kept). Everything started is stopped
 # and the temp dir removed on exit (BENCH_KEEP=1 keeps it with the logs).
+# NODE_LOG sets the nodes' RUST_LOG (default warn); NODE_ARGS adds flags to
+# every fleet-node (e.g. NODE_ARGS="--election-timeout-ms 600" for a baseline).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/fleet.sh"
@@ -39,7 +41,7 @@ if [ "${1:-}" = --node ]; then
   case $action in
     start)
       RUST_LOG=${NODE_LOG:-warn} "$BIN/fleet-node" --id "$id" --listen "127.0.0.1:${P[$((id-1))]}" \
-        --data-dir "$dir/node-$id" --tls-dir "$dir/pki" --peers "$PEERS" --init \
+        --data-dir "$dir/node-$id" --tls-dir "$dir/pki" --peers "$PEERS" --init ${NODE_ARGS:-} \
         >/dev/null 2>>"$dir/node-$id.log" </dev/null &
       echo $! >"$pidfile" ;;
     revive)
@@ -64,6 +66,7 @@ IDLE_SECONDS=${IDLE_SECONDS:-20}
 START_TIMEOUT=${START_TIMEOUT:-900}
 TIMEOUT=${TIMEOUT:-600}
 NODE_LOG=${NODE_LOG:-warn}
+NODE_ARGS=${NODE_ARGS:-}
 SCENARIOS=${SCENARIOS:-"pick-n pick-all rollout placements idle rss restart leader-kill"}
 fleet_prepare jq python3
 fleet_tmp scale
@@ -91,7 +94,7 @@ trap scale_cleanup EXIT
 # that fleet-bench can stop and start them too.
 P=($(fleet_port) $(fleet_port) $(fleet_port))
 PEERS="1=127.0.0.1:${P[0]},2=127.0.0.1:${P[1]},3=127.0.0.1:${P[2]}"
-export FLEET_ENDPOINTS="127.0.0.1:${P[0]},127.0.0.1:${P[1]},127.0.0.1:${P[2]}" FLEET_TLS_DIR=$TMP/pki NODE_LOG
+export FLEET_ENDPOINTS="127.0.0.1:${P[0]},127.0.0.1:${P[1]},127.0.0.1:${P[2]}" FLEET_TLS_DIR=$TMP/pki NODE_LOG NODE_ARGS
 "$BIN/fleetctl" pki init --dir "$TMP/pki" --nodes 3 >/dev/null
 declare -p BIN P PEERS >"$TMP/hub.env"
 node() { "$here/scale.sh" --node "$1" "$2" "$TMP"; }

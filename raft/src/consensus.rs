@@ -44,8 +44,8 @@ impl Default for RaftTuning {
     fn default() -> Self {
         RaftTuning {
             heartbeat_ms: 100,
-            election_min_ms: 600,
-            election_max_ms: 1200,
+            election_min_ms: 300,
+            election_max_ms: 600,
             snapshot_logs: 10_000,
             keep_logs: 1_000,
         }

@@ -385,7 +385,11 @@ async fn disrupt(args: &ScaleArgs, run: usize) -> Result<RunFigures, Error> {
     let tls = fleet_tls(args.connect.tls_dir.as_deref().ok_or(Error::TlsDirMissing)?)?;
     let mut client = fleet_client(&args.connect).await?;
     let (leader, _) = leader_index(&mut client).await?;
+    let disrupting = Instant::now();
     shell(&command.replace("{leader}", &leader.to_string())).await?;
+    // Reported too: the figures below count from the command's return (for
+    // a kill, once the process is gone).
+    let disrupt_ms = disrupting.elapsed().as_secs_f64() * 1000.0;
     let started = Instant::now();
     let until = started + deadline(args);
     let tag = format!("disrupt-{}-{run}", std::process::id());
@@ -446,6 +450,7 @@ async fn disrupt(args: &ScaleArgs, run: usize) -> Result<RunFigures, Error> {
         shell(recover).await?;
     }
     let mut figures = RunFigures::new();
+    figures.insert("disrupt_cmd_ms".into(), disrupt_ms);
     figures.insert("first_write_ms".into(), write_ms);
     figures.insert("resynced_ms".into(), times.first().copied().unwrap_or(f64::NAN));
     figures.insert("spurious_writes".into(), others as f64);
