@@ -11,7 +11,8 @@
 //! truncate or purge) stores it in that write's transaction: openraft awaits
 //! `save_committed` on its core task, and a redb commit there on every
 //! commit index change was serial latency on every write.
-//! Every redb call runs on a blocking thread, never on the async runtime.
+//! Every redb call runs on one of the log's own threads ([`Lane`]s: one for
+//! writes, one for reads that miss the cache), never on the async runtime.
 //! Recently appended entries are also kept in memory ([`LogCache`]) for
 //! replication and apply to read.
 
@@ -20,7 +21,7 @@ use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use fleet_statemachine::TypeConfig;
+use fleet_statemachine::{Lane, TypeConfig};
 use openraft::storage::{LogFlushed, LogState, RaftLogReader, RaftLogStorage};
 use openraft::{ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogId, StorageError, StorageIOError, Vote};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
@@ -59,6 +60,11 @@ pub struct LogStore {
     cache: Arc<Mutex<LogCache>>,
     /// Durations of the durable (fsync'd) commits, for `/metrics`.
     fsync_seconds: Option<prometheus_client::metrics::histogram::Histogram>,
+    /// Appends, truncations, purges and votes, in order.
+    write_lane: Lane,
+    /// Reads that miss the cache (a lagging follower's entries), which must
+    /// not hold up appends.
+    read_lane: Lane,
 }
 
 /// The committed log id as saved, and whether the file has it yet.
@@ -90,7 +96,17 @@ impl LogStore {
             state.insert(FORMAT, encode(&LOG_FORMAT_VERSION)?.as_slice())?;
         }
         txn.commit()?;
-        Ok(LogStore { db: Arc::new(db), committed: Arc::default(), cache: Arc::default(), fsync_seconds: None })
+        let lane = |name: &str| {
+            Lane::start(name).map_err(|e| Error::Storage(format!("cannot start the storage thread {name}: {e}")))
+        };
+        Ok(LogStore {
+            db: Arc::new(db),
+            committed: Arc::default(),
+            cache: Arc::default(),
+            fsync_seconds: None,
+            write_lane: lane("raft-log-write")?,
+            read_lane: lane("raft-log-read")?,
+        })
     }
 
     /// Records the duration of every durable commit in `histogram`.
@@ -216,12 +232,14 @@ fn io_err(subject: ErrorSubject<u64>, verb: ErrorVerb, e: impl std::fmt::Display
     StorageError::IO { source: StorageIOError::new(subject, verb, openraft::AnyError::error(e)) }
 }
 
-async fn blocking<T: Send + 'static>(
+/// Runs redb work on `lane`; a failure is reported as one of `subject`.
+async fn on_lane<T: Send + 'static>(
+    lane: &Lane,
     subject: ErrorSubject<u64>,
     verb: ErrorVerb,
     f: impl FnOnce() -> Result<T, Error> + Send + 'static,
 ) -> Result<T, StorageError<u64>> {
-    match tokio::task::spawn_blocking(f).await {
+    match lane.run(f).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(io_err(subject, verb, e)),
         Err(e) => Err(io_err(subject, verb, e)),
@@ -242,7 +260,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
             return Ok(cached);
         }
         let this = self.clone();
-        blocking(ErrorSubject::Logs, ErrorVerb::Read, move || this.entries(start, end)).await
+        on_lane(&self.read_lane, ErrorSubject::Logs, ErrorVerb::Read, move || this.entries(start, end)).await
     }
 }
 
@@ -251,7 +269,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<u64>> {
         let this = self.clone();
-        blocking(ErrorSubject::Logs, ErrorVerb::Read, move || this.log_state()).await
+        on_lane(&self.read_lane, ErrorSubject::Logs, ErrorVerb::Read, move || this.log_state()).await
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -261,13 +279,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
         let this = self.clone();
         let vote = *vote;
-        blocking(ErrorSubject::Vote, ErrorVerb::Write, move || this.write_state(VOTE, &vote, Durability::Immediate))
-            .await
+        on_lane(&self.write_lane, ErrorSubject::Vote, ErrorVerb::Write, move || {
+            this.write_state(VOTE, &vote, Durability::Immediate)
+        })
+        .await
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
         let this = self.clone();
-        blocking(ErrorSubject::Vote, ErrorVerb::Read, move || this.read_state(VOTE)).await
+        on_lane(&self.read_lane, ErrorSubject::Vote, ErrorVerb::Read, move || this.read_state(VOTE)).await
     }
 
     async fn save_committed(&mut self, committed: Option<LogId<u64>>) -> Result<(), StorageError<u64>> {
@@ -282,7 +302,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             return Ok(latest);
         }
         let this = self.clone();
-        blocking(ErrorSubject::Store, ErrorVerb::Read, move || {
+        on_lane(&self.read_lane, ErrorSubject::Store, ErrorVerb::Read, move || {
             Ok(this.read_state::<Option<LogId<u64>>>(COMMITTED)?.flatten())
         })
         .await
@@ -295,7 +315,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
         let this = self.clone();
-        let result = blocking(ErrorSubject::Logs, ErrorVerb::Write, move || this.append_blocking(entries)).await;
+        let result =
+            on_lane(&self.write_lane, ErrorSubject::Logs, ErrorVerb::Write, move || this.append_blocking(entries))
+                .await;
         // The callback reports durability: only after the fsync'd commit.
         match &result {
             Ok(()) => callback.log_io_completed(Ok(())),
@@ -306,12 +328,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
         let this = self.clone();
-        blocking(ErrorSubject::Logs, ErrorVerb::Delete, move || this.truncate_blocking(log_id.index)).await
+        on_lane(&self.write_lane, ErrorSubject::Logs, ErrorVerb::Delete, move || this.truncate_blocking(log_id.index))
+            .await
     }
 
     async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
         let this = self.clone();
-        blocking(ErrorSubject::Logs, ErrorVerb::Delete, move || this.purge_blocking(log_id)).await
+        on_lane(&self.write_lane, ErrorSubject::Logs, ErrorVerb::Delete, move || this.purge_blocking(log_id)).await
     }
 }
 

@@ -1,6 +1,6 @@
 //! openraft's view of the store: [`RaftStateMachine`] and
 //! [`RaftSnapshotBuilder`] over [`Store`], with every redb call moved off the
-//! async runtime threads.
+//! async runtime threads onto the state machine's own [`Lane`]s.
 
 use std::io::Cursor;
 use std::path::Path;
@@ -12,6 +12,7 @@ use openraft::{ErrorSubject, ErrorVerb, RaftSnapshotBuilder, Snapshot, StorageIO
 
 use crate::command::Response;
 use crate::error::Error;
+use crate::lane::Lane;
 use crate::raft_types::{LogId, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::store::Store;
 
@@ -25,6 +26,11 @@ const DURABLE_EVERY: u64 = 64;
 pub struct StateMachine {
     store: Arc<Store>,
     applies: Arc<AtomicU64>,
+    /// Applies and other state-machine reads and writes, in order.
+    apply_lane: Lane,
+    /// Snapshot work, which can take long (serializing the whole state for a
+    /// follower) and must not hold up applies.
+    snapshot_lane: Lane,
 }
 
 impl StateMachine {
@@ -41,7 +47,15 @@ impl StateMachine {
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok(StateMachine { store, applies: Arc::new(AtomicU64::new(0)) })
+        let lane = |name: &str| {
+            Lane::start(name).map_err(|e| Error::Storage(format!("cannot start the storage thread {name}: {e}")))
+        };
+        Ok(StateMachine {
+            store,
+            applies: Arc::new(AtomicU64::new(0)),
+            apply_lane: lane("raft-apply")?,
+            snapshot_lane: lane("raft-snapshot")?,
+        })
     }
 
     /// The object store, for reads and watches.
@@ -50,9 +64,10 @@ impl StateMachine {
     }
 }
 
-/// Runs redb work on a blocking thread; a failure is reported as one of
-/// `subject` (the state machine, or a snapshot).
-async fn on_blocking_thread<T: Send + 'static>(
+/// Runs redb work on `lane`; a failure is reported as one of `subject` (the
+/// state machine, or a snapshot).
+async fn on_lane<T: Send + 'static>(
+    lane: &Lane,
     subject: ErrorSubject<u64>,
     verb: ErrorVerb,
     f: impl FnOnce() -> Result<T, Error> + Send + 'static,
@@ -60,27 +75,31 @@ async fn on_blocking_thread<T: Send + 'static>(
     let failed = |e: &dyn std::fmt::Display| StorageError::IO {
         source: StorageIOError::new(subject.clone(), verb, openraft::AnyError::error(e.to_string())),
     };
-    match tokio::task::spawn_blocking(f).await {
+    match lane.run(f).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(failed(&e)),
         Err(e) => Err(failed(&e)),
     }
 }
 
-/// State-machine work on a blocking thread.
-async fn blocking<T: Send + 'static>(
-    verb: ErrorVerb,
-    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
-) -> Result<T, StorageError> {
-    on_blocking_thread(ErrorSubject::StateMachine, verb, f).await
-}
+impl StateMachine {
+    /// State-machine work on the apply lane.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        verb: ErrorVerb,
+        f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, StorageError> {
+        on_lane(&self.apply_lane, ErrorSubject::StateMachine, verb, f).await
+    }
 
-/// Snapshot work on a blocking thread.
-async fn snapshot_io<T: Send + 'static>(
-    verb: ErrorVerb,
-    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
-) -> Result<T, StorageError> {
-    on_blocking_thread(ErrorSubject::Snapshot(None), verb, f).await
+    /// Snapshot work on the snapshot lane.
+    async fn snapshot_io<T: Send + 'static>(
+        &self,
+        verb: ErrorVerb,
+        f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, StorageError> {
+        on_lane(&self.snapshot_lane, ErrorSubject::Snapshot(None), verb, f).await
+    }
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
@@ -88,7 +107,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
         let store = self.store.clone();
-        blocking(ErrorVerb::Read, move || store.applied_state()).await
+        self.blocking(ErrorVerb::Read, move || store.applied_state()).await
     }
 
     async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Response>>, StorageError>
@@ -108,7 +127,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.store.metrics().applied_commands.inc_by(commands as u64);
         let store = self.store.clone();
         let durable = self.applies.fetch_add(1, Ordering::Relaxed) % DURABLE_EVERY == DURABLE_EVERY - 1;
-        blocking(ErrorVerb::Write, move || store.apply_entries(entries, durable)).await
+        self.blocking(ErrorVerb::Write, move || store.apply_entries(entries, durable)).await
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
@@ -130,14 +149,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let meta = meta.clone();
         let started = std::time::Instant::now();
         let id = meta.snapshot_id.clone();
-        snapshot_io(ErrorVerb::Write, move || store.install_snapshot_content(&meta, &data)).await?;
+        self.snapshot_io(ErrorVerb::Write, move || store.install_snapshot_content(&meta, &data)).await?;
         tracing::info!(snapshot = %id, millis = started.elapsed().as_millis() as u64, "installed the snapshot");
         Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
         let store = self.store.clone();
-        let current = snapshot_io(ErrorVerb::Read, move || store.current_snapshot()).await?;
+        let current = self.snapshot_io(ErrorVerb::Read, move || store.current_snapshot()).await?;
         Ok(current.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data)) }))
     }
 }
@@ -149,7 +168,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     /// `get_current_snapshot` when a follower needs it.
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let store = self.store.clone();
-        let meta = snapshot_io(ErrorVerb::Write, move || store.record_snapshot()).await?;
+        let meta = self.snapshot_io(ErrorVerb::Write, move || store.record_snapshot()).await?;
         tracing::info!(snapshot = %meta.snapshot_id, "recorded a snapshot; the log may be purged behind it");
         Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(Vec::new())) })
     }

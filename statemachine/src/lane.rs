@@ -1,0 +1,96 @@
+//! A dedicated thread for one kind of storage work.
+//!
+//! The Raft log's and the state machine's redb transactions (each ending in
+//! an fsync) used to run on tokio's blocking pool, next to every store read
+//! of the API and the controllers. That pool grows to hundreds of threads
+//! under load, and each thread keeps its allocator heap; bounding it would
+//! queue the fsync'd work behind reads. A lane gives that work threads of its
+//! own, in submission order, so the shared pool can be bounded.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc;
+
+/// One unit of work for a lane's thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Why a job handed to a lane did not run to the end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaneError {
+    /// The lane's thread is gone (it could not start or has stopped).
+    #[error("storage thread {0} is not running")]
+    Stopped(String),
+    /// The job panicked; the lane goes on with the next one.
+    #[error("storage work on thread {0} panicked")]
+    Panicked(String),
+}
+
+/// A named thread running the jobs handed to it one at a time, in order. It
+/// stops when the last handle to it is dropped.
+#[derive(Debug, Clone)]
+pub struct Lane {
+    name: String,
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Lane {
+    /// Starts the lane's thread.
+    pub fn start(name: &str) -> std::io::Result<Lane> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::Builder::new().name(name.to_string()).spawn(move || {
+            for job in queue {
+                job();
+            }
+        })?;
+        Ok(Lane { name: name.to_string(), jobs })
+    }
+
+    /// Runs `f` on the lane's thread after the jobs before it, and returns
+    /// its result.
+    pub async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, LaneError> {
+        let (done, result) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            // A panic drops `done` unanswered; the receiver reports it.
+            if let Ok(value) = std::panic::catch_unwind(AssertUnwindSafe(f)) {
+                let _ = done.send(value);
+            }
+        });
+        self.jobs.send(job).map_err(|_| LaneError::Stopped(self.name.clone()))?;
+        result.await.map_err(|_| LaneError::Panicked(self.name.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn jobs_run_in_order_on_the_lanes_own_thread() {
+        let lane = Lane::start("test-lane").unwrap();
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        // A current-thread runtime polls the tasks in the order spawned, so
+        // the jobs are handed over in that order.
+        let mut runs = Vec::new();
+        for i in 0..20 {
+            let (lane, order) = (lane.clone(), order.clone());
+            runs.push(tokio::spawn(async move {
+                lane.run(move || {
+                    order.lock().unwrap().push(i);
+                    std::thread::current().name().map(str::to_string)
+                })
+                .await
+            }));
+        }
+        for run in runs {
+            assert_eq!(run.await.unwrap().unwrap().as_deref(), Some("test-lane"));
+        }
+        assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_is_reported_and_the_lane_goes_on() {
+        let lane = Lane::start("panicky").unwrap();
+        let failed = lane.run(|| -> u32 { panic!("boom") }).await;
+        assert_eq!(failed, Err(LaneError::Panicked("panicky".into())));
+        assert_eq!(lane.run(|| 7).await, Ok(7));
+    }
+}
