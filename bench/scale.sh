@@ -34,6 +34,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 # Internal: node control for the `disrupt` scenario (run by fleet-bench).
 # `scale.sh --node start|term|kill|revive ID DIR` with DIR the run's temp dir
 # (revive starts every node that is not running).
+# Whether process $1 exists and has not exited (a zombie has).
+node_running() {
+  local state
+  read -r _ _ state _ <"/proc/$1/stat" 2>/dev/null || return 1
+  [ "$state" != Z ]
+}
 if [ "${1:-}" = --node ]; then
   action=$2 id=$3 dir=$4
   . "$dir/hub.env"
@@ -45,11 +51,27 @@ if [ "${1:-}" = --node ]; then
         >/dev/null 2>>"$dir/node-$id.log" </dev/null &
       echo $! >"$pidfile" ;;
     revive)
-      for i in 1 2 3; do kill -0 "$(cat "$dir/node-$i.pid")" 2>/dev/null || "$0" --node start "$i" "$dir"; done ;;
+      for i in 1 2 3; do node_running "$(cat "$dir/node-$i.pid")" || "$0" --node start "$i" "$dir"; done
+      # Back to a steady hub before the next disruption: a leader, and every
+      # node reachable and caught up to where the leader was. (A leader
+      # killed before a revived node has caught up leaves one up-to-date
+      # survivor and a lagging one that keeps standing: seconds of
+      # elections that are the bench's doing, not a single fault's.)
+      for _ in $(seq 1 600); do
+        "$BIN/fleetctl" cluster status -o json 2>/dev/null | jq -e '
+          (.members | map(select(.role == "Leader")) | first | .lastApplied) as $l
+          | $l != null and (.members | length) == 3
+            and all(.members[]; .reachable and .lastApplied >= $l)' >/dev/null && exit 0
+        sleep 0.1
+      done
+      echo "the hub did not catch up within 60 s of reviving its nodes" >&2; exit 1 ;;
     term|kill)
       pid=$(cat "$pidfile")
       kill "-${action^^}" "$pid" 2>/dev/null || true
-      for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.05; done
+      # Gone once it is a zombie: the node was started in the background of
+      # a shell that has exited, and reaping orphans is up to the machine's
+      # init (about 1.7 s on the bench machine), which is not the node's time.
+      for _ in $(seq 1 1000); do node_running "$pid" || exit 0; sleep 0.01; done
       echo "node $id (pid $pid) did not stop" >&2; exit 1 ;;
   esac
   exit 0
@@ -82,7 +104,7 @@ scale_cleanup() {
   for f in "$TMP"/driver.pid "$TMP"/node-*.pid "$TMP"/members.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 100); do node_running "$pid" || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   done
   (exit "$status")

@@ -398,14 +398,28 @@ async fn disrupt(args: &ScaleArgs, run: usize) -> Result<RunFigures, Error> {
     let (mut client, since) = loop {
         let mut served = None;
         for endpoint in &endpoints {
+            let attempt = Instant::now();
             let Ok(channel) = open(endpoint, Some(tls.clone()), Duration::from_secs(2)).await else { continue };
             let mut c = FleetClient::new(channel).max_decoding_message_size(crate::connect::MAX_MESSAGE);
-            if let Ok(Ok(index)) = tokio::time::timeout(
+            let outcome = tokio::time::timeout(
                 Duration::from_secs(2),
                 apply(&mut c, &namespace_documents(&namespace, "run", "v1")),
             )
-            .await
-            {
+            .await;
+            // For reading against the nodes' logs: when each attempt ended, how.
+            let how = match &outcome {
+                Ok(Ok(_)) => "served".to_string(),
+                Ok(Err(e)) => format!("failed: {e}"),
+                Err(_) => "no answer within 2 s".to_string(),
+            };
+            eprintln!(
+                "disrupt run {}: write through {endpoint} at +{:.0} ms (unix {:.3}) took {:.0} ms: {how}",
+                run + 1,
+                started.elapsed().as_secs_f64() * 1000.0,
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
+                attempt.elapsed().as_secs_f64() * 1000.0,
+            );
+            if let Ok(Ok(index)) = outcome {
                 served = Some((c, index));
                 break;
             }
