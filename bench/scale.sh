@@ -34,11 +34,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 # Internal: node control for the `disrupt` scenario (run by fleet-bench).
 # `scale.sh --node start|term|kill|revive ID DIR` with DIR the run's temp dir
 # (revive starts every node that is not running).
-# Whether process $1 exists and has not exited (a zombie has).
+# Whether process $1 exists and has not exited: a zombie whose threads
+# have all gone (they hold its port and files until then) has.
 node_running() {
-  local state
-  read -r _ _ state _ <"/proc/$1/stat" 2>/dev/null || return 1
-  [ "$state" != Z ]
+  local state tasks
+  { read -r _ _ state _ <"/proc/$1/stat"; } 2>/dev/null || return 1
+  [ "$state" != Z ] && return 0
+  tasks=$(ls "/proc/$1/task" 2>/dev/null | wc -l)
+  [ "$tasks" -gt 1 ]
 }
 if [ "${1:-}" = --node ]; then
   action=$2 id=$3 dir=$4

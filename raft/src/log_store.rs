@@ -49,6 +49,9 @@ pub const LOG_FORMAT_VERSION: u32 = 1;
 /// follower catching up) and written by appends, which need only the pages
 /// of the tree's right edge.
 const PAGE_CACHE_BYTES: usize = 16 * 1024 * 1024;
+/// Threads for log reads that miss the cache: the apply loop and each
+/// follower's replication stream can read at once (a 5-node hub has 4).
+const READ_THREADS: usize = 4;
 
 /// The durable Raft log of one node. Cheap to clone (shared database).
 #[derive(Clone)]
@@ -62,8 +65,9 @@ pub struct LogStore {
     fsync_seconds: Option<prometheus_client::metrics::histogram::Histogram>,
     /// Appends, truncations, purges and votes, in order.
     write_lane: Lane,
-    /// Reads that miss the cache (a lagging follower's entries), which must
-    /// not hold up appends.
+    /// Reads that miss the cache (entries to apply, a lagging follower's
+    /// entries), which must not hold up appends nor, on a few threads, one
+    /// another.
     read_lane: Lane,
 }
 
@@ -96,16 +100,17 @@ impl LogStore {
             state.insert(FORMAT, encode(&LOG_FORMAT_VERSION)?.as_slice())?;
         }
         txn.commit()?;
-        let lane = |name: &str| {
-            Lane::start(name).map_err(|e| Error::Storage(format!("cannot start the storage thread {name}: {e}")))
+        let lane = |name: &str, threads: usize| {
+            Lane::start_shared(name, threads)
+                .map_err(|e| Error::Storage(format!("cannot start the storage thread {name}: {e}")))
         };
         Ok(LogStore {
             db: Arc::new(db),
             committed: Arc::default(),
             cache: Arc::default(),
             fsync_seconds: None,
-            write_lane: lane("raft-log-write")?,
-            read_lane: lane("raft-log-read")?,
+            write_lane: lane("raft-log-write", 1)?,
+            read_lane: lane("raft-log-read", READ_THREADS)?,
         })
     }
 

@@ -8,7 +8,7 @@
 //! own, in submission order, so the shared pool can be bounded.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 
 /// One unit of work for a lane's thread.
 type Job = Box<dyn FnOnce() + Send>;
@@ -24,8 +24,10 @@ pub enum LaneError {
     Panicked(String),
 }
 
-/// A named thread running the jobs handed to it one at a time, in order. It
-/// stops when the last handle to it is dropped.
+/// Named threads running the jobs handed to them: one thread runs them one
+/// at a time in order; more share one queue (for reads, where order does
+/// not matter and one slow job must not hold up the rest). They stop when
+/// the last handle to the lane is dropped.
 #[derive(Debug, Clone)]
 pub struct Lane {
     name: String,
@@ -33,14 +35,28 @@ pub struct Lane {
 }
 
 impl Lane {
-    /// Starts the lane's thread.
+    /// Starts a lane of one thread: jobs run in the order handed over.
     pub fn start(name: &str) -> std::io::Result<Lane> {
+        Lane::start_shared(name, 1)
+    }
+
+    /// Starts a lane of `threads` threads taking jobs from one queue.
+    pub fn start_shared(name: &str, threads: usize) -> std::io::Result<Lane> {
         let (jobs, queue) = mpsc::channel::<Job>();
-        std::thread::Builder::new().name(name.to_string()).spawn(move || {
-            for job in queue {
-                job();
-            }
-        })?;
+        let queue = Arc::new(Mutex::new(queue));
+        for i in 0..threads.max(1) {
+            let queue = queue.clone();
+            let thread_name = if threads > 1 { format!("{name}-{i}") } else { name.to_string() };
+            std::thread::Builder::new().name(thread_name).spawn(move || loop {
+                // One thread waits for the next job at a time; it lets go
+                // of the queue before running it.
+                let next = queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).recv();
+                match next {
+                    Ok(job) => job(),
+                    Err(_) => return,
+                }
+            })?;
+        }
         Ok(Lane { name: name.to_string(), jobs })
     }
 
@@ -84,6 +100,20 @@ mod tests {
             assert_eq!(run.await.unwrap().unwrap().as_deref(), Some("test-lane"));
         }
         assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn a_shared_lane_runs_a_job_while_another_is_held_up() {
+        let lane = Lane::start_shared("shared", 2).unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let slow = {
+            let lane = lane.clone();
+            tokio::spawn(async move { lane.run(move || held.recv().is_ok()).await })
+        };
+        // Answered by the second thread while the first waits.
+        assert_eq!(lane.run(|| 5).await, Ok(5));
+        release.send(()).unwrap();
+        assert_eq!(slow.await.unwrap(), Ok(true));
     }
 
     #[tokio::test]
