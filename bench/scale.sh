@@ -31,9 +31,6 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/fleet.sh"
 
-# Internal: node control for the `disrupt` scenario (run by fleet-bench).
-# `scale.sh --node start|term|kill|revive ID DIR` with DIR the run's temp dir
-# (revive starts every node that is not running).
 # Whether process $1 exists and has not exited: a zombie whose threads
 # have all gone (they hold its port and files until then) has.
 node_running() {
@@ -43,6 +40,10 @@ node_running() {
   tasks=$(ls "/proc/$1/task" 2>/dev/null | wc -l)
   [ "$tasks" -gt 1 ]
 }
+
+# Internal: node control for the `disrupt` scenario (run by fleet-bench).
+# `scale.sh --node start|term|kill|revive ID DIR` with DIR the run's temp dir
+# (revive starts every node that is not running).
 if [ "${1:-}" = --node ]; then
   action=$2 id=$3 dir=$4
   . "$dir/hub.env"

@@ -11,8 +11,8 @@
 //! truncate or purge) stores it in that write's transaction: openraft awaits
 //! `save_committed` on its core task, and a redb commit there on every
 //! commit index change was serial latency on every write.
-//! Every redb call runs on one of the log's own threads ([`Lane`]s: one for
-//! writes, one for reads that miss the cache), never on the async runtime.
+//! Every redb call runs on the log's own threads ([`Lane`]s: one for writes,
+//! a few for reads that miss the cache), never on the async runtime.
 //! Recently appended entries are also kept in memory ([`LogCache`]) for
 //! replication and apply to read.
 
@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use fleet_statemachine::{Lane, TypeConfig};
 use openraft::storage::{LogFlushed, LogState, RaftLogReader, RaftLogStorage};
-use openraft::{ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogId, StorageError, StorageIOError, Vote};
+use openraft::{ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogId, StorageError, Vote};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::codec::{decode, encode};
@@ -100,10 +100,8 @@ impl LogStore {
             state.insert(FORMAT, encode(&LOG_FORMAT_VERSION)?.as_slice())?;
         }
         txn.commit()?;
-        let lane = |name: &str, threads: usize| {
-            Lane::start_shared(name, threads)
-                .map_err(|e| Error::Storage(format!("cannot start the storage thread {name}: {e}")))
-        };
+        let lane =
+            |name: &str, threads: usize| Lane::start_shared(name, threads).map_err(|e| Error::Storage(e.to_string()));
         Ok(LogStore {
             db: Arc::new(db),
             committed: Arc::default(),
@@ -233,24 +231,6 @@ impl LogStore {
     }
 }
 
-fn io_err(subject: ErrorSubject<u64>, verb: ErrorVerb, e: impl std::fmt::Display) -> StorageError<u64> {
-    StorageError::IO { source: StorageIOError::new(subject, verb, openraft::AnyError::error(e)) }
-}
-
-/// Runs redb work on `lane`; a failure is reported as one of `subject`.
-async fn on_lane<T: Send + 'static>(
-    lane: &Lane,
-    subject: ErrorSubject<u64>,
-    verb: ErrorVerb,
-    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
-) -> Result<T, StorageError<u64>> {
-    match lane.run(f).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(io_err(subject, verb, e)),
-        Err(e) => Err(io_err(subject, verb, e)),
-    }
-}
-
 fn to_bounds<RB: RangeBounds<u64>>(range: &RB) -> (Bound<u64>, Bound<u64>) {
     (range.start_bound().cloned(), range.end_bound().cloned())
 }
@@ -265,7 +245,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
             return Ok(cached);
         }
         let this = self.clone();
-        on_lane(&self.read_lane, ErrorSubject::Logs, ErrorVerb::Read, move || this.entries(start, end)).await
+        self.read_lane.run_io(ErrorSubject::Logs, ErrorVerb::Read, move || this.entries(start, end)).await
     }
 }
 
@@ -274,7 +254,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<u64>> {
         let this = self.clone();
-        on_lane(&self.read_lane, ErrorSubject::Logs, ErrorVerb::Read, move || this.log_state()).await
+        self.read_lane.run_io(ErrorSubject::Logs, ErrorVerb::Read, move || this.log_state()).await
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -284,15 +264,14 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
         let this = self.clone();
         let vote = *vote;
-        on_lane(&self.write_lane, ErrorSubject::Vote, ErrorVerb::Write, move || {
-            this.write_state(VOTE, &vote, Durability::Immediate)
-        })
-        .await
+        self.write_lane
+            .run_io(ErrorSubject::Vote, ErrorVerb::Write, move || this.write_state(VOTE, &vote, Durability::Immediate))
+            .await
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
         let this = self.clone();
-        on_lane(&self.read_lane, ErrorSubject::Vote, ErrorVerb::Read, move || this.read_state(VOTE)).await
+        self.read_lane.run_io(ErrorSubject::Vote, ErrorVerb::Read, move || this.read_state(VOTE)).await
     }
 
     async fn save_committed(&mut self, committed: Option<LogId<u64>>) -> Result<(), StorageError<u64>> {
@@ -307,10 +286,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             return Ok(latest);
         }
         let this = self.clone();
-        on_lane(&self.read_lane, ErrorSubject::Store, ErrorVerb::Read, move || {
-            Ok(this.read_state::<Option<LogId<u64>>>(COMMITTED)?.flatten())
-        })
-        .await
+        self.read_lane
+            .run_io(ErrorSubject::Store, ErrorVerb::Read, move || {
+                Ok::<_, Error>(this.read_state::<Option<LogId<u64>>>(COMMITTED)?.flatten())
+            })
+            .await
     }
 
     async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError<u64>>
@@ -321,8 +301,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let entries: Vec<Entry> = entries.into_iter().collect();
         let this = self.clone();
         let result =
-            on_lane(&self.write_lane, ErrorSubject::Logs, ErrorVerb::Write, move || this.append_blocking(entries))
-                .await;
+            self.write_lane.run_io(ErrorSubject::Logs, ErrorVerb::Write, move || this.append_blocking(entries)).await;
         // The callback reports durability: only after the fsync'd commit.
         match &result {
             Ok(()) => callback.log_io_completed(Ok(())),
@@ -333,13 +312,14 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
         let this = self.clone();
-        on_lane(&self.write_lane, ErrorSubject::Logs, ErrorVerb::Delete, move || this.truncate_blocking(log_id.index))
+        self.write_lane
+            .run_io(ErrorSubject::Logs, ErrorVerb::Delete, move || this.truncate_blocking(log_id.index))
             .await
     }
 
     async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
         let this = self.clone();
-        on_lane(&self.write_lane, ErrorSubject::Logs, ErrorVerb::Delete, move || this.purge_blocking(log_id)).await
+        self.write_lane.run_io(ErrorSubject::Logs, ErrorVerb::Delete, move || this.purge_blocking(log_id)).await
     }
 }
 

@@ -10,12 +10,19 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::{mpsc, Arc, Mutex};
 
+use openraft::{ErrorSubject, ErrorVerb, StorageIOError};
+
+use crate::raft_types::StorageError;
+
 /// One unit of work for a lane's thread.
 type Job = Box<dyn FnOnce() + Send>;
 
 /// Why a job handed to a lane did not run to the end.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaneError {
+    /// The operating system would not start the lane's thread.
+    #[error("cannot start the storage thread {name}: {detail}")]
+    CannotStart { name: String, detail: String },
     /// The lane's thread is gone (it could not start or has stopped).
     #[error("storage thread {0} is not running")]
     Stopped(String),
@@ -30,34 +37,38 @@ pub enum LaneError {
 /// the last handle to the lane is dropped.
 #[derive(Debug, Clone)]
 pub struct Lane {
-    name: String,
+    /// Shared by the clones a storage call makes of its store.
+    name: Arc<str>,
     jobs: mpsc::Sender<Job>,
 }
 
 impl Lane {
     /// Starts a lane of one thread: jobs run in the order handed over.
-    pub fn start(name: &str) -> std::io::Result<Lane> {
+    pub fn start(name: &str) -> Result<Lane, LaneError> {
         Lane::start_shared(name, 1)
     }
 
     /// Starts a lane of `threads` threads taking jobs from one queue.
-    pub fn start_shared(name: &str, threads: usize) -> std::io::Result<Lane> {
+    pub fn start_shared(name: &str, threads: usize) -> Result<Lane, LaneError> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         for i in 0..threads.max(1) {
             let queue = queue.clone();
             let thread_name = if threads > 1 { format!("{name}-{i}") } else { name.to_string() };
-            std::thread::Builder::new().name(thread_name).spawn(move || loop {
-                // One thread waits for the next job at a time; it lets go
-                // of the queue before running it.
-                let next = queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).recv();
-                match next {
-                    Ok(job) => job(),
-                    Err(_) => return,
-                }
-            })?;
+            std::thread::Builder::new()
+                .name(thread_name)
+                .spawn(move || loop {
+                    // One thread waits for the next job at a time; it lets go
+                    // of the queue before running it.
+                    let next = queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).recv();
+                    match next {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                })
+                .map_err(|e| LaneError::CannotStart { name: name.to_string(), detail: e.to_string() })?;
         }
-        Ok(Lane { name: name.to_string(), jobs })
+        Ok(Lane { name: name.into(), jobs })
     }
 
     /// Runs `f` on the lane's thread after the jobs before it, and returns
@@ -70,8 +81,30 @@ impl Lane {
                 let _ = done.send(value);
             }
         });
-        self.jobs.send(job).map_err(|_| LaneError::Stopped(self.name.clone()))?;
-        result.await.map_err(|_| LaneError::Panicked(self.name.clone()))
+        self.jobs.send(job).map_err(|_| LaneError::Stopped(self.name.to_string()))?;
+        result.await.map_err(|_| LaneError::Panicked(self.name.to_string()))
+    }
+
+    /// Runs storage work `f` on the lane, reporting any failure (its own, a
+    /// panic, a stopped lane) as openraft's storage error on `subject`.
+    pub async fn run_io<T, E>(
+        &self,
+        subject: ErrorSubject<u64>,
+        verb: ErrorVerb,
+        f: impl FnOnce() -> Result<T, E> + Send + 'static,
+    ) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+    {
+        let failed = |e: &dyn std::fmt::Display| StorageError::IO {
+            source: StorageIOError::new(subject, verb, openraft::AnyError::error(e.to_string())),
+        };
+        match self.run(f).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(failed(&e)),
+            Err(e) => Err(failed(&e)),
+        }
     }
 }
 

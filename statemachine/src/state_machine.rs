@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use openraft::storage::RaftStateMachine;
-use openraft::{ErrorSubject, ErrorVerb, RaftSnapshotBuilder, Snapshot, StorageIOError};
+use openraft::{ErrorSubject, ErrorVerb, RaftSnapshotBuilder, Snapshot};
 
 use crate::command::Response;
 use crate::error::Error;
@@ -47,9 +47,7 @@ impl StateMachine {
                 Err(e) => return Err(e.into()),
             }
         }
-        let lane = |name: &str| {
-            Lane::start(name).map_err(|e| Error::Storage(format!("cannot start the storage thread {name}: {e}")))
-        };
+        let lane = |name: &str| Lane::start(name).map_err(|e| Error::Storage(e.to_string()));
         Ok(StateMachine {
             store,
             applies: Arc::new(AtomicU64::new(0)),
@@ -64,50 +62,12 @@ impl StateMachine {
     }
 }
 
-/// Runs redb work on `lane`; a failure is reported as one of `subject` (the
-/// state machine, or a snapshot).
-async fn on_lane<T: Send + 'static>(
-    lane: &Lane,
-    subject: ErrorSubject<u64>,
-    verb: ErrorVerb,
-    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
-) -> Result<T, StorageError> {
-    let failed = |e: &dyn std::fmt::Display| StorageError::IO {
-        source: StorageIOError::new(subject.clone(), verb, openraft::AnyError::error(e.to_string())),
-    };
-    match lane.run(f).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(failed(&e)),
-        Err(e) => Err(failed(&e)),
-    }
-}
-
-impl StateMachine {
-    /// State-machine work on the apply lane.
-    async fn blocking<T: Send + 'static>(
-        &self,
-        verb: ErrorVerb,
-        f: impl FnOnce() -> Result<T, Error> + Send + 'static,
-    ) -> Result<T, StorageError> {
-        on_lane(&self.apply_lane, ErrorSubject::StateMachine, verb, f).await
-    }
-
-    /// Snapshot work on the snapshot lane.
-    async fn snapshot_io<T: Send + 'static>(
-        &self,
-        verb: ErrorVerb,
-        f: impl FnOnce() -> Result<T, Error> + Send + 'static,
-    ) -> Result<T, StorageError> {
-        on_lane(&self.snapshot_lane, ErrorSubject::Snapshot(None), verb, f).await
-    }
-}
-
 impl RaftStateMachine<TypeConfig> for StateMachine {
     type SnapshotBuilder = StateMachine;
 
     async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
         let store = self.store.clone();
-        self.blocking(ErrorVerb::Read, move || store.applied_state()).await
+        self.apply_lane.run_io(ErrorSubject::StateMachine, ErrorVerb::Read, move || store.applied_state()).await
     }
 
     async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Response>>, StorageError>
@@ -127,7 +87,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.store.metrics().applied_commands.inc_by(commands as u64);
         let store = self.store.clone();
         let durable = self.applies.fetch_add(1, Ordering::Relaxed) % DURABLE_EVERY == DURABLE_EVERY - 1;
-        self.blocking(ErrorVerb::Write, move || store.apply_entries(entries, durable)).await
+        self.apply_lane
+            .run_io(ErrorSubject::StateMachine, ErrorVerb::Write, move || store.apply_entries(entries, durable))
+            .await
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
@@ -149,14 +111,21 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let meta = meta.clone();
         let started = std::time::Instant::now();
         let id = meta.snapshot_id.clone();
-        self.snapshot_io(ErrorVerb::Write, move || store.install_snapshot_content(&meta, &data)).await?;
+        self.snapshot_lane
+            .run_io(ErrorSubject::Snapshot(None), ErrorVerb::Write, move || {
+                store.install_snapshot_content(&meta, &data)
+            })
+            .await?;
         tracing::info!(snapshot = %id, millis = started.elapsed().as_millis() as u64, "installed the snapshot");
         Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
         let store = self.store.clone();
-        let current = self.snapshot_io(ErrorVerb::Read, move || store.current_snapshot()).await?;
+        let current = self
+            .snapshot_lane
+            .run_io(ErrorSubject::Snapshot(None), ErrorVerb::Read, move || store.current_snapshot())
+            .await?;
         Ok(current.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data)) }))
     }
 }
@@ -168,7 +137,10 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     /// `get_current_snapshot` when a follower needs it.
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let store = self.store.clone();
-        let meta = self.snapshot_io(ErrorVerb::Write, move || store.record_snapshot()).await?;
+        let meta = self
+            .snapshot_lane
+            .run_io(ErrorSubject::Snapshot(None), ErrorVerb::Write, move || store.record_snapshot())
+            .await?;
         tracing::info!(snapshot = %meta.snapshot_id, "recorded a snapshot; the log may be purged behind it");
         Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(Vec::new())) })
     }
