@@ -8,14 +8,16 @@ use std::time::{Duration, Instant};
 use fleet_api::snapshot::PARENT_PLACEMENT_LABEL;
 use fleet_api::Object;
 use fleet_proto::fleet::fleet_client::FleetClient;
-use fleet_proto::fleet::{ApplyRequest, ClusterStatusRequest, ListRequest, ReadOptions, WatchRequest};
+use fleet_proto::fleet::{ApplyRequest, ClusterStatusRequest, ListRequest, ReadOptions, WatchEvent, WatchRequest};
+use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
+use tonic::Streaming;
 
 use crate::error::Error;
 use crate::rollout_latency::{work_available, WORK_INDEX_LABEL};
-use crate::watching::{forward, hub, kind};
+use crate::watching::{hub, kind};
 
 /// Applies `documents` in one request; returns the hub's index after it.
 pub async fn apply(client: &mut FleetClient<Channel>, documents: &[Value]) -> Result<u64, Error> {
@@ -66,7 +68,10 @@ pub async fn wait_works_gone(client: &mut FleetClient<Channel>, name: &str, dead
     }
 }
 
-/// A watch of one placement's Works, from `since`.
+/// A watch of one placement's Works, from `since`, that outlives the
+/// hub's expiring it: a watch that ends, fails over or falls behind (a
+/// saturated hub expires a watcher that lags) is resumed from the last
+/// index received, or relisted when that index has left the history.
 pub struct WorkWatch {
     rx: mpsc::UnboundedReceiver<Result<(Object, Instant), Error>>,
     task: tokio::task::JoinHandle<()>,
@@ -78,20 +83,117 @@ impl Drop for WorkWatch {
     }
 }
 
-impl WorkWatch {
-    /// Watches the Works of placement `name` after index `since`.
-    pub async fn start(client: &mut FleetClient<Channel>, name: &str, since: u64) -> Result<WorkWatch, Error> {
-        let request = WatchRequest {
+/// How long the driver waits before reopening a Work watch that ended.
+const REOPEN_PAUSE: Duration = Duration::from_millis(200);
+
+/// Where a reopened Work watch starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Resume {
+    /// After this index: the events since are still in the hub's history.
+    After(u64),
+    /// From the current objects (sent as ADDED), read at this index or newer.
+    Relist(u64),
+}
+
+impl Resume {
+    /// Where to reopen after the watch failed with `code` (the last index
+    /// received is `last`): an expiry relists, anything else resumes.
+    fn after_failure(code: tonic::Code, last: u64) -> Resume {
+        match code {
+            tonic::Code::FailedPrecondition => Resume::Relist(last),
+            _ => Resume::After(last),
+        }
+    }
+
+    fn request(self, name: &str) -> WatchRequest {
+        let (resource_version, min_resource_version) = match self {
+            Resume::After(index) => (index, index),
+            Resume::Relist(index) => (0, index),
+        };
+        WatchRequest {
             kind: kind("works"),
             namespace: String::new(),
             all_namespaces: true,
             label_selector: format!("{PARENT_PLACEMENT_LABEL}={name}"),
-            resource_version: since,
-            min_resource_version: since,
+            resource_version,
+            min_resource_version,
+        }
+    }
+}
+
+/// Whether a watch that failed with `code` can be reopened: the hub
+/// refused this watcher (bad selector, no permission) when not.
+fn reopenable(code: tonic::Code) -> bool {
+    matches!(
+        code,
+        tonic::Code::FailedPrecondition
+            | tonic::Code::Unavailable
+            | tonic::Code::Unknown
+            | tonic::Code::Internal
+            | tonic::Code::Cancelled
+            | tonic::Code::DeadlineExceeded
+            | tonic::Code::Aborted
+    )
+}
+
+/// Follows the Works of placement `name` on `client` from the `opened`
+/// watch (after `since`), reopening it as [`WorkWatch`] says, and sends each ADDED or
+/// MODIFIED Work with the instant it arrived. An object first seen in a
+/// relist is stamped with the relist's arrival, an upper bound of when it
+/// changed. Stops when the receiver is gone or the hub refuses the watch.
+async fn follow_works(
+    mut client: FleetClient<Channel>,
+    name: String,
+    since: u64,
+    opened: Streaming<WatchEvent>,
+    tx: mpsc::UnboundedSender<Result<(Object, Instant), Error>>,
+) {
+    let mut opened = Some(opened);
+    let mut from = Resume::After(since);
+    let mut last = since;
+    loop {
+        let stream = match opened.take() {
+            Some(stream) => Ok(stream),
+            None => client.watch(from.request(&name)).await.map(tonic::Response::into_inner),
         };
-        let stream = client.watch(request).await.map_err(hub)?.into_inner();
+        let failure = match stream {
+            Ok(mut stream) => loop {
+                match stream.next().await {
+                    Some(Ok(event)) => {
+                        let at = Instant::now();
+                        last = last.max(event.resource_version);
+                        if event.r#type == "DELETED" || event.r#type == "BOOKMARK" {
+                            continue;
+                        }
+                        let Ok(object) = Object::from_json(&event.object) else { continue };
+                        if tx.send(Ok((object, at))).is_err() {
+                            return;
+                        }
+                    }
+                    Some(Err(status)) => break status,
+                    None => break tonic::Status::unavailable("the stream ended"),
+                }
+            },
+            Err(status) => status,
+        };
+        if !reopenable(failure.code()) {
+            let _ = tx.send(Err(hub(failure)));
+            return;
+        }
+        from = Resume::after_failure(failure.code(), last);
+        eprintln!("Works of {name}: watch {:?}: {}; reopening {from:?}", failure.code(), failure.message());
+        tokio::time::sleep(REOPEN_PAUSE).await;
+    }
+}
+
+impl WorkWatch {
+    /// Watches the Works of placement `name` after index `since`; fails
+    /// only when the first watch cannot be opened.
+    pub async fn start(client: &mut FleetClient<Channel>, name: &str, since: u64) -> Result<WorkWatch, Error> {
+        // The first call's failure is the caller's to retry (an election).
+        let opened = client.watch(Resume::After(since).request(name)).await.map_err(hub)?.into_inner();
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(forward(stream, format!("Works of {name}"), |o, _, at| Some((o, at)), tx));
+        let task = tokio::spawn(follow_works(client.clone(), name.to_string(), since, opened, tx));
         Ok(WorkWatch { rx, task })
     }
 
@@ -164,4 +266,35 @@ pub fn rss_mb(pid: u32) -> Result<f64, Error> {
         .and_then(|v| v.parse::<f64>().ok())
         .ok_or_else(|| Error::Hub(format!("{path}: no VmRSS line")))?;
     Ok(kb / 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_expired_watch_relists_and_any_other_failure_resumes() {
+        let expired = Resume::after_failure(tonic::Code::FailedPrecondition, 42);
+        assert_eq!(expired, Resume::Relist(42));
+        let relist = expired.request("web");
+        assert_eq!(
+            (relist.resource_version, relist.min_resource_version),
+            (0, 42),
+            "current objects, not older than 42"
+        );
+        assert_eq!(relist.label_selector, format!("{PARENT_PLACEMENT_LABEL}=web"));
+
+        let failed_over = Resume::after_failure(tonic::Code::Unavailable, 42);
+        assert_eq!(failed_over, Resume::After(42));
+        let resume = failed_over.request("web");
+        assert_eq!((resume.resource_version, resume.min_resource_version), (42, 42));
+    }
+
+    #[test]
+    fn a_refused_watch_is_not_reopened() {
+        assert!(reopenable(tonic::Code::FailedPrecondition));
+        assert!(reopenable(tonic::Code::Unavailable));
+        assert!(!reopenable(tonic::Code::PermissionDenied));
+        assert!(!reopenable(tonic::Code::InvalidArgument));
+    }
 }
