@@ -1,5 +1,7 @@
 //! The Fleet hub node: serves the `Fleet` API and Raft peer traffic on one
-//! mTLS port, replicating every object through Raft into redb.
+//! mTLS port, replicating every object through Raft into redb. Raft (its
+//! core, its calls to peers and the peers' connections) runs on a runtime of
+//! its own (see [`listener`]).
 
 pub mod admission;
 pub mod auth;
@@ -9,6 +11,7 @@ pub mod controllers;
 pub mod error;
 pub mod http;
 pub mod kube;
+pub mod listener;
 pub mod members;
 pub mod metrics;
 pub mod objects;
@@ -25,7 +28,8 @@ use fleet_proto::peer::raft_peer_server::RaftPeerServer;
 use fleet_proto::tls::{read_file, PkiDir};
 use fleet_raft::{Consensus, PeerService, PeerTls, MAX_MESSAGE_BYTES};
 use openraft::BasicNode;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tokio::runtime::Handle;
+use tonic::transport::Server;
 
 pub use config::NodeConfig;
 pub use error::Error;
@@ -69,30 +73,35 @@ fn kube_advertise(bound: std::net::SocketAddr, listen: std::net::SocketAddr) -> 
     std::net::SocketAddr::new(host, bound.port()).to_string()
 }
 
-/// Runs a node until `shutdown` resolves, then stops cleanly.
-pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), Error> {
+/// Runs a node until `shutdown` resolves, then stops cleanly. Raft runs on
+/// `raft`, a runtime that does nothing else (the caller owns it, so that it
+/// is dropped outside any runtime).
+pub async fn run(
+    config: NodeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    raft: Handle,
+) -> Result<(), Error> {
     let pki = PkiDir::new(&config.tls_dir);
     let ca_pem = read_file(&pki.ca_cert())?;
     let cert_pem = read_file(&pki.node_cert(config.id))?;
     let key_pem = read_file(&pki.node_key(config.id))?;
 
-    let consensus = Consensus::start(
-        config.id,
-        &config.data_dir,
-        PeerTls { ca_pem: ca_pem.clone(), cert_pem: cert_pem.clone(), key_pem: key_pem.clone() },
-        config.peer_dial.clone(),
-        &config.tuning,
-    )
-    .await?;
+    // Started on the Raft runtime: openraft's core, its replication and the
+    // peer channels' connections are spawned where it starts.
+    let peer_tls = PeerTls { ca_pem: ca_pem.clone(), cert_pem: cert_pem.clone(), key_pem: key_pem.clone() };
+    let (id, data_dir, dial, tuning) =
+        (config.id, config.data_dir.clone(), config.peer_dial.clone(), config.tuning.clone());
+    let consensus = raft
+        .spawn(async move { Consensus::start(id, &data_dir, peer_tls, dial, &tuning).await })
+        .await
+        .map_err(|e| Error::Serve(format!("starting Raft: {e}")))??;
 
-    // The chain includes the CA so joining agents that pin it by fingerprint can find it.
+    // The chain includes the CA so joining agents that pin it by fingerprint
+    // can find it. Unauthenticated callers get a clear gRPC error instead of
+    // a TLS alert (and joining agents, which have no certificate yet, can
+    // reach us).
     let chain = [cert_pem.as_slice(), b"\n", ca_pem.as_slice()].concat();
-    let tls = ServerTlsConfig::new()
-        .identity(Identity::from_pem(chain, &key_pem))
-        .client_ca_root(Certificate::from_pem(&ca_pem))
-        // Unauthenticated callers get a clear gRPC error instead of a TLS alert
-        // (and joining agents, which have no certificate yet, can reach us).
-        .client_auth_optional(true);
+    let tls = listener::server_tls(&ca_pem, &chain, &key_pem, &[b"h2"], "--listen")?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let signer = members::signer::Signer::load(&pki, config.member_cert_validity)?;
     let fingerprint = fleet_proto::tls::fingerprint_pem(&ca_pem, "ca.pem")?;
@@ -116,16 +125,30 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
         let _ = rx.wait_for(|stop| *stop).await;
     };
 
-    let server = Server::builder()
-        .tls_config(tls)
-        .map_err(|e| Error::Serve(format!("TLS configuration: {e}")))?
-        .tcp_nodelay(true)
-        .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESETS))
-        .layer(metrics::grpc::GrpcMetricsLayer)
-        .add_service(fleet)
-        .add_service(peer)
-        .serve_with_shutdown(config.listen, wait_stop(stop_rx.clone()));
-    let server = tokio::spawn(server);
+    let bound = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| Error::Serve(format!("--listen {}: {e}", config.listen)))?;
+    let split = listener::accept(bound, tls, raft.clone(), wait_stop(stop_rx.clone()));
+    // Both servers offer both services: another node may call the API, and
+    // a client calling the peer service is refused by it.
+    let router = || {
+        Server::builder()
+            .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESETS))
+            .layer(metrics::grpc::GrpcMetricsLayer)
+            .add_service(fleet.clone())
+            .add_service(peer.clone())
+    };
+    let nodes = raft.spawn(router().serve_with_incoming_shutdown(split.nodes, wait_stop(stop_rx.clone())));
+    let clients = tokio::spawn(router().serve_with_incoming_shutdown(split.clients, wait_stop(stop_rx.clone())));
+    let aborts = [nodes.abort_handle(), clients.abort_handle()];
+    let server = tokio::spawn(async move {
+        let (nodes, clients) = tokio::join!(nodes, clients);
+        for (which, served) in [("node", nodes), ("client", clients)] {
+            let failed = |e: String| Error::Serve(format!("serving {which} connections: {e}"));
+            served.map_err(|e| failed(e.to_string()))?.map_err(|e| failed(e.to_string()))?;
+        }
+        Ok::<(), Error>(())
+    });
 
     if let Some(addr) = config.http_listen {
         let consensus = consensus.clone();
@@ -175,15 +198,14 @@ pub async fn run(config: NodeConfig, shutdown: impl Future<Output = ()> + Send +
             tokio::time::sleep(SHUTDOWN_GRACE).await;
         } => {
             tracing::warn!(id = config.id, "in-flight calls did not finish within {SHUTDOWN_GRACE:?}; stopping anyway");
-            server.abort();
+            aborts.iter().for_each(tokio::task::AbortHandle::abort);
             Ok(Ok(()))
         }
     };
     tracing::info!(id = config.id, "shutting down");
     consensus.shutdown().await;
     match served {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(Error::Serve(e.to_string())),
+        Ok(result) => result,
         Err(e) => Err(Error::Serve(e.to_string())),
     }
 }

@@ -17,15 +17,28 @@ use fleet_node::restore::RestoreArgs;
 /// after a PickAll over 5,000 clusters (bench/README.md).
 const BLOCKING_THREADS: usize = 16;
 
+/// Worker threads of the Raft runtime: openraft's core, replication, votes
+/// and the other nodes' connections, and nothing else (fleet_node::listener).
+/// Its storage work runs on threads of its own (the storage lanes).
+const RAFT_THREADS: usize = 1;
+
 fn main() -> anyhow::Result<()> {
-    tokio::runtime::Builder::new_multi_thread()
+    let raft = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(RAFT_THREADS)
+        .thread_name("fleet-raft")
         .enable_all()
         .max_blocking_threads(BLOCKING_THREADS)
-        .build()?
-        .block_on(run())
+        .build()?;
+    let main =
+        tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(BLOCKING_THREADS).build()?;
+    let outcome = main.block_on(run(raft.handle().clone()));
+    // Whatever Raft still runs stops with its runtime, outside any runtime.
+    drop(main);
+    drop(raft);
+    outcome
 }
 
-async fn run() -> anyhow::Result<()> {
+async fn run(raft: tokio::runtime::Handle) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -41,6 +54,6 @@ async fn run() -> anyhow::Result<()> {
         return Ok(());
     }
     let config = Args::parse().into_config()?;
-    fleet_node::run(config, fleet_node::shutdown_signal()).await?;
+    fleet_node::run(config, fleet_node::shutdown_signal(), raft).await?;
     Ok(())
 }

@@ -45,6 +45,22 @@ pub struct PeerNetwork {
     /// NAT.
     dial: Arc<BTreeMap<u64, String>>,
     channels: Arc<Mutex<HashMap<u64, (String, Channel)>>>,
+    /// Where the channels' connections run: the runtime Raft was started
+    /// on, whichever runtime first asks for a channel.
+    runtime: tokio::runtime::Handle,
+}
+
+/// Spawns a channel's background work (its connection) on one runtime.
+#[derive(Clone)]
+struct OnRuntime(tokio::runtime::Handle);
+
+impl<F> hyper::rt::Executor<F> for OnRuntime
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    fn execute(&self, work: F) {
+        self.0.spawn(work);
+    }
 }
 
 /// The peer RPCs.
@@ -71,9 +87,14 @@ impl PeerMethod {
 impl PeerNetwork {
     /// A network that dials with this node's identity, reaching the peers
     /// in `dial` at the addresses given there instead of their membership
-    /// addresses.
+    /// addresses. Called on a runtime (Raft's): the connections run there.
     pub fn new(tls: PeerTls, dial: BTreeMap<u64, String>) -> PeerNetwork {
-        PeerNetwork { tls, dial: Arc::new(dial), channels: Arc::new(Mutex::new(HashMap::new())) }
+        PeerNetwork {
+            tls,
+            dial: Arc::new(dial),
+            channels: Arc::new(Mutex::new(HashMap::new())),
+            runtime: tokio::runtime::Handle::current(),
+        }
     }
 
     /// The cached channel to peer `id` at `addr` (re-made if its address changed).
@@ -98,6 +119,7 @@ impl PeerNetwork {
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(5))
             .keep_alive_timeout(Duration::from_secs(5))
+            .executor(OnRuntime(self.runtime.clone()))
             .connect_lazy();
         channels.insert(id, (addr.to_string(), channel.clone()));
         Ok(channel)

@@ -42,13 +42,18 @@ pub trait MemberHandler: Send + Sync + 'static {
 pub struct PeerService {
     consensus: Arc<Consensus>,
     members: Option<Arc<dyn MemberHandler>>,
+    /// Where forwarded member calls run: the runtime this service was made
+    /// on (the node's main one), not the Raft runtime peer calls arrive on,
+    /// so that a burst of joins does not hold up replication.
+    member_runtime: tokio::runtime::Handle,
 }
 
 impl PeerService {
     /// Serves peer traffic for this node's consensus; `members` handles
-    /// forwarded member calls when this node leads.
+    /// forwarded member calls when this node leads, on the runtime this is
+    /// called on.
     pub fn new(consensus: Arc<Consensus>, members: Option<Arc<dyn MemberHandler>>) -> PeerService {
-        PeerService { consensus, members }
+        PeerService { consensus, members, member_runtime: tokio::runtime::Handle::current() }
     }
 }
 
@@ -187,9 +192,10 @@ impl RaftPeer for PeerService {
 
     async fn member(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
         member_node(&self.consensus, &request, false)?;
-        let handler =
-            self.members.as_ref().ok_or_else(|| Status::unimplemented("this node handles no member calls"))?;
-        let data = handler.handle(request.into_inner().data).await?;
+        let handler = self.members.clone().ok_or_else(|| Status::unimplemented("this node handles no member calls"))?;
+        let data = request.into_inner().data;
+        let handled = self.member_runtime.spawn(async move { handler.handle(data).await });
+        let data = handled.await.map_err(|e| Status::internal(format!("handling a member call failed: {e}")))??;
         Ok(Response::new(Payload { data }))
     }
 

@@ -5,47 +5,23 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig};
+use rustls::ServerConfig;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use super::{handler, KubeApi};
 use crate::auth::caller_of_certificate;
 use crate::error::Error;
-
-/// How long a client has to finish the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::listener::handshake;
 
 /// The TLS configuration: `chain_pem` (node certificate, then CA) and its key,
 /// client certificates checked against `ca_pem`.
 pub fn tls_config(ca_pem: &[u8], chain_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfig>, Error> {
-    let bad = |what: &str, e: String| Error::Serve(format!("--kube-listen TLS: {what}: {e}"));
-    let mut roots = RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem) {
-        roots.add(cert.map_err(|e| bad("ca.pem", e.to_string()))?).map_err(|e| bad("ca.pem", e.to_string()))?;
-    }
-    let verifier = WebPkiClientVerifier::builder(Arc::new(roots))
-        .allow_unauthenticated()
-        .build()
-        .map_err(|e| bad("client verifier", e.to_string()))?;
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem)
-        .collect::<Result<_, _>>()
-        .map_err(|e| bad("node certificate", e.to_string()))?;
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| bad("node key", e.to_string()))?;
-    let mut config = ServerConfig::builder()
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key)
-        .map_err(|e| bad("node certificate", e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+    crate::listener::server_tls(ca_pem, chain_pem, key_pem, &[b"h2", b"http/1.1"], "--kube-listen")
 }
 
 /// Serves the API on `listener` until `stop` resolves.
@@ -71,14 +47,7 @@ pub async fn serve(
         let _ = tcp.set_nodelay(true);
         let (acceptor, api) = (acceptor.clone(), api.clone());
         tokio::spawn(async move {
-            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(e)) => {
-                    tracing::debug!(%peer, "kube API TLS handshake: {e}");
-                    return;
-                }
-                Err(_) => return,
-            };
+            let Some(stream) = handshake(&acceptor, tcp, peer).await else { return };
             let caller = stream
                 .get_ref()
                 .1
