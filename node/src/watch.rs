@@ -80,7 +80,15 @@ pub async fn start_with_bookmarks(
     } else {
         (Vec::new(), from)
     };
-    let subscription = store.hub().subscribe(from).map_err(|e| expired(e.to_string()))?;
+    // Off the async workers: resuming far behind decodes the history's
+    // events of this kind (thousands, when many agents reconnect at once).
+    let subscription = {
+        let (store, query) = (store.clone(), query.clone());
+        blocking(move || {
+            store.hub().subscribe_where(from, |key| query.in_scope(key)).map_err(|e| expired(e.to_string()))
+        })
+        .await?
+    };
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     let watch = crate::metrics::watch_opened(&query.kind);
     tokio::spawn(async move {

@@ -62,8 +62,9 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
-    /// Whether an object at `key` is of the query's kind and namespace.
-    fn in_scope(&self, key: &ObjectKey) -> bool {
+    /// Whether an object at `key` is of the query's kind and namespace
+    /// (labels aside).
+    pub fn in_scope(&self, key: &ObjectKey) -> bool {
         key.group == self.group
             && key.kind == self.kind
             && self.namespace.as_deref().is_none_or(|ns| key.namespace == ns)

@@ -70,9 +70,12 @@ pub struct EventJson {
     pub previous: Option<Vec<u8>>,
 }
 
-/// An event as the history keeps it: JSON instead of decoded objects.
+/// An event as the history keeps it: JSON instead of decoded objects, and
+/// the object's key, so a resuming watcher decodes only its own kind's
+/// events.
 struct Recorded {
     event_type: EventType,
+    key: ObjectKey,
     resource_version: u64,
     object: Box<[u8]>,
     previous: Option<Box<[u8]>>,
@@ -82,6 +85,7 @@ impl Recorded {
     fn new(event: &WatchEvent, json: EventJson) -> Recorded {
         Recorded {
             event_type: event.event_type,
+            key: event.key.clone(),
             resource_version: event.resource_version,
             object: json.object.into_boxed_slice(),
             previous: json.previous.map(Vec::into_boxed_slice),
@@ -212,13 +216,22 @@ impl WatchHub {
     /// under one lock, so nothing is missed or repeated between the two (the
     /// backlog is decoded after it is released, so apply does not wait).
     pub fn subscribe(&self, from: u64) -> Result<Subscription, Expired> {
+        self.subscribe_where(from, |_| true)
+    }
+
+    /// [`WatchHub::subscribe`], with only the history's events whose key
+    /// `wanted` accepts in the backlog (the receiver still carries every
+    /// later event). A watcher resuming after thousands of events of other
+    /// kinds (an agent reconnecting for its Works) decodes only its own.
+    pub fn subscribe_where(&self, from: u64, wanted: impl Fn(&ObjectKey) -> bool) -> Result<Subscription, Expired> {
         let (recorded, receiver) = {
             let inner = self.lock();
             if from < inner.floor {
                 return Err(Expired { requested: from, oldest: inner.floor });
             }
             let start = inner.history.partition_point(|e| e.resource_version <= from);
-            (inner.history.range(start..).cloned().collect::<Vec<_>>(), self.tx.subscribe())
+            let recorded = inner.history.range(start..).filter(|e| wanted(&e.key)).cloned().collect::<Vec<_>>();
+            (recorded, self.tx.subscribe())
         };
         let mut backlog = Vec::with_capacity(recorded.len());
         for record in recorded {
@@ -287,6 +300,20 @@ mod tests {
         // Now one of the two events at 2 is gone: resuming from 1 must relist.
         assert!(hub.subscribe(1).is_err());
         assert_eq!(hub.subscribe(2).unwrap().backlog.len(), 2);
+    }
+
+    #[test]
+    fn a_filtered_backlog_holds_only_the_wanted_keys_and_the_receiver_everything_later() {
+        let hub = WatchHub::new(0, 100);
+        hub.publish(vec![ev(1, "mine-1"), ev(2, "other"), ev(3, "mine-2")]);
+        let mut sub = hub.subscribe_where(1, |key| key.name.starts_with("mine")).unwrap();
+        let backlog: Vec<(u64, &str)> = sub.backlog.iter().map(|e| (e.resource_version, e.key.name.as_str())).collect();
+        assert_eq!(backlog, vec![(3, "mine-2")], "after 1, and not the other object");
+        hub.publish(vec![ev(4, "other")]);
+        match sub.receiver.try_recv().unwrap() {
+            HubMessage::Event(e) => assert_eq!(e.resource_version, 4, "live events are not filtered here"),
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     #[test]

@@ -83,8 +83,12 @@ impl Drop for WorkWatch {
     }
 }
 
-/// How long the driver waits before reopening a Work watch that ended.
+/// How long the driver waits before reopening a Work watch that ended;
+/// doubled after each reopening that brought no event, up to
+/// [`REOPEN_PAUSE_MAX`], so that a hub too busy to answer is not asked
+/// over and over.
 const REOPEN_PAUSE: Duration = Duration::from_millis(200);
+const REOPEN_PAUSE_MAX: Duration = Duration::from_secs(5);
 
 /// Where a reopened Work watch starts.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -151,6 +155,7 @@ async fn follow_works(
     let mut opened = Some(opened);
     let mut from = Resume::After(since);
     let mut last = since;
+    let mut pause = REOPEN_PAUSE;
     loop {
         let stream = match opened.take() {
             Some(stream) => Ok(stream),
@@ -161,6 +166,7 @@ async fn follow_works(
                 match stream.next().await {
                     Some(Ok(event)) => {
                         let at = Instant::now();
+                        pause = REOPEN_PAUSE;
                         last = last.max(event.resource_version);
                         if event.r#type == "DELETED" || event.r#type == "BOOKMARK" {
                             continue;
@@ -182,7 +188,8 @@ async fn follow_works(
         }
         from = Resume::after_failure(failure.code(), last);
         eprintln!("Works of {name}: watch {:?}: {}; reopening {from:?}", failure.code(), failure.message());
-        tokio::time::sleep(REOPEN_PAUSE).await;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(REOPEN_PAUSE_MAX);
     }
 }
 
