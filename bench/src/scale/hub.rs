@@ -101,10 +101,13 @@ enum Resume {
 
 impl Resume {
     /// Where to reopen after the watch failed with `code` (the last index
-    /// received is `last`): an expiry relists, anything else resumes.
-    fn after_failure(code: tonic::Code, last: u64) -> Resume {
+    /// received is `last`), `at_open` when the hub refused to open it. A
+    /// watch expired while streaming (it fell behind) resumes after the
+    /// last index, as the hub asks, and relists only when the hub then
+    /// answers that the index has left its history; anything else resumes.
+    fn after_failure(code: tonic::Code, last: u64, at_open: bool) -> Resume {
         match code {
-            tonic::Code::FailedPrecondition => Resume::Relist(last),
+            tonic::Code::FailedPrecondition if at_open => Resume::Relist(last),
             _ => Resume::After(last),
         }
     }
@@ -161,6 +164,7 @@ async fn follow_works(
             Some(stream) => Ok(stream),
             None => client.watch(from.request(&name)).await.map(tonic::Response::into_inner),
         };
+        let at_open = stream.is_err();
         let failure = match stream {
             Ok(mut stream) => loop {
                 match stream.next().await {
@@ -186,7 +190,7 @@ async fn follow_works(
             let _ = tx.send(Err(hub(failure)));
             return;
         }
-        from = Resume::after_failure(failure.code(), last);
+        from = Resume::after_failure(failure.code(), last, at_open);
         eprintln!("Works of {name}: watch {:?}: {}; reopening {from:?}", failure.code(), failure.message());
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(REOPEN_PAUSE_MAX);
@@ -280,9 +284,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_expired_watch_relists_and_any_other_failure_resumes() {
-        let expired = Resume::after_failure(tonic::Code::FailedPrecondition, 42);
-        assert_eq!(expired, Resume::Relist(42));
+    fn a_watch_resumes_and_relists_only_when_the_hub_refuses_the_resumption() {
+        let fell_behind = Resume::after_failure(tonic::Code::FailedPrecondition, 42, false);
+        assert_eq!(fell_behind, Resume::After(42), "expired while streaming: resume from the history");
+        let expired = Resume::after_failure(tonic::Code::FailedPrecondition, 42, true);
+        assert_eq!(expired, Resume::Relist(42), "the index left the history");
         let relist = expired.request("web");
         assert_eq!(
             (relist.resource_version, relist.min_resource_version),
@@ -291,7 +297,7 @@ mod tests {
         );
         assert_eq!(relist.label_selector, format!("{PARENT_PLACEMENT_LABEL}=web"));
 
-        let failed_over = Resume::after_failure(tonic::Code::Unavailable, 42);
+        let failed_over = Resume::after_failure(tonic::Code::Unavailable, 42, true);
         assert_eq!(failed_over, Resume::After(42));
         let resume = failed_over.request("web");
         assert_eq!((resume.resource_version, resume.min_resource_version), (42, 42));
