@@ -73,6 +73,15 @@ fn kube_advertise(bound: std::net::SocketAddr, listen: std::net::SocketAddr) -> 
     std::net::SocketAddr::new(host, bound.port()).to_string()
 }
 
+/// How one of the two gRPC servers ended, as the node's outcome.
+fn served_ok(
+    which: &str,
+    served: Result<Result<(), tonic::transport::Error>, tokio::task::JoinError>,
+) -> Result<(), Error> {
+    let failed = |e: String| Error::Serve(format!("serving {which} connections: {e}"));
+    served.map_err(|e| failed(e.to_string()))?.map_err(|e| failed(e.to_string()))
+}
+
 /// Runs a node until `shutdown` resolves, then stops cleanly. Raft runs on
 /// `raft`, a runtime that does nothing else (the caller owns it, so that it
 /// is dropped outside any runtime).
@@ -141,13 +150,19 @@ pub async fn run(
     let nodes = raft.spawn(router().serve_with_incoming_shutdown(split.nodes, wait_stop(stop_rx.clone())));
     let clients = tokio::spawn(router().serve_with_incoming_shutdown(split.clients, wait_stop(stop_rx.clone())));
     let aborts = [nodes.abort_handle(), clients.abort_handle()];
+    // A server that fails ends the node, as the one server did before; on
+    // a stop, both drain their calls.
     let server = tokio::spawn(async move {
-        let (nodes, clients) = tokio::join!(nodes, clients);
-        for (which, served) in [("node", nodes), ("client", clients)] {
-            let failed = |e: String| Error::Serve(format!("serving {which} connections: {e}"));
-            served.map_err(|e| failed(e.to_string()))?.map_err(|e| failed(e.to_string()))?;
+        let (mut nodes, mut clients) = (nodes, clients);
+        let nodes_first = tokio::select! {
+            served = &mut nodes => { served_ok("node", served)?; true }
+            served = &mut clients => { served_ok("client", served)?; false }
+        };
+        if nodes_first {
+            served_ok("client", clients.await)
+        } else {
+            served_ok("node", nodes.await)
         }
-        Ok::<(), Error>(())
     });
 
     if let Some(addr) = config.http_listen {

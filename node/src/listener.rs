@@ -1,12 +1,15 @@
 //! The node's gRPC port, split by caller. Every connection is accepted and
-//! its TLS handshake done here; a connection that presents a node
-//! certificate (another hub node: Raft replication, votes, forwarded calls)
-//! is then moved to the Raft runtime and served there, every other one
+//! its TLS handshake done here, on the main runtime; a connection that
+//! presents a node certificate (another hub node: Raft replication, votes,
+//! forwarded writes and reads, whose decoding then runs on the Raft thread
+//! too) is then moved to the Raft runtime and served there, every other one
 //! (agents, fleetctl, the bench) on the main runtime. On a saturated node
 //! (thousands of agent connections on two cores) a heartbeat that waited
 //! behind the agents' work in one runtime's queue ran past openraft's
 //! time-to-live and followers stood for election; served apart, it waits
-//! only for the operating system to run the Raft thread.
+//! only for the operating system to run the Raft thread. (A node that
+//! reconnects still waits for its handshake on the main runtime: peer
+//! connections are long-lived, so that wait is rare.)
 
 use std::future::Future;
 use std::io;
@@ -78,8 +81,11 @@ pub struct Socket {
 
 impl Socket {
     /// Re-registers the connection with `runtime`'s I/O driver, so that its
-    /// readiness is noticed by that runtime's threads. The handshake is
-    /// over and nothing is pending on the connection, so no event is lost.
+    /// readiness is noticed by that runtime's threads. Nothing is lost: what
+    /// TLS already read stays in the stream's buffers, no read or write is
+    /// in progress during the move, and registering the duplicate reports
+    /// whatever readiness it already has (the client's first HTTP/2 frames
+    /// often arrive with its last handshake message).
     #[cfg(unix)]
     fn move_to(&mut self, runtime: &Handle) -> io::Result<()> {
         use std::os::fd::AsFd;

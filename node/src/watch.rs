@@ -74,18 +74,17 @@ pub async fn start_with_bookmarks(
     bookmarks: Option<std::time::Duration>,
 ) -> Result<WatchStream, Status> {
     let listed = from == 0;
-    let (initial, from) = if listed {
-        let (store2, q) = (store.clone(), query.clone());
-        blocking(move || store2.list(&q).map_err(storage_status)).await?
-    } else {
-        (Vec::new(), from)
-    };
     // Off the async workers: resuming far behind decodes the history's
     // events of this kind (thousands, when many agents reconnect at once).
-    let subscription = {
+    // A list and its subscription share one trip, so the history cannot
+    // move past the list's index between the two.
+    let (initial, from, subscription) = {
         let (store, query) = (store.clone(), query.clone());
         blocking(move || {
-            store.hub().subscribe_where(from, |key| query.in_scope(key)).map_err(|e| expired(e.to_string()))
+            let (initial, from) = if listed { store.list(&query).map_err(storage_status)? } else { (Vec::new(), from) };
+            let subscription =
+                store.hub().subscribe_where(from, |key| query.in_scope(key)).map_err(|e| expired(e.to_string()))?;
+            Ok((initial, from, subscription))
         })
         .await?
     };

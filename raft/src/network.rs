@@ -45,8 +45,8 @@ pub struct PeerNetwork {
     /// NAT.
     dial: Arc<BTreeMap<u64, String>>,
     channels: Arc<Mutex<HashMap<u64, (String, Channel)>>>,
-    /// Where the channels' connections run: the runtime Raft was started
-    /// on, whichever runtime first asks for a channel.
+    /// Where the channels' connections run (the runtime this network was
+    /// made on: Raft's), whichever runtime asks for a channel.
     runtime: tokio::runtime::Handle,
 }
 

@@ -128,6 +128,40 @@ impl Resume {
     }
 }
 
+/// How far a Work watch got: where it was opened from, and the index up
+/// to which every event has been received.
+#[derive(Debug)]
+struct Position {
+    from: Resume,
+    last: u64,
+    /// A relist sends the current objects, each at its own version, then a
+    /// BOOKMARK at the list's: only that one says everything up to it was
+    /// sent, so `last` waits for it.
+    listing: bool,
+}
+
+impl Position {
+    fn new(since: u64) -> Position {
+        Position { from: Resume::After(since), last: since, listing: false }
+    }
+
+    /// An event of `event_type` at `index` arrived.
+    fn saw(&mut self, event_type: &str, index: u64) {
+        if !self.listing || event_type == "BOOKMARK" {
+            self.listing = false;
+            self.last = self.last.max(index);
+        }
+    }
+
+    /// The watch failed with `code` (`at_open`: the hub refused to open
+    /// it): where to reopen. A relist cut short is relisted again.
+    fn failed(&mut self, code: tonic::Code, at_open: bool) {
+        self.from =
+            if self.listing { Resume::Relist(self.last) } else { Resume::after_failure(code, self.last, at_open) };
+        self.listing = matches!(self.from, Resume::Relist(_));
+    }
+}
+
 /// Whether a watch that failed with `code` can be reopened: the hub
 /// refused this watcher (bad selector, no permission) when not.
 fn reopenable(code: tonic::Code) -> bool {
@@ -156,13 +190,12 @@ async fn follow_works(
     tx: mpsc::UnboundedSender<Result<(Object, Instant), Error>>,
 ) {
     let mut opened = Some(opened);
-    let mut from = Resume::After(since);
-    let mut last = since;
+    let mut position = Position::new(since);
     let mut pause = REOPEN_PAUSE;
     loop {
         let stream = match opened.take() {
             Some(stream) => Ok(stream),
-            None => client.watch(from.request(&name)).await.map(tonic::Response::into_inner),
+            None => client.watch(position.from.request(&name)).await.map(tonic::Response::into_inner),
         };
         let at_open = stream.is_err();
         let failure = match stream {
@@ -171,7 +204,7 @@ async fn follow_works(
                     Some(Ok(event)) => {
                         let at = Instant::now();
                         pause = REOPEN_PAUSE;
-                        last = last.max(event.resource_version);
+                        position.saw(&event.r#type, event.resource_version);
                         if event.r#type == "DELETED" || event.r#type == "BOOKMARK" {
                             continue;
                         }
@@ -190,8 +223,8 @@ async fn follow_works(
             let _ = tx.send(Err(hub(failure)));
             return;
         }
-        from = Resume::after_failure(failure.code(), last, at_open);
-        eprintln!("Works of {name}: watch {:?}: {}; reopening {from:?}", failure.code(), failure.message());
+        position.failed(failure.code(), at_open);
+        eprintln!("Works of {name}: watch {:?}: {}; reopening {:?}", failure.code(), failure.message(), position.from);
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(REOPEN_PAUSE_MAX);
     }
@@ -301,6 +334,25 @@ mod tests {
         assert_eq!(failed_over, Resume::After(42));
         let resume = failed_over.request("web");
         assert_eq!((resume.resource_version, resume.min_resource_version), (42, 42));
+    }
+
+    #[test]
+    fn a_relist_cut_short_before_its_bookmark_is_relisted_from_where_it_started() {
+        let mut position = Position::new(10);
+        position.saw("ADDED", 12);
+        position.failed(tonic::Code::FailedPrecondition, false);
+        assert_eq!(position.from, Resume::After(12), "fell behind while streaming");
+        position.failed(tonic::Code::FailedPrecondition, true);
+        assert_eq!(position.from, Resume::Relist(12), "index 12 left the history");
+        // The relist's objects carry their own, higher versions.
+        position.saw("ADDED", 40);
+        position.failed(tonic::Code::Unavailable, false);
+        assert_eq!(position.from, Resume::Relist(12), "objects up to 40 may not all have been sent");
+        position.saw("ADDED", 40);
+        position.saw("BOOKMARK", 45);
+        position.saw("MODIFIED", 46);
+        position.failed(tonic::Code::Unavailable, false);
+        assert_eq!(position.from, Resume::After(46), "the bookmark closed the list");
     }
 
     #[test]

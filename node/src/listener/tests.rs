@@ -36,6 +36,25 @@ impl Pki {
     }
 }
 
+/// A second runtime, shut down without waiting when the test ends (a
+/// runtime may not be dropped inside the test's own, even when an
+/// assertion fails).
+struct RaftRuntime(Option<tokio::runtime::Runtime>);
+
+impl RaftRuntime {
+    fn handle(&self) -> Handle {
+        self.0.as_ref().map(|r| r.handle().clone()).unwrap()
+    }
+}
+
+impl Drop for RaftRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// Connects to `addr` as `client` (a certificate and key, or none), then
 /// waits for the connection on `expected` and checks that bytes cross it
 /// both ways.
@@ -75,11 +94,12 @@ async fn a_node_connection_goes_to_the_raft_runtime_and_every_other_one_to_the_m
     let chain = format!("{server_cert}{}", pki.ca.pem());
     let tls =
         server_tls(pki.ca.pem().as_bytes(), chain.as_bytes(), server_key.as_bytes(), &[b"h2"], "--listen").unwrap();
-    let raft = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let raft =
+        RaftRuntime(Some(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let mut split = accept(listener, tls, raft.handle().clone(), async move {
+    let mut split = accept(listener, tls, raft.handle(), async move {
         let _ = stop_rx.await;
     });
 
@@ -94,5 +114,4 @@ async fn a_node_connection_goes_to_the_raft_runtime_and_every_other_one_to_the_m
         assert!(split.clients.next().await.is_none());
     });
     ended.await.expect("both streams end after the stop");
-    raft.shutdown_background();
 }
