@@ -29,6 +29,7 @@ use fleet_proto::tls::{read_file, PkiDir};
 use fleet_raft::{Consensus, PeerService, PeerTls, MAX_MESSAGE_BYTES};
 use openraft::BasicNode;
 use tokio::runtime::Handle;
+use tokio_stream::StreamExt;
 use tonic::transport::Server;
 
 pub use config::NodeConfig;
@@ -138,6 +139,8 @@ pub async fn run(
         .await
         .map_err(|e| Error::Serve(format!("--listen {}: {e}", config.listen)))?;
     let split = listener::accept(bound, tls, raft.clone(), wait_stop(stop_rx.clone()));
+    // tonic takes a stream of connections or errors; the handoff has no errors.
+    let (nodes, clients) = (split.nodes.map(Ok::<_, std::io::Error>), split.clients.map(Ok::<_, std::io::Error>));
     // Both servers offer both services: another node may call the API, and
     // a client calling the peer service is refused by it.
     let router = || {
@@ -147,8 +150,8 @@ pub async fn run(
             .add_service(fleet.clone())
             .add_service(peer.clone())
     };
-    let nodes = raft.spawn(router().serve_with_incoming_shutdown(split.nodes, wait_stop(stop_rx.clone())));
-    let clients = tokio::spawn(router().serve_with_incoming_shutdown(split.clients, wait_stop(stop_rx.clone())));
+    let nodes = raft.spawn(router().serve_with_incoming_shutdown(nodes, wait_stop(stop_rx.clone())));
+    let clients = tokio::spawn(router().serve_with_incoming_shutdown(clients, wait_stop(stop_rx.clone())));
     let aborts = [nodes.abort_handle(), clients.abort_handle()];
     // A server that fails ends the node, as the one server did before; on
     // a stop, both drain their calls.

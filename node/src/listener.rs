@@ -20,7 +20,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use fleet_proto::tls::{presented, Identity};
-use futures::Stream;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
@@ -31,6 +30,7 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use crate::error::Error;
@@ -148,18 +148,8 @@ impl AsyncWrite for Socket {
 /// A connection ready for a gRPC server: TLS done, caller known.
 pub type Accepted = TlsStream<Socket>;
 
-/// The connections one server is to serve, as `tonic` takes them.
-pub struct Incoming {
-    rx: mpsc::Receiver<Accepted>,
-}
-
-impl Stream for Incoming {
-    type Item = Result<Accepted, io::Error>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx).map(|next| next.map(Ok))
-    }
-}
+/// The connections one server is to serve.
+pub type Incoming = ReceiverStream<Accepted>;
 
 /// The TLS handshake of the client at `peer`, within [`HANDSHAKE_TIMEOUT`];
 /// `None` (logged at debug) when it fails or takes longer.
@@ -241,7 +231,7 @@ pub fn accept(
             });
         }
     });
-    Split { nodes: Incoming { rx: nodes }, clients: Incoming { rx: clients } }
+    Split { nodes: ReceiverStream::new(nodes), clients: ReceiverStream::new(clients) }
 }
 
 #[cfg(test)]

@@ -112,7 +112,7 @@ impl Recorded {
         };
         Some(WatchEvent {
             event_type: self.event_type,
-            key: ObjectKey::of(&object),
+            key: self.key.clone(),
             object,
             resource_version: self.resource_version,
             size: self.size(),

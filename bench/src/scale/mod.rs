@@ -45,7 +45,7 @@ use crate::connect::{fleet_client, fleet_tls, open, parse_endpoints};
 use crate::error::Error;
 use crate::placement_latency::placement_selecting;
 use crate::rollout_latency::config_map_document;
-use crate::watching::{delete, hub as hub_error, kind};
+use crate::watching::{delete, hub as hub_error, kind, ms};
 pub use figures::{RunFigures, ScenarioReport};
 use hub::{apply, leader_index, list, WorkWatch};
 
@@ -389,7 +389,7 @@ async fn disrupt(args: &ScaleArgs, run: usize) -> Result<RunFigures, Error> {
     shell(&command.replace("{leader}", &leader.to_string())).await?;
     // Reported too: the figures below count from the command's return (for
     // a kill, once the process is gone).
-    let disrupt_ms = disrupting.elapsed().as_secs_f64() * 1000.0;
+    let disrupt_ms = ms(disrupting.elapsed());
     let started = Instant::now();
     let until = started + deadline(args);
     let tag = format!("disrupt-{}-{run}", std::process::id());
@@ -415,9 +415,9 @@ async fn disrupt(args: &ScaleArgs, run: usize) -> Result<RunFigures, Error> {
             eprintln!(
                 "disrupt run {}: write through {endpoint} at +{:.0} ms (unix {:.3}) took {:.0} ms: {how}",
                 run + 1,
-                started.elapsed().as_secs_f64() * 1000.0,
+                ms(started.elapsed()),
                 std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
-                attempt.elapsed().as_secs_f64() * 1000.0,
+                ms(attempt.elapsed()),
             );
             if let Ok(Ok(index)) = outcome {
                 served = Some((c, index));

@@ -75,7 +75,7 @@ async fn connect_and_echo(pki: &Pki, addr: SocketAddr, client: Option<(String, S
     let mut client = TlsConnector::from(Arc::new(config)).connect(name, tcp).await.unwrap();
 
     let next = tokio::time::timeout(Duration::from_secs(10), expected.next()).await;
-    let mut server = next.expect("the connection reaches the expected server").unwrap().unwrap();
+    let mut server = next.expect("the connection reaches the expected server").unwrap();
     client.write_all(b"ping").await.unwrap();
     let mut ping = [0u8; 4];
     server.read_exact(&mut ping).await.unwrap();
