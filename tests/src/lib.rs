@@ -12,6 +12,7 @@ pub mod kube;
 pub mod members;
 pub mod objects;
 pub mod poll;
+pub mod realkube;
 
 pub use hub::{Hub, HubOptions};
 pub use poll::eventually;
