@@ -198,6 +198,14 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
 /// Property naming which target the agent applies to (`embedded` or `kubernetes`).
 pub const TARGET_PROPERTY: &str = "fleet.kubernetes-fleet.io/target";
 
+/// Property naming the Kubernetes version of a real member cluster (its API
+/// server's `gitVersion`), as KubeFleet's property providers name it.
+pub const K8S_VERSION_PROPERTY: &str = "k8s.io/k8s-version";
+
+/// Property naming the API server URL the agent of a real member cluster
+/// talks to, as KubeFleet's property providers name it.
+pub const CLUSTER_ENTRYPOINT_PROPERTY: &str = "k8s.io/cluster-entrypoint";
+
 /// What an agent reports on every heartbeat.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -3,7 +3,7 @@
 //! kube-scheduler and KWOK in one process) started once per cluster on
 //! loopback ports, in a temp dir.
 //!
-//! The program is built with `go build` on first use into
+//! The program is built with `realkube/build.sh` on first use into
 //! `target/realkube/realkube` (a file lock keeps concurrent test processes
 //! from building it twice; Go's build cache makes later builds a relink
 //! check). A missing Go toolchain is a test failure that says so, never a
@@ -32,7 +32,7 @@ fn repository() -> PathBuf {
 }
 
 /// The `go` command: `$GO`, else `go` on `PATH`, else Go's default install.
-fn go_binary() -> PathBuf {
+pub fn go_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("GO") {
         return PathBuf::from(path);
     }
@@ -64,23 +64,48 @@ fn build_realkube() -> PathBuf {
     lock.lock().expect("lock target/realkube/build.lock");
     let output = dir.join("realkube");
     let started = Instant::now();
-    let out = Command::new(go_binary())
-        .args(["build", "-o"])
+    // build.sh stamps the pinned Kubernetes release into the binary.
+    let go_dir = go_binary().parent().map(Path::to_path_buf).unwrap_or_default();
+    let path = std::env::join_paths(
+        std::iter::once(go_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap_or_default();
+    let out = Command::new(repository().join("realkube").join("build.sh"))
         .arg(&output)
-        .arg(".")
-        .current_dir(repository().join("realkube"))
+        .env("PATH", path)
         .stdin(Stdio::null())
         .output()
-        .expect("run go build");
+        .expect("run realkube/build.sh");
     assert!(
         out.status.success(),
-        "go build of realkube/ failed:\n{}{}",
+        "realkube/build.sh failed:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     let _ = lock.unlock();
     eprintln!("realkube built (or found up to date) in {:.1?}", started.elapsed());
     output
+}
+
+/// The CustomResourceDefinitions `names` (e.g.
+/// `clusterresourceplacements.placement.kubernetes-fleet.io`) as one YAML
+/// stream, read by `realkube/cmd/crds` from the KubeFleet and Open Cluster
+/// Management Go modules pinned in realkube's go.mod.
+pub fn published_crds(names: &[&str]) -> String {
+    let out = Command::new(go_binary())
+        .args(["run", "./cmd/crds"])
+        .args(names)
+        .current_dir(repository().join("realkube"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run go run ./cmd/crds");
+    assert!(
+        out.status.success(),
+        "go run ./cmd/crds {} failed:\n{}",
+        names.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
 }
 
 /// Options of one real cluster.
@@ -256,6 +281,19 @@ impl RealCluster {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("NotFound") || err.contains("not found"), "kubectl get {kind} {name}: {err}");
         None
+    }
+
+    /// Installs the published CRDs `names` (see [`published_crds`]) and
+    /// waits until the API serves them.
+    pub fn install_crds(&self, names: &[&str]) {
+        let yaml = published_crds(names);
+        // Server-side: the largest CRDs exceed the size limit of kubectl's last-applied annotation.
+        let out = self.kubectl_as(&self.kubeconfig, &["apply", "--server-side", "-f", "-"], Some(&yaml));
+        assert!(out.status.success(), "installing CRDs on {}: {}", self.name, String::from_utf8_lossy(&out.stderr));
+        let mut args = vec!["wait", "--for", "condition=Established", "--timeout", "60s"];
+        let crds: Vec<String> = names.iter().map(|n| format!("crd/{n}")).collect();
+        args.extend(crds.iter().map(String::as_str));
+        self.kubectl_ok(&args);
     }
 
     /// The process id (for reading its memory).

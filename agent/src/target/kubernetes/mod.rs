@@ -22,7 +22,8 @@
 //!   puts the object back does not meet a half-deleted one.
 //! - Availability is judged by the shared [`crate::target::availability`]
 //!   function over the objects [`Target::get`] returns.
-//! - The heartbeat report comes from the cluster's nodes and unfinished pods (`report.rs`).
+//! - The heartbeat report comes from the cluster's nodes and unfinished pods,
+//!   plus its Kubernetes version and API server URL (`report.rs`).
 
 pub(crate) mod discovery;
 pub(crate) mod errors;
@@ -31,7 +32,7 @@ pub(crate) mod report;
 use std::path::Path;
 use std::sync::Arc;
 
-use fleet_api::member::HeartbeatReport;
+use fleet_api::member::{HeartbeatReport, CLUSTER_ENTRYPOINT_PROPERTY, K8S_VERSION_PROPERTY};
 use fleet_api::Object;
 use kube::api::{DeleteParams, GetParams, Patch, PatchParams, PropagationPolicy};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -50,12 +51,16 @@ pub const FIELD_MANAGER: &str = "fleet-agent";
 /// The `propagationPolicy` of every delete.
 pub const DELETE_PROPAGATION: &str = "Background";
 
-/// A real Kubernetes cluster. Cheap to clone: the client and the discovery
-/// cache are shared.
+/// A real Kubernetes cluster. Cheap to clone: the client and the caches
+/// are shared.
 #[derive(Clone)]
 pub struct KubernetesTarget {
     client: kube::Client,
     discovery: Arc<Discovery>,
+    version: Arc<report::VersionCache>,
+    /// The API server's URL, reported as a property (unknown for a target
+    /// built from a bare client).
+    entrypoint: Option<String>,
 }
 
 impl std::fmt::Debug for KubernetesTarget {
@@ -75,7 +80,12 @@ struct Located {
 impl KubernetesTarget {
     /// A target talking through an existing client (tests point one at an API double).
     pub fn from_client(client: kube::Client) -> KubernetesTarget {
-        KubernetesTarget { client, discovery: Arc::new(Discovery::default()) }
+        KubernetesTarget {
+            client,
+            discovery: Arc::new(Discovery::default()),
+            version: Arc::new(report::VersionCache::default()),
+            entrypoint: None,
+        }
     }
 
     /// A target for the cluster described by `config`.
@@ -83,9 +93,10 @@ impl KubernetesTarget {
         // kube builds its TLS configuration with the process-wide rustls
         // provider; the workspace uses ring (harmless if already installed).
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let entrypoint = config.cluster_url.to_string().trim_end_matches('/').to_string();
         let client = kube::Client::try_from(config)
             .map_err(|e| TargetError::Invalid(format!("cannot build a Kubernetes client: {e}")))?;
-        Ok(KubernetesTarget::from_client(client))
+        Ok(KubernetesTarget { entrypoint: Some(entrypoint), ..KubernetesTarget::from_client(client) })
     }
 
     /// A target for the cluster of the kubeconfig at `kubeconfig` (its
@@ -236,7 +247,14 @@ impl Target for KubernetesTarget {
     }
 
     async fn report(&self) -> Result<HeartbeatReport, TargetError> {
-        report::report(&self.client).await
+        let mut report = report::report(&self.client).await?;
+        if let Some(version) = self.version.get(&self.client).await {
+            report.properties.insert(K8S_VERSION_PROPERTY.to_string(), version);
+        }
+        if let Some(entrypoint) = &self.entrypoint {
+            report.properties.insert(CLUSTER_ENTRYPOINT_PROPERTY.to_string(), entrypoint.clone());
+        }
+        Ok(report)
     }
 }
 

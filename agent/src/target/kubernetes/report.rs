@@ -2,7 +2,7 @@
 //! allocatable and available CPU and memory summed over its nodes and pods.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use fleet_api::member::{HeartbeatReport, ResourceUsage, TARGET_PROPERTY};
 use fleet_api::quantity::Quantity;
@@ -21,6 +21,39 @@ const RESOURCES: [&str; 2] = ["cpu", "memory"];
 const PAGE_SIZE: u32 = 500;
 /// Pods that hold resources: not finished (the API server filters; so do we).
 const RUNNING_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// How long a read Kubernetes version is reported before it is read again
+/// (a cluster upgrade shows within this long; KubeFleet uses the same).
+const VERSION_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// The API server's version, read at most once per [`VERSION_TTL`].
+#[derive(Debug, Default)]
+pub(crate) struct VersionCache {
+    read: tokio::sync::Mutex<Option<(String, Instant)>>,
+}
+
+impl VersionCache {
+    /// The cluster's `gitVersion`; `None` while the server cannot say (the
+    /// heartbeat goes on without the property).
+    pub(crate) async fn get(&self, client: &kube::Client) -> Option<String> {
+        let mut read = self.read.lock().await;
+        if let Some((version, at)) = read.as_ref() {
+            if at.elapsed() < VERSION_TTL {
+                return Some(version.clone());
+            }
+        }
+        match client.apiserver_version().await {
+            Ok(info) => {
+                *read = Some((info.git_version.clone(), Instant::now()));
+                Some(info.git_version)
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot read the cluster's version");
+                read.as_ref().map(|(version, _)| version.clone())
+            }
+        }
+    }
+}
 
 /// Sums of `cpu` and `memory`.
 type Sums = BTreeMap<String, Quantity>;

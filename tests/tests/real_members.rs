@@ -1,0 +1,303 @@
+//! Member journeys on real Kubernetes clusters: each member is a `realkube`
+//! control plane (etcd, kube-apiserver, controller manager, scheduler, KWOK
+//! Nodes) and its agent runs with `--kubeconfig`. What is checked on the
+//! member is read back with kubectl from the real API server.
+
+use fleet_api::Object;
+use fleet_tests::fleet::{apply_yaml, wait_joined, WAIT};
+use fleet_tests::objects::{condition, get};
+use fleet_tests::realkube::{ClusterOptions, RealCluster};
+use fleet_tests::{eventually, Hub, HubOptions};
+use serde_json::Value;
+
+/// Waits on a real cluster take longer than on embedded ones: Pods go
+/// through the scheduler and KWOK, Namespaces through the controller manager.
+const REAL_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// Agents look at every Work this often (drift and diffs show within it).
+const DRIFT_CHECK: &str = "2s";
+
+/// A hub trio, real clusters, and their agents, all stopped on drop.
+struct RealFleet {
+    hub: Hub,
+    clusters: Vec<RealCluster>,
+}
+
+impl RealFleet {
+    /// Starts the clusters (side by side) and the hub, joins an agent on
+    /// each cluster with the MemberCluster's `labels` (a YAML flow map),
+    /// and waits until every member reports its properties.
+    async fn start(members: &[(&str, &str, ClusterOptions)]) -> RealFleet {
+        let specs: Vec<(String, ClusterOptions)> =
+            members.iter().map(|(name, _, options)| (name.to_string(), options.clone())).collect();
+        let clusters = tokio::task::spawn_blocking(move || {
+            let specs: Vec<(&str, ClusterOptions)> = specs.iter().map(|(n, o)| (n.as_str(), o.clone())).collect();
+            RealCluster::start_many(&specs)
+        })
+        .await
+        .expect("start real clusters");
+        let mut hub = Hub::start(HubOptions::default()).await;
+        for ((name, labels, _), cluster) in members.iter().zip(&clusters) {
+            join(&mut hub, name, labels, &["--kubeconfig", cluster.kubeconfig.to_str().unwrap_or_default()]);
+        }
+        for (name, _, _) in members {
+            wait_joined(&hub, name).await;
+        }
+        RealFleet { hub, clusters }
+    }
+
+    fn cluster(&self, name: &str) -> &RealCluster {
+        self.clusters.iter().find(|c| c.name == name).expect("a cluster of the fleet")
+    }
+}
+
+/// Applies the MemberCluster (heartbeat every second) and starts its agent.
+fn join(hub: &mut Hub, name: &str, labels: &str, agent_args: &[&str]) {
+    apply_yaml(
+        hub,
+        &format!(
+            "apiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata:\n  name: {name}\n  labels: {labels}\nspec:\n  heartbeatPeriodSeconds: 1\n"
+        ),
+    );
+    let mut args = vec!["--drift-check-interval", DRIFT_CHECK];
+    args.extend_from_slice(agent_args);
+    hub.start_agent(name, &args);
+}
+
+async fn admin_get(hub: &Hub, kind: &str, namespace: &str, name: &str) -> Result<Object, String> {
+    let mut admin = hub.client(hub.running()[0]).await;
+    get(&mut admin, kind, namespace, name).await.map_err(|e| e.to_string())
+}
+
+/// Waits until placement `name`'s condition `ClusterResourcePlacement<suffix>`
+/// has `status` at its current generation.
+async fn wait_placement(hub: &Hub, name: &str, suffix: &str, status: &str) -> Object {
+    let type_ = format!("ClusterResourcePlacement{suffix}");
+    eventually(&format!("{name}: {type_}={status}"), REAL_WAIT, || async {
+        let crp = admin_get(hub, "crp", "", name).await?;
+        match condition(&crp, &type_) {
+            Some(c) if c.0 == status && c.2 == crp.metadata.generation => Ok(crp),
+            other => Err(format!("{other:?}: {}", serde_json::to_string(&crp.status()).unwrap_or_default())),
+        }
+    })
+    .await
+}
+
+/// The placement's status entry of `cluster`.
+fn entry(crp: &Object, cluster: &str) -> Value {
+    let statuses = crp.status().and_then(|s| s.get("placementStatuses")).cloned().unwrap_or_default();
+    statuses.as_array().into_iter().flatten().find(|e| e["clusterName"] == cluster).cloned().unwrap_or_default()
+}
+
+/// A PickAll CRP of the namespaces `namespaces` with `strategy` (YAML lines under `strategy:`).
+fn crp(name: &str, namespaces: &[&str], strategy: &str) -> String {
+    let selectors: String = namespaces
+        .iter()
+        .map(|ns| format!("    - {{group: \"\", version: v1, kind: Namespace, name: {ns}}}\n"))
+        .collect();
+    format!(
+        "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacement\nmetadata:\n  name: {name}\nspec:\n  resourceSelectors:\n{selectors}  policy: {{placementType: PickAll}}\n  strategy:\n{strategy}"
+    )
+}
+
+/// Waits until `check` holds of the object on the real cluster (`None`: absent).
+async fn wait_member(
+    cluster: &RealCluster,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    what: &str,
+    check: impl Fn(Option<&Value>) -> bool,
+) -> Option<Value> {
+    eventually(&format!("{kind} {namespace}/{name} on {}: {what}", cluster.name), REAL_WAIT, || async {
+        let object = cluster.get(kind, namespace, name);
+        if check(object.as_ref()) {
+            Ok(object)
+        } else {
+            Err(format!("{object:?}"))
+        }
+    })
+    .await
+}
+
+const WORKLOADS: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}
+data: {mode: standard}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.27
+          resources: {requests: {cpu: 500m, memory: 256Mi}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: shop}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: postgres:17}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: logs, namespace: shop}
+spec:
+  selector: {matchLabels: {app: logs}}
+  template:
+    metadata: {labels: {app: logs}}
+    spec:
+      containers: [{name: logs, image: fluent-bit:3}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, namespace: shop}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: busybox:1.36, command: ["true"]}]
+"#;
+
+/// A Deployment no Node can hold (it asks for more CPU than any has).
+const UNSCHEDULABLE: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: huge}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: giant, namespace: huge}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: giant}}
+  template:
+    metadata: {labels: {app: giant}}
+    spec:
+      containers:
+        - name: giant
+          image: nginx:1.27
+          resources: {requests: {cpu: "100"}}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_cluster_joins_runs_workloads_and_lets_them_go_with_their_placement() {
+    let options = ClusterOptions { nodes: 2, node_cpu: "4".into(), node_memory: "8Gi".into(), ..Default::default() };
+    let fleet = RealFleet::start(&[("kube-1", "{env: real}", options)]).await;
+    let hub = &fleet.hub;
+    let cluster = fleet.cluster("kube-1");
+
+    // Properties from the real Nodes and the API server.
+    let mc = admin_get(hub, "mc", "", "kube-1").await.expect("member cluster");
+    let status = mc.status().cloned().unwrap_or_default();
+    let property = |name: &str| status["properties"][name]["value"].as_str().unwrap_or_default().to_string();
+    assert_eq!(property("kubernetes-fleet.io/node-count"), "2", "{status}");
+    assert_eq!(property("fleet.kubernetes-fleet.io/target"), "kubernetes", "{status}");
+    assert!(property("k8s.io/k8s-version").starts_with("v1.36."), "{status}");
+    assert_eq!(property("k8s.io/cluster-entrypoint"), cluster.server, "{status}");
+    assert_eq!(status["resourceUsage"]["capacity"]["cpu"], "8", "{status}");
+    assert_eq!(status["resourceUsage"]["allocatable"]["memory"], "16Gi", "{status}");
+
+    // Every workload kind becomes Available as KubeFleet judges it.
+    apply_yaml(hub, WORKLOADS);
+    apply_yaml(hub, &crp("shop", &["shop"], "    applyStrategy: {type: ClientSideApply}\n"));
+    let crp_status = wait_placement(hub, "shop", "Available", "True").await;
+    let shop = entry(&crp_status, "kube-1");
+    assert!(shop["failedPlacements"].as_array().is_none_or(Vec::is_empty), "{shop}");
+    let web = cluster.get("deployment", "shop", "web").expect("the Deployment is on the member");
+    assert_eq!(web["status"]["readyReplicas"], 2, "{web}");
+    let owner = web["metadata"]["annotations"]["fleet.kubernetes-fleet.io/owner-work"].as_str().unwrap_or_default();
+    assert!(owner.contains("shop"), "the owner annotation names the placement's Work: {web}");
+    // KubeFleet does not track a Job's availability (it is neither a data
+    // object nor a workload it knows); KWOK still runs it to completion.
+    wait_member(cluster, "job", "shop", "migrate", "succeeded", |job| {
+        job.is_some_and(|j| j["status"]["succeeded"] == 1)
+    })
+    .await;
+    let daemons = cluster.get("daemonset", "shop", "logs").expect("the DaemonSet is on the member");
+    assert_eq!(daemons["status"]["numberReady"], 2, "{daemons}");
+
+    // The Pods' requests show in the member's available CPU (8 - 2 × 500m).
+    eventually("kube-1's available cpu counts the web Pods", REAL_WAIT, || async {
+        let mc = admin_get(hub, "mc", "", "kube-1").await?;
+        let available = mc.status().map(|s| s["resourceUsage"]["available"]["cpu"].clone()).unwrap_or_default();
+        if available == "7" {
+            Ok(())
+        } else {
+            Err(format!("available cpu {available}"))
+        }
+    })
+    .await;
+
+    // A Deployment whose Pods can never be scheduled is applied, never Available.
+    apply_yaml(hub, UNSCHEDULABLE);
+    apply_yaml(hub, &crp("huge", &["huge"], "    applyStrategy: {type: ClientSideApply}\n"));
+    wait_placement(hub, "huge", "Applied", "True").await;
+    eventually("giant's Pod is Unschedulable on kube-1", REAL_WAIT, || async {
+        let pods = cluster.kubectl_ok(&[
+            "get",
+            "pods",
+            "-n",
+            "huge",
+            "-o",
+            "jsonpath={.items[*].status.conditions[*].reason}",
+        ]);
+        if pods.contains("Unschedulable") {
+            Ok(())
+        } else {
+            Err(pods)
+        }
+    })
+    .await;
+    let huge = eventually("huge reports giant not available", REAL_WAIT, || async {
+        let crp = admin_get(hub, "crp", "", "huge").await?;
+        let failed = entry(&crp, "kube-1")["failedPlacements"].clone();
+        let listed = failed.as_array().into_iter().flatten().any(|f| f["kind"] == "Deployment" && f["name"] == "giant");
+        if listed {
+            Ok(crp)
+        } else {
+            Err(format!("{failed}"))
+        }
+    })
+    .await;
+    let available = condition(&huge, "ClusterResourcePlacementAvailable");
+    assert!(available.as_ref().is_some_and(|c| c.0 == "False"), "{available:?} {:?}", huge.status());
+
+    // Deleting the placement removes its objects; the Namespace goes through
+    // Terminating and is finalized by the controller manager.
+    let out = hub.fleetctl(&["delete", "crp", "shop"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    wait_member(cluster, "namespace", "", "shop", "finalized and gone", |ns| ns.is_none()).await;
+    assert!(cluster.get("deployment", "shop", "web").is_none());
+    eventually("the shop placement and its Work are gone from the hub", WAIT, || async {
+        match admin_get(hub, "crp", "", "shop").await {
+            Err(e) if e.contains("not found") || e.contains("NotFound") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+}
