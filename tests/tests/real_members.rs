@@ -301,3 +301,171 @@ async fn a_real_cluster_joins_runs_workloads_and_lets_them_go_with_their_placeme
     })
     .await;
 }
+
+/// A Namespace and ConfigMaps `(name, data)` in it (`data` a YAML flow map).
+fn namespace_with(namespace: &str, configmaps: &[(&str, &str)]) -> String {
+    let mut yaml = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n");
+    for (name, data) in configmaps {
+        yaml.push_str(&format!(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata: {data}\n"
+        ));
+    }
+    yaml
+}
+
+/// The entry of object `name` in an entry's list `field` (failedPlacements...).
+fn listed<'a>(entry: &'a Value, field: &str, kind: &str, name: &str) -> Option<&'a Value> {
+    entry[field].as_array()?.iter().find(|p| p["kind"] == kind && p["name"] == name)
+}
+
+/// Waits until `kube-1`'s entry of placement `name` satisfies `check`.
+async fn wait_entry(hub: &Hub, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    eventually(&format!("{name}: {what}"), REAL_WAIT, || async {
+        let crp = admin_get(hub, "crp", "", name).await?;
+        let e = entry(&crp, "kube-1");
+        if check(&e) {
+            Ok(e)
+        } else {
+            Err(e.to_string())
+        }
+    })
+    .await
+}
+
+fn owner_of(object: &Value) -> Option<&str> {
+    object["metadata"]["annotations"]["fleet.kubernetes-fleet.io/owner-work"].as_str()
+}
+
+/// `data` of a ConfigMap on the real cluster.
+fn data_of(cluster: &RealCluster, namespace: &str, name: &str) -> Value {
+    cluster.get("configmap", namespace, name).map(|c| c["data"].clone()).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_strategies_hold_on_a_real_cluster_edited_with_kubectl() {
+    let fleet = RealFleet::start(&[("kube-1", "{env: real}", ClusterOptions::default())]).await;
+    let hub = &fleet.hub;
+    let cluster = fleet.cluster("kube-1");
+
+    // Objects someone created on the member before Fleet placed anything.
+    cluster.apply(
+        &[
+            namespace_with("never", &[("cfg", "{k: member}")]),
+            namespace_with("ifnodiff", &[("cfg", "{k: member}"), ("same", "{k: hub}")]),
+            namespace_with("always", &[("cfg", "{k: member}")]),
+            namespace_with("audit", &[("cfg", "{k: member}")]),
+        ]
+        .join("---\n"),
+    );
+    let tracked = "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: kept}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx:1.27}]}\n";
+    for (namespace, data) in
+        [("never", "{k: hub}"), ("ifnodiff", "{k: hub}"), ("always", "{k: hub}"), ("audit", "{k: hub}")]
+    {
+        apply_yaml(hub, &namespace_with(namespace, &[("cfg", data)]));
+    }
+    apply_yaml(hub, &namespace_with("ifnodiff", &[("cfg", "{k: hub}"), ("same", "{k: hub}")]));
+    apply_yaml(hub, &(namespace_with("kept", &[("cfg", "{k: hub}")]) + tracked));
+    apply_yaml(hub, &namespace_with("csa", &[("cfg", "{k: hub, old: gone-soon}")]));
+    apply_yaml(hub, &namespace_with("ssa", &[("cfg", "{k: hub}")]));
+    let strategy = |s: &str| format!("    applyStrategy: {s}\n");
+    apply_yaml(hub, &crp("never", &["never"], &strategy("{whenToTakeOver: Never}")));
+    apply_yaml(hub, &crp("ifnodiff", &["ifnodiff"], &strategy("{whenToTakeOver: IfNoDiff}")));
+    apply_yaml(hub, &crp("always", &["always"], &strategy("{whenToTakeOver: Always, whenToApply: Always}")));
+    apply_yaml(hub, &crp("audit", &["audit"], &strategy("{type: ReportDiff}")));
+    apply_yaml(hub, &crp("kept", &["kept"], &strategy("{whenToApply: IfNotDrifted}")));
+    apply_yaml(hub, &crp("csa", &["csa"], &strategy("{type: ClientSideApply}")));
+    apply_yaml(hub, &crp("ssa", &["ssa"], &strategy("{type: ServerSideApply, serverSideApplyConfig: {force: false}}")));
+
+    // Never: nothing taken over, each object a conflict.
+    let e =
+        wait_entry(hub, "never", "conflicts reported", |e| listed(e, "failedPlacements", "ConfigMap", "cfg").is_some())
+            .await;
+    let failed = listed(&e, "failedPlacements", "ConfigMap", "cfg").cloned().unwrap_or_default();
+    assert_eq!(failed["condition"]["reason"], "ManifestConflict", "{failed}");
+    let cfg = cluster.get("configmap", "never", "cfg").expect("cfg");
+    assert_eq!((cfg["data"]["k"].as_str(), owner_of(&cfg)), (Some("member"), None));
+
+    // IfNoDiff: the identical object is taken over; the different one is
+    // not, and its diff is reported from the real object (server defaults
+    // and managed fields are no diff).
+    let e = wait_entry(hub, "ifnodiff", "the diff reported", |e| {
+        listed(e, "diffedPlacements", "ConfigMap", "cfg").is_some()
+    })
+    .await;
+    let diffed = listed(&e, "diffedPlacements", "ConfigMap", "cfg").cloned().unwrap_or_default();
+    assert_eq!(
+        diffed["observedDiffs"],
+        serde_json::json!([{"path": "/data/k", "valueInHub": "hub", "valueInMember": "member"}]),
+        "{e}"
+    );
+    assert_eq!(
+        listed(&e, "failedPlacements", "ConfigMap", "cfg").map(|f| f["condition"]["reason"].clone()),
+        Some("FailedToTakeOver".into())
+    );
+    assert!(listed(&e, "failedPlacements", "ConfigMap", "same").is_none(), "{e}");
+    wait_member(cluster, "configmap", "ifnodiff", "same", "taken over", |c| c.is_some_and(|c| owner_of(c).is_some()))
+        .await;
+
+    // ReportDiff: the diff is reported, nothing is applied.
+    let e =
+        wait_entry(hub, "audit", "the diff reported", |e| listed(e, "diffedPlacements", "ConfigMap", "cfg").is_some())
+            .await;
+    let diffed = listed(&e, "diffedPlacements", "ConfigMap", "cfg").cloned().unwrap_or_default();
+    assert_eq!(diffed["observedDiffs"][0]["path"], "/data/k", "{e}");
+    assert_eq!(data_of(cluster, "audit", "cfg")["k"], "member");
+
+    // Always: taken over and overwritten; then edited with kubectl on the
+    // member, the drift is overwritten again.
+    wait_placement(hub, "always", "Available", "True").await;
+    assert_eq!(data_of(cluster, "always", "cfg")["k"], "hub");
+    cluster.kubectl_ok(&["patch", "configmap", "cfg", "-n", "always", "-p", r#"{"data":{"k":"member"}}"#]);
+    wait_member(cluster, "configmap", "always", "cfg", "overwritten back", |c| {
+        c.is_some_and(|c| c["data"]["k"] == "hub")
+    })
+    .await;
+
+    // IfNotDrifted: a Deployment with every server default is no drift;
+    // an edit of the ConfigMap is reported and kept.
+    wait_placement(hub, "kept", "Available", "True").await;
+    cluster.kubectl_ok(&["patch", "configmap", "cfg", "-n", "kept", "-p", r#"{"data":{"k":"member"}}"#]);
+    let e =
+        wait_entry(hub, "kept", "the drift reported", |e| listed(e, "driftedPlacements", "ConfigMap", "cfg").is_some())
+            .await;
+    let drifted = listed(&e, "driftedPlacements", "ConfigMap", "cfg").cloned().unwrap_or_default();
+    assert_eq!(
+        drifted["observedDrifts"],
+        serde_json::json!([{"path": "/data/k", "valueInHub": "hub", "valueInMember": "member"}]),
+        "{e}"
+    );
+    assert!(listed(&e, "driftedPlacements", "Deployment", "web").is_none(), "server defaults are no drift: {e}");
+    assert_eq!(data_of(cluster, "kept", "cfg")["k"], "member", "kept");
+
+    // ClientSideApply: a key dropped from the manifest goes from the member,
+    // a key someone else added on the member stays (kubectl apply's rule).
+    wait_placement(hub, "csa", "Available", "True").await;
+    cluster.kubectl_ok(&["patch", "configmap", "cfg", "-n", "csa", "-p", r#"{"data":{"extra":"theirs"}}"#]);
+    apply_yaml(hub, &namespace_with("csa", &[("cfg", "{k: hub2}")]));
+    let data =
+        wait_member(cluster, "configmap", "csa", "cfg", "updated", |c| c.is_some_and(|c| c["data"]["k"] == "hub2"))
+            .await;
+    assert_eq!(data.map(|c| c["data"].clone()), Some(serde_json::json!({"k": "hub2", "extra": "theirs"})));
+
+    // ServerSideApply without force: a field another manager took is a
+    // conflict the real API server reports, surfaced as a failed apply.
+    wait_placement(hub, "ssa", "Available", "True").await;
+    let theirs = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: ssa}\ndata: {k: ops}\n";
+    let out = cluster.kubectl_as(
+        &cluster.kubeconfig,
+        &["apply", "--server-side", "--force-conflicts", "--field-manager", "ops", "-f", "-"],
+        Some(theirs),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    apply_yaml(hub, &namespace_with("ssa", &[("cfg", "{k: hub3}")]));
+    let e = wait_entry(hub, "ssa", "the conflict reported", |e| {
+        listed(e, "failedPlacements", "ConfigMap", "cfg").is_some()
+    })
+    .await;
+    let failed = listed(&e, "failedPlacements", "ConfigMap", "cfg").cloned().unwrap_or_default();
+    assert!(failed["condition"]["message"].as_str().unwrap_or_default().contains("conflict"), "{failed}");
+    assert_eq!(data_of(cluster, "ssa", "cfg")["k"], "ops");
+}
