@@ -469,3 +469,158 @@ async fn apply_strategies_hold_on_a_real_cluster_edited_with_kubectl() {
     assert!(failed["condition"]["message"].as_str().unwrap_or_default().contains("conflict"), "{failed}");
     assert_eq!(data_of(cluster, "ssa", "cfg")["k"], "ops");
 }
+
+/// A cluster-scoped CustomResourceDefinition and its namespaced kind.
+const WIDGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties: {size: {type: integer}}
+"#;
+
+/// Namespace `catalog` with a ConfigMap, 20 Widgets, a ResourceEnvelope
+/// holding a Role, and a ClusterRole; a staged placement of all of it, an
+/// override of the ConfigMap on real clusters, and a strategy whose first
+/// stage is the real cluster.
+fn catalog() -> String {
+    let mut yaml = String::from(WIDGET_CRD);
+    yaml.push_str("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: catalog}\n");
+    yaml.push_str("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: catalog}\ndata: {mode: standard}\n");
+    for i in 0..20 {
+        yaml.push_str(&format!(
+            "---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w{i}, namespace: catalog}}\nspec: {{size: {i}}}\n"
+        ));
+    }
+    yaml.push_str(
+        r#"---
+apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ResourceEnvelope
+metadata: {name: access, namespace: catalog}
+data:
+  "role.yaml":
+    apiVersion: rbac.authorization.k8s.io/v1
+    kind: Role
+    metadata: {name: widget-editor, namespace: catalog}
+    rules: [{apiGroups: [example.com], resources: [widgets], verbs: [get, list, update]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: catalog-reader}
+rules: [{apiGroups: [example.com], resources: [widgets], verbs: [get, list, watch]}]
+---
+apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ResourceOverride
+metadata: {name: real-mode, namespace: catalog}
+spec:
+  placement: {name: catalog}
+  resourceSelectors: [{group: "", version: v1, kind: ConfigMap, name: settings}]
+  policy:
+    overrideRules:
+      - clusterSelector:
+          clusterSelectorTerms: [{labelSelector: {matchLabels: {env: real}}}]
+        jsonPatchOverrides: [{op: replace, path: /data/mode, value: "${MEMBER-CLUSTER-NAME}"}]
+---
+apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterStagedUpdateStrategy
+metadata: {name: real-first}
+spec:
+  stages:
+    - {name: real, labelSelector: {matchLabels: {env: real}}}
+    - {name: simulated, labelSelector: {matchLabels: {env: sim}}}
+---
+apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterResourcePlacement
+metadata: {name: catalog}
+spec:
+  resourceSelectors:
+    - {group: apiextensions.k8s.io, version: v1, kind: CustomResourceDefinition, name: widgets.example.com}
+    - {group: "", version: v1, kind: Namespace, name: catalog}
+    - {group: rbac.authorization.k8s.io, version: v1, kind: ClusterRole, name: catalog-reader}
+  policy: {placementType: PickAll}
+  strategy: {type: External}
+---
+apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterStagedUpdateRun
+metadata: {name: catalog-v1}
+spec:
+  placementName: catalog
+  resourceSnapshotIndex: "0"
+  stagedRolloutStrategyName: real-first
+  state: Run
+"#,
+    );
+    yaml
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_its_resources_an_envelope_and_an_override_roll_out_in_stages_over_a_mixed_fleet() {
+    let mut fleet = RealFleet::start(&[("kube-1", "{env: real}", ClusterOptions::default())]).await;
+    join(&mut fleet.hub, "sim-1", "{env: sim}", &[]);
+    wait_joined(&fleet.hub, "sim-1").await;
+    let hub = &fleet.hub;
+    let cluster = fleet.cluster("kube-1");
+
+    apply_yaml(hub, &catalog());
+    eventually("the staged run succeeded", REAL_WAIT, || async {
+        let run = admin_get(hub, "csur", "", "catalog-v1").await?;
+        match condition(&run, "Succeeded") {
+            Some(c) if c.0 == "True" => Ok(()),
+            other => Err(format!("{other:?}: {}", serde_json::to_string(&run.status()).unwrap_or_default())),
+        }
+    })
+    .await;
+    wait_placement(hub, "catalog", "Available", "True").await;
+
+    // On the real cluster: the CRD is served, so its resources were applied
+    // (discovery refreshed); the envelope's Role, the ClusterRole, and the
+    // override's value.
+    let crd = cluster.get("crd", "", "widgets.example.com").expect("the CRD is on the member");
+    let established = crd["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Established" && c["status"] == "True");
+    assert!(established, "{crd}");
+    let widgets = cluster.kubectl_ok(&["get", "widgets", "-n", "catalog", "-o", "jsonpath={.items[*].metadata.name}"]);
+    assert_eq!(widgets.split_whitespace().count(), 20, "{widgets}");
+    assert_eq!(cluster.get("widget", "catalog", "w7").map(|w| w["spec"]["size"].clone()), Some(7.into()));
+    assert!(cluster.get("role", "catalog", "widget-editor").is_some(), "the envelope's Role");
+    assert!(cluster.get("clusterrole", "", "catalog-reader").is_some());
+    assert_eq!(data_of(cluster, "catalog", "settings")["mode"], "kube-1", "overridden on the real cluster");
+
+    // On the embedded member: the same objects, without the override.
+    let sim =
+        fleet_tests::fleet::member_object(hub, "sim-1", "configmap", "catalog", "settings").expect("settings on sim-1");
+    assert_eq!(sim["data"]["mode"], "standard");
+    assert!(fleet_tests::fleet::member_has(hub, "sim-1", "widget", "catalog", "w19"));
+    assert!(fleet_tests::fleet::member_has(hub, "sim-1", "role", "catalog", "widget-editor"));
+
+    // The real cluster finished its stage before the embedded one started.
+    let run = admin_get(hub, "csur", "", "catalog-v1").await.expect("run");
+    let stages = run.status().map(|s| s["stagesStatus"].clone()).unwrap_or_default();
+    let time = |stage: usize, type_: &str| {
+        stages[stage]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == type_)
+            .and_then(|c| c["lastTransitionTime"].as_str())
+            .map(str::to_string)
+    };
+    assert!(time(0, "Succeeded").is_some() && time(1, "Progressing").is_some(), "{stages}");
+    assert!(time(0, "Succeeded") <= time(1, "Progressing"), "{stages}");
+}
