@@ -61,7 +61,7 @@ type apiServer struct {
 	url     string
 }
 
-func newAPIServer(creds *pki, etcdURL string) (*apiServer, error) {
+func newAPIServer(creds *pki, etcdURL string, extraArgs []string) (*apiServer, error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -85,6 +85,7 @@ func newAPIServer(creds *pki, etcdURL string) (*apiServer, error) {
 		"--profiling=false",
 		"--endpoint-reconciler-type=none",
 	}
+	args = append(args, extraArgs...)
 	if err := parseFlags("kube-apiserver", s.Flags(), args); err != nil {
 		listener.Close()
 		return nil, err

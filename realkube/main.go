@@ -32,6 +32,7 @@ type options struct {
 	nodePods   string
 	nodeLabels string
 	verbosity  int
+	auditLog   string
 }
 
 func parseOptions(args []string) (*options, error) {
@@ -46,6 +47,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.nodePods, "node-pods", "110", "pod capacity of each fake Node")
 	fs.StringVar(&o.nodeLabels, "node-labels", "", "extra labels of every fake Node, as k=v,k2=v2")
 	fs.IntVar(&o.verbosity, "v", 0, "log verbosity of the Kubernetes components")
+	fs.StringVar(&o.auditLog, "audit-log", "", "write the API server's audit log (every request at Metadata level, JSON lines) to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -115,7 +117,11 @@ func run(ctx context.Context, o *options) error {
 	failed := make(chan error, 4)
 	done := &running{}
 
-	api, err := newAPIServer(creds, etcd.clientURL)
+	auditArgs, err := auditFlags(o)
+	if err != nil {
+		return err
+	}
+	api, err := newAPIServer(creds, etcd.clientURL, auditArgs)
 	if err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
@@ -155,6 +161,25 @@ func run(ctx context.Context, o *options) error {
 	cancelAPI()
 	done.wait()
 	return err
+}
+
+// auditFlags are the API server's flags for --audit-log: every request's
+// metadata (who, verb, resource, user agent, code), so tests and benchmarks
+// can count what a client asked for.
+func auditFlags(o *options) ([]string, error) {
+	if o.auditLog == "" {
+		return nil, nil
+	}
+	path, err := filepath.Abs(o.auditLog)
+	if err != nil {
+		return nil, err
+	}
+	policy := filepath.Join(o.dataDir, "audit-policy.yaml")
+	const everything = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+	if err := writeFileAtomic(policy, []byte(everything), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"--audit-policy-file=" + policy, "--audit-log-path=" + path, "--audit-log-format=json", "--audit-log-mode=blocking"}, nil
 }
 
 // running tracks the components' goroutines so shutdown can wait for them.

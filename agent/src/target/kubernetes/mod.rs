@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 use fleet_api::member::{HeartbeatReport, CLUSTER_ENTRYPOINT_PROPERTY, K8S_VERSION_PROPERTY};
 use fleet_api::Object;
+use http::header::{HeaderValue, USER_AGENT};
 use kube::api::{DeleteParams, GetParams, Patch, PatchParams, PropagationPolicy};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
@@ -48,6 +49,8 @@ use super::{
 pub const TARGET_NAME: &str = "kubernetes";
 /// The server-side apply field manager of every write.
 pub const FIELD_MANAGER: &str = "fleet-agent";
+/// The `User-Agent` of every request to the cluster.
+pub const AGENT_USER_AGENT: &str = concat!("fleet-agent/", env!("CARGO_PKG_VERSION"));
 /// The `propagationPolicy` of every delete.
 pub const DELETE_PROPAGATION: &str = "Background";
 
@@ -89,11 +92,13 @@ impl KubernetesTarget {
     }
 
     /// A target for the cluster described by `config`.
-    pub fn from_config(config: kube::Config) -> Result<KubernetesTarget, TargetError> {
+    pub fn from_config(mut config: kube::Config) -> Result<KubernetesTarget, TargetError> {
         // kube builds its TLS configuration with the process-wide rustls
         // provider; the workspace uses ring (harmless if already installed).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let entrypoint = config.cluster_url.to_string().trim_end_matches('/').to_string();
+        // The cluster's audit log and metrics name the agent by this.
+        config.headers.push((USER_AGENT, HeaderValue::from_static(AGENT_USER_AGENT)));
         let client = kube::Client::try_from(config)
             .map_err(|e| TargetError::Invalid(format!("cannot build a Kubernetes client: {e}")))?;
         Ok(KubernetesTarget { entrypoint: Some(entrypoint), ..KubernetesTarget::from_client(client) })
