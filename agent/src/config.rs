@@ -109,6 +109,14 @@ pub struct RunArgs {
     /// Apply to a real Kubernetes cluster with this kubeconfig.
     #[arg(long, conflicts_with = "embedded")]
     pub kubeconfig: Option<PathBuf>,
+    /// Apply to the Kubernetes cluster this agent runs in, as a pod, with
+    /// its service account: the API server from KUBERNETES_SERVICE_HOST and
+    /// KUBERNETES_SERVICE_PORT, the token and CA Kubernetes mounts under
+    /// /var/run/secrets/kubernetes.io/serviceaccount/ (the token file is
+    /// re-read as the kubelet rotates it). Without this flag or
+    /// --kubeconfig the target is the embedded cluster.
+    #[arg(long, conflicts_with_all = ["kubeconfig", "embedded"])]
+    pub in_cluster: bool,
     /// Apply to the embedded simulated cluster (the default).
     #[arg(long)]
     pub embedded: bool,
@@ -189,5 +197,21 @@ impl RunArgs {
             kubeconfig: self.kubeconfig.clone(),
             drift_check_interval,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_cluster_excludes_the_other_targets() {
+        let run = |args: &[&str]| Cli::try_parse_from([&["fleet-agent"], args].concat());
+        let cli = run(&["--cluster", "m", "--hub", "h:1", "--data-dir", "d", "--in-cluster"]).unwrap();
+        assert!(cli.run.in_cluster && cli.run.kubeconfig.is_none() && !cli.run.embedded);
+        for other in [&["--kubeconfig", "k"][..], &["--embedded"][..]] {
+            let e = run(&[&["--in-cluster"][..], other].concat()).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{e}");
+        }
     }
 }

@@ -42,6 +42,18 @@ async fn main() -> anyhow::Result<()> {
     if let Some(kubeconfig) = config.kubeconfig.clone() {
         let target = KubernetesTarget::connect(Some(&kubeconfig)).await?;
         fleet_agent::run(config, target, shutdown).await?;
+    } else if cli.run.in_cluster {
+        // Only the pod's own service account, never a kubeconfig found in
+        // the image or $KUBECONFIG (as kube's `Config::infer` would prefer):
+        // the flag says which credentials the agent acts with.
+        let config_in_pod = kube::Config::incluster().map_err(|e| {
+            anyhow::anyhow!(
+                "--in-cluster: not running in a Kubernetes pod with a service account \
+                 (KUBERNETES_SERVICE_HOST/PORT and /var/run/secrets/kubernetes.io/serviceaccount/): {e}"
+            )
+        })?;
+        let target = KubernetesTarget::from_config(config_in_pod)?;
+        fleet_agent::run(config, target, shutdown).await?;
     } else {
         let sim = cli.run.sim.to_config()?;
         let store = config.data_dir.join(STORE_DIR);
