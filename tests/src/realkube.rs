@@ -115,11 +115,20 @@ pub struct ClusterOptions {
     pub node_cpu: String,
     pub node_memory: String,
     pub node_labels: String,
+    /// Keep the API server's audit log (every request's metadata), read by
+    /// [`RealCluster::audit_events`].
+    pub audit: bool,
 }
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        ClusterOptions { nodes: 2, node_cpu: "8".into(), node_memory: "32Gi".into(), node_labels: String::new() }
+        ClusterOptions {
+            nodes: 2,
+            node_cpu: "8".into(),
+            node_memory: "32Gi".into(),
+            node_labels: String::new(),
+            audit: false,
+        }
     }
 }
 
@@ -157,7 +166,11 @@ impl RealCluster {
         let binary = realkube_binary();
         let dir = tempfile::tempdir().expect("temp dir");
         let log = File::create(dir.path().join("realkube.log")).expect("realkube log");
-        let mut child = Command::new(binary)
+        let mut command = Command::new(binary);
+        if options.audit {
+            command.arg("--audit-log").arg(dir.path().join("audit.log"));
+        }
+        let mut child = command
             .arg("--data-dir")
             .arg(dir.path().join("data"))
             .args(["--name", name])
@@ -294,6 +307,16 @@ impl RealCluster {
         let crds: Vec<String> = names.iter().map(|n| format!("crd/{n}")).collect();
         args.extend(crds.iter().map(String::as_str));
         self.kubectl_ok(&args);
+    }
+
+    /// The audit events the API server has written so far (with
+    /// [`ClusterOptions::audit`]), each once, at `ResponseComplete`.
+    pub fn audit_events(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.dir.path().join("audit.log")).unwrap_or_default();
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|event| event["stage"] == "ResponseComplete")
+            .collect()
     }
 
     /// The process id (for reading its memory).

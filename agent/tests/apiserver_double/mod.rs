@@ -104,11 +104,6 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    /// The body as JSON (`Null` when empty or not JSON).
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
-    }
-
     /// A query parameter.
     pub fn param(&self, name: &str) -> Option<&str> {
         self.query.get(name).map(String::as_str)
@@ -241,11 +236,6 @@ impl ApiServerDouble {
         std::mem::take(&mut self.lock().requests)
     }
 
-    /// Serves one more kind (as once a CRD is established).
-    pub fn serve(&self, resource: ResourceType) {
-        self.lock().resources.push(resource);
-    }
-
     /// The next `count` requests fail with this status.
     pub fn fail_next(&self, count: usize, code: u16, reason: &str, message: &str) {
         let mut state = self.lock();
@@ -288,11 +278,5 @@ impl ApiServerDouble {
         stored.object["status"] = status;
         stored.object["metadata"]["resourceVersion"] = Value::String(version);
         stored.object.clone()
-    }
-
-    /// The stored object, if any.
-    pub fn object(&self, group: &str, plural: &str, namespace: &str, name: &str) -> Option<Value> {
-        let key = (group.to_string(), plural.to_string(), namespace.to_string(), name.to_string());
-        self.lock().objects.get(&key).map(|s| s.object.clone())
     }
 }
