@@ -8,6 +8,14 @@
 //! writes through this API (`PUT`, merge/JSON/strategic patches, with
 //! `fieldManager`) take ownership of the fields they change, as
 //! `operation: Update` entries, without conflicts.
+//!
+//! As in Kubernetes, an object's first apply finds the fields already set
+//! owned by `before-first-apply`, and kubectl's own manager (`kubectl`)
+//! may take over, without a conflict, every field that kubectl's
+//! client-side apply recorded in the last-applied annotation and that still
+//! has the value recorded there: that is how `kubectl apply --server-side`
+//! follows a client-side `kubectl apply`. Its applies then keep that
+//! annotation in step with what it applied.
 
 use std::collections::BTreeSet;
 
@@ -20,6 +28,15 @@ use super::errors::KubeError;
 use super::fieldset::{self, Path};
 use super::{fieldcheck, patch, write};
 use crate::service::now_rfc3339;
+
+/// The field manager `kubectl apply --server-side` uses.
+const KUBECTL: &str = "kubectl";
+
+/// Where kubectl's client-side apply records what it applied.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Who owns the fields of an object first applied after other writes.
+const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 
 /// One manager's entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,8 +78,14 @@ fn entries(document: &Value) -> Vec<Entry> {
         .collect()
 }
 
+/// Stores the non-empty entries in Kubernetes' order: by operation
+/// (`Apply` before `Update`), then time, manager and apiVersion.
 fn store_entries(document: &mut Value, entries: &[Entry]) {
-    let listed: Vec<Value> = entries.iter().filter(|e| !e.fields.is_empty()).map(Entry::to_json).collect();
+    let mut kept: Vec<&Entry> = entries.iter().filter(|e| !e.fields.is_empty()).collect();
+    kept.sort_by(|a, b| {
+        (&a.operation, &a.time, &a.manager, &a.api_version).cmp(&(&b.operation, &b.time, &b.manager, &b.api_version))
+    });
+    let listed: Vec<Value> = kept.into_iter().map(Entry::to_json).collect();
     document["metadata"]["managedFields"] = Value::Array(listed);
 }
 
@@ -85,13 +108,20 @@ pub async fn apply(ctx: &Ctx, body: &[u8], status: bool) -> Result<Response, Kub
         return Err(KubeError::bad_request("fieldManager: Required value: is required for apply requests"));
     };
     let mut applied = parse_body(body)?;
+    let sent = applied.clone();
     write::check_identity(ctx, &mut applied)?;
     let warnings = fieldcheck::check(ctx, &mut applied, None)?;
-    Ok(fieldcheck::with_warnings(apply_document(ctx, manager, applied, status).await?, &warnings))
+    Ok(fieldcheck::with_warnings(apply_document(ctx, manager, applied, &sent, status).await?, &warnings))
 }
 
-/// Server-side apply of `applied` (checked) by `manager`.
-async fn apply_document(ctx: &Ctx, manager: String, applied: Value, status: bool) -> Result<Response, KubeError> {
+/// Server-side apply of `applied` (checked; `sent` is the body as sent) by `manager`.
+async fn apply_document(
+    ctx: &Ctx,
+    manager: String,
+    applied: Value,
+    sent: &Value,
+    status: bool,
+) -> Result<Response, KubeError> {
     let current = patch::current(ctx).await?;
     if status {
         let Some(current) = current else { return Err(KubeError::not_found(&ctx.subject())) };
@@ -117,6 +147,17 @@ async fn apply_document(ctx: &Ctx, manager: String, applied: Value, status: bool
     let live = ctx.present(&current);
     let mut document = live.clone();
     let mut managers = entries(&document);
+    if managers.is_empty() {
+        // Written without field tracking so far: what is there belongs to
+        // whoever wrote it, which the apply must not silently take over.
+        managers.push(Entry {
+            manager: BEFORE_FIRST_APPLY.into(),
+            operation: "Update".into(),
+            api_version: ctx.group_version(),
+            time: now_rfc3339(),
+            fields: fieldset::leaves(&live),
+        });
+    }
     let before: BTreeSet<Path> = managers
         .iter()
         .filter(|e| e.manager == manager && e.operation == "Apply")
@@ -140,12 +181,23 @@ async fn apply_document(ctx: &Ctx, manager: String, applied: Value, status: bool
     // in) with the live object: only a field whose value would change is one.
     let result = ctx.present(&write::admit(ctx, &document).await?);
     let conflicts = conflicts(&managers, &manager, &new_fields, &live, &result);
-    if !conflicts.is_empty() && !ctx.query.flag("force") {
-        return Err(KubeError::apply_conflicts(&ctx.subject(), &conflicts));
+    let mut blocking = conflicts.clone();
+    if manager == KUBECTL {
+        // Fields client-side apply set and nobody changed since are kubectl's to take.
+        let migrating = last_applied_fields(ctx, &live);
+        blocking.retain(|(_, path)| !migrating.contains(path));
     }
-    // Forced (or agreeing): the others give up what this manager now sets.
-    for other in managers.iter_mut().filter(|e| e.manager != manager) {
-        other.fields.retain(|p| !new_fields.iter().any(|n| fieldset::overlaps(p, n)));
+    if !blocking.is_empty() && !ctx.query.flag("force") {
+        let listed: Vec<(String, String)> =
+            blocking.iter().map(|(m, path)| (m.clone(), fieldset::dotted(path))).collect();
+        return Err(KubeError::apply_conflicts(&ctx.subject(), &listed));
+    }
+    // Taken over: the others give up the fields whose value this apply
+    // changes; those it sets to the value they have stay shared.
+    for (owner, path) in &conflicts {
+        for other in managers.iter_mut().filter(|e| &e.manager == owner) {
+            other.fields.retain(|p| !fieldset::overlaps(p, path));
+        }
     }
     // An apply that changes nothing keeps its entry as it was (no new version).
     let previous = managers.iter().find(|e| e.manager == manager && e.operation == "Apply").cloned();
@@ -158,24 +210,66 @@ async fn apply_document(ctx: &Ctx, manager: String, applied: Value, status: bool
         None => managers.push(own),
     }
     store_entries(&mut document, &managers);
+    if manager == KUBECTL {
+        refresh_last_applied(&mut document, sent);
+    }
     document["metadata"]["resourceVersion"] = Value::String(current.metadata.resource_version.clone());
     write::update_value(ctx, document, Some(&current)).await
 }
 
-/// `(manager, .field)` for every field `manager` sets that another owns with a different value.
+/// The fields of `live`'s last-applied annotation (written by kubectl's
+/// client-side apply) that still hold the values recorded there; none when
+/// the annotation is absent, unreadable or of another apiVersion.
+fn last_applied_fields(ctx: &Ctx, live: &Value) -> BTreeSet<Path> {
+    let recorded = live
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(LAST_APPLIED))
+        .and_then(Value::as_str)
+        .and_then(|text| serde_json::from_str::<Value>(text).ok());
+    let Some(recorded) = recorded else { return BTreeSet::new() };
+    if recorded.get("apiVersion").and_then(Value::as_str) != Some(ctx.group_version().as_str()) {
+        return BTreeSet::new();
+    }
+    fieldset::leaves(&recorded)
+        .into_iter()
+        .filter(|path| fieldset::get(&recorded, path) == fieldset::get(live, path))
+        .collect()
+}
+
+/// Rewrites an existing last-applied annotation to what kubectl's
+/// server-side apply just sent, so a later client-side apply computes its
+/// patch from the current configuration rather than an older one.
+fn refresh_last_applied(document: &mut Value, sent: &Value) {
+    let present = document
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(LAST_APPLIED))
+        .and_then(Value::as_str)
+        .is_some_and(|text| !text.is_empty());
+    if !present {
+        return;
+    }
+    let mut configuration = sent.clone();
+    if let Some(annotations) = configuration.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
+        annotations.remove(LAST_APPLIED);
+    }
+    // Encoded as kubectl encodes it: compact JSON, keys sorted, one line.
+    document["metadata"]["annotations"][LAST_APPLIED] = Value::String(format!("{configuration}\n"));
+}
+
+/// `(manager, field)` for every field `manager` sets that another owns with a different value.
 fn conflicts(
     managers: &[Entry],
     manager: &str,
     new_fields: &BTreeSet<Path>,
     live: &Value,
     applied: &Value,
-) -> Vec<(String, String)> {
+) -> Vec<(String, Path)> {
     let mut found = Vec::new();
     for other in managers.iter().filter(|e| e.manager != manager) {
         for path in new_fields {
             let owned = other.fields.iter().any(|p| fieldset::overlaps(p, path));
             if owned && fieldset::get(live, path) != fieldset::get(applied, path) {
-                found.push((other.manager.clone(), fieldset::dotted(path)));
+                found.push((other.manager.clone(), path.clone()));
             }
         }
     }
@@ -239,7 +333,7 @@ mod tests {
         let applied = json!({"data": {"a": "1", "b": "3"}});
         let fields = fieldset::leaves(&applied);
         let found = conflicts(&managers, "kubectl", &fields, &live, &applied);
-        assert_eq!(found, vec![("other".to_string(), ".data.b".to_string())]);
+        assert_eq!(found, vec![("other".to_string(), vec!["data".to_string(), "b".into()])]);
         let same = json!({"data": {"a": "1", "b": "2"}});
         assert!(conflicts(&managers, "kubectl", &fieldset::leaves(&same), &live, &same).is_empty());
     }

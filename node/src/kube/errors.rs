@@ -160,12 +160,13 @@ impl KubeError {
 
     /// 422 Invalid: a JSON patch that cannot be applied (a failed `test`, a missing path).
     pub fn unprocessable_patch(subject: &Subject, detail: &str) -> KubeError {
+        // No details, as Kubernetes: kubectl then prints the message itself
+        // ("The request is invalid: ..."), which here says what failed.
         KubeError::new(
             422,
             "Invalid",
             format!("{} {:?}: the JSON patch could not be applied: {detail}", subject.kind_qualified, subject.name),
         )
-        .about(subject, true)
     }
 
     /// 500 InternalError.

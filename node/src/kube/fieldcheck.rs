@@ -1,7 +1,7 @@
 //! `fieldValidation=Strict|Warn|Ignore` on writes: the fields of a request
 //! body that the kind's published schema ([`super::openapi`], derived from
-//! the typed kinds) does not know. Strict refuses them (422 Invalid, a
-//! cause per field), Warn drops them and answers a `Warning` header per
+//! the typed kinds) does not know. Strict refuses them (400 BadRequest
+//! naming each, as Kubernetes' strict decoding does), Warn drops them and answers a `Warning` header per
 //! field, Ignore drops them silently. As in Kubernetes, Warn is the default.
 //! Parts a schema leaves open (`x-kubernetes-preserve-unknown-fields`:
 //! wrapped manifests, patch values, kinds Fleet does not type) are kept as
@@ -67,13 +67,14 @@ pub fn check(ctx: &Ctx, value: &mut Value, before: Option<&Value>) -> Result<Vec
     }
     match mode {
         Mode::Strict => {
-            let mut subject = ctx.subject();
-            if let Some(name) = value.pointer("/metadata/name").and_then(Value::as_str) {
-                subject.name = name.to_string();
-            }
-            let lines: Vec<String> =
-                unknown.iter().map(|f| format!("{f}: Forbidden: strict decoding error: unknown field {f:?}")).collect();
-            Err(KubeError::invalid(&subject, &format!("invalid:\n{}", lines.join("\n"))))
+            // Kubernetes refuses at decoding, before validation: 400 BadRequest, every field named.
+            let fields: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
+            Err(KubeError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+                fields.join(", "),
+                kind = ctx.resource.kind,
+                version = ctx.version,
+            )))
         }
         Mode::Warn => Ok(unknown.iter().map(|f| format!("unknown field {f:?}")).collect()),
         Mode::Ignore => Ok(Vec::new()),

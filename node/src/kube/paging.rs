@@ -96,10 +96,14 @@ pub struct Page {
 
 impl Page {
     /// Sets `continue` and `remainingItemCount` when more pages follow.
-    pub fn annotate(&self, metadata: &mut Value) {
+    /// As in Kubernetes, a list chosen by a label or field selector gives
+    /// no count (clients must not rely on one there).
+    pub fn annotate(&self, metadata: &mut Value, selected: bool) {
         if let Some(next) = &self.next {
             metadata["continue"] = json!(next);
-            metadata["remainingItemCount"] = json!(self.remaining);
+            if !selected {
+                metadata["remainingItemCount"] = json!(self.remaining);
+            }
         }
     }
 }

@@ -12,6 +12,10 @@ use super::context::Ctx;
 use super::errors::KubeError;
 use super::{apply, fieldcheck, smp, write};
 
+/// The patch types a kind without strategic merge patch accepts, as
+/// Kubernetes lists them for custom resources.
+const CUSTOM_ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+
 /// The patch types accepted, for 415 messages.
 const ACCEPTED: &str = "application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json (built-in kinds), application/apply-patch+yaml";
 
@@ -57,8 +61,9 @@ pub fn apply_patch(ctx: &Ctx, document: &mut Value, body: &[u8]) -> Result<(), K
         }
         "application/strategic-merge-patch+json" => {
             if ctx.resource.fleet || !is_builtin(&ctx.resource.group, &ctx.resource.kind) {
+                // Kubernetes' words for a custom resource, then why and what to use instead.
                 return Err(KubeError::unsupported_media_type(format!(
-                    "the body of the request was in an unknown format - accepted media types include: {ACCEPTED}; strategic merge patch is served for built-in Kubernetes kinds only, {} takes a JSON merge patch or server-side apply (kubectl apply --server-side)",
+                    "the body of the request was in an unknown format - accepted media types include: {CUSTOM_ACCEPTED} (strategic merge patch is served for built-in Kubernetes kinds only: {} takes a JSON merge patch or server-side apply, kubectl apply --server-side)",
                     ctx.resource.kind
                 )));
             }

@@ -77,15 +77,16 @@ pub async fn list(ctx: &Ctx) -> Result<Response, KubeError> {
         None => paging::page(&mut items, None, limit, index),
     };
     let shown_version = token.as_ref().map_or(index, |t| t.resource_version);
+    let selected = ["labelSelector", "fieldSelector"].iter().any(|k| ctx.query.get(k).is_some_and(|v| !v.is_empty()));
     if ctx.wants_table() {
         let lookups = table::lookups(ctx).await;
         let mut table = table::table(&ctx.resource.kind, &items, &lookups, Some(shown_version));
-        page.annotate(&mut table["metadata"]);
+        page.annotate(&mut table["metadata"], selected);
         return Ok(respond::ok(&table));
     }
     let items: Vec<Value> = items.iter().map(|o| ctx.present(o)).collect();
     let mut metadata = json!({"resourceVersion": shown_version.to_string()});
-    page.annotate(&mut metadata);
+    page.annotate(&mut metadata, selected);
     Ok(respond::ok(&json!({
         "kind": format!("{}List", ctx.resource.kind),
         "apiVersion": ctx.group_version(),

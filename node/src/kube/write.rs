@@ -89,7 +89,29 @@ pub fn check_identity(ctx: &Ctx, value: &mut Value) -> Result<(), KubeError> {
             Some(_) => {}
         }
     }
+    fold_string_data(ctx, value);
     Ok(())
+}
+
+/// A Secret's `stringData` is write-only, as in Kubernetes: each entry
+/// is stored base64-encoded in `data` (replacing an entry of the same key)
+/// and `stringData` itself is not kept.
+fn fold_string_data(ctx: &Ctx, value: &mut Value) {
+    use base64::Engine;
+    if !(ctx.resource.group.is_empty() && ctx.resource.kind == "Secret") {
+        return;
+    }
+    let Some(object) = value.as_object_mut() else { return };
+    let Some(Value::Object(strings)) = object.remove("stringData") else { return };
+    if !object.get("data").is_some_and(Value::is_object) {
+        object.insert("data".into(), Value::Object(serde_json::Map::new()));
+    }
+    if let Some(data) = object.get_mut("data").and_then(Value::as_object_mut) {
+        for (key, text) in strings {
+            let text = text.as_str().map(str::to_string).unwrap_or_else(|| text.to_string());
+            data.insert(key, Value::String(base64::engine::general_purpose::STANDARD.encode(text)));
+        }
+    }
 }
 
 /// Admits `value` for storing (the validation `fleetctl apply` gets).
