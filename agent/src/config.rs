@@ -121,7 +121,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub embedded: bool,
     /// How often every Work is checked for drift on the cluster (and
-    /// ReportDiff results refreshed), besides whenever it changes.
+    /// ReportDiff results refreshed), besides whenever it changes. Default:
+    /// 15s on the embedded cluster; 5m on a Kubernetes cluster, whose
+    /// placed kinds the agent watches (a change there is checked at once).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub drift_check_interval: Option<Duration>,
     /// The embedded target's size, costs and readiness (`--sim-*`).
@@ -160,8 +162,10 @@ pub struct AgentConfig {
     pub ca_file: Option<PathBuf>,
     pub ca_fingerprint: Option<String>,
     pub kubeconfig: Option<PathBuf>,
-    /// Every Work is checked for drift this often ([`crate::works::DRIFT_CHECK_INTERVAL`] by default).
-    pub drift_check_interval: Duration,
+    /// Every Work is checked for drift this often; `None`: the target's
+    /// default ([`crate::works::DRIFT_CHECK_INTERVAL`], or
+    /// [`crate::works::WATCHED_CHECK_INTERVAL`] for a target that watches).
+    pub drift_check_interval: Option<Duration>,
 }
 
 impl RunArgs {
@@ -181,8 +185,8 @@ impl RunArgs {
                 )));
             }
         }
-        let drift_check_interval = self.drift_check_interval.unwrap_or(crate::works::DRIFT_CHECK_INTERVAL);
-        if drift_check_interval.is_zero() {
+        let drift_check_interval = self.drift_check_interval;
+        if drift_check_interval.is_some_and(|d| d.is_zero()) {
             return Err(crate::AgentError::Config(
                 "--drift-check-interval: Invalid value: \"0s\": must be more than zero (e.g. 15s)".to_string(),
             ));

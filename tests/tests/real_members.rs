@@ -14,9 +14,6 @@ use serde_json::Value;
 /// through the scheduler and KWOK, Namespaces through the controller manager.
 const REAL_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
 
-/// Agents look at every Work this often (drift and diffs show within it).
-const DRIFT_CHECK: &str = "2s";
-
 /// A hub trio, real clusters, and their agents, all stopped on drop.
 struct RealFleet {
     hub: Hub,
@@ -51,7 +48,9 @@ impl RealFleet {
     }
 }
 
-/// Applies the MemberCluster (heartbeat every second) and starts its agent.
+/// Applies the MemberCluster (heartbeat every second) and starts its agent
+/// with the default drift-check interval: on a real cluster a change is
+/// found through the agent's watches, not by its periodic check (5 minutes).
 fn join(hub: &mut Hub, name: &str, labels: &str, agent_args: &[&str]) {
     apply_yaml(
         hub,
@@ -59,9 +58,7 @@ fn join(hub: &mut Hub, name: &str, labels: &str, agent_args: &[&str]) {
             "apiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata:\n  name: {name}\n  labels: {labels}\nspec:\n  heartbeatPeriodSeconds: 1\n"
         ),
     );
-    let mut args = vec!["--drift-check-interval", DRIFT_CHECK];
-    args.extend_from_slice(agent_args);
-    hub.start_agent(name, &args);
+    hub.start_agent(name, agent_args);
 }
 
 async fn admin_get(hub: &Hub, kind: &str, namespace: &str, name: &str) -> Result<Object, String> {

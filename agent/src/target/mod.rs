@@ -138,6 +138,16 @@ pub enum TargetError {
     Unavailable(String),
 }
 
+/// What a watching target tells the Work loop (see [`Target::take_changes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// An object placed by this Work (`<namespace>/<name>`, its
+    /// [`OWNER_ANNOTATION`]) changed on the cluster.
+    Work(String),
+    /// Changes may have been missed: check every Work.
+    Resync,
+}
+
 /// A member cluster the agent applies to.
 pub trait Target: Send + Sync + 'static {
     /// `embedded` or `kubernetes` (reported as a property, shown by `get mc -o wide`).
@@ -156,4 +166,11 @@ pub trait Target: Send + Sync + 'static {
 
     /// Properties and resource usage for the next heartbeat.
     fn report(&self) -> impl Future<Output = Result<HeartbeatReport, TargetError>> + Send;
+
+    /// The changes this target watches for, taken once by the Work loop;
+    /// `None` for a target that does not watch (the loop then finds drift
+    /// only by its periodic checks).
+    fn take_changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {
+        None
+    }
 }

@@ -254,3 +254,34 @@ fn a_resumed_watch_starts_one_version_early_and_drops_what_it_already_has() {
     assert!(!state.already_has("DELETED", &work("main", "41")), "a deletion of a held Work: kept");
     assert!(state.already_has("DELETED", &work("gone", "41")), "a deletion already taken in: dropped");
 }
+
+#[test]
+fn a_watched_change_queues_only_this_clusters_work() {
+    let mut state = State::default();
+    state.works.insert("w".into(), work_object("w", 1, None, vec![cm("c")]));
+    state.changed(Change::Work("fleet-member-b/w".into()));
+    state.changed(Change::Work("fleet-member-a/other".into()));
+    state.changed(Change::Work("no-slash".into()));
+    assert!(state.queue.is_empty(), "{:?}", state.queue);
+    state.changed(Change::Work("fleet-member-a/w".into()));
+    assert_eq!(state.queue.iter().collect::<Vec<_>>(), ["w"]);
+
+    // A resync makes every Work due for its check.
+    state.queue.clear();
+    state.changed(Change::Resync);
+    assert_eq!(state.checks.iter().collect::<Vec<_>>(), ["w"]);
+}
+
+#[test]
+fn unsettled_works_back_off_only_on_a_watching_target() {
+    let mut state = State::default();
+    let waits: Vec<u128> = (0..9).map(|_| state.recheck_after("w", false, true).as_millis()).collect();
+    assert_eq!(waits, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+    // Settling resets the backoff.
+    assert_eq!(state.recheck_after("w", true, true), RECHECK);
+    assert_eq!(state.recheck_after("w", false, true), RECHECK);
+    // A polled target looks again at the same pace every time.
+    for _ in 0..5 {
+        assert_eq!(state.recheck_after("p", false, false), RECHECK);
+    }
+}

@@ -65,14 +65,21 @@ use futures::StreamExt;
 use tokio::sync::{Mutex, Notify};
 
 use crate::hub::Hub;
-use crate::target::Target;
+use crate::target::{Change, Target};
 use crate::AgentError;
 use ledger::Ledger;
 
 /// How soon a Work that is not settled (not applied, or not available yet) is looked at again.
 const RECHECK: Duration = Duration::from_millis(500);
+/// The longest wait before looking again at a Work that stays unsettled on
+/// a target that watches: a change to its objects brings it back earlier,
+/// so the wait doubles from [`RECHECK`] up to this.
+const WATCHED_RECHECK_MAX: Duration = Duration::from_secs(30);
 /// How often every Work is checked for drift by default (KubeFleet's period).
 pub const DRIFT_CHECK_INTERVAL: Duration = Duration::from_secs(15);
+/// The same on a target that watches the kinds it placed: drift is found
+/// from the watch at once, so the full check is only a safety net.
+pub const WATCHED_CHECK_INTERVAL: Duration = Duration::from_secs(300);
 /// Pause before re-watching after an error.
 const REWATCH: Duration = Duration::from_millis(200);
 
@@ -90,6 +97,9 @@ struct State {
     /// Whether a first full list arrived: until then a missing Work may just
     /// not be known yet, so nothing is reconciled.
     listed: bool,
+    /// How many times in a row each Work was found unsettled (for the
+    /// backoff of [`WATCHED_RECHECK_MAX`]).
+    unsettled: BTreeMap<String, u32>,
 }
 
 impl State {
@@ -143,6 +153,37 @@ impl State {
     }
 
     /// Queues every existing Work for its periodic drift check.
+    /// Records whether `name` settled, and returns how long to wait before
+    /// looking at it again if it did not: [`RECHECK`], or on a target that
+    /// watches a doubling wait up to [`WATCHED_RECHECK_MAX`].
+    fn recheck_after(&mut self, name: &str, settled: bool, watching: bool) -> Duration {
+        if settled {
+            self.unsettled.remove(name);
+            return RECHECK;
+        }
+        let tries = self.unsettled.entry(name.to_string()).or_default();
+        *tries = tries.saturating_add(1);
+        if !watching {
+            return RECHECK;
+        }
+        RECHECK.saturating_mul(1 << (*tries - 1).min(6)).min(WATCHED_RECHECK_MAX)
+    }
+
+    /// Takes in a change a watching target saw: the Work named by `owner`
+    /// (`<namespace>/<name>`) is queued if it is one of this cluster's.
+    fn changed(&mut self, change: Change) {
+        match change {
+            Change::Work(owner) => {
+                let Some((namespace, name)) = owner.split_once('/') else { return };
+                let ours = self.works.get(name).is_some_and(|w| w.metadata.namespace.as_deref() == Some(namespace));
+                if ours {
+                    self.queue.insert(name.to_string());
+                }
+            }
+            Change::Resync => self.due_for_checks(),
+        }
+    }
+
     fn due_for_checks(&mut self) {
         let names: Vec<String> = self.works.keys().filter(|n| !self.queue.contains(*n)).cloned().collect();
         self.checks.extend(names);
@@ -161,14 +202,20 @@ fn only_status_changed(old: &Object, new: &Object) -> bool {
 }
 
 /// Runs the Work loop until the cluster leaves the fleet or a fatal error;
-/// every Work is checked for drift each `drift_check_interval`.
+/// every Work is checked for drift each `drift_check_interval` (by default
+/// [`DRIFT_CHECK_INTERVAL`], or [`WATCHED_CHECK_INTERVAL`] when the target
+/// watches: then each change it sees brings its Work back at once).
 pub async fn run<T: Target>(
     cluster: String,
     hub: Arc<Hub>,
     target: Arc<T>,
     data_dir: std::path::PathBuf,
-    drift_check_interval: Duration,
+    drift_check_interval: Option<Duration>,
 ) -> Result<(), AgentError> {
+    let changes = target.take_changes();
+    let watching = changes.is_some();
+    let drift_check_interval =
+        drift_check_interval.unwrap_or(if watching { WATCHED_CHECK_INTERVAL } else { DRIFT_CHECK_INTERVAL });
     let state = Arc::new(Mutex::new(State::default()));
     let wake = Arc::new(Notify::new());
     let mut ledger = Ledger::load(&data_dir)?;
@@ -179,9 +226,10 @@ pub async fn run<T: Target>(
     }
     let mut watcher = tokio::spawn(watch(cluster.clone(), hub.clone(), state.clone(), wake.clone()));
     let checker = tokio::spawn(check_periodically(drift_check_interval, state.clone(), wake.clone()));
+    let follower = changes.map(|changes| tokio::spawn(follow_changes(changes, state.clone(), wake.clone())));
     // Whichever ends first ends the loop, with its own reason (e.g. the cluster left).
     let result = tokio::select! {
-        r = reconcile_forever(&hub, target.as_ref(), &mut ledger, &state, &wake) => r,
+        r = reconcile_forever(&hub, target.as_ref(), &mut ledger, &state, &wake, watching) => r,
         r = &mut watcher => match r {
             Ok(r) => r,
             Err(e) => Err(AgentError::Hub(format!("the Work watch failed: {e}"))),
@@ -189,7 +237,22 @@ pub async fn run<T: Target>(
     };
     watcher.abort();
     checker.abort();
+    if let Some(follower) = follower {
+        follower.abort();
+    }
     result
+}
+
+/// Queues the Works a watching target reports changes to.
+async fn follow_changes(
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<Change>,
+    state: Arc<Mutex<State>>,
+    wake: Arc<Notify>,
+) {
+    while let Some(change) = changes.recv().await {
+        state.lock().await.changed(change);
+        wake.notify_one();
+    }
 }
 
 /// Queues every Work for a drift check each `interval` (the first after one interval).
@@ -212,6 +275,7 @@ async fn reconcile_forever<T: Target>(
     ledger: &mut Ledger,
     state: &Arc<Mutex<State>>,
     wake: &Arc<Notify>,
+    watching: bool,
 ) -> Result<(), AgentError> {
     loop {
         let next = state.lock().await.next();
@@ -230,10 +294,11 @@ async fn reconcile_forever<T: Target>(
             Some(work) => reconcile(hub, target, ledger, &name, &work).await?,
             None => forget_work(target, ledger, &name, abandon).await?,
         };
+        let delay = state.lock().await.recheck_after(&name, settled, watching);
         if !settled {
             let (state, wake) = (state.clone(), wake.clone());
             tokio::spawn(async move {
-                tokio::time::sleep(RECHECK).await;
+                tokio::time::sleep(delay).await;
                 state.lock().await.queue.insert(name);
                 wake.notify_one();
             });

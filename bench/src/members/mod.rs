@@ -122,7 +122,7 @@ pub async fn run(args: &MembersArgs, shutdown: impl std::future::Future<Output =
             ca_file: Some(pki.join("ca.pem")),
             ca_fingerprint: None,
             kubeconfig: None,
-            drift_check_interval: fleet_agent::works::DRIFT_CHECK_INTERVAL,
+            drift_check_interval: None,
         };
         members.spawn(member(config, admin.clone(), joins.clone()));
     }

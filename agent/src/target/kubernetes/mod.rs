@@ -20,11 +20,14 @@
 //!   the object goes at once and the garbage collector removes its dependents
 //!   (ReplicaSets, Pods) afterwards, as `kubectl delete` does; a Work that
 //!   puts the object back does not meet a half-deleted one.
+//! - Every kind it applied is watched (`changes.rs`): a change on the
+//!   cluster to an object Fleet placed brings its Work back at once.
 //! - Availability is judged by the shared [`crate::target::availability`]
 //!   function over the objects [`Target::get`] returns.
 //! - The heartbeat report comes from the cluster's nodes and unfinished pods,
 //!   plus its Kubernetes version and API server URL (`report.rs`).
 
+pub(crate) mod changes;
 pub(crate) mod discovery;
 pub(crate) mod errors;
 pub(crate) mod report;
@@ -42,7 +45,8 @@ use serde_json::Value;
 use self::discovery::{ApiResource, Discovery};
 use self::errors::{is_not_found, map_error};
 use super::{
-    check_owner, Applied, ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError, OWNER_ANNOTATION,
+    check_owner, Applied, ApplyMode, ApplyOutcome, ApplyRequest, Change, ResourceId, Target, TargetError,
+    OWNER_ANNOTATION,
 };
 
 /// The value of [`fleet_api::member::TARGET_PROPERTY`] and of [`Target::name`].
@@ -61,6 +65,7 @@ pub struct KubernetesTarget {
     client: kube::Client,
     discovery: Arc<Discovery>,
     version: Arc<report::VersionCache>,
+    changes: Arc<changes::Changes>,
     /// The API server's URL, reported as a property (unknown for a target
     /// built from a bare client).
     entrypoint: Option<String>,
@@ -87,6 +92,7 @@ impl KubernetesTarget {
             client,
             discovery: Arc::new(Discovery::default()),
             version: Arc::new(report::VersionCache::default()),
+            changes: Arc::new(changes::Changes::default()),
             entrypoint: None,
         }
     }
@@ -218,6 +224,9 @@ impl Target for KubernetesTarget {
                 return Err(map_error(&format!("cannot apply {id}"), e));
             }
         };
+        // From now on a change to any object of this kind comes back as an event.
+        self.changes.wrote(id.clone(), &live.metadata.resource_version);
+        self.changes.follow(&self.client, &located.resource);
         let outcome = match &before {
             None => ApplyOutcome::Created,
             Some(old) if old.metadata.resource_version == live.metadata.resource_version => ApplyOutcome::Unchanged,
@@ -249,6 +258,10 @@ impl Target for KubernetesTarget {
             Err(e) if is_not_found(&e) => Ok(false),
             Err(e) => Err(map_error(&format!("cannot delete {id}"), e)),
         }
+    }
+
+    fn take_changes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Change>> {
+        self.changes.take()
     }
 
     async fn report(&self) -> Result<HeartbeatReport, TargetError> {
