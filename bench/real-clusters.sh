@@ -127,6 +127,6 @@ echo "idle for $IDLE_SECONDS s..."
 for n in $(seq 0 $((CLUSTERS-1))); do before[$n]=$(agent_requests "$n"); done
 sleep "$IDLE_SECONDS"
 for n in $(seq 0 $((CLUSTERS-1))); do
-  printf '  m-%d idle: %.1f API requests per minute by its agent (heartbeat every 10 s, drift check every 15 s)\n' \
+  printf '  m-%d idle: %.1f API requests per minute by its agent (heartbeat every 10 s; drift found by watches)\n' \
     "$n" "$(echo "($(agent_requests "$n") - ${before[n]}) * 60 / $IDLE_SECONDS" | bc -l)"
 done
