@@ -37,6 +37,7 @@ use serde_json::Value;
 use super::compare::Difference;
 use super::details::{details, Report};
 use super::ledger::{Entry, LastApplied};
+use super::redact::scrub_message;
 use super::report::report_work;
 use super::strategy::{decide, Decision, Strategy};
 use super::waves::wave;
@@ -154,7 +155,7 @@ async fn process<T: Target>(
     let id = ResourceId::of(object);
     let live = match target.get(&id).await {
         Ok(live) => live,
-        Err(e) => return Processed::failed(failure_reason(&e), e.to_string()),
+        Err(e) => return Processed::failed(failure_reason(&e), failure_message(&e, object, None)),
     };
     let member_generation = live.as_ref().map_or(0, |l| l.metadata.generation);
     let processed = |result, drifts, diffs, written| Processed { result, drifts, diffs, member_generation, written };
@@ -173,7 +174,10 @@ async fn process<T: Target>(
                 let drifts = non_empty(drifts);
                 match target.apply(request).await {
                     Ok(a) => processed(Ok(a.live), drifts, None, true),
-                    Err(e) => processed(Err((failure_reason(&e).to_string(), e.to_string())), drifts, None, false),
+                    Err(e) => {
+                        let message = failure_message(&e, object, live.as_ref());
+                        processed(Err((failure_reason(&e).to_string(), message)), drifts, None, false)
+                    }
                 }
             }
         },
@@ -356,6 +360,20 @@ pub(super) fn failure_reason(e: &TargetError) -> &'static str {
         TargetError::Conflict(_) => "ManifestConflict",
         TargetError::Unavailable(_) => "ClusterUnavailable",
     }
+}
+
+/// The message of a target error about `manifest` (and `live`, the object
+/// on the member if read), as reported to the hub: the API server may echo
+/// a field's value in it, so one quoting a Secret's data is withheld
+/// ([`scrub_message`]).
+pub(super) fn failure_message(e: &TargetError, manifest: &Object, live: Option<&Object>) -> String {
+    let objects: Vec<Value> = [Some(manifest), live]
+        .into_iter()
+        .flatten()
+        .filter(|o| o.kind == "Secret")
+        .filter_map(|o| serde_json::to_value(o).ok())
+        .collect();
+    scrub_message(e.to_string(), failure_reason(e), &objects.iter().collect::<Vec<_>>())
 }
 
 /// Deletes everything a removed Work placed (later waves first); returns

@@ -343,3 +343,108 @@ async fn full_comparison_drift_ignores_server_defaults_but_not_added_fields() {
     let drift = manifest(&out.status, 1).drift_details.clone().unwrap();
     assert_eq!(drift["observedDrifts"], json!([{"path": "/data/added", "valueInMember": "x"}]));
 }
+
+/// Secret `name` in namespace `app` with `data` (base64 values).
+fn secret(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "app"}, "data": data})
+}
+
+/// base64 of "hub-value-1f3a" and "member-value-9c2e": neither may appear in any status.
+const HUB_B64: &str = "aHViLXZhbHVlLTFmM2E=";
+const MEMBER_B64: &str = "bWVtYmVyLXZhbHVlLTljMmU=";
+const REDACTED: &str = crate::works::redact::REDACTED;
+
+fn no_secret_in(status: &WorkStatus) {
+    let text = serde_json::to_string(status).unwrap();
+    for leak in [HUB_B64, MEMBER_B64, "hub-value-1f3a", "member-value-9c2e"] {
+        assert!(!text.contains(leak), "{leak} in {text}");
+    }
+}
+
+#[tokio::test]
+async fn secret_drift_is_redacted_and_a_config_map_beside_it_keeps_its_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    let strategy = json!({"whenToApply": "IfNotDrifted"});
+    let manifests = vec![secret("s", json!({"password": HUB_B64})), cm("c", json!({"a": "1"}))];
+    let first = apply_work(&target, &work(1, strategy.clone(), manifests.clone()), None, true, "t0").await;
+    assert!(first.settled);
+    target.edit(&Edit::Apply { object: Box::new(object(secret("s", json!({"password": MEMBER_B64})))) }).unwrap();
+    edit(&target, "c", json!({"a": "edited"})).await;
+
+    let out = apply_work(&target, &work(2, strategy, manifests), Some(&first.entry), true, "t1").await;
+    assert_eq!(applied(&out.status, 0), ("False", "FoundDrifts"));
+    let drift = manifest(&out.status, 0).drift_details.clone().unwrap();
+    assert_eq!(
+        drift["observedDrifts"],
+        json!([{"path": "/data/password", "valueInHub": REDACTED, "valueInMember": REDACTED}])
+    );
+    let cm_drift = manifest(&out.status, 1).drift_details.clone().unwrap();
+    assert_eq!(cm_drift["observedDrifts"], json!([{"path": "/data/a", "valueInHub": "1", "valueInMember": "edited"}]));
+    no_secret_in(&out.status);
+
+    // Under Always the drift is overwritten, and reported redacted too.
+    let always = apply_work(
+        &target,
+        &work(3, json!({}), vec![secret("s", json!({"password": HUB_B64}))]),
+        Some(&out.entry),
+        true,
+        "t2",
+    )
+    .await;
+    let drift = manifest(&always.status, 0).drift_details.clone().unwrap();
+    assert_eq!(drift["observedDrifts"][0]["valueInMember"], json!(REDACTED));
+    no_secret_in(&always.status);
+}
+
+#[tokio::test]
+async fn secret_diffs_are_redacted_in_report_diff_and_in_a_refused_takeover_also_from_an_envelope() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    let mut theirs = secret("theirs", json!({"password": MEMBER_B64}));
+    theirs["stringData"] = json!({"token": "member-value-9c2e"});
+    target.create_unmanaged(&object(theirs)).unwrap();
+    let mut ours = secret("theirs", json!({"password": HUB_B64}));
+    ours["stringData"] = json!({"token": "hub-value-1f3a"});
+    let manifests = vec![ours, secret("missing", json!({"password": HUB_B64})), cm("c", json!({"a": "1"}))];
+
+    // An envelope's Work carries the wrapped objects as plain manifests,
+    // only labelled as such: the same rule applies to them.
+    let mut w = work(1, json!({"type": "ReportDiff"}), manifests.clone());
+    w.metadata.labels.insert(fleet_api::envelope::ENVELOPE_WORK_LABEL.into(), "ResourceEnvelope".into());
+    let out = apply_work(&target, &w, None, true, "t").await;
+    let diffs = |o: i64| manifest(&out.status, o).diff_details.clone().unwrap()["observedDiffs"].clone();
+    assert_eq!(
+        diffs(0),
+        json!([
+            {"path": "/data/password", "valueInHub": REDACTED, "valueInMember": REDACTED},
+            {"path": "/stringData/token", "valueInHub": REDACTED, "valueInMember": REDACTED},
+        ])
+    );
+    assert_eq!(diffs(1), json!([{"path": "/", "valueInHub": "(the whole object)"}]), "a placeholder, no value");
+    assert_eq!(diffs(2), json!([{"path": "/", "valueInHub": "(the whole object)"}]));
+    no_secret_in(&out.status);
+
+    let takeover =
+        apply_work(&target, &work(1, json!({"whenToTakeOver": "IfNoDiff"}), manifests), None, true, "t").await;
+    assert_eq!(applied(&takeover.status, 0), ("False", "FailedToTakeOver"));
+    let diff = manifest(&takeover.status, 0).diff_details.clone().unwrap();
+    assert_eq!(
+        diff["observedDiffs"][0],
+        json!({"path": "/data/password", "valueInHub": REDACTED, "valueInMember": REDACTED})
+    );
+    no_secret_in(&takeover.status);
+}
+
+#[test]
+fn an_apply_error_quoting_a_secret_value_is_withheld_other_errors_are_kept() {
+    let manifest = object(secret("s", json!({"password": HUB_B64})));
+    let live = object(secret("s", json!({"password": MEMBER_B64})));
+    let echoed = TargetError::Invalid("Secret \"s\" is invalid: data: Invalid value: \"member-value-9c2e\"".into());
+    let message = failure_message(&echoed, &manifest, Some(&live));
+    assert_eq!(message, "ManifestApplyFailed: the message is withheld as it quotes the Secret's data");
+    let plain = TargetError::Invalid("namespaces \"app\" not found".into());
+    assert_eq!(failure_message(&plain, &manifest, Some(&live)), "namespaces \"app\" not found");
+    let config = object(cm("c", json!({"a": "member-value-9c2e"})));
+    assert_eq!(failure_message(&echoed, &config, None), echoed.to_string(), "not a Secret: kept");
+}

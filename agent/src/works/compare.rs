@@ -28,9 +28,11 @@
 //!   `/spec/template/spec/containers/0/image`); values are strings (a string
 //!   as is, anything else as compact JSON). At most [`MAX_DIFFERENCES`] are
 //!   reported, in key order (list elements by index).
+//! - **Secrets**: their values are redacted ([`super::redact`]).
 
 use serde_json::{json, Map, Value};
 
+use super::redact::redact_differences;
 use crate::target::OWNER_ANNOTATION;
 
 /// The most differences reported for one object.
@@ -100,6 +102,9 @@ pub fn differences(hub: &Value, member: &Value, comparison: Comparison) -> Vec<D
     let mut out = Vec::new();
     let (hub, member) = (comparable(hub), comparable(member));
     walk(&hub, Some(&member), comparison, &mut String::new(), &mut out);
+    // Here, where every drift and difference is made, so that a Secret's
+    // values never exist in a report, not even before it is sent.
+    redact_differences(&mut out, &hub, &member);
     out
 }
 

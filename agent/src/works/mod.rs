@@ -50,6 +50,7 @@ pub mod apply;
 pub mod compare;
 pub mod details;
 pub mod ledger;
+pub mod redact;
 pub mod report;
 pub mod strategy;
 pub mod waves;

@@ -24,7 +24,7 @@ use fleet_api::work::{
 };
 use fleet_api::Object;
 
-use super::apply::{failure_reason, manifests, WorkOutcome};
+use super::apply::{failure_message, failure_reason, manifests, WorkOutcome};
 use super::compare::Difference;
 use super::details::{details, Report};
 use super::ledger::Entry;
@@ -98,7 +98,7 @@ pub async fn report_work<T: Target>(
                     let g = live.as_ref().map_or(0, |l| l.metadata.generation);
                     Ok((report_diff(object, live.as_ref(), strategy.comparison), g))
                 }
-                Err(e) => Err(format!("{}: {e}", failure_reason(&e))),
+                Err(e) => Err(format!("{}: {}", failure_reason(&e), failure_message(&e, object, None))),
             },
             (None, None) => Err("the manifest could not be read".to_string()),
         };

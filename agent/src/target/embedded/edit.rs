@@ -154,8 +154,17 @@ impl Inner {
     /// [`Edit::Patch`].
     fn patch(&self, id: &ResourceId, patch: &Value) -> Result<Edited, TargetError> {
         let Value::Object(patch) = patch else {
+            // Its kind only, not the value: the answer is logged, and a patch
+            // meant for a Secret may hold its data.
+            let kind = match patch {
+                Value::Array(_) => "a list",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                _ => "null",
+            };
             return Err(TargetError::Invalid(format!(
-                "cannot patch {id}: a JSON merge patch is a JSON object, not {patch}"
+                "cannot patch {id}: a JSON merge patch is a JSON object, not {kind}"
             )));
         };
         let mut state = self.lock();
