@@ -163,6 +163,112 @@ pub fn lookup_group_kind(group: &str, kind: &str) -> Option<&'static KindInfo> {
     KINDS.iter().find(|k| k.group == group && k.kind == kind)
 }
 
+/// The placement group of the KubeFleet project's newer API, reserved for
+/// Fleet although Fleet implements no kind in it yet.
+pub const KUBEFLEET_PLACEMENT_GROUP: &str = "placement.kubefleet.dev";
+/// Open Cluster Management's groups all end with this (or are it).
+const OCM_GROUP_FAMILY: &str = "open-cluster-management.io";
+
+/// Whether `group` is one of Fleet's own API groups (Fleet's, KubeFleet's
+/// and Open Cluster Management's). Fleet is the only implementation of
+/// these groups on the hub, so an object of a kind it does not implement
+/// there would be stored and then never acted on: such kinds are refused
+/// (see [`check_own_group`]) instead of being stored as resources to place.
+pub fn is_own_group(group: &str) -> bool {
+    group == FLEET_PLACEMENT_GROUP
+        || group == FLEET_CLUSTER_GROUP
+        || group == KUBEFLEET_PLACEMENT_GROUP
+        || group == OCM_GROUP_FAMILY
+        || group.strip_suffix(OCM_GROUP_FAMILY).is_some_and(|prefix| prefix.ends_with('.'))
+}
+
+/// The kinds Fleet implements in `group`, in registry order: the same
+/// list the hub serves and its discovery advertises.
+pub fn kinds_in_group(group: &str) -> impl Iterator<Item = &'static KindInfo> + '_ {
+    KINDS.iter().filter(move |k| k.group == group)
+}
+
+/// Why a document of one of Fleet's own API groups is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OwnGroupError {
+    /// The group is Fleet's but the kind is not one Fleet implements there.
+    #[error(
+        "{kind} {name:?} is invalid:\n  kind: Unsupported value: {kind:?}: no matches for kind {kind:?} in version \"{group}/{version}\": \
+         {group} is one of Fleet's own API groups and Fleet implements {}{}",
+        supported_kinds(supported),
+        elsewhere_hint(kind, elsewhere)
+    )]
+    UnknownKind {
+        kind: String,
+        name: String,
+        group: String,
+        version: String,
+        /// The kinds Fleet implements in `group`.
+        supported: Vec<String>,
+        /// `group/version` values where a kind of this name is implemented.
+        elsewhere: Vec<String>,
+    },
+    /// The kind is Fleet's but not served at this version.
+    #[error(
+        "{kind} {name:?} is invalid:\n  apiVersion: Unsupported value: \"{group}/{version}\": kind {kind} of {group} is served at \
+         versions {}; supported values: {}",
+        served.join(", "),
+        served.iter().map(|v| format!("{group}/{v}")).collect::<Vec<_>>().join(", ")
+    )]
+    UnknownVersion { kind: String, name: String, group: String, version: String, served: Vec<String> },
+}
+
+fn supported_kinds(supported: &[String]) -> String {
+    if supported.is_empty() {
+        "no kinds in it".to_string()
+    } else {
+        format!("only these kinds in it: {}", supported.join(", "))
+    }
+}
+
+fn elsewhere_hint(kind: &str, elsewhere: &[String]) -> String {
+    if elsewhere.is_empty() {
+        String::new()
+    } else {
+        format!("; {kind} is served as apiVersion {}", elsewhere.join(" or "))
+    }
+}
+
+/// Refuses a document (`api_version`, `kind`, object `name`) of one of
+/// Fleet's own API groups unless the registry implements that kind at that
+/// version; documents of every other group pass (a user's CRD kinds and
+/// built-in Kubernetes kinds are stored as resources to place).
+pub fn check_own_group(api_version: &str, kind: &str, name: &str) -> Result<(), Box<OwnGroupError>> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    if !is_own_group(group) {
+        return Ok(());
+    }
+    match lookup_group_kind(group, kind) {
+        Some(info) if info.versions.contains(&version) => Ok(()),
+        Some(info) => Err(Box::new(OwnGroupError::UnknownVersion {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            group: group.to_string(),
+            version: version.to_string(),
+            served: info.versions.iter().map(|v| v.to_string()).collect(),
+        })),
+        None => Err(Box::new(OwnGroupError::UnknownKind {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            group: group.to_string(),
+            version: version.to_string(),
+            supported: kinds_in_group(group).map(|k| k.kind.to_string()).collect(),
+            // A kind of the same name in another of Fleet's groups (e.g. a
+            // KubeFleet group written for Fleet's) is the likely intent.
+            elsewhere: KINDS
+                .iter()
+                .filter(|k| k.kind == kind && is_own_group(k.group))
+                .map(|k| k.api_version())
+                .collect(),
+        })),
+    }
+}
+
 /// The scope of a kind Fleet does not know (and no CRD declares): namespaced
 /// exactly when the object carries a namespace.
 pub fn scope_of_unknown(has_namespace: bool) -> Scope {
@@ -231,6 +337,121 @@ mod tests {
             for n in k.short_names.iter().copied().chain([k.plural]) {
                 assert!(seen.insert(n, k.kind).is_none(), "{n} names two kinds");
             }
+        }
+    }
+
+    #[test]
+    fn own_groups_are_fleets_kubefleets_and_ocms() {
+        for group in [
+            "placement.kubernetes-fleet.io",
+            "cluster.kubernetes-fleet.io",
+            "placement.kubefleet.dev",
+            "open-cluster-management.io",
+            "cluster.open-cluster-management.io",
+            "work.open-cluster-management.io",
+            "addon.open-cluster-management.io",
+        ] {
+            assert!(is_own_group(group), "{group}");
+        }
+        for group in
+            ["", "apps", "example.com", "kubernetes-fleet.io", "evil-open-cluster-management.io", "kubefleet.dev"]
+        {
+            assert!(!is_own_group(group), "{group}");
+        }
+    }
+
+    #[test]
+    fn known_kinds_of_own_groups_pass_at_served_versions() {
+        for (api_version, kind) in [
+            ("placement.kubernetes-fleet.io/v1", "ClusterResourcePlacement"),
+            ("placement.kubernetes-fleet.io/v1beta1", "ResourcePlacement"),
+            ("cluster.kubernetes-fleet.io/v1beta1", "MemberCluster"),
+            ("cluster.open-cluster-management.io/v1beta1", "Placement"),
+            ("cluster.open-cluster-management.io/v1", "ManagedCluster"),
+            ("work.open-cluster-management.io/v1", "ManifestWork"),
+        ] {
+            assert_eq!(check_own_group(api_version, kind, "x"), Ok(()), "{api_version} {kind}");
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_of_own_groups_are_refused_naming_group_and_supported_kinds() {
+        let Err(e) = check_own_group("placement.kubernetes-fleet.io/v1", "ClusterResourcePlacementStatus", "web")
+        else {
+            panic!("accepted")
+        };
+        let text = e.to_string();
+        assert!(
+            text.starts_with("ClusterResourcePlacementStatus \"web\" is invalid:\n  kind: Unsupported value"),
+            "{text}"
+        );
+        assert!(
+            text.contains("no matches for kind \"ClusterResourcePlacementStatus\" in version \"placement.kubernetes-fleet.io/v1\""),
+            "{text}"
+        );
+        // The supported list is the registry's, in full.
+        for k in kinds_in_group(FLEET_PLACEMENT_GROUP) {
+            assert!(text.contains(k.kind), "{text} lacks {}", k.kind);
+        }
+        assert!(check_own_group("placement.kubernetes-fleet.io/v1beta1", "ResourcePlacementEviction", "e").is_err());
+        let text =
+            check_own_group("cluster.kubernetes-fleet.io/v1", "InternalMemberCluster", "m").unwrap_err().to_string();
+        assert!(text.contains("only these kinds in it: MemberCluster"), "{text}");
+        let text =
+            check_own_group("work.open-cluster-management.io/v1", "AppliedManifestWork", "a").unwrap_err().to_string();
+        assert!(text.contains("only these kinds in it: ManifestWork, ManifestWorkReplicaSet"), "{text}");
+        let text = check_own_group("addon.open-cluster-management.io/v1alpha1", "ClusterManagementAddOn", "a")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains(
+                "addon.open-cluster-management.io is one of Fleet's own API groups and Fleet implements no kinds in it"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn kubefleet_group_is_refused_and_points_to_the_served_kind() {
+        let text = check_own_group("placement.kubefleet.dev/v1alpha1", "PlacementPolicy", "p").unwrap_err().to_string();
+        assert!(
+            text.contains(
+                "placement.kubefleet.dev is one of Fleet's own API groups and Fleet implements no kinds in it"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("served as"), "{text}");
+        let text =
+            check_own_group("placement.kubefleet.dev/v1", "ClusterResourcePlacement", "p").unwrap_err().to_string();
+        assert!(
+            text.ends_with("ClusterResourcePlacement is served as apiVersion placement.kubernetes-fleet.io/v1beta1"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn unknown_versions_of_own_kinds_are_refused_naming_the_served_versions() {
+        let e = check_own_group("placement.kubernetes-fleet.io/v2", "ClusterResourcePlacement", "web").unwrap_err();
+        assert!(matches!(*e, OwnGroupError::UnknownVersion { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(text.contains("apiVersion: Unsupported value: \"placement.kubernetes-fleet.io/v2\""), "{text}");
+        assert!(text.contains("served at versions v1beta1, v1, v1alpha1"), "{text}");
+        let text = check_own_group("cluster.open-cluster-management.io/v1beta1", "ManagedClusterSet", "s")
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("supported values: cluster.open-cluster-management.io/v1beta2"), "{text}");
+    }
+
+    #[test]
+    fn other_groups_are_untouched() {
+        for (api_version, kind) in [
+            ("example.com/v1", "Widget"),
+            ("v1", "ConfigMap"),
+            ("v1", "SomethingNew"),
+            ("apps/v1", "Deployment"),
+            ("kubernetes-fleet.io/v1", "Anything"),
+        ] {
+            assert_eq!(check_own_group(api_version, kind, "x"), Ok(()), "{api_version} {kind}");
         }
     }
 

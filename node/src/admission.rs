@@ -211,6 +211,9 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
             crate::members::internal::INTERNAL_GROUP
         ));
     }
+    // Before anything is resolved (a stored CRD may declare a kind in these
+    // groups): only what Fleet implements is stored there.
+    kinds::check_own_group(&object.api_version, &object.kind, &object.metadata.name).map_err(|e| e.to_string())?;
     if managed_cluster::is_managed_cluster(object.group(), &object.kind) {
         object = through_managed_cluster(store, &object)?;
     }

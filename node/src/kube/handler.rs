@@ -124,7 +124,9 @@ async fn resource(
 ) -> Result<Response, KubeError> {
     let uri_path = request.uri().path().to_string();
     let resource = resources::find(all, &path.group, &path.version, &path.plural)
-        .ok_or_else(|| KubeError::no_route(&uri_path))?
+        .ok_or_else(|| {
+            KubeError::no_route(&resources::unserved(all, &path.group, &path.version, &path.plural, &uri_path))
+        })?
         .clone();
     crate::metrics::note_kind(&resource.kind);
     if path.namespace.is_some() && !resource.namespaced() {
