@@ -28,8 +28,12 @@ use crate::target::{Change, ResourceId, OWNER_ANNOTATION};
 
 /// How long the server keeps one watch open before the agent resumes it.
 const WATCH_SECONDS: u32 = 290;
-/// Pause before retrying a watch the server refused or could not serve.
+/// Pause before retrying a watch the server refused or could not serve,
+/// doubled after each failure in a row up to [`RETRY_MAX`] (a role without
+/// `list`/`watch` on a kind must not turn into a request every 2 seconds;
+/// the periodic check still finds drift then).
 const RETRY: Duration = Duration::from_secs(2);
+const RETRY_MAX: Duration = Duration::from_secs(300);
 
 /// The followed kinds, the agent's own last writes, and the channel of changes.
 #[derive(Debug)]
@@ -93,6 +97,7 @@ async fn follow_collection(client: kube::Client, collection: String, changes: st
     // `None`: start over from the collection's current version.
     let mut version: Option<String> = None;
     let mut first = true;
+    let mut retry = RETRY;
     loop {
         let Some(shared) = changes.upgrade() else { return };
         let start = match version.take() {
@@ -107,9 +112,12 @@ async fn follow_collection(client: kube::Client, collection: String, changes: st
                     v
                 }
                 Err(e) => {
-                    tracing::debug!(%collection, error = %e, "cannot start watching; retrying");
+                    if retry == RETRY {
+                        tracing::warn!(%collection, error = %e, "cannot watch placed objects (changes are found by the periodic check meanwhile); retrying");
+                    }
                     drop(shared);
-                    tokio::time::sleep(RETRY).await;
+                    tokio::time::sleep(retry).await;
+                    retry = (retry * 2).min(RETRY_MAX);
                     continue;
                 }
             },
@@ -128,10 +136,12 @@ async fn follow_collection(client: kube::Client, collection: String, changes: st
             Err(e) => {
                 tracing::debug!(%collection, error = %e, "the watch failed; starting over");
                 drop(shared);
-                tokio::time::sleep(RETRY).await;
+                tokio::time::sleep(retry).await;
+                retry = (retry * 2).min(RETRY_MAX);
                 continue;
             }
         };
+        retry = RETRY;
         version = Some(start);
         loop {
             match events.try_next().await {
