@@ -6,6 +6,7 @@
 # waits until the placement is available and prints its status.
 #
 #   deploy/local-fleet.sh up      # build, start, apply the examples, print status
+#   deploy/local-fleet.sh up --kube   # the same with real Kubernetes members (see below)
 #   deploy/local-fleet.sh status  # cluster status and what is stored
 #   deploy/local-fleet.sh env     # the PATH/FLEET_ENDPOINTS/FLEET_TLS_DIR lines: eval "$(deploy/local-fleet.sh env)"
 #   deploy/local-fleet.sh down    # stop everything and remove its state
@@ -13,12 +14,22 @@
 # State lives in .fleet-local/ (certificates, data dirs, logs, pids).
 # FLEET_DRIFT_CHECK_INTERVAL (default 15s) is passed to the agents'
 # --drift-check-interval.
+#
+# With --kube every member is a real Kubernetes cluster instead of an embedded
+# one: realkube/ (etcd, kube-apiserver, controller manager, scheduler and KWOK
+# fake Nodes in one process on loopback) is built with Go ($GO, or go on PATH,
+# or /usr/local/go/bin/go) into target/realkube/, one runs per member with its
+# data and logs in .fleet-local/members/<name>/, its admin kubeconfig at
+# .fleet-local/members/<name>/kubeconfig, and each agent runs with
+# --kubeconfig of its cluster. `down` stops those clusters too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 STATE=${FLEET_LOCAL_DIR:-$ROOT/.fleet-local}
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
 PORTS=(7001 7002 7003)
+REALKUBE=${CARGO_TARGET_DIR:-$ROOT/target}/realkube/realkube
+KUBE=
 export FLEET_ENDPOINTS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
 export FLEET_TLS_DIR=$STATE/pki
 
@@ -29,9 +40,17 @@ peers() {
 }
 
 up() {
+  KUBE=
+  case "${1:-}" in
+    "") ;;
+    --kube) KUBE=1 ;;
+    *) echo "usage: $0 up [--kube]" >&2; exit 2 ;;
+  esac
+  check_mode
   echo "building release binaries (first time: several minutes)..."
   cargo build --release --bins -q
   mkdir -p "$STATE"
+  [ -z "$KUBE" ] || start_clusters
   [ -f "$STATE/pki/ca.pem" ] || "$BIN/fleetctl" pki init --dir "$STATE/pki" --nodes 3 --hosts 127.0.0.1,localhost
   for i in 1 2 3; do
     if [ -f "$STATE/node-$i.pid" ] && kill -0 "$(cat "$STATE/node-$i.pid")" 2>/dev/null; then continue; fi
@@ -46,6 +65,7 @@ up() {
     sleep 0.1
   done
   "$BIN/fleetctl" cluster status
+  [ -z "$KUBE" ] || wait_clusters
   start_members
   "$BIN/fleetctl" apply -f deploy/examples/
   echo
@@ -65,10 +85,99 @@ then: fleetctl get crp   (fleetctl completion bash|zsh|fish for completion)
 Metrics: http://127.0.0.1:9001/metrics (nodes 2, 3: ports 9002, 9003); dashboard: deploy/grafana-dashboard.json
 Or with kubectl (every node serves the Kubernetes API on 127.0.0.1:6441-6443):
   fleetctl kubeconfig > $STATE/kubeconfig && export KUBECONFIG=$STATE/kubeconfig && kubectl get crp -o wide
+$(member_lines)
+TXT
+}
+
+# How to look inside the members, by kind of member.
+member_lines() {
+  if [ -z "$KUBE" ]; then
+    cat <<TXT
 Look inside a member:  $BIN/fleet-agent inspect --data-dir $STATE/agent-east-1 -A   (or agent-west-1, agent-central-1)
 Change it behind Fleet's back:  $BIN/fleet-agent patch --data-dir $STATE/agent-east-1 KIND NAME -n NS -p '{...}'   (also apply -f, delete)
 Logs: $STATE/node-*.log, $STATE/agent-*.log   Stop: deploy/local-fleet.sh down
 TXT
+  else
+    cat <<TXT
+The members are real Kubernetes clusters (realkube, KWOK Nodes):
+  kubectl --kubeconfig $STATE/members/east-1/kubeconfig get ns,cm,deploy,pods -A   (or west-1, central-1)
+Change one behind Fleet's back with that kubectl (kubectl edit, patch, delete).
+Logs: $STATE/node-*.log, $STATE/agent-*.log, $STATE/members/*/realkube.log   Stop: deploy/local-fleet.sh down
+TXT
+  fi
+}
+
+# A state dir holds one kind of members: the agents' data (what they placed,
+# where) belongs to the clusters they were started with.
+check_mode() {
+  local want=embedded had
+  [ -z "$KUBE" ] || want=kube
+  if [ -f "$STATE/members.mode" ]; then
+    had=$(cat "$STATE/members.mode")
+    if [ "$had" != "$want" ]; then
+      echo "$STATE holds a local fleet with $had members; run '$0 down' before 'up${KUBE:+ --kube}'" >&2
+      exit 1
+    fi
+  elif [ -d "$STATE" ] && [ -n "$(ls -d "$STATE"/agent-* 2>/dev/null)" ] && [ "$want" = kube ]; then
+    echo "$STATE holds a local fleet with embedded members; run '$0 down' before 'up --kube'" >&2
+    exit 1
+  fi
+  # Plain `up` leaves no marker, as before; --kube does.
+  if [ "$want" = kube ]; then mkdir -p "$STATE" && echo kube >"$STATE/members.mode"; fi
+}
+
+# The Go toolchain: $GO, else go on PATH, else Go's default install.
+go_binary() {
+  if [ -n "${GO:-}" ]; then echo "$GO"; return; fi
+  if command -v go >/dev/null 2>&1; then command -v go; return; fi
+  if [ -x /usr/local/go/bin/go ]; then echo /usr/local/go/bin/go; return; fi
+  echo "up --kube builds realkube/ with Go: install Go 1.26 or newer, or set GO" >&2
+  exit 1
+}
+
+# Builds realkube and starts one real cluster per member, all at once (a
+# cold start takes tens of seconds: the hub starts meanwhile).
+start_clusters() {
+  local go m name region nodes dir
+  go=$(go_binary)
+  echo "building realkube (first time: several minutes)..."
+  (cd realkube && "$go" build -o "$REALKUBE" .)
+  for m in "${MEMBERS[@]}"; do
+    read -r name region nodes <<<"$m"
+    dir=$STATE/members/$name
+    if [ -f "$dir/realkube.pid" ] && kill -0 "$(cat "$dir/realkube.pid")" 2>/dev/null; then continue; fi
+    mkdir -p "$dir"
+    # stdout carries only the ready line (kept apart so an older run's line
+    # is never taken for this one's); the components log to realkube.log.
+    "$REALKUBE" --data-dir "$dir/data" --name "$name" --kubeconfig "$dir/kubeconfig" --nodes "$nodes" \
+      --node-labels "topology.kubernetes.io/region=$region" >"$dir/realkube.out" 2>>"$dir/realkube.log" &
+    echo $! >"$dir/realkube.pid"
+  done
+}
+
+# Waits until every member's realkube has printed its ready line.
+wait_clusters() {
+  local m name dir pid
+  echo "waiting for the member clusters (Kubernetes control planes) to be ready..."
+  for m in "${MEMBERS[@]}"; do
+    read -r name _ _ <<<"$m"
+    dir=$STATE/members/$name
+    pid=$(cat "$dir/realkube.pid")
+    for _ in $(seq 1 1200); do
+      grep -q '^realkube: ready' "$dir/realkube.out" 2>/dev/null && break
+      if ! kill -0 "$pid" 2>/dev/null; then
+        echo "realkube for $name exited; the end of $dir/realkube.log:" >&2
+        tail -20 "$dir/realkube.log" >&2
+        exit 1
+      fi
+      sleep 0.2
+    done
+    if ! grep -q '^realkube: ready' "$dir/realkube.out" 2>/dev/null; then
+      echo "realkube for $name not ready after 240s; see $dir/realkube.log" >&2
+      exit 1
+    fi
+    echo "  $name: $(sed -n 's/^realkube: ready //p' "$dir/realkube.out")"
+  done
 }
 
 # name region nodes: MemberCluster with labels, a token, then the agent.
@@ -82,12 +191,17 @@ start_members() {
     printf 'apiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata:\n  name: %s\n  labels: {region: %s, environment: demo}\nspec:\n  heartbeatPeriodSeconds: 5\n' \
       "$name" "$region" | "$BIN/fleetctl" apply -f - >/dev/null
     local args=()
+    if [ -n "$KUBE" ]; then
+      args=(--kubeconfig "$STATE/members/$name/kubeconfig")
+    else
+      args=(--embedded --sim-nodes "$nodes")
+    fi
     if [ ! -f "$STATE/agent-$name/tls/agent.pem" ]; then
       { read -r token; read -r fp; } < <("$BIN/fleetctl" token create --cluster "$name" --ttl 10m 2>/dev/null)
-      args=(--token "$token" --ca-fingerprint "$fp")
+      args+=(--token "$token" --ca-fingerprint "$fp")
     fi
     "$BIN/fleet-agent" --cluster "$name" --hub "$FLEET_ENDPOINTS" --data-dir "$STATE/agent-$name" \
-      --embedded --sim-nodes "$nodes" --drift-check-interval "${FLEET_DRIFT_CHECK_INTERVAL:-15s}" \
+      --drift-check-interval "${FLEET_DRIFT_CHECK_INTERVAL:-15s}" \
       "${args[@]}" >>"$STATE/agent-$name.log" 2>&1 &
     echo $! >"$STATE/agent-$name.pid"
   done
@@ -123,14 +237,24 @@ down() {
       for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     fi
   done
+  # Real member clusters last (their agents are gone): SIGTERM stops each in
+  # order (KWOK, scheduler, controller manager, API server, etcd).
+  for pidfile in "$STATE"/members/*/realkube.pid; do
+    if [ -f "$pidfile" ]; then
+      pid=$(cat "$pidfile")
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+    fi
+  done
   rm -rf "$STATE"
   echo "local fleet stopped and removed"
 }
 
 case "${1:-}" in
-  up) up ;;
+  up) shift; up "$@" ;;
   status) status ;;
   env) env_lines ;;
   down) down ;;
-  *) echo "usage: $0 up|status|env|down" >&2; exit 2 ;;
+  *) echo "usage: $0 up [--kube]|status|env|down" >&2; exit 2 ;;
 esac
