@@ -62,11 +62,18 @@ fn secret_value(cluster: &RealCluster, name: &str, key: &str) -> String {
     cluster.kubectl_ok(&["get", "secret", name, "-n", "fleet-system", "-o", &format!("go-template={template}")])
 }
 
-/// The agent's command line from the Deployment's container, with the
-/// kubelet's `$(VAR)` expansion from its env (Secret keys included), and
-/// with what differs outside a pod replaced: the hub's endpoints, a local
-/// data dir, and the ServiceAccount's kubeconfig for `--in-cluster`.
-fn agent_args(cluster: &RealCluster, container: &Value, hub: &str, data_dir: &Path, kubeconfig: &Path) -> Vec<String> {
+/// The agent's environment and command line from the Deployment's
+/// container, as the kubelet makes them (Secret keys read, `$(VAR)`
+/// expanded), with what differs outside a pod replaced: the hub's
+/// endpoints, a local data dir, and the ServiceAccount's kubeconfig for
+/// `--in-cluster`.
+fn agent_process(
+    cluster: &RealCluster,
+    container: &Value,
+    hub: &str,
+    data_dir: &Path,
+    kubeconfig: &Path,
+) -> (Vec<(String, String)>, Vec<String>) {
     let mut env = Vec::new();
     for var in container["env"].as_array().into_iter().flatten() {
         let name = var["name"].as_str().unwrap_or_default().to_string();
@@ -96,7 +103,7 @@ fn agent_args(cluster: &RealCluster, container: &Value, hub: &str, data_dir: &Pa
             args.push(arg);
         }
     }
-    args
+    (env, args)
 }
 
 /// A kubeconfig acting as the ServiceAccount: a bound token from the
@@ -246,13 +253,14 @@ async fn the_member_install_runs_the_agent_with_no_more_than_its_roles() {
 
     let kubeconfig = scratch.path().join("fleet-agent.kubeconfig");
     service_account_kubeconfig(&cluster, &kubeconfig);
-    let agent_args = agent_args(&cluster, container, &hub.endpoints(), &scratch.path().join("data"), &kubeconfig);
+    let (agent_env, agent_args) =
+        agent_process(&cluster, container, &hub.endpoints(), &scratch.path().join("data"), &kubeconfig);
     assert!(agent_args.contains(&format!("--token={token}")), "the token comes from the Secret: {agent_args:?}");
     let log = scratch.path().join("agent.log");
     let _agent = AgentProcess(
         Command::new(binary("fleet-agent"))
             .args(&agent_args)
-            .env("RUST_LOG", "info")
+            .envs(agent_env)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("agent log"))
