@@ -314,6 +314,31 @@ async fn the_member_install_runs_the_agent_with_no_more_than_its_roles() {
         .collect();
     assert!(managers.contains(&"fleet-agent"), "written by server-side apply as fleet-agent: {settings}");
 
+    // An edit on the cluster is undone through the agent's watch of the
+    // kinds it placed (list and watch in its role): its periodic check
+    // comes only every 5 minutes on a Kubernetes cluster.
+    cluster.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "settings",
+        "-n",
+        "install-demo",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"greeting":"changed on the member"}}"#,
+    ]);
+    eventually("the edit undone well before the periodic check", Duration::from_secs(60), || async {
+        let settings = cluster.get("configmap", "install-demo", "settings").ok_or("the ConfigMap is gone")?;
+        match settings["data"]["greeting"].as_str() {
+            Some(g) if g.starts_with("placed by") => Ok(()),
+            other => Err(format!("greeting {other:?}")),
+        }
+    })
+    .await;
+    let log = agent_log();
+    assert!(!log.contains("cannot watch placed objects"), "the role lets the agent watch what it placed:\n{log}");
+
     // What the roles grant, and nothing around it.
     let sa = kubeconfig.as_path();
     for allowed in [
@@ -324,26 +349,26 @@ async fn the_member_install_runs_the_agent_with_no_more_than_its_roles() {
         &["create", "configmaps", "-n", "any"],
         &["patch", "deployments.apps", "-n", "any"],
         &["delete", "configmaps", "-n", "any"],
+        &["watch", "configmaps", "--all-namespaces"],
         &["get", "widgets.example.com", "-n", "any"],
     ] {
         assert!(can_i(&cluster, sa, allowed), "the agent may {allowed:?}");
     }
     for denied in [
         &["update", "deployments.apps", "-n", "any"][..],
-        &["list", "secrets", "--all-namespaces"],
-        &["watch", "configmaps", "-n", "any"],
-        &["watch", "nodes"],
+        &["update", "namespaces"],
+        &["deletecollection", "pods", "-n", "any"],
         &["bind", "clusterroles"],
         &["escalate", "clusterroles"],
         &["impersonate", "users"],
-        &["deletecollection", "pods", "-n", "any"],
+        &["impersonate", "serviceaccounts", "-n", "kube-system"],
+        &["get", "/metrics"],
     ] {
         assert!(!can_i(&cluster, sa, denied), "the agent may not {denied:?}");
     }
     // Real requests outside the roles fail: binding itself to cluster-admin
     // (create and patch on ClusterRoleBindings are not bind: the escalation
-    // check refuses), replacing an object (update), listing Secrets, acting
-    // as someone else.
+    // check refuses), replacing an object (update), acting as someone else.
     let escalate =
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: fleet-agent-admin}\n\
                     roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n\
@@ -351,9 +376,9 @@ async fn the_member_install_runs_the_agent_with_no_more_than_its_roles() {
     let said = refused(&cluster, sa, &["apply", "--server-side", "-f", "-"], Some(escalate));
     assert!(said.contains("not currently held"), "{said}");
     assert!(cluster.get("clusterrolebinding", "", "fleet-agent-admin").is_none());
-    let replace = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: install-demo}\ndata: {greeting: replaced}\n";
+    let replace =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: install-demo}\ndata: {greeting: replaced}\n";
     refused(&cluster, sa, &["replace", "-f", "-"], Some(replace));
-    refused(&cluster, sa, &["get", "secrets", "--all-namespaces"], None);
     refused(&cluster, sa, &["get", "namespaces", "--as", "someone-else"], None);
 
     // Narrowed to the kinds it places (the README's example), the agent
@@ -368,10 +393,11 @@ async fn the_member_install_runs_the_agent_with_no_more_than_its_roles() {
     })
     .await;
     assert!(can_i(&cluster, sa, &["patch", "deployments.apps", "-n", "install-demo"]));
-    // The broad role's indirect paths are closed: no subresources.
+    // The broad role's indirect paths are closed: no subresources, no Secrets.
     assert!(!can_i(&cluster, sa, &["create", "serviceaccounts/token", "-n", "kube-system"]));
     assert!(!can_i(&cluster, sa, &["create", "pods/exec", "-n", "install-demo"]));
     refused(&cluster, sa, &["create", "token", "default", "-n", "kube-system"], None);
+    refused(&cluster, sa, &["get", "secrets", "--all-namespaces"], None);
     apply_yaml(&hub, SECRET);
     let work = eventually("the Secret's apply fails with Forbidden in the Work", REAL_WAIT, || async {
         let works = list(&hub, "work", "kubernetes-fleet.io/parent-CRP=install-demo").await?;
