@@ -182,3 +182,21 @@ pub fn watch_unavailable(
     });
     (stop, worst, task)
 }
+
+/// One object read as admin through the first running node.
+pub async fn get_object(hub: &Hub, kind: &str, namespace: &str, name: &str) -> Result<Object, String> {
+    let mut admin = hub.client(hub.running()[0]).await;
+    get(&mut admin, kind, namespace, name).await.map_err(|e| e.to_string())
+}
+
+/// A placement's status entry of `cluster` (`placementStatuses[]`; `Null` if none).
+pub fn entry(placement: &Object, cluster: &str) -> serde_json::Value {
+    let statuses = placement.status().and_then(|s| s.get("placementStatuses")).cloned().unwrap_or_default();
+    statuses.as_array().into_iter().flatten().find(|e| e["clusterName"] == cluster).cloned().unwrap_or_default()
+}
+
+/// The item of object `kind`/`name` in an entry's list `field`
+/// (`failedPlacements`, `driftedPlacements`, `diffedPlacements`).
+pub fn listed<'a>(entry: &'a serde_json::Value, field: &str, kind: &str, name: &str) -> Option<&'a serde_json::Value> {
+    entry[field].as_array()?.iter().find(|p| p["kind"] == kind && p["name"] == name)
+}

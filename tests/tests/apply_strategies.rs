@@ -7,7 +7,7 @@
 
 use fleet_api::Object;
 use fleet_proto::fleet::{WatchEvent, WatchRequest};
-use fleet_tests::fleet::{apply_yaml, fleet_with, list, member_object, Member, WAIT};
+use fleet_tests::fleet::{apply_yaml, entry, fleet_with, list, listed, member_object, Member, WAIT};
 use fleet_tests::objects::{condition, get, kind};
 use fleet_tests::{eventually, Hub};
 use futures::StreamExt;
@@ -63,12 +63,6 @@ async fn placement(hub: &Hub, name: &str) -> Result<Object, String> {
     get(&mut admin, "crp", "", name).await.map_err(|e| e.to_string())
 }
 
-/// The placement's status entry of `cluster`.
-fn entry(crp: &Object, cluster: &str) -> Value {
-    let statuses = crp.status().and_then(|s| s.get("placementStatuses")).cloned().unwrap_or_default();
-    statuses.as_array().into_iter().flatten().find(|e| e["clusterName"] == cluster).cloned().unwrap_or_default()
-}
-
 /// (type, status, reason) of an entry's conditions, in order.
 fn conditions_of(entry: &Value) -> Vec<(String, String, String)> {
     let text = |c: &Value, k: &str| c[k].as_str().unwrap_or_default().to_string();
@@ -82,11 +76,6 @@ fn conditions_of(entry: &Value) -> Vec<(String, String, String)> {
 
 fn c(type_: &str, status: &str, reason: &str) -> (String, String, String) {
     (type_.into(), status.into(), reason.into())
-}
-
-/// The entry of object `name` in an entry's list `field` (failedPlacements...).
-fn listed<'a>(entry: &'a Value, field: &str, kind: &str, name: &str) -> Option<&'a Value> {
-    entry[field].as_array()?.iter().find(|p| p["kind"] == kind && p["name"] == name)
 }
 
 /// Waits until the placement's condition `suffix` has `status` at its generation.

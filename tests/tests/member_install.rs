@@ -12,10 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use fleet_api::Object;
-use fleet_tests::fleet::{apply_yaml, list, wait_joined};
+use fleet_tests::fleet::{apply_yaml, get_object, list, wait_joined};
 use fleet_tests::hub::binary;
-use fleet_tests::objects::{condition, get};
+use fleet_tests::objects::condition;
 use fleet_tests::realkube::RealCluster;
 use fleet_tests::{eventually, Hub, HubOptions};
 use serde_json::Value;
@@ -150,11 +149,6 @@ fn refused(cluster: &RealCluster, kubeconfig: &Path, args: &[&str], stdin: Optio
     said
 }
 
-async fn admin_get(hub: &Hub, kind: &str, namespace: &str, name: &str) -> Result<Object, String> {
-    let mut admin = hub.client(hub.running()[0]).await;
-    get(&mut admin, kind, namespace, name).await.map_err(|e| e.to_string())
-}
-
 const APP: &str = r#"
 apiVersion: v1
 kind: Namespace
@@ -272,7 +266,7 @@ async fn the_member_install_runs_the_agent_with_no_more_than_its_roles() {
     // It joins and reports the real Nodes (listing Nodes and Pods is all
     // its own role allows it to read).
     wait_joined(&hub, member).await;
-    let mc = admin_get(&hub, "mc", "", member).await.expect("member cluster");
+    let mc = get_object(&hub, "mc", "", member).await.expect("member cluster");
     let status = mc.status().cloned().unwrap_or_default();
     let property = |name: &str| status["properties"][name]["value"].as_str().unwrap_or_default().to_string();
     assert_eq!(property("kubernetes-fleet.io/node-count"), "2", "{status}");
@@ -283,7 +277,7 @@ async fn the_member_install_runs_the_agent_with_no_more_than_its_roles() {
     // Available, written with get, patch and delete only.
     apply_yaml(&hub, APP);
     eventually("install-demo Available", REAL_WAIT, || async {
-        let crp = admin_get(&hub, "crp", "", "install-demo").await?;
+        let crp = get_object(&hub, "crp", "", "install-demo").await?;
         match condition(&crp, "ClusterResourcePlacementAvailable") {
             Some(c) if c.0 == "True" && c.2 == crp.metadata.generation => Ok(()),
             other => {
@@ -425,7 +419,7 @@ async fn the_member_install_runs_the_agent_with_no_more_than_its_roles() {
     let applied = condition(&work, "Applied");
     assert!(applied.as_ref().is_some_and(|c| c.0 == "False"), "the Work is not applied: {applied:?}");
     let crp = eventually("the placement lists the Secret as failed", REAL_WAIT, || async {
-        let crp = admin_get(&hub, "crp", "", "install-demo").await?;
+        let crp = get_object(&hub, "crp", "", "install-demo").await?;
         let statuses = crp.status().and_then(|s| s.get("placementStatuses")).cloned().unwrap_or_default();
         let failed: Vec<Value> = statuses
             .as_array()

@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 
 use fleet_api::Object;
-use fleet_tests::fleet::{apply_yaml, fleet, list, member_object, member_yaml, watch_unavailable, Member, WAIT};
+use fleet_tests::fleet::{apply_yaml, entry, fleet, list, member_object, member_yaml, watch_unavailable, Member, WAIT};
 use fleet_tests::objects::{condition, get};
 use fleet_tests::{eventually, Hub};
 use serde_json::Value;
@@ -50,12 +50,6 @@ fn v(value: serde_json::Value) -> Value {
 async fn crp(hub: &Hub) -> Object {
     let mut admin = hub.client(hub.running()[0]).await;
     get(&mut admin, "crp", "", "web").await.expect("crp web")
-}
-
-/// The per-cluster entry of the placement's status for `cluster`.
-fn entry(crp: &Object, cluster: &str) -> Value {
-    let statuses = crp.status().and_then(|s| s.get("placementStatuses")).cloned().unwrap_or_default();
-    statuses.as_array().into_iter().flatten().find(|e| e["clusterName"] == cluster).cloned().unwrap_or_default()
 }
 
 fn cluster_condition(entry: &Value, type_: &str) -> (String, String, String) {

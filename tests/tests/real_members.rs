@@ -4,8 +4,8 @@
 //! member is read back with kubectl from the real API server.
 
 use fleet_api::Object;
-use fleet_tests::fleet::{apply_yaml, wait_joined, WAIT};
-use fleet_tests::objects::{condition, get};
+use fleet_tests::fleet::{apply_yaml, entry, get_object, listed, wait_joined, WAIT};
+use fleet_tests::objects::condition;
 use fleet_tests::realkube::{ClusterOptions, RealCluster};
 use fleet_tests::{eventually, Hub, HubOptions};
 use serde_json::Value;
@@ -61,29 +61,18 @@ fn join(hub: &mut Hub, name: &str, labels: &str, agent_args: &[&str]) {
     hub.start_agent(name, agent_args);
 }
 
-async fn admin_get(hub: &Hub, kind: &str, namespace: &str, name: &str) -> Result<Object, String> {
-    let mut admin = hub.client(hub.running()[0]).await;
-    get(&mut admin, kind, namespace, name).await.map_err(|e| e.to_string())
-}
-
 /// Waits until placement `name`'s condition `ClusterResourcePlacement<suffix>`
 /// has `status` at its current generation.
 async fn wait_placement(hub: &Hub, name: &str, suffix: &str, status: &str) -> Object {
     let type_ = format!("ClusterResourcePlacement{suffix}");
     eventually(&format!("{name}: {type_}={status}"), REAL_WAIT, || async {
-        let crp = admin_get(hub, "crp", "", name).await?;
+        let crp = get_object(hub, "crp", "", name).await?;
         match condition(&crp, &type_) {
             Some(c) if c.0 == status && c.2 == crp.metadata.generation => Ok(crp),
             other => Err(format!("{other:?}: {}", serde_json::to_string(&crp.status()).unwrap_or_default())),
         }
     })
     .await
-}
-
-/// The placement's status entry of `cluster`.
-fn entry(crp: &Object, cluster: &str) -> Value {
-    let statuses = crp.status().and_then(|s| s.get("placementStatuses")).cloned().unwrap_or_default();
-    statuses.as_array().into_iter().flatten().find(|e| e["clusterName"] == cluster).cloned().unwrap_or_default()
 }
 
 /// A PickAll CRP of the namespaces `namespaces` with `strategy` (YAML lines under `strategy:`).
@@ -209,7 +198,7 @@ async fn a_real_cluster_joins_runs_workloads_and_lets_them_go_with_their_placeme
     let cluster = fleet.cluster("kube-1");
 
     // Properties from the real Nodes and the API server.
-    let mc = admin_get(hub, "mc", "", "kube-1").await.expect("member cluster");
+    let mc = get_object(hub, "mc", "", "kube-1").await.expect("member cluster");
     let status = mc.status().cloned().unwrap_or_default();
     let property = |name: &str| status["properties"][name]["value"].as_str().unwrap_or_default().to_string();
     assert_eq!(property("kubernetes-fleet.io/node-count"), "2", "{status}");
@@ -240,7 +229,7 @@ async fn a_real_cluster_joins_runs_workloads_and_lets_them_go_with_their_placeme
 
     // The Pods' requests show in the member's available CPU (8 - 2 × 500m).
     eventually("kube-1's available cpu counts the web Pods", REAL_WAIT, || async {
-        let mc = admin_get(hub, "mc", "", "kube-1").await?;
+        let mc = get_object(hub, "mc", "", "kube-1").await?;
         let available = mc.status().map(|s| s["resourceUsage"]["available"]["cpu"].clone()).unwrap_or_default();
         if available == "7" {
             Ok(())
@@ -271,7 +260,7 @@ async fn a_real_cluster_joins_runs_workloads_and_lets_them_go_with_their_placeme
     })
     .await;
     let huge = eventually("huge reports giant not available", REAL_WAIT, || async {
-        let crp = admin_get(hub, "crp", "", "huge").await?;
+        let crp = get_object(hub, "crp", "", "huge").await?;
         let failed = entry(&crp, "kube-1")["failedPlacements"].clone();
         let listed = failed.as_array().into_iter().flatten().any(|f| f["kind"] == "Deployment" && f["name"] == "giant");
         if listed {
@@ -291,7 +280,7 @@ async fn a_real_cluster_joins_runs_workloads_and_lets_them_go_with_their_placeme
     wait_member(cluster, "namespace", "", "shop", "finalized and gone", |ns| ns.is_none()).await;
     assert!(cluster.get("deployment", "shop", "web").is_none());
     eventually("the shop placement and its Work are gone from the hub", WAIT, || async {
-        match admin_get(hub, "crp", "", "shop").await {
+        match get_object(hub, "crp", "", "shop").await {
             Err(e) if e.contains("not found") || e.contains("NotFound") => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -310,15 +299,10 @@ fn namespace_with(namespace: &str, configmaps: &[(&str, &str)]) -> String {
     yaml
 }
 
-/// The entry of object `name` in an entry's list `field` (failedPlacements...).
-fn listed<'a>(entry: &'a Value, field: &str, kind: &str, name: &str) -> Option<&'a Value> {
-    entry[field].as_array()?.iter().find(|p| p["kind"] == kind && p["name"] == name)
-}
-
 /// Waits until `kube-1`'s entry of placement `name` satisfies `check`.
 async fn wait_entry(hub: &Hub, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
     eventually(&format!("{name}: {what}"), REAL_WAIT, || async {
-        let crp = admin_get(hub, "crp", "", name).await?;
+        let crp = get_object(hub, "crp", "", name).await?;
         let e = entry(&crp, "kube-1");
         if check(&e) {
             Ok(e)
@@ -573,7 +557,7 @@ async fn a_crd_its_resources_an_envelope_and_an_override_roll_out_in_stages_over
 
     apply_yaml(hub, &catalog());
     eventually("the staged run succeeded", REAL_WAIT, || async {
-        let run = admin_get(hub, "csur", "", "catalog-v1").await?;
+        let run = get_object(hub, "csur", "", "catalog-v1").await?;
         match condition(&run, "Succeeded") {
             Some(c) if c.0 == "True" => Ok(()),
             other => Err(format!("{other:?}: {}", serde_json::to_string(&run.status()).unwrap_or_default())),
@@ -607,7 +591,7 @@ async fn a_crd_its_resources_an_envelope_and_an_override_roll_out_in_stages_over
     assert!(fleet_tests::fleet::member_has(hub, "sim-1", "role", "catalog", "widget-editor"));
 
     // The real cluster finished its stage before the embedded one started.
-    let run = admin_get(hub, "csur", "", "catalog-v1").await.expect("run");
+    let run = get_object(hub, "csur", "", "catalog-v1").await.expect("run");
     let stages = run.status().map(|s| s["stagesStatus"].clone()).unwrap_or_default();
     let time = |stage: usize, type_: &str| {
         stages[stage]["conditions"]
