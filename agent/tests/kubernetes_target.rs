@@ -114,10 +114,16 @@ async fn errors_become_target_errors() {
     apply(&target, &namespace()).await;
 
     // 5xx: Unavailable.
-    double.fail_next(1, 500, "InternalError", "etcdserver: request timed out");
+    double.fail_next("/api/v1/nodes", 1, 500, "InternalError", "etcdserver: request timed out");
     let e = target.report().await.unwrap_err();
     assert!(matches!(&e, TargetError::Unavailable(m) if m.contains("etcdserver")), "{e}");
-    double.fail_next(1, 409, "Conflict", "Operation cannot be fulfilled: the object has been modified");
+    double.fail_next(
+        "/api/v1/namespaces/demo",
+        1,
+        409,
+        "Conflict",
+        "Operation cannot be fulfilled: the object has been modified",
+    );
     let e = target.get(&id_of(&namespace())).await.unwrap_err();
     assert!(matches!(e, TargetError::Conflict(_)), "{e}");
 

@@ -251,8 +251,18 @@ mod tests {
         .await
         .unwrap();
         assert!(matches!(refused, Err(AgentError::Target(TargetError::Invalid(m))) if m.contains("forbidden")));
+        // The agent removes a claimed request only after writing its answer
+        // (so a crash between the two loses no answer): the client can have
+        // its answer a moment before the claim is gone.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let left = loop {
+            let left: Vec<_> = fs::read_dir(inbox_dir(dir.path())).unwrap().collect();
+            if left.is_empty() || tokio::time::Instant::now() >= deadline {
+                break left;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
         server.abort();
-        let left: Vec<_> = fs::read_dir(inbox_dir(dir.path())).unwrap().collect();
         assert!(left.is_empty(), "every file collected: {left:?}");
     }
 

@@ -127,8 +127,10 @@ pub struct State {
     pub objects: BTreeMap<Key, Stored>,
     pub resource_version: u64,
     pub requests: Vec<Recorded>,
-    /// Injected failures: (code, reason, message), one per request.
-    pub failures: VecDeque<(u16, String, String)>,
+    /// Injected failures: (path, code, reason, message), each for the next
+    /// request to that path (other requests, such as the target's own
+    /// watches in the background, do not take them).
+    pub failures: VecDeque<(String, u16, String, String)>,
     pub address: String,
 }
 
@@ -175,8 +177,11 @@ async fn serve_request(AxumState(state): AxumState<Arc<Mutex<State>>>, request: 
     let (code, answer) = {
         let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
         state.requests.push(recorded.clone());
-        match state.failures.pop_front() {
-            Some((code, reason, message)) => (code, api::status(code, &reason, &message, json!({}))),
+        match state.failures.iter().position(|(path, ..)| *path == recorded.path) {
+            Some(i) => {
+                let (_, code, reason, message) = state.failures.remove(i).unwrap_or_default();
+                (code, api::status(code, &reason, &message, json!({})))
+            }
             None => api::handle(&mut state, &recorded),
         }
     };
@@ -236,11 +241,11 @@ impl ApiServerDouble {
         std::mem::take(&mut self.lock().requests)
     }
 
-    /// The next `count` requests fail with this status.
-    pub fn fail_next(&self, count: usize, code: u16, reason: &str, message: &str) {
+    /// The next `count` requests to `path` fail with this status.
+    pub fn fail_next(&self, path: &str, count: usize, code: u16, reason: &str, message: &str) {
         let mut state = self.lock();
         for _ in 0..count {
-            state.failures.push_back((code, reason.to_string(), message.to_string()));
+            state.failures.push_back((path.to_string(), code, reason.to_string(), message.to_string()));
         }
     }
 
