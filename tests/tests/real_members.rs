@@ -449,6 +449,31 @@ async fn apply_strategies_hold_on_a_real_cluster_edited_with_kubectl() {
     let failed = listed(&e, "failedPlacements", "ConfigMap", "cfg").cloned().unwrap_or_default();
     assert!(failed["condition"]["message"].as_str().unwrap_or_default().contains("conflict"), "{failed}");
     assert_eq!(data_of(cluster, "ssa", "cfg")["k"], "ops");
+
+    // Co-ownership: an object another owner holds (an ownerReference to a
+    // real object, which the garbage collector honours) is applied only
+    // with allowCoOwnership, and keeps its owner.
+    cluster.apply(&namespace_with("owned", &[("owner", "{k: theirs}")]));
+    let owner_uid =
+        cluster.get("configmap", "owned", "owner").map(|o| o["metadata"]["uid"].clone()).unwrap_or_default();
+    cluster.apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: owned\n  ownerReferences: [{{apiVersion: v1, kind: ConfigMap, name: owner, uid: {owner_uid}}}]\ndata: {{k: member}}\n"
+    ));
+    apply_yaml(hub, &namespace_with("owned", &[("cfg", "{k: hub}")]));
+    apply_yaml(hub, &crp("owned", &["owned"], &strategy("{allowCoOwnership: false}")));
+    let e = wait_entry(hub, "owned", "co-ownership refused", |e| {
+        listed(e, "failedPlacements", "ConfigMap", "cfg").is_some()
+    })
+    .await;
+    let failed = listed(&e, "failedPlacements", "ConfigMap", "cfg").cloned().unwrap_or_default();
+    assert_eq!(failed["condition"]["reason"], "CoOwnershipNotAllowed", "{failed}");
+    assert_eq!(data_of(cluster, "owned", "cfg")["k"], "member");
+    apply_yaml(hub, &crp("owned", &["owned"], &strategy("{allowCoOwnership: true}")));
+    wait_placement(hub, "owned", "Available", "True").await;
+    let cfg = cluster.get("configmap", "owned", "cfg").expect("cfg");
+    assert_eq!(cfg["data"]["k"], "hub");
+    assert!(owner_of(&cfg).is_some(), "{cfg}");
+    assert_eq!(cfg["metadata"]["ownerReferences"][0]["uid"], owner_uid, "the other owner is kept: {cfg}");
 }
 
 /// A cluster-scoped CustomResourceDefinition and its namespaced kind.
