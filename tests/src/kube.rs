@@ -126,9 +126,28 @@ fn spawn_line_reader(child: &mut Child) -> Receiver<String> {
     rx
 }
 
+/// Fails the test at once when Python's official `kubernetes` client is
+/// missing (else a script dies with an import error and the test times out
+/// waiting for its lines).
+pub fn require_python_client() {
+    let found = Command::new("python3")
+        .args(["-c", "import kubernetes"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "Python's official Kubernetes client is not installed: pip install kubernetes (tests/run.sh installs it)"
+    );
+}
+
 impl Stream {
-    /// Starts `python3 SCRIPT ARGS...` with its stdout read line by line.
+    /// Starts `python3 SCRIPT ARGS...` with its stdout read line by line
+    /// (failing at once, naming the package, without the official client).
     pub fn python(script: &str, args: &[&str]) -> Stream {
+        require_python_client();
         let mut child = Command::new("python3")
             .arg("-c")
             .arg(script)

@@ -824,6 +824,7 @@ for event in stream.stream(v1.list_namespaced_config_map, "diff", label_selector
         print(json.dumps({"type": event["type"], "data": event["object"].data}), flush=True)
         stream.stop()
 "#;
+    fleet_tests::kube::require_python_client();
     let out = Command::new("python3")
         .arg("-c")
         .arg(SCRIPT)
