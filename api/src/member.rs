@@ -72,6 +72,33 @@ pub struct MemberClusterSpec {
     pub heartbeat_period_seconds: Option<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
+    /// How a DELETE of this MemberCluster is checked, as in KubeFleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_options: Option<DeleteOptions>,
+}
+
+/// `spec.deleteOptions.validationMode` values, KubeFleet's.
+pub const DELETE_VALIDATION_MODES: &[&str] = &[DELETE_VALIDATION_SKIP, DELETE_VALIDATION_STRICT];
+/// Skip the checks made before the MemberCluster may be deleted.
+pub const DELETE_VALIDATION_SKIP: &str = "Skip";
+/// Make the checks before the MemberCluster may be deleted (the default).
+pub const DELETE_VALIDATION_STRICT: &str = "Strict";
+
+/// `spec.deleteOptions` of a MemberCluster.
+///
+/// KubeFleet's hub webhook, in `Strict` mode, refuses the DELETE while the
+/// member's namespace holds live InternalServiceExports (fleet-networking);
+/// `Skip` lets it through. Fleet has no fleet-networking objects, so there is
+/// nothing for `Strict` to find: both modes delete alike. The field is
+/// validated, defaulted and kept so KubeFleet manifests apply unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+// Work has its own `DeleteOptions`; one OpenAPI document holds both.
+#[schemars(rename = "MemberClusterDeleteOptions")]
+pub struct DeleteOptions {
+    /// Mode of validation on delete: "Skip" or "Strict". Default is Strict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_mode: Option<String>,
 }
 
 impl MemberClusterSpec {
@@ -159,8 +186,8 @@ pub fn new_member_cluster(name: &str) -> Object {
 }
 
 /// Validates and defaults a MemberCluster: known fields only, heartbeat
-/// period in range (default 60), taints with a known effect, and the
-/// member-name label.
+/// period in range (default 60), taints with a known effect, a known
+/// `deleteOptions.validationMode` (default Strict), and the member-name label.
 pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     let mut errors = Vec::new();
     let raw = object.spec().cloned().unwrap_or(Value::Object(Default::default()));
@@ -187,6 +214,18 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
         if !TAINT_EFFECTS.contains(&taint.effect.as_str()) {
             errors.push(FieldError::not_supported(format!("{path}.effect"), quote(&taint.effect), TAINT_EFFECTS));
         }
+    }
+    if let Some(options) = spec.delete_options.as_mut() {
+        let mode_path = "spec.deleteOptions.validationMode";
+        crate::validation::check_enum(
+            &mut errors,
+            mode_path,
+            options.validation_mode.as_deref(),
+            DELETE_VALIDATION_MODES,
+        );
+        // KubeFleet's CRD defaults the mode once `deleteOptions` is given;
+        // doing the same keeps a read-back identical to KubeFleet's.
+        options.validation_mode.get_or_insert_with(|| DELETE_VALIDATION_STRICT.to_string());
     }
     ValidationError::check(&object.kind, &object.metadata.name, errors)?;
     object.rest.insert("spec".into(), encode(&spec));
@@ -260,5 +299,38 @@ mod tests {
         let mut o = mc(json!({"heartbeatPeriod": 5}));
         let e = prepare(&mut o).unwrap_err().to_string();
         assert!(e.contains("heartbeatPeriod") && e.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn delete_options_take_kubefleets_modes_and_default_to_strict() {
+        let mut o = mc(json!({"deleteOptions": {"validationMode": "Skip"}}));
+        prepare(&mut o).unwrap();
+        let options = spec_of(&o).delete_options.unwrap();
+        assert_eq!(options.validation_mode.as_deref(), Some("Skip"));
+
+        let mut o = mc(json!({"deleteOptions": {}}));
+        prepare(&mut o).unwrap();
+        let options = spec_of(&o).delete_options.unwrap();
+        assert_eq!(options.validation_mode.as_deref(), Some("Strict"));
+
+        // Absent stays absent, as KubeFleet's CRD defaults only inside the object.
+        let mut o = mc(json!({}));
+        prepare(&mut o).unwrap();
+        assert_eq!(spec_of(&o).delete_options, None);
+        assert!(o.spec().and_then(|s| s.get("deleteOptions")).is_none());
+
+        let mut o = mc(json!({"deleteOptions": {"validationMode": "Lenient"}}));
+        let e = prepare(&mut o).unwrap_err().to_string();
+        assert!(e.contains("MemberCluster \"east-1\""), "{e}");
+        assert!(
+            e.contains(
+                "spec.deleteOptions.validationMode: Unsupported value: \"Lenient\": supported values: \"Skip\", \"Strict\""
+            ),
+            "{e}"
+        );
+
+        let mut o = mc(json!({"deleteOptions": {"propagationPolicy": "Orphan"}}));
+        let e = prepare(&mut o).unwrap_err().to_string();
+        assert!(e.contains("propagationPolicy") && e.contains("unknown field"), "{e}");
     }
 }

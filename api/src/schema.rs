@@ -220,6 +220,23 @@ mod tests {
     }
 
     #[test]
+    fn a_member_cluster_spec_describes_its_delete_options() {
+        let mut generator = openapi_generator();
+        let schemas = kind_schemas(&mut generator, FLEET_CLUSTER_GROUP, "MemberCluster").expect("typed");
+        let spec = serde_json::to_value(schemas.spec.expect("spec")).expect("json");
+        assert_eq!(spec["$ref"], "#/components/schemas/MemberClusterSpec");
+        // Work's DeleteOptions in the same document must not take its place.
+        kind_schemas(&mut generator, FLEET_PLACEMENT_GROUP, "Work").expect("typed");
+        let defs = definitions(generator);
+        let options = &defs["MemberClusterSpec"]["properties"]["deleteOptions"];
+        assert_eq!(options["allOf"][0]["$ref"], "#/components/schemas/MemberClusterDeleteOptions", "{options}");
+        let mode = &defs["MemberClusterDeleteOptions"]["properties"]["validationMode"];
+        assert_eq!(mode["type"], "string", "{mode}");
+        assert!(mode["description"].as_str().unwrap_or_default().contains("Strict"), "{mode}");
+        assert!(defs["DeleteOptions"]["properties"].get("propagationPolicy").is_some());
+    }
+
+    #[test]
     fn untyped_kinds_have_no_schemas() {
         let mut generator = openapi_generator();
         assert!(kind_schemas(&mut generator, "apps", "Deployment").is_none());

@@ -277,6 +277,11 @@ async fn kubectl_explains_validates_pages_reviews_and_resumes_watches() {
     assert!(ocm.contains("numberOfClusters") && ocm.contains("How many clusters to choose"), "{ocm}");
     let cro = explain(&["clusterresourceoverride.spec.policy"]);
     assert!(cro.contains("overrideRules <[]OverrideRule>"), "{cro}");
+    let delete_options = explain(&["membercluster.spec.deleteOptions"]);
+    assert!(
+        delete_options.contains("validationMode <string>") && delete_options.contains("Strict"),
+        "{delete_options}"
+    );
 
     // fieldValidation: Strict refuses an unknown field, Warn drops it with a warning, Ignore drops it.
     // kubectl create NAMESPACE|CONFIGMAP sends protobuf, which the hub does not read: a clear 415.

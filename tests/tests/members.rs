@@ -541,3 +541,45 @@ async fn a_steady_member_heartbeats_without_writing_to_the_hub() {
     let after = applied_index(&hub).await;
     assert!(after - before <= 1, "{} Raft entries from 5 heartbeats of an idle member", after - before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_options_are_validated_kept_shown_and_the_member_still_leaves() {
+    let mut hub = Hub::start(HubOptions::default()).await;
+    let mc = |mode: &str| {
+        format!(
+            "apiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata: {{name: east}}\n\
+             spec:\n  heartbeatPeriodSeconds: 1\n  deleteOptions: {{validationMode: {mode}}}\n"
+        )
+    };
+    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&mc("Lenient")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "an unknown mode was accepted");
+    assert!(stderr.contains("MemberCluster") && stderr.contains("east"), "names the object: {stderr}");
+    assert!(stderr.contains("spec.deleteOptions.validationMode"), "names the field: {stderr}");
+    assert!(stderr.contains("\"Lenient\"") && stderr.contains("\"Skip\", \"Strict\""), "value and allowed: {stderr}");
+
+    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&mc("Skip")));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    hub.start_agent("east", &[]);
+    wait_condition(&hub, "mc", "", "east", "Joined", "True").await;
+    let mut admin = hub.client(hub.running()[0]).await;
+    let stored = get(&mut admin, "mc", "", "east").await.expect("member cluster");
+    let mode = stored.spec().and_then(|s| s.pointer("/deleteOptions/validationMode")).cloned();
+    assert_eq!(mode, Some(json!("Skip")), "kept as written: {:?}", stored.spec());
+
+    let out = hub.fleetctl(&["describe", "mc", "east"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("Delete Options") && text.contains("Validation Mode") && text.contains("Skip"), "{text}");
+
+    // Fleet has no fleet-networking objects for Strict to wait on: either
+    // mode deletes, and the member leaves as without deleteOptions.
+    let out = hub.fleetctl(&["delete", "mc", "east"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let status = eventually("the agent to stop", WAIT, || {
+        let exit = hub.agent_exit("east");
+        async move { exit.ok_or_else(|| "still running".to_string()) }
+    })
+    .await;
+    assert!(status.success(), "the agent leaves cleanly: {status}\n{}", hub.agent_log_tail("east"));
+}
