@@ -200,3 +200,29 @@ async fn a_members_work_status_is_validated_and_size_limited_like_any_write() {
     let stored: serde_json::Value = serde_json::from_slice(&stored.object).unwrap_or_default();
     assert_eq!(stored["status"]["conditions"][0]["reason"], "AllApplied");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pick_fixed_placement_with_no_cluster_names_is_refused_as_kubefleet_does() {
+    let hub = Hub::start(HubOptions::default()).await;
+    let crp = |names: &str| {
+        format!(
+            "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacement\nmetadata: {{name: fixed}}\n\
+             spec:\n  resourceSelectors: [{{group: \"\", version: v1, kind: Namespace, name: app}}]\n\
+             \x20 policy:\n    placementType: PickFixed\n{names}"
+        )
+    };
+    for names in ["    clusterNames: []\n", ""] {
+        let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&crp(names)));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "PickFixed without names was accepted: {names:?}");
+        assert!(stderr.contains("ClusterResourcePlacement") && stderr.contains("fixed"), "{stderr}");
+        assert!(stderr.contains("spec.policy.clusterNames: Required value"), "{stderr}");
+    }
+    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&crp("    clusterNames: [east]\n")));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Emptying the list later is refused too: no scale-to-zero through PickFixed.
+    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&crp("    clusterNames: []\n")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "emptying clusterNames was accepted");
+    assert!(stderr.contains("spec.policy.clusterNames: Required value"), "{stderr}");
+}

@@ -82,7 +82,9 @@ fn validate_policy(errors: &mut Vec<FieldError>, policy: &PlacementPolicy) {
     let fixed = kind == PICK_FIXED;
     let pick_n = kind == PICK_N;
 
-    // clusterNames: PickFixed only, required there.
+    // clusterNames: PickFixed only, required there. KubeFleet's webhook
+    // refuses an empty list for PickFixed on create and update, so a
+    // PickFixed placement cannot be scaled to zero by emptying it.
     let names_path = "spec.policy.clusterNames";
     if fixed {
         if policy.cluster_names.is_empty() {
