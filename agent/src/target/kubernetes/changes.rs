@@ -13,16 +13,6 @@
 //!   version each apply produced is remembered, and its echo is skipped.
 //! - Whenever events may have been missed (a watch that failed or expired),
 //!   a [`Change::Resync`] asks for every Work to be checked.
-//! - The objects the events show are kept ([`Changes::latest`]), so reading
-//!   a placed object costs no request once its kind is watched — the
-//!   informer pattern: any later change on the server arrives as an event,
-//!   which both refreshes the copy and brings the Work back. A copy is
-//!   dropped when the agent writes or deletes the object (until the echo of
-//!   that write arrives the server is asked), when the object loses Fleet's
-//!   owner annotation or goes, and when a watch has a gap. An event older
-//!   than the agent's own last write is not kept; `resourceVersion`s are
-//!   compared as the integers etcd-backed servers hand out, and an object
-//!   whose version is not one is never kept.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -54,20 +44,12 @@ pub(crate) struct Changes {
     followed: Mutex<HashSet<(String, String, String)>>,
     /// The `resourceVersion` each object had after the agent last wrote it.
     written: Mutex<HashMap<ResourceId, String>>,
-    /// Placed objects as the watches last showed them.
-    seen: Mutex<HashMap<ResourceId, Object>>,
 }
 
 impl Default for Changes {
     fn default() -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
-        Changes {
-            sender,
-            receiver: Mutex::new(Some(receiver)),
-            followed: Mutex::default(),
-            written: Mutex::default(),
-            seen: Mutex::default(),
-        }
+        Changes { sender, receiver: Mutex::new(Some(receiver)), followed: Mutex::default(), written: Mutex::default() }
     }
 }
 
@@ -81,35 +63,9 @@ impl Changes {
         lock(&self.receiver).take()
     }
 
-    /// Remembers the version an apply of `id` produced (its echo is
-    /// skipped); the server is asked for the object until that echo arrives.
+    /// Remembers the version an apply of `id` produced (its echo is skipped).
     pub(crate) fn wrote(&self, id: ResourceId, resource_version: &str) {
-        lock(&self.seen).remove(&id);
         lock(&self.written).insert(id, resource_version.to_string());
-    }
-
-    /// Forgets the copy of an object the agent is deleting.
-    pub(crate) fn deleting(&self, id: &ResourceId) {
-        lock(&self.seen).remove(id);
-    }
-
-    /// The object as the watch of its kind last showed it, if that is
-    /// current as far as the agent knows (`None`: ask the server).
-    pub(crate) fn latest(&self, id: &ResourceId) -> Option<Object> {
-        lock(&self.seen).get(id).cloned()
-    }
-
-    /// Takes in the object of one event (see the module docs).
-    fn observe(&self, object: &Object, deleted: bool) {
-        let id = ResourceId::of(object);
-        let version = object.metadata.resource_version.parse::<u64>().ok();
-        let ours = lock(&self.written).get(&id).and_then(|v| v.parse::<u64>().ok());
-        let mut seen = lock(&self.seen);
-        if deleted || !object.metadata.annotations.contains_key(OWNER_ANNOTATION) || version.is_none() {
-            seen.remove(&id);
-        } else if version >= ours {
-            seen.insert(id, object.clone());
-        }
     }
 
     /// Follows `resource`'s kind from now on (once; later calls do nothing).
@@ -131,18 +87,6 @@ impl Changes {
         (!own_echo).then(|| owner.clone())
     }
 
-    /// Takes in one event's object: moves `version` on, keeps or drops the
-    /// copy, and sends its Work if the change is news. `false` once nobody
-    /// listens any more.
-    fn take_in(&self, object: &Object, deleted: bool, version: &mut Option<String>) -> bool {
-        *version = Some(object.metadata.resource_version.clone());
-        self.observe(object, deleted);
-        match self.owner_of_news(object) {
-            Some(owner) => self.send(Change::Work(owner)),
-            None => true,
-        }
-    }
-
     fn send(&self, change: Change) -> bool {
         self.sender.send(change).is_ok()
     }
@@ -161,11 +105,8 @@ async fn follow_collection(client: kube::Client, collection: String, changes: st
             None => match current_version(&client, &collection).await {
                 Ok(v) => {
                     // Anything between the last event seen and now was missed.
-                    if !first {
-                        lock(&shared.seen).clear();
-                        if !shared.send(Change::Resync) {
-                            return;
-                        }
+                    if !first && !shared.send(Change::Resync) {
+                        return;
                     }
                     first = false;
                     v
@@ -204,14 +145,12 @@ async fn follow_collection(client: kube::Client, collection: String, changes: st
         version = Some(start);
         loop {
             match events.try_next().await {
-                Ok(Some(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
-                    if !shared.take_in(&o, false, &mut version) {
-                        return;
-                    }
-                }
-                Ok(Some(WatchEvent::Deleted(o))) => {
-                    if !shared.take_in(&o, true, &mut version) {
-                        return;
+                Ok(Some(WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o))) => {
+                    version = Some(o.metadata.resource_version.clone());
+                    if let Some(owner) = shared.owner_of_news(&o) {
+                        if !shared.send(Change::Work(owner)) {
+                            return;
+                        }
                     }
                 }
                 Ok(Some(WatchEvent::Bookmark(b))) => version = Some(b.metadata.resource_version),
@@ -268,38 +207,6 @@ mod tests {
             changes.owner_of_news(&config_map("8", Some("fleet-member-a/w"))).as_deref(),
             Some("fleet-member-a/w")
         );
-    }
-
-    #[test]
-    fn a_placed_object_is_served_from_the_watch_only_when_not_older_than_the_agents_write() {
-        let changes = Changes::default();
-        let id = ResourceId::of(&config_map("7", None));
-        changes.observe(&config_map("7", None), false);
-        assert_eq!(changes.latest(&id), None, "not placed by Fleet: always asked");
-        changes.observe(&config_map("7", Some("ns/w")), false);
-        assert_eq!(changes.latest(&id).map(|o| o.metadata.resource_version), Some("7".into()));
-
-        // The agent writes version 9: asked again until an event at 9 or later.
-        changes.wrote(id.clone(), "9");
-        assert_eq!(changes.latest(&id), None);
-        changes.observe(&config_map("8", Some("ns/w")), false);
-        assert_eq!(changes.latest(&id), None, "an event from before the write is stale");
-        changes.observe(&config_map("9", Some("ns/w")), false);
-        assert_eq!(changes.latest(&id).map(|o| o.metadata.resource_version), Some("9".into()));
-
-        // Fleet's annotation removed, or the object deleted: asked again.
-        changes.observe(&config_map("10", None), false);
-        assert_eq!(changes.latest(&id), None);
-        changes.observe(&config_map("11", Some("ns/w")), false);
-        changes.observe(&config_map("12", Some("ns/w")), true);
-        assert_eq!(changes.latest(&id), None);
-        // A version that is not an integer is never served from the copy.
-        changes.observe(&config_map("a1", Some("ns/w")), false);
-        assert_eq!(changes.latest(&id), None);
-        // Nor one the agent is deleting.
-        changes.observe(&config_map("13", Some("ns/w")), false);
-        changes.deleting(&id);
-        assert_eq!(changes.latest(&id), None);
     }
 
     #[test]

@@ -21,9 +21,7 @@
 //!   (ReplicaSets, Pods) afterwards, as `kubectl delete` does; a Work that
 //!   puts the object back does not meet a half-deleted one.
 //! - Every kind it applied is watched (`changes.rs`): a change on the
-//!   cluster to an object Fleet placed brings its Work back at once, and
-//!   [`Target::get`] answers from what the watch showed (no request) when
-//!   that is newer than the agent's own last write.
+//!   cluster to an object Fleet placed brings its Work back at once.
 //! - Availability is judged by the shared [`crate::target::availability`]
 //!   function over the objects [`Target::get`] returns.
 //! - The heartbeat report comes from the cluster's nodes and unfinished pods,
@@ -238,10 +236,6 @@ impl Target for KubernetesTarget {
     }
 
     async fn get(&self, id: &ResourceId) -> Result<Option<Object>, TargetError> {
-        // A placed object its kind's watch has shown since the agent's last write.
-        if let Some(seen) = self.changes.latest(id) {
-            return Ok(Some(seen));
-        }
         match self.locate(id, "get").await? {
             Some(located) => self.read(&located, id).await,
             None => Ok(None),
@@ -253,7 +247,6 @@ impl Target for KubernetesTarget {
             // The kind is not served (its CRD is gone): nothing of it exists.
             return Ok(false);
         };
-        self.changes.deleting(id);
         let params =
             DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..DeleteParams::default() };
         let request = kube::core::Request::new(&located.collection)
