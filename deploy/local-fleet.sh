@@ -141,7 +141,9 @@ start_clusters() {
   local go m name region nodes dir
   go=$(go_binary)
   echo "building realkube (first time: several minutes)..."
-  (cd realkube && "$go" build -o "$REALKUBE" .)
+  # build.sh stamps the pinned Kubernetes release into the binary (the
+  # tests build the same file the same way, so neither relinks the other's).
+  PATH="$(dirname "$go"):$PATH" realkube/build.sh "$REALKUBE"
   for m in "${MEMBERS[@]}"; do
     read -r name region nodes <<<"$m"
     dir=$STATE/members/$name

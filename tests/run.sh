@@ -36,7 +36,7 @@ fi
 command -v go >/dev/null || { say "the Go toolchain is missing: the real-cluster tests need go 1.26 or newer"; exit 1; }
 go version
 start=$(date +%s)
-realkube/build.sh target/realkube/realkube
+realkube/build.sh "$PWD/target/realkube/realkube"
 echo "realkube built in $(( $(date +%s) - start )) s"
 
 cargo build --workspace --bins
