@@ -245,6 +245,10 @@ pub const K8S_VERSION_PROPERTY: &str = "k8s.io/k8s-version";
 /// talks to, as KubeFleet's property providers name it.
 pub const CLUSTER_ENTRYPOINT_PROPERTY: &str = "k8s.io/cluster-entrypoint";
 
+/// Property holding the certificate authority of a real member cluster's
+/// API server (base64 of its PEM), as KubeFleet's property providers name it.
+pub const CLUSTER_CA_DATA_PROPERTY: &str = "k8s.io/cluster-certificate-authority-data";
+
 /// What an agent reports on every heartbeat.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -205,6 +205,9 @@ async fn a_real_cluster_joins_runs_workloads_and_lets_them_go_with_their_placeme
     assert_eq!(property("fleet.kubernetes-fleet.io/target"), "kubernetes", "{status}");
     assert!(property("k8s.io/k8s-version").starts_with("v1.36."), "{status}");
     assert_eq!(property("k8s.io/cluster-entrypoint"), cluster.server, "{status}");
+    let kubeconfig = std::fs::read_to_string(&cluster.kubeconfig).expect("kubeconfig");
+    let ca = property("k8s.io/cluster-certificate-authority-data");
+    assert!(!ca.is_empty() && kubeconfig.contains(&format!("certificate-authority-data: {ca}")), "{status}");
     assert_eq!(status["resourceUsage"]["capacity"]["cpu"], "8", "{status}");
     assert_eq!(status["resourceUsage"]["allocatable"]["memory"], "16Gi", "{status}");
 

@@ -25,7 +25,8 @@
 //! - Availability is judged by the shared [`crate::target::availability`]
 //!   function over the objects [`Target::get`] returns.
 //! - The heartbeat report comes from the cluster's nodes and unfinished pods,
-//!   plus its Kubernetes version and API server URL (`report.rs`).
+//!   plus its Kubernetes version, API server URL and certificate authority
+//!   (`report.rs`).
 
 pub(crate) mod changes;
 pub(crate) mod discovery;
@@ -35,7 +36,7 @@ pub(crate) mod report;
 use std::path::Path;
 use std::sync::Arc;
 
-use fleet_api::member::{HeartbeatReport, CLUSTER_ENTRYPOINT_PROPERTY, K8S_VERSION_PROPERTY};
+use fleet_api::member::{HeartbeatReport, CLUSTER_CA_DATA_PROPERTY, CLUSTER_ENTRYPOINT_PROPERTY, K8S_VERSION_PROPERTY};
 use fleet_api::Object;
 use http::header::{HeaderValue, USER_AGENT};
 use kube::api::{DeleteParams, GetParams, Patch, PatchParams, PropagationPolicy};
@@ -69,6 +70,9 @@ pub struct KubernetesTarget {
     /// The API server's URL, reported as a property (unknown for a target
     /// built from a bare client).
     entrypoint: Option<String>,
+    /// The API server's certificate authority (base64 of its PEM), reported
+    /// as a property when the configuration names one.
+    ca_data: Option<String>,
 }
 
 impl std::fmt::Debug for KubernetesTarget {
@@ -94,6 +98,7 @@ impl KubernetesTarget {
             version: Arc::new(report::VersionCache::default()),
             changes: Arc::new(changes::Changes::default()),
             entrypoint: None,
+            ca_data: None,
         }
     }
 
@@ -103,11 +108,12 @@ impl KubernetesTarget {
         // provider; the workspace uses ring (harmless if already installed).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let entrypoint = config.cluster_url.to_string().trim_end_matches('/').to_string();
+        let ca_data = certificate_authority_data(&config);
         // The cluster's audit log and metrics name the agent by this.
         config.headers.push((USER_AGENT, HeaderValue::from_static(AGENT_USER_AGENT)));
         let client = kube::Client::try_from(config)
             .map_err(|e| TargetError::Invalid(format!("cannot build a Kubernetes client: {e}")))?;
-        Ok(KubernetesTarget { entrypoint: Some(entrypoint), ..KubernetesTarget::from_client(client) })
+        Ok(KubernetesTarget { entrypoint: Some(entrypoint), ca_data, ..KubernetesTarget::from_client(client) })
     }
 
     /// A target for the cluster of the kubeconfig at `kubeconfig` (its
@@ -159,6 +165,26 @@ impl KubernetesTarget {
             Err(e) => Err(map_error(&format!("cannot get {id}"), e)),
         }
     }
+}
+
+/// The certificate authority the configuration trusts for the API server,
+/// as KubeFleet reports it: base64 of the PEM (the in-cluster CA file as
+/// it is, or the kubeconfig's certificates encoded as PEM).
+fn certificate_authority_data(config: &kube::Config) -> Option<String> {
+    use base64::Engine;
+    let pem_text = match (&config.root_cert_file, &config.root_cert) {
+        (Some(path), _) => std::fs::read(path).ok()?,
+        (None, Some(certificates)) if !certificates.is_empty() => {
+            let lf = pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF);
+            let blocks: String = certificates
+                .iter()
+                .map(|der| pem::encode_config(&pem::Pem::new("CERTIFICATE", der.clone()), lf))
+                .collect();
+            blocks.into_bytes()
+        }
+        _ => return None,
+    };
+    Some(base64::engine::general_purpose::STANDARD.encode(pem_text))
 }
 
 /// Why a kind cannot be applied: the API server does not serve it.
@@ -271,6 +297,9 @@ impl Target for KubernetesTarget {
         }
         if let Some(entrypoint) = &self.entrypoint {
             report.properties.insert(CLUSTER_ENTRYPOINT_PROPERTY.to_string(), entrypoint.clone());
+        }
+        if let Some(ca_data) = &self.ca_data {
+            report.properties.insert(CLUSTER_CA_DATA_PROPERTY.to_string(), ca_data.clone());
         }
         Ok(report)
     }
