@@ -128,7 +128,7 @@ pub struct RunArgs {
     pub drift_check_interval: Option<Duration>,
     /// The embedded target's size, costs and readiness (`--sim-*`).
     #[command(flatten)]
-    pub sim: crate::target::embedded::SimArgs,
+    pub sim: crate::targets::embedded::SimArgs,
 }
 
 /// `fleet-agent inspect`.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::target::TargetError;
+use crate::targets::TargetError;
 
 /// Anything that stops the agent or one of its steps.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use fleet_proto::fleet::HeartbeatRequest;
 
 use crate::hub::Hub;
-use crate::target::Target;
+use crate::targets::Target;
 use crate::AgentError;
 
 /// Until the hub says otherwise.

@@ -10,11 +10,11 @@ use fleet_api::kinds::{self, Scope};
 use fleet_api::Object;
 use serde_json::{json, Value};
 
-use crate::target::embedded::config::SimConfig;
-use crate::target::embedded::print;
-use crate::target::embedded::simulate::live_view;
-use crate::target::embedded::store::Store;
-use crate::target::TargetError;
+use crate::targets::embedded::config::SimConfig;
+use crate::targets::embedded::print;
+use crate::targets::embedded::simulate::live_view;
+use crate::targets::embedded::store::Store;
+use crate::targets::TargetError;
 
 /// The kind a user named, resolved against the registry and the cluster's CRDs.
 pub(crate) struct Kind {
@@ -27,7 +27,7 @@ pub(crate) struct Kind {
 }
 
 /// Renders what the embedded target of the agent data dir `dir` holds (in
-/// `dir/embedded`, [`STORE_DIR`](crate::target::embedded::STORE_DIR); `dir`
+/// `dir/embedded`, [`STORE_DIR`](crate::targets::embedded::STORE_DIR); `dir`
 /// may also be that store directory itself).
 ///
 /// - no `kind`: a summary of every object (KIND, NAMESPACE, NAME, AGE), or
@@ -187,8 +187,8 @@ pub(crate) fn resolve_kind(name: &str, objects: &[Object]) -> Result<Kind, Targe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::embedded::{EmbeddedTarget, SimConfig, STORE_DIR};
-    use crate::target::{ApplyMode, ApplyRequest, Target};
+    use crate::targets::embedded::{EmbeddedTarget, SimConfig, STORE_DIR};
+    use crate::targets::{ApplyMode, ApplyRequest, Target};
 
     fn object(v: Value) -> Object {
         serde_json::from_value(v).unwrap()

@@ -12,7 +12,7 @@ pub mod heartbeat;
 pub mod hub;
 pub mod identity;
 pub mod inspect;
-pub mod target;
+pub mod targets;
 pub mod works;
 
 use std::sync::Arc;
@@ -21,7 +21,7 @@ pub use error::AgentError;
 
 use config::AgentConfig;
 use hub::Hub;
-use target::Target;
+use targets::Target;
 
 /// Runs the agent against `target` until `shutdown` resolves or the cluster
 /// leaves the fleet (both end it cleanly).

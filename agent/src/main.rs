@@ -4,8 +4,8 @@
 use clap::Parser;
 use fleet_agent::config::{Cli, Command};
 use fleet_agent::edits::{self, lock::StoreLock};
-use fleet_agent::target::embedded::{EmbeddedTarget, STORE_DIR};
-use fleet_agent::target::kubernetes::KubernetesTarget;
+use fleet_agent::targets::embedded::{EmbeddedTarget, STORE_DIR};
+use fleet_agent::targets::kubernetes::KubernetesTarget;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

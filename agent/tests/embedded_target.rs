@@ -7,9 +7,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fleet_agent::inspect::inspect;
-use fleet_agent::target::availability::{availability, Availability};
-use fleet_agent::target::embedded::{EmbeddedTarget, SimConfig, STORE_DIR};
-use fleet_agent::target::{ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError, OWNER_ANNOTATION};
+use fleet_agent::targets::availability::{availability, Availability};
+use fleet_agent::targets::embedded::{EmbeddedTarget, SimConfig, STORE_DIR};
+use fleet_agent::targets::{ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError, OWNER_ANNOTATION};
 use fleet_api::quantity::Quantity;
 use fleet_api::Object;
 use serde_json::{json, Value};
@@ -53,7 +53,7 @@ async fn apply(
     target: &EmbeddedTarget,
     manifest: &Object,
     owner: &str,
-) -> Result<fleet_agent::target::Applied, TargetError> {
+) -> Result<fleet_agent::targets::Applied, TargetError> {
     target.apply(ApplyRequest { manifest, mode: ApplyMode::ServerSide { force: false }, owner, take_over: false }).await
 }
 

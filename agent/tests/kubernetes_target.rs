@@ -9,8 +9,8 @@
 mod apiserver_double;
 
 use apiserver_double::{ApiServerDouble, Recorded};
-use fleet_agent::target::kubernetes::KubernetesTarget;
-use fleet_agent::target::{Applied, ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError};
+use fleet_agent::targets::kubernetes::KubernetesTarget;
+use fleet_agent::targets::{Applied, ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError};
 use fleet_api::member::TARGET_PROPERTY;
 use fleet_api::quantity::Quantity;
 use fleet_api::Object;

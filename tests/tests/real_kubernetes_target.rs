@@ -12,9 +12,9 @@
 
 use std::time::Duration;
 
-use fleet_agent::target::availability::{availability, Availability};
-use fleet_agent::target::kubernetes::{KubernetesTarget, AGENT_USER_AGENT, FIELD_MANAGER};
-use fleet_agent::target::{
+use fleet_agent::targets::availability::{availability, Availability};
+use fleet_agent::targets::kubernetes::{KubernetesTarget, AGENT_USER_AGENT, FIELD_MANAGER};
+use fleet_agent::targets::{
     Applied, ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError, OWNER_ANNOTATION,
 };
 use fleet_api::quantity::Quantity;

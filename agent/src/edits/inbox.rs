@@ -17,9 +17,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::target::embedded::store::{sync_dir, write_atomic};
-use crate::target::embedded::{Edit, Edited, EmbeddedTarget};
-use crate::target::TargetError;
+use crate::targets::embedded::store::{sync_dir, write_atomic};
+use crate::targets::embedded::{Edit, Edited, EmbeddedTarget};
+use crate::targets::TargetError;
 use crate::AgentError;
 
 /// The inbox directory's name in the store directory.
@@ -211,8 +211,8 @@ fn wait_for(path: &Path, deadline: Instant) -> Result<Option<Response>, AgentErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::embedded::{EditOutcome, SimConfig};
-    use crate::target::{ResourceId, Target};
+    use crate::targets::embedded::{EditOutcome, SimConfig};
+    use crate::targets::{ResourceId, Target};
     use serde_json::json;
 
     fn namespace(name: &str) -> Edit {

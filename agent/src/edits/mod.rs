@@ -1,7 +1,7 @@
 //! Out-of-band edits of an embedded member cluster — `fleet-agent apply -f
 //! FILE`, `patch KIND NAME -p JSON`, `delete KIND NAME` on a data dir — as
 //! if someone used `kubectl` on that cluster behind Fleet's back
-//! ([`crate::target::embedded::edit`] says what each does).
+//! ([`crate::targets::embedded::edit`] says what each does).
 //!
 //! # Safe while the agent runs
 //!
@@ -40,9 +40,9 @@ use fleet_api::Object;
 
 use crate::config::{EditApplyArgs, EditDeleteArgs, EditPatchArgs, ObjectArgs};
 use crate::inspect::resolve_kind;
-use crate::target::embedded::store::Store;
-use crate::target::embedded::{Edit, EmbeddedTarget, SimConfig};
-use crate::target::{ResourceId, TargetError};
+use crate::targets::embedded::store::Store;
+use crate::targets::embedded::{Edit, EmbeddedTarget, SimConfig};
+use crate::targets::{ResourceId, TargetError};
 use crate::AgentError;
 use lock::StoreLock;
 
@@ -140,8 +140,8 @@ pub fn delete_command(args: &EditDeleteArgs) -> Result<(), AgentError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::embedded::STORE_DIR;
-    use crate::target::Target;
+    use crate::targets::embedded::STORE_DIR;
+    use crate::targets::Target;
     use serde_json::json;
 
     fn args(kind: &str, name: &str, namespace: Option<&str>) -> ObjectArgs {

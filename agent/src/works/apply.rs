@@ -41,8 +41,8 @@ use super::redact::scrub_message;
 use super::report::report_work;
 use super::strategy::{decide, Decision, Strategy};
 use super::waves::wave;
-use crate::target::availability::{availability, Availability};
-use crate::target::{ApplyRequest, ResourceId, Target, TargetError};
+use crate::targets::availability::{availability, Availability};
+use crate::targets::{ApplyRequest, ResourceId, Target, TargetError};
 
 /// What applying a Work produced.
 #[derive(Debug, Clone)]
@@ -400,7 +400,7 @@ mod strategy_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::embedded::{EmbeddedTarget, SimConfig};
+    use crate::targets::embedded::{EmbeddedTarget, SimConfig};
     use serde_json::json;
 
     fn work(manifests: Vec<serde_json::Value>) -> Object {

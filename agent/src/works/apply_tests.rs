@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use super::*;
-use crate::target::embedded::{Edit, EmbeddedTarget, SimConfig};
-use crate::target::{ApplyMode, OWNER_ANNOTATION};
+use crate::targets::embedded::{Edit, EmbeddedTarget, SimConfig};
+use crate::targets::{ApplyMode, OWNER_ANNOTATION};
 
 const OWNER: &str = "fleet-member-a/w";
 

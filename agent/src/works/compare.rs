@@ -33,7 +33,7 @@
 use serde_json::{json, Map, Value};
 
 use super::redact::redact_differences;
-use crate::target::OWNER_ANNOTATION;
+use crate::targets::OWNER_ANNOTATION;
 
 /// The most differences reported for one object.
 pub const MAX_DIFFERENCES: usize = 100;

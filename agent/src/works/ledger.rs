@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use crate::durable::{sync_dir, write_atomic};
-use crate::target::ResourceId;
+use crate::targets::ResourceId;
 use crate::AgentError;
 
 /// One Work's record.

@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::inspect::inspect;
-use crate::target::embedded::{EmbeddedTarget, SimConfig, STORE_DIR};
-use crate::target::{ApplyMode, ApplyRequest, ResourceId, OWNER_ANNOTATION};
+use crate::targets::embedded::{EmbeddedTarget, SimConfig, STORE_DIR};
+use crate::targets::{ApplyMode, ApplyRequest, ResourceId, OWNER_ANNOTATION};
 use fleet_api::work::{CONDITION_APPLIED, REASON_SOME_NOT_APPLIED};
 use serde_json::json;
 

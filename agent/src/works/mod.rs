@@ -27,7 +27,7 @@
 //! - `Delete` (the default): every object the ledger says it placed is
 //!   deleted (later waves first), retried until none is left.
 //! - `Abandon`: the objects stay exactly as they are — spec, status and the
-//!   [`OWNER_ANNOTATION`](crate::target::OWNER_ANNOTATION) naming the deleted
+//!   [`OWNER_ANNOTATION`](crate::targets::OWNER_ANNOTATION) naming the deleted
 //!   Work included — and the Work is dropped from the ledger, so the agent
 //!   never touches them again.
 //!
@@ -40,7 +40,7 @@
 //! always deleted, whatever its policy.
 //!
 //! An abandoned object keeps its owner annotation, so under the ownership rule
-//! ([`check_owner`](crate::target::check_owner)) a *different* Work that
+//! ([`check_owner`](crate::targets::check_owner)) a *different* Work that
 //! later holds the same object gets a `ManifestConflict` instead of taking it
 //! over — as with any object placed by another placement ("never taken over").
 //! Only a Work with the very same namespace and name (the same placement
@@ -66,7 +66,7 @@ use futures::StreamExt;
 use tokio::sync::{Mutex, Notify};
 
 use crate::hub::Hub;
-use crate::target::{Change, Target};
+use crate::targets::{Change, Target};
 use crate::AgentError;
 use ledger::Ledger;
 

@@ -29,7 +29,7 @@ use super::compare::Difference;
 use super::details::{details, Report};
 use super::ledger::Entry;
 use super::strategy::{report_diff, Strategy};
-use crate::target::{ResourceId, Target};
+use crate::targets::{ResourceId, Target};
 
 /// A manifest's `DiffReported` condition: the differences found, or why
 /// they could not be computed.

@@ -1,7 +1,7 @@
 //! The apply strategy of a Work (`spec.applyStrategy`) and the one place
 //! deciding, for each manifest and the live object, whether Fleet may write
 //! it. Pure; the same for every target ([`super::apply`] reads the live
-//! object with [`crate::target::Target::get`] and acts on the [`Decision`]).
+//! object with [`crate::targets::Target::get`] and acts on the [`Decision`]).
 //!
 //! For an object that exists on the member cluster, in order:
 //! 1. Placed by **another Work** ([`OWNER_ANNOTATION`] naming it): never
@@ -35,7 +35,7 @@ use fleet_api::Object;
 use serde_json::Value;
 
 use super::compare::{differences, Comparison, Difference};
-use crate::target::{ApplyMode, ResourceId, OWNER_ANNOTATION};
+use crate::targets::{ApplyMode, ResourceId, OWNER_ANNOTATION};
 
 /// `whenToTakeOver` of an apply strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -106,7 +106,7 @@ pub const REASON_NOT_TAKEN_OVER: &str = "FailedToTakeOver";
 pub enum Decision {
     /// Write it; `take_over` when it exists without Fleet's annotation.
     Apply {
-        /// Pass as [`crate::target::ApplyRequest::take_over`].
+        /// Pass as [`crate::targets::ApplyRequest::take_over`].
         take_over: bool,
         /// Drifts the write overwrites (`whenToApply: Always`): reported,
         /// and a reason to write even when the Work did not change.

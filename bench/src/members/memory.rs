@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use fleet_agent::target::OWNER_ANNOTATION;
-use fleet_agent::target::{check_owner, Applied, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError};
+use fleet_agent::targets::OWNER_ANNOTATION;
+use fleet_agent::targets::{check_owner, Applied, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError};
 use fleet_api::member::HeartbeatReport;
 use fleet_api::Object;
 
@@ -93,7 +93,7 @@ impl Target for MemoryTarget {
 
 #[cfg(test)]
 mod tests {
-    use fleet_agent::target::ApplyMode;
+    use fleet_agent::targets::ApplyMode;
 
     use super::*;
 

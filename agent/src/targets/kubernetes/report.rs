@@ -12,8 +12,8 @@ use kube::api::{Api, ListParams};
 
 use super::errors::map_error;
 use super::TARGET_NAME;
-use crate::target::embedded::{format_memory, NODE_COUNT_PROPERTY};
-use crate::target::TargetError;
+use crate::targets::embedded::{format_memory, NODE_COUNT_PROPERTY};
+use crate::targets::TargetError;
 
 /// The resources reported (the ones placement compares).
 const RESOURCES: [&str; 2] = ["cpu", "memory"];

@@ -24,7 +24,7 @@ use kube::api::{ListParams, WatchEvent, WatchParams};
 use tokio::sync::mpsc;
 
 use super::discovery::ApiResource;
-use crate::target::{Change, ResourceId, OWNER_ANNOTATION};
+use crate::targets::{Change, ResourceId, OWNER_ANNOTATION};
 
 /// How long the server keeps one watch open before the agent resumes it.
 const WATCH_SECONDS: u32 = 290;

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{desired_fields, key_of, merge, object_map, validate, EmbeddedTarget, Inner};
-use crate::target::{ResourceId, TargetError};
+use crate::targets::{ResourceId, TargetError};
 
 /// One edit, as `kubectl` on the member cluster would make it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,7 +143,7 @@ impl Inner {
         merge::three_way(&mut merged, &Map::new(), &given);
         let last_applied = record.last_applied.clone();
         let (outcome, live) = self.update(&mut state, &key, record, merged, last_applied, now)?;
-        let outcome = if outcome == crate::target::ApplyOutcome::Unchanged {
+        let outcome = if outcome == crate::targets::ApplyOutcome::Unchanged {
             EditOutcome::Unchanged
         } else {
             EditOutcome::Configured
@@ -183,7 +183,7 @@ impl Inner {
         self.admit(&state, &patched)?;
         let last_applied = record.last_applied.clone();
         let (outcome, live) = self.update(&mut state, &key, record, merged, last_applied, SystemTime::now())?;
-        let outcome = if outcome == crate::target::ApplyOutcome::Unchanged {
+        let outcome = if outcome == crate::targets::ApplyOutcome::Unchanged {
             EditOutcome::PatchedNoChange
         } else {
             EditOutcome::Patched
@@ -195,8 +195,8 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::embedded::SimConfig;
-    use crate::target::{ApplyMode, ApplyRequest, Target, OWNER_ANNOTATION};
+    use crate::targets::embedded::SimConfig;
+    use crate::targets::{ApplyMode, ApplyRequest, Target, OWNER_ANNOTATION};
     use serde_json::json;
 
     fn object(v: Value) -> Object {

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::store::Record;
 use super::workload::{field, pod_count, Workload};
-use crate::target::TargetError;
+use crate::targets::TargetError;
 
 /// Cluster IPs and node ports already taken by other Services.
 #[derive(Debug, Clone, Default)]
@@ -333,8 +333,8 @@ fn crd_status(object: &Object, since: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::availability::{availability, Availability};
-    use crate::target::embedded::store::format_time;
+    use crate::targets::availability::{availability, Availability};
+    use crate::targets::embedded::store::format_time;
     use std::time::Duration;
 
     fn record(v: Value, ready_in: i64) -> (Record, SystemTime) {

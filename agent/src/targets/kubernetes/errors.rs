@@ -2,7 +2,7 @@
 //! is kept (it says what is wrong with the manifest), prefixed with what the
 //! agent was doing.
 
-use crate::target::TargetError;
+use crate::targets::TargetError;
 
 /// Maps a `kube` error met while doing `what` (e.g. `cannot apply Deployment.apps "web" in namespace "demo"`).
 ///

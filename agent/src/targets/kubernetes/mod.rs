@@ -22,7 +22,7 @@
 //!   puts the object back does not meet a half-deleted one.
 //! - Every kind it applied is watched (`changes.rs`): a change on the
 //!   cluster to an object Fleet placed brings its Work back at once.
-//! - Availability is judged by the shared [`crate::target::availability`]
+//! - Availability is judged by the shared [`crate::targets::availability`]
 //!   function over the objects [`Target::get`] returns.
 //! - The heartbeat report comes from the cluster's nodes and unfinished pods,
 //!   plus its Kubernetes version, API server URL and certificate authority

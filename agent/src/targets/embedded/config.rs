@@ -13,7 +13,7 @@ use std::time::Duration;
 use fleet_api::quantity::Quantity;
 use serde::{Deserialize, Serialize};
 
-use crate::target::TargetError;
+use crate::targets::TargetError;
 
 /// Nodes of the simulated cluster when `--sim-nodes` is not given.
 pub const DEFAULT_NODES: u32 = 3;

@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 
 use super::errors::{is_not_found, map_error};
-use crate::target::TargetError;
+use crate::targets::TargetError;
 
 /// Where objects of one kind live on the API server.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,7 +24,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::config::StoredConfig;
-use crate::target::TargetError;
+use crate::targets::TargetError;
 
 /// The directory of the embedded target's store under an agent's data dir
 /// (where `fleet-agent inspect --data-dir` looks).

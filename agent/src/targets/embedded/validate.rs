@@ -11,7 +11,7 @@ use fleet_api::Object;
 use serde_json::Value;
 
 use super::workload::{field, Workload};
-use crate::target::TargetError;
+use crate::targets::TargetError;
 
 /// Service types the API server accepts.
 const SERVICE_TYPES: &[&str] = &["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
