@@ -303,10 +303,22 @@ impl RealCluster {
         // Server-side: the largest CRDs exceed the size limit of kubectl's last-applied annotation.
         let out = self.kubectl_as(&self.kubeconfig, &["apply", "--server-side", "-f", "-"], Some(&yaml));
         assert!(out.status.success(), "installing CRDs on {}: {}", self.name, String::from_utf8_lossy(&out.stderr));
-        let mut args = vec!["wait", "--for", "condition=Established", "--timeout", "60s"];
-        let crds: Vec<String> = names.iter().map(|n| format!("crd/{n}")).collect();
-        args.extend(crds.iter().map(String::as_str));
-        self.kubectl_ok(&args);
+        // Polled here rather than with `kubectl wait`, which fails at once
+        // when it reads a CRD before the server has given it any condition.
+        let established = |name: &str| {
+            self.get("crd", "", name).is_some_and(|crd| {
+                crd["status"]["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True")
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !names.iter().all(|n| established(n)) {
+            assert!(Instant::now() < deadline, "CRDs {names:?} not Established on {} within 60s", self.name);
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// The audit events the API server has written so far (with
