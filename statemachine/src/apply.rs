@@ -18,6 +18,7 @@ use redb::{Durability, MultimapTable, ReadableMultimapTable, ReadableTable, Tabl
 
 use crate::command::{Action, Command, Op, OpOutcome, Response, StoreError};
 use crate::error::Error;
+use crate::finalizers;
 use crate::proposal::Proposal;
 use crate::raft_types::{StoredMembership, TypeConfig};
 use crate::store::{
@@ -215,7 +216,10 @@ impl Overlay {
                 Op::Apply { object, uid } => {
                     let key = ObjectKey::of(object).storage_key();
                     match self.get(objects, &key)? {
-                        Some(existing) => self.replace(key, existing, object, index)?,
+                        Some(existing) => {
+                            let outcome = self.replace(key.clone(), existing, object, index)?;
+                            self.release_if_finalized(objects, owners, key, outcome, &command.now, index)?
+                        }
                         None if object.metadata.resource_version_number().is_some() => {
                             return Err(StoreError::NotFound { key: ObjectKey::of(object) }.into())
                         }
@@ -229,7 +233,8 @@ impl Overlay {
                 Op::Update { object } => {
                     let key = ObjectKey::of(object).storage_key();
                     let existing = self.get(objects, &key)?.ok_or_else(|| not_found(object))?;
-                    self.replace(key, existing, object, index)?
+                    let outcome = self.replace(key.clone(), existing, object, index)?;
+                    self.release_if_finalized(objects, owners, key, outcome, &command.now, index)?
                 }
                 Op::UpdateStatus { object } => {
                     let key = ObjectKey::of(object).storage_key();
@@ -252,14 +257,20 @@ impl Overlay {
                             return Err(StoreError::Conflict { key: key.clone(), expected: *expected, current }.into());
                         }
                     }
+                    if !existing.metadata.finalizers.is_empty() {
+                        // Like Kubernetes: the finalizers' owners finish the
+                        // deletion by removing them.
+                        outcomes.push(self.mark_deleting(storage_key, existing, &command.now, index));
+                        continue;
+                    }
                     let mut last = Object::clone(&existing);
                     last.metadata.set_resource_version(index);
-                    self.delete_cascading(objects, owners, storage_key, existing, index)?;
+                    self.delete_cascading(objects, owners, storage_key, existing, &command.now, index)?;
                     if key.group.is_empty() && key.kind == "Namespace" {
                         // Like Kubernetes: a namespace takes everything in it along.
                         for member in self.namespace_members(namespaces, &key.name)? {
                             if let Some(object) = self.get(objects, &member)? {
-                                self.delete_cascading(objects, owners, member, object, index)?;
+                                self.delete_cascading(objects, owners, member, object, &command.now, index)?;
                             }
                         }
                     }
@@ -332,6 +343,7 @@ impl Overlay {
         index: u64,
     ) -> Result<OpOutcome, Refusal> {
         check_precondition(desired, &existing)?;
+        finalizers::check_no_new_finalizers(&existing, desired)?;
         let mut updated = Object::clone(&existing);
         updated.api_version = desired.api_version.clone();
         updated.metadata.labels = desired.metadata.labels.clone();
@@ -354,6 +366,32 @@ impl Overlay {
         Ok(self.finish_update(key, existing, updated, index))
     }
 
+    /// Sets `deletionTimestamp` on an object that has finalizers (once).
+    fn mark_deleting(&mut self, key: String, existing: Arc<Object>, now: &str, index: u64) -> OpOutcome {
+        let mut updated = Object::clone(&existing);
+        finalizers::mark_deleting(&mut updated, now);
+        self.finish_update(key, existing, updated, index)
+    }
+
+    /// Deletes an object being deleted whose last finalizer a write just
+    /// removed, answering that write with the deletion.
+    fn release_if_finalized(
+        &mut self,
+        objects: &Table<&str, &[u8]>,
+        owners: &MultimapTable<&str, &str>,
+        key: String,
+        outcome: OpOutcome,
+        now: &str,
+        index: u64,
+    ) -> Result<OpOutcome, Refusal> {
+        if outcome.action == Action::Unchanged || !finalizers::is_released(&outcome.object) {
+            return Ok(outcome);
+        }
+        let object = outcome.object.clone();
+        self.delete_cascading(objects, owners, key, object.clone(), now, index)?;
+        Ok(OpOutcome { action: Action::Deleted, object })
+    }
+
     fn finish_update(&mut self, key: String, existing: Arc<Object>, mut updated: Object, index: u64) -> OpOutcome {
         if updated == *existing {
             return OpOutcome { action: Action::Unchanged, object: existing };
@@ -373,10 +411,19 @@ impl Overlay {
         owners: &MultimapTable<&str, &str>,
         key: String,
         object: Arc<Object>,
+        now: &str,
         index: u64,
     ) -> Result<(), Refusal> {
         let mut pending = vec![(key, object)];
         while let Some((key, object)) = pending.pop() {
+            if !object.metadata.finalizers.is_empty() {
+                // A dependent (or namespace member) with finalizers waits for them.
+                let existing = self.get(objects, &key)?.unwrap_or_else(|| object.clone());
+                let mut marked = Object::clone(&object);
+                finalizers::mark_deleting(&mut marked, now);
+                self.finish_update(key, existing, marked, index);
+                continue;
+            }
             self.set(key.clone(), None);
             let uid = object.metadata.uid.clone();
             if uid.is_empty() {

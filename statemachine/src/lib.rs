@@ -10,6 +10,7 @@ pub mod backup;
 pub mod command;
 pub mod digest;
 pub mod error;
+mod finalizers;
 pub mod lane;
 pub mod proposal;
 pub mod raft_types;

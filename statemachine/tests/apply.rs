@@ -472,3 +472,53 @@ mod namespace_index {
         }
     }
 }
+
+#[test]
+fn an_object_with_finalizers_is_marked_and_goes_with_its_last_finalizer() {
+    let mut h = Harness::new();
+    let mut guarded = cm("guarded", "1");
+    guarded.metadata.finalizers = vec!["example.com/a".into(), "example.com/b".into()];
+    h.ok(vec![apply(guarded)]);
+    let key = ObjectKey::new("", "ConfigMap", "a", "guarded");
+    let out = h.ok(vec![Op::Delete { key: key.clone(), resource_version: None }]);
+    assert_eq!(out[0].action, Action::Configured, "marked, not deleted");
+    let marked = h.get("guarded").expect("still there");
+    assert_eq!(marked.metadata.deletion_timestamp.as_deref(), Some("2026-11-21T00:00:00Z"));
+    assert_eq!(marked.metadata.generation, 2);
+    let again = h.ok(vec![Op::Delete { key: key.clone(), resource_version: None }]);
+    assert_eq!(again[0].action, Action::Unchanged, "a second delete changes nothing");
+
+    let mut added = marked.clone();
+    added.metadata.finalizers.push("example.com/c".into());
+    let err = h.refused(vec![Op::Update { object: added }]).to_string();
+    assert!(err.contains("no new finalizers can be added"), "{err}");
+
+    let mut one_left = marked.clone();
+    one_left.metadata.finalizers = vec!["example.com/b".into()];
+    assert_eq!(h.ok(vec![Op::Update { object: one_left }])[0].action, Action::Configured);
+    let mut none_left = h.get("guarded").expect("one finalizer left");
+    none_left.metadata.finalizers.clear();
+    let mut sub = h.store.hub().subscribe(h.index).expect("subscribe");
+    assert_eq!(h.ok(vec![Op::Update { object: none_left }])[0].action, Action::Deleted);
+    assert!(h.get("guarded").is_none(), "the last finalizer's removal deletes it");
+    match sub.receiver.try_recv() {
+        Ok(fleet_statemachine::watch::HubMessage::Event(e)) => assert_eq!(e.event_type, EventType::Deleted),
+        other => panic!("expected a DELETED event, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_dependent_with_finalizers_is_marked_when_its_owner_goes() {
+    let mut h = Harness::new();
+    let mut owner = cm("owner", "1");
+    owner.metadata.uid = "owner-uid".into();
+    let mut child: Object = obj(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "child", "namespace": "a", "uid": "child-uid", "finalizers": ["example.com/keep"],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "owner-uid"}]}}));
+    child.metadata.uid = "child-uid".into();
+    h.ok(vec![Op::Create { object: owner }, Op::Create { object: child }]);
+    h.ok(vec![Op::Delete { key: ObjectKey::new("", "ConfigMap", "a", "owner"), resource_version: None }]);
+    assert!(h.get("owner").is_none());
+    let child = h.get("child").expect("held by its finalizer");
+    assert!(child.metadata.deletion_timestamp.is_some() && child.metadata.owner_references.is_empty());
+}
