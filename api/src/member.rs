@@ -22,7 +22,7 @@ pub const CONDITION_JOINED: &str = "Joined";
 /// The cluster's agent heartbeats in time.
 pub const CONDITION_HEALTHY: &str = "Healthy";
 /// The agent could collect the cluster's properties.
-pub const CONDITION_PROPERTIES: &str = "PropertyCollectionSucceeded";
+pub const CONDITION_PROPERTIES: &str = "ClusterPropertyCollectionSucceeded";
 
 /// The hub namespace holding a member's Work: `fleet-member-<cluster>`.
 pub fn member_namespace(cluster: &str) -> String {

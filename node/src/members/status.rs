@@ -10,6 +10,10 @@ use fleet_api::member::{
 
 /// The agent entry type in `status.agentStatus`.
 pub const MEMBER_AGENT: &str = "MemberAgent";
+/// Reason of the agent entry's `Joined` condition (KubeFleet's).
+pub const AGENT_JOINED_REASON: &str = "InternalMemberClusterJoined";
+/// Reason of the agent entry's `Healthy` condition (KubeFleet's).
+pub const AGENT_HEALTHY_REASON: &str = "InternalMemberClusterHealthy";
 
 /// The status after a heartbeat, or `None` when nothing worth writing changed.
 pub fn after_heartbeat(
@@ -21,7 +25,7 @@ pub fn after_heartbeat(
     let mut changed = false;
     changed |= set_condition(
         &mut next.conditions,
-        Condition::new(CONDITION_JOINED, true, "JoinSucceeded", "the member agent joined and heartbeats"),
+        Condition::new(CONDITION_JOINED, true, "MemberClusterJoined", "the member agent joined and heartbeats"),
         now,
     );
     changed |= set_condition(
@@ -58,6 +62,18 @@ pub fn after_heartbeat(
         .find(|a| a.type_ == MEMBER_AGENT)
         .cloned()
         .unwrap_or(AgentStatus { type_: MEMBER_AGENT.into(), ..Default::default() });
+    // The agent's own view, as KubeFleet's member agent reports it on its
+    // InternalMemberCluster (copied to the MemberCluster by KubeFleet's hub).
+    changed |= set_condition(
+        &mut agent.conditions,
+        Condition::new(CONDITION_JOINED, true, AGENT_JOINED_REASON, "the member agent joined the hub"),
+        now,
+    );
+    changed |= set_condition(
+        &mut agent.conditions,
+        Condition::new(CONDITION_HEALTHY, true, AGENT_HEALTHY_REASON, "the member agent heartbeats in time"),
+        now,
+    );
     for c in &report.conditions {
         changed |= set_condition(&mut agent.conditions, c.clone(), now);
     }
@@ -98,6 +114,10 @@ mod tests {
     fn a_steady_cluster_writes_nothing_after_the_first_heartbeat() {
         let first = after_heartbeat(&MemberClusterStatus::default(), &report("4"), "t1").expect("first writes");
         assert!(after_heartbeat(&first, &report("4"), "t2").is_none(), "no change, no write");
+        let agent = first.agent_status.iter().find(|a| a.type_ == MEMBER_AGENT).expect("agent entry");
+        let reasons: Vec<(&str, &str)> =
+            agent.conditions.iter().map(|c| (c.type_.as_str(), c.reason.as_str())).collect();
+        assert_eq!(reasons, [("Joined", AGENT_JOINED_REASON), ("Healthy", AGENT_HEALTHY_REASON)]);
         let moved = after_heartbeat(&first, &report("3500m"), "t3").expect("moved usage writes");
         assert_eq!(moved.resource_usage.unwrap().available["cpu"], "3500m");
     }
