@@ -58,7 +58,7 @@ async fn decide(api: &KubeApi, caller: &Caller, all: &[Resource], spec: &Value) 
 /// protobuf): the review with its `status`, in JSON.
 pub async fn review(api: Arc<KubeApi>, caller: Caller, content_type: &str, body: &[u8]) -> Result<Response, KubeError> {
     let mut review: Value = if content_type.starts_with(super::protobuf::MEDIA_TYPE) {
-        super::protobuf::access_review(body)?
+        super::protobuf::to_json(body)?
     } else {
         serde_json::from_slice(body)
             .map_err(|e| KubeError::bad_request(format!("the request body is not a SelfSubjectAccessReview: {e}")))?

@@ -30,16 +30,12 @@ async fn propose_one(ctx: &Ctx, op: Op, subject: &Subject) -> Result<Value, Kube
 /// Parses a request body as one JSON object of this path's kind, with the
 /// path's namespace (and, for PUT, name).
 pub fn body_object(ctx: &Ctx, body: &[u8]) -> Result<Value, KubeError> {
-    if ctx.content_type == super::protobuf::MEDIA_TYPE {
-        return Err(KubeError::unsupported_media_type(format!(
-            "the hub reads objects as JSON, not Kubernetes protobuf ({}); kubectl's imperative commands for \
-             built-in kinds (kubectl create namespace|configmap|secret ...) send protobuf: write the object to a \
-             file and use kubectl apply -f or kubectl create -f",
-            super::protobuf::MEDIA_TYPE
-        )));
-    }
-    let mut value: Value = serde_json::from_slice(body)
-        .map_err(|e| KubeError::bad_request(format!("the request body is not a JSON object: {e}")))?;
+    let mut value: Value = if ctx.content_type == super::protobuf::MEDIA_TYPE {
+        super::protobuf::to_json(body)?
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| KubeError::bad_request(format!("the request body is not a JSON object: {e}")))?
+    };
     if !value.is_object() {
         return Err(KubeError::bad_request("the request body must be a JSON object"));
     }
@@ -245,8 +241,13 @@ pub async fn update_status(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError
 /// DELETE `.../P/NAME` (DeleteOptions' `preconditions.resourceVersion` honoured).
 pub async fn delete(ctx: &Ctx, body: &[u8]) -> Result<Response, KubeError> {
     let name = ctx.name.clone().unwrap_or_default();
-    let options: Value =
-        if body.is_empty() { Value::Null } else { serde_json::from_slice(body).unwrap_or(Value::Null) };
+    let options: Value = if body.is_empty() {
+        Value::Null
+    } else if ctx.content_type == super::protobuf::MEDIA_TYPE {
+        super::protobuf::to_json(body)?
+    } else {
+        serde_json::from_slice(body).unwrap_or(Value::Null)
+    };
     let precondition = options
         .pointer("/preconditions/resourceVersion")
         .and_then(Value::as_str)

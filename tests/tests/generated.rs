@@ -1,0 +1,27 @@
+//! Files generated from the pinned Go modules and checked in, regenerated
+//! and compared: a stale copy fails here with the command that refreshes it.
+
+use std::process::{Command, Stdio};
+
+use fleet_tests::realkube::go_binary;
+
+#[test]
+fn the_hubs_kubernetes_protobuf_descriptors_are_current() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repository").to_path_buf();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fresh = dir.path().join("kubernetes-api.protoset");
+    let out = Command::new(go_binary())
+        .args(["run", "./cmd/kubeproto"])
+        .arg(&fresh)
+        .current_dir(root.join("realkube"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run go run ./cmd/kubeproto");
+    assert!(out.status.success(), "go run ./cmd/kubeproto failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let embedded = std::fs::read(root.join("node/src/kube/kubernetes-api.protoset")).expect("embedded descriptors");
+    assert!(
+        std::fs::read(&fresh).expect("fresh descriptors") == embedded,
+        "node/src/kube/kubernetes-api.protoset differs from what the pinned Kubernetes modules give: \
+         regenerate it with (cd realkube && go run ./cmd/kubeproto ../node/src/kube/kubernetes-api.protoset)"
+    );
+}
