@@ -8,6 +8,7 @@ pub mod auth;
 pub mod backup;
 pub mod config;
 pub mod controllers;
+pub mod crd_status;
 pub mod error;
 pub mod http;
 pub mod kube;
