@@ -165,8 +165,8 @@ async fn report_diff_applies_nothing_and_reports_diffs_on_an_empty_and_a_changed
             [
                 c("RolloutStarted", "True", "RolloutStarted"),
                 c("Overridden", "True", "NoOverrideSpecified"),
-                c("WorkSynchronized", "True", "WorkSynchronized"),
-                c("DiffReported", "True", "DiffReportingCompleted"),
+                c("WorkSynchronized", "True", "AllWorkSynced"),
+                c("DiffReported", "True", "AllWorkHaveDiffReported"),
             ],
             "{cluster}: {e}"
         );
@@ -269,7 +269,7 @@ async fn drift_is_reported_and_overwritten_under_always_and_reported_and_kept_un
     assert!(report["observationTime"].is_string() && report["firstDriftedObservedTime"].is_string(), "{report}");
     assert_eq!(member_value(&hub, "east-1", "always", "cfg").as_deref(), Some("hub"), "overwritten");
     let applied = conditions_of(&entry(&reported, "east-1"));
-    assert!(applied.contains(&c("Applied", "True", "ApplySucceeded")), "{applied:?}");
+    assert!(applied.contains(&c("Applied", "True", "AllWorkHaveBeenApplied")), "{applied:?}");
     // ... and the report is cleared by the next check, which finds no drift.
     let cleared = seen(&mut watch, "always", "the drift report cleared", |crp| drifted(crp).is_none()).await;
     assert!(entry(&cleared, "east-1").get("driftedPlacements").is_none());
@@ -288,7 +288,7 @@ async fn drift_is_reported_and_overwritten_under_always_and_reported_and_kept_un
     assert_eq!(kept.0["observedDrifts"], drift);
     assert_eq!(kept.1["condition"]["reason"], "FoundDrifts", "{}", kept.1);
     let crp = placement(&hub, "kept").await.expect("kept");
-    assert!(conditions_of(&entry(&crp, "east-1")).contains(&c("Applied", "False", "ApplyFailed")));
+    assert!(conditions_of(&entry(&crp, "east-1")).contains(&c("Applied", "False", "NotAllWorkHaveBeenApplied")));
     assert_eq!(member_value(&hub, "east-1", "kept", "cfg").as_deref(), Some("member"), "not overwritten");
 
     // Reverted on the member: the report goes, the placement is applied again.

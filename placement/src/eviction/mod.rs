@@ -45,8 +45,8 @@ use fleet_api::Object;
 
 use crate::rollout::Readiness;
 use crate::status::{
-    APPLIED, AVAILABLE, OVERRIDDEN, REASON_APPLY_PENDING, REASON_NOT_AVAILABLE, REASON_OVERRIDE_PENDING,
-    REASON_WORK_NOT_SYNCHRONIZED, WORK_SYNCHRONIZED,
+    APPLIED, AVAILABLE, CLUSTER_REASON_NOT_AVAILABLE, OVERRIDDEN, REASON_APPLY_PENDING, REASON_NOT_AVAILABLE,
+    REASON_OVERRIDE_PENDING, REASON_WORK_NOT_SYNCHRONIZED, WORK_SYNCHRONIZED,
 };
 
 pub use budget::{allowance, Allowance};
@@ -93,8 +93,13 @@ impl EvictionBinding {
 /// `Overridden`, `WorkSynchronized`, `Applied` or `Available` whose reason
 /// is not a pending one.
 pub fn has_failed(conditions: &[Condition]) -> bool {
-    const PENDING: [&str; 4] =
-        [REASON_OVERRIDE_PENDING, REASON_WORK_NOT_SYNCHRONIZED, REASON_APPLY_PENDING, REASON_NOT_AVAILABLE];
+    const PENDING: [&str; 5] = [
+        REASON_OVERRIDE_PENDING,
+        REASON_WORK_NOT_SYNCHRONIZED,
+        REASON_APPLY_PENDING,
+        REASON_NOT_AVAILABLE,
+        CLUSTER_REASON_NOT_AVAILABLE,
+    ];
     conditions.iter().any(|c| {
         [OVERRIDDEN, WORK_SYNCHRONIZED, APPLIED, AVAILABLE].contains(&c.type_.as_str())
             && c.status == "False"

@@ -183,7 +183,7 @@ fn conditions(
         return (observe(out, generation), Vec::new());
     }
     let message = "All of the works are synchronized to the latest";
-    out.push(Condition::new(WORK_SYNCHRONIZED, true, REASON_WORK_SYNCHRONIZED, message));
+    out.push(Condition::new(WORK_SYNCHRONIZED, true, CLUSTER_REASON_WORK_SYNCED, message));
 
     let statuses: Vec<_> = current_works.iter().map(|w| (*w, status_of(w))).collect();
     if report_diff {
@@ -195,7 +195,7 @@ fn conditions(
         statuses.iter().map(|(w, s)| current(w, &s.conditions, CONDITION_APPLIED)).collect();
     if let Some((w, _)) = statuses.iter().zip(&applied).find(|(_, c)| c.is_some_and(|c| c.status == "False")) {
         let message = format!("Work object {} has failed to apply", w.0.metadata.name);
-        out.push(Condition::new(APPLIED, false, REASON_APPLY_FAILED, message));
+        out.push(Condition::new(APPLIED, false, CLUSTER_REASON_NOT_APPLIED, message));
         return (observe(out, generation), failed_placements(&current_works, CONDITION_APPLIED));
     }
     if let Some(((w, _), _)) = statuses.iter().zip(&applied).find(|(_, c)| !c.is_some_and(Condition::is_true)) {
@@ -203,13 +203,13 @@ fn conditions(
         out.push(Condition::unknown(APPLIED, REASON_APPLY_PENDING, message));
         return (observe(out, generation), Vec::new());
     }
-    out.push(Condition::new(APPLIED, true, REASON_APPLY_SUCCEEDED, "All corresponding work objects are applied"));
+    out.push(Condition::new(APPLIED, true, CLUSTER_REASON_APPLIED, "All corresponding work objects are applied"));
 
     let available: Vec<Option<&Condition>> =
         statuses.iter().map(|(w, s)| current(w, &s.conditions, CONDITION_AVAILABLE)).collect();
     if let Some(((w, _), _)) = statuses.iter().zip(&available).find(|(_, c)| !c.is_some_and(Condition::is_true)) {
         let message = format!("Work object {} is not yet available", w.metadata.name);
-        out.push(Condition::new(AVAILABLE, false, REASON_NOT_AVAILABLE, message));
+        out.push(Condition::new(AVAILABLE, false, CLUSTER_REASON_NOT_AVAILABLE, message));
         return (observe(out, generation), failed_placements(&current_works, CONDITION_AVAILABLE));
     }
     let untrackable = statuses
@@ -223,7 +223,7 @@ fn conditions(
         }
         None => {
             let message = "All corresponding work objects are available";
-            out.push(Condition::new(AVAILABLE, true, REASON_AVAILABLE, message));
+            out.push(Condition::new(AVAILABLE, true, CLUSTER_REASON_AVAILABLE, message));
         }
     }
     (observe(out, generation), Vec::new())
@@ -237,7 +237,7 @@ fn diff_reported(statuses: &[(&Object, WorkStatus)], works: &[&Object]) -> (Cond
         statuses.iter().map(|(w, s)| current(w, &s.conditions, CONDITION_DIFF_REPORTED)).collect();
     if let Some(((w, _), _)) = statuses.iter().zip(&reported).find(|(_, c)| c.is_some_and(|c| c.status == "False")) {
         let message = format!("Work object {} could not report the differences of all its manifests", w.metadata.name);
-        let condition = Condition::new(DIFF_REPORTED, false, REASON_DIFF_NOT_REPORTED, message);
+        let condition = Condition::new(DIFF_REPORTED, false, CLUSTER_REASON_DIFF_NOT_REPORTED, message);
         return (condition, failed_placements(works, CONDITION_DIFF_REPORTED));
     }
     if reported.iter().any(|c| !c.is_some_and(Condition::is_true)) {
@@ -245,7 +245,7 @@ fn diff_reported(statuses: &[(&Object, WorkStatus)], works: &[&Object]) -> (Cond
         return (Condition::unknown(DIFF_REPORTED, REASON_DIFF_PENDING, message), Vec::new());
     }
     let message = "The differences of all corresponding work objects from the member cluster are reported";
-    (Condition::new(DIFF_REPORTED, true, REASON_DIFF_REPORTED, message), Vec::new())
+    (Condition::new(DIFF_REPORTED, true, CLUSTER_REASON_DIFF_REPORTED, message), Vec::new())
 }
 
 /// Every condition with `observedGeneration` = `generation`.

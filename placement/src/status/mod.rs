@@ -122,8 +122,22 @@ pub const REASON_DIFF_REPORTED: &str = "DiffReportingCompleted";
 pub const REASON_DIFF_NOT_REPORTED: &str = "DiffReportingIncompleteOrFailed";
 /// Reason: diff reporting not reported yet.
 pub const REASON_DIFF_PENDING: &str = "DiffReportingPending";
+/// Per-cluster reason (KubeFleet's binding reasons from here on): every Work is current.
+pub const CLUSTER_REASON_WORK_SYNCED: &str = "AllWorkSynced";
+/// Per-cluster reason: every Work is applied.
+pub const CLUSTER_REASON_APPLIED: &str = "AllWorkHaveBeenApplied";
+/// Per-cluster reason: some Work failed to apply.
+pub const CLUSTER_REASON_NOT_APPLIED: &str = "NotAllWorkHaveBeenApplied";
+/// Per-cluster reason: every Work is available.
+pub const CLUSTER_REASON_AVAILABLE: &str = "AllWorkAreAvailable";
+/// Per-cluster reason: some Work is not available yet.
+pub const CLUSTER_REASON_NOT_AVAILABLE: &str = "NotAllWorkAreAvailable";
 /// Per-cluster reason: available, but some resource's availability is not trackable.
-pub const REASON_NOT_TRACKABLE: &str = fleet_api::work::REASON_NOT_TRACKABLE;
+pub const REASON_NOT_TRACKABLE: &str = "NotAllWorkAreAvailabilityTrackable";
+/// Per-cluster reason: every Work reported its diff.
+pub const CLUSTER_REASON_DIFF_REPORTED: &str = "AllWorkHaveDiffReported";
+/// Per-cluster reason: some Work could not report its diff.
+pub const CLUSTER_REASON_DIFF_NOT_REPORTED: &str = "NotAllWorkHaveDiffReported";
 /// Most entries in `failedPlacements`.
 pub const MAX_FAILED_PLACEMENTS: usize = 100;
 

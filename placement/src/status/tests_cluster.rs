@@ -79,9 +79,9 @@ fn a_rolled_out_cluster_has_every_condition_true() {
             s("Scheduled", "True", "Scheduled"),
             s("RolloutStarted", "True", "RolloutStarted"),
             s("Overridden", "True", "NoOverrideSpecified"),
-            s("WorkSynchronized", "True", "WorkSynchronized"),
-            s("Applied", "True", "ApplySucceeded"),
-            s("Available", "True", "ResourceAvailable"),
+            s("WorkSynchronized", "True", "AllWorkSynced"),
+            s("Applied", "True", "AllWorkHaveBeenApplied"),
+            s("Available", "True", "AllWorkAreAvailable"),
         ]
     );
     assert_eq!(entry.observed_resource_index, "2");
@@ -123,7 +123,7 @@ fn apply_pending_and_failed() {
     ]);
     let failed = work("web-work", 2, &[("Applied", "False", "SomeManifestsAreNotApplied")], manifests);
     let entry = fold(&b, &[failed], Some(2), 1);
-    assert_eq!(summary(&entry).last(), Some(&s("Applied", "False", "ApplyFailed")));
+    assert_eq!(summary(&entry).last(), Some(&s("Applied", "False", "NotAllWorkHaveBeenApplied")));
     assert_eq!(
         entry.rest.get("failedPlacements"),
         Some(&json!([{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "app", "name": "web",
@@ -160,7 +160,7 @@ fn not_available_yet_and_not_trackable() {
         json!([]),
     );
     let entry = fold(&b, &[pending], Some(2), 1);
-    assert_eq!(summary(&entry).last(), Some(&s("Available", "False", "ResourceNotAvailableYet")));
+    assert_eq!(summary(&entry).last(), Some(&s("Available", "False", "NotAllWorkAreAvailable")));
     let untrackable = work(
         "web-work",
         2,
@@ -168,7 +168,7 @@ fn not_available_yet_and_not_trackable() {
         json!([]),
     );
     let entry = fold(&b, &[untrackable], Some(2), 1);
-    assert_eq!(summary(&entry).last(), Some(&s("Available", "True", "WorkNotTrackable")));
+    assert_eq!(summary(&entry).last(), Some(&s("Available", "True", "NotAllWorkAreAvailabilityTrackable")));
 }
 
 #[test]

@@ -50,7 +50,7 @@ fn a_cluster_reports_diff_reported_after_work_synchronized_and_never_applied() {
     let entry = fold(&b, &[done]);
     let types: Vec<&str> = entry.conditions.iter().map(|c| c.type_.as_str()).collect();
     assert_eq!(types, ["RolloutStarted", "Overridden", "WorkSynchronized", "DiffReported"]);
-    assert_eq!(said(entry.conditions.last().unwrap()), ("DiffReported", "True", "DiffReportingCompleted"));
+    assert_eq!(said(entry.conditions.last().unwrap()), ("DiffReported", "True", "AllWorkHaveDiffReported"));
     assert!(entry.conditions.iter().all(|c| c.observed_generation == Some(5)));
     let diffed = entry.rest["diffedPlacements"].as_array().unwrap();
     assert_eq!(diffed[0]["observedDiffs"][0], json!({"path": "/data/k", "valueInHub": "a", "valueInMember": "b"}));
@@ -82,7 +82,7 @@ fn a_failed_diff_report_names_the_manifests_it_could_not_compare() {
     let failed = work("web-work", 2, &[("DiffReported", "False", "SomeManifestsHaveNotReportedDiff")], manifests);
     let entry = fold(&report_diff_binding(), &[failed]);
     let (type_, status, reason, _) = last(&entry);
-    assert_eq!((type_, status, reason), ("DiffReported", "False", "DiffReportingIncompleteOrFailed"));
+    assert_eq!((type_, status, reason), ("DiffReported", "False", "NotAllWorkHaveDiffReported"));
     let failed = entry.rest["failedPlacements"].as_array().unwrap();
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0]["name"], "bad");
