@@ -10,6 +10,7 @@ pub mod age;
 pub mod binding;
 pub mod columns;
 pub mod conditions;
+pub mod defaults;
 pub mod envelope;
 pub mod eviction;
 pub mod kinds;

@@ -243,6 +243,7 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
     object.strip_server_fields();
     validate_generic(&object, kind.scope).map_err(|e| e.to_string())?;
     fleet_api::typed::prepare(&mut object).map_err(|e| e.to_string())?;
+    fleet_api::defaults::apply(&mut object);
     if envelope::envelope_type(&object).is_some() {
         let scopes = declared_scopes(store).map_err(|e| e.to_string())?;
         envelope::check(&object, &scopes).map_err(|e| e.to_string())?;

@@ -9,11 +9,6 @@
 use fleet_api::Object;
 use serde_json::{json, Value};
 
-/// Whether (group, kind) is CustomResourceDefinition.
-pub fn is_crd(group: &str, kind: &str) -> bool {
-    group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition"
-}
-
 /// `crd` with the status derived from its spec.
 pub fn view_of(crd: &Object) -> Object {
     let mut out = crd.clone();

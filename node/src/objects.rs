@@ -220,7 +220,7 @@ pub fn read_view(resolved: ResolvedKind) -> (ResolvedKind, Option<View>) {
     if managed_cluster::is_managed_cluster(&resolved.group, &resolved.kind) {
         return (member_cluster_kind(), Some(managed_cluster::view_of as View));
     }
-    if crate::crd_status::is_crd(&resolved.group, &resolved.kind) {
+    if crate::admission::is_crd(&resolved.group, &resolved.kind) {
         return (resolved, Some(crate::crd_status::view_of as View));
     }
     (resolved, None)
