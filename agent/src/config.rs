@@ -1,4 +1,4 @@
-//! Flags of `fleet-agent` (CONTRACT.md).
+//! Flags of `fleet-agent` (docs/reference/interfaces.md).
 
 use std::path::PathBuf;
 use std::time::Duration;

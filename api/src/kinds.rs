@@ -472,7 +472,7 @@ mod tests {
 /// The scopes of kinds declared by CustomResourceDefinitions stored on the
 /// hub, consulted after the registry. Envelopes are checked against them at
 /// apply and again at Work generation, since a CRD may be stored after the
-/// envelope that wraps one of its objects (envelopes.md EN-8).
+/// envelope that wraps one of its objects (docs/spec/envelopes.md EN-8).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeclaredScopes {
     /// group → Kind → scope.

@@ -13,7 +13,7 @@ use crate::Object;
 pub const CONDITION_APPLIED: &str = "Applied";
 /// Work condition: every manifest is available (or untrackable).
 pub const CONDITION_AVAILABLE: &str = "Available";
-/// Reasons of the Work conditions (rollout.md).
+/// Reasons of the Work conditions (docs/spec/rollout.md).
 pub const REASON_ALL_APPLIED: &str = "AllManifestsApplied";
 /// Some manifest failed to apply.
 pub const REASON_SOME_NOT_APPLIED: &str = "SomeManifestsAreNotApplied";
@@ -55,7 +55,7 @@ pub struct ServerSideApplyConfig {
     pub force: bool,
 }
 
-/// How the agent applies (rollout.md, "Apply strategy").
+/// How the agent applies (docs/spec/rollout.md, "Apply strategy").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApplyStrategy {

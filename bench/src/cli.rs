@@ -251,7 +251,7 @@ pub struct StagedLatencyArgs {
     pub timeout_seconds: u64,
 }
 
-/// Flags of `fleet-bench members` (CONTRACT.md).
+/// Flags of `fleet-bench members` (docs/reference/interfaces.md).
 #[derive(Debug, Clone, Args)]
 pub struct MembersArgs {
     /// Hub endpoints, `host:port[,host:port...]`; members spread their connections over them.

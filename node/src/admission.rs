@@ -309,7 +309,7 @@ fn check_update(store: &Store, object: &Object) -> Result<(), String> {
     Ok(())
 }
 
-/// overrides.md: at most 100 CROs (100 ROs per namespace), and no resource
+/// docs/spec/overrides.md: at most 100 CROs (100 ROs per namespace), and no resource
 /// selected by two overrides of the same scope.
 fn check_override_limits(store: &Store, object: &Object, new: bool) -> Result<(), String> {
     let namespace = object.metadata.namespace.clone();

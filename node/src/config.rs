@@ -1,4 +1,4 @@
-//! Command-line flags of `fleet-node` (CONTRACT.md) and the validated
+//! Command-line flags of `fleet-node` (docs/reference/interfaces.md) and the validated
 //! configuration they make.
 
 use std::collections::BTreeMap;

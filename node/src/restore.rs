@@ -1,5 +1,5 @@
 //! `fleet-node restore`: prepares a data dir for node N of a new hub from a
-//! backup made by `fleetctl snapshot save` (CONTRACT.md).
+//! backup made by `fleetctl snapshot save` (docs/reference/interfaces.md).
 
 use std::path::PathBuf;
 

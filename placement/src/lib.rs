@@ -1,6 +1,6 @@
 //! The placement brain: pure functions over `fleet-api` types that the
 //! leader's controllers call. No tokio, no redb, no clock: every input is
-//! passed in, so each rule of `spec/placement.md` is a unit test here.
+//! passed in, so each rule of `docs/spec/placement.md` is a unit test here.
 //!
 //! - [`cluster`]: the scheduler's view of a MemberCluster (labels, taints,
 //!   properties as exact quantities, eligibility);

@@ -1,4 +1,4 @@
-//! Which hub resources a placement selects (placement.md "Resource
+//! Which hub resources a placement selects (docs/spec/placement.md "Resource
 //! selection"), cleaned of server-set fields, deduplicated and in the stable
 //! order snapshots and hashes rely on.
 //!

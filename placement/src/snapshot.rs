@@ -1,4 +1,4 @@
-//! Resource and policy snapshots (placement.md "Snapshots"): their content,
+//! Resource and policy snapshots (docs/spec/placement.md "Snapshots"): their content,
 //! hashes, splitting and names, and the changes ([`SnapshotChange`]) that keep
 //! a placement's snapshots current. The snapshot controller reads the
 //! placement and its snapshots, calls [`plan_resource_snapshots`] /

@@ -1,6 +1,6 @@
 //! The Raft log on redb, in its own file (`raft-log.redb`).
 //!
-//! Durability rules (ARCHITECTURE.md, never relaxed):
+//! Durability rules (docs/architecture.md, never relaxed):
 //! - `save_vote` commits with fsync before it returns;
 //! - `append` fires its callback only after the fsync'd commit that holds the entries;
 //! - truncation is fsync'd (a truncated suffix must never come back).

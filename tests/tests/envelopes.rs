@@ -1,4 +1,4 @@
-//! Envelopes on a real trio with real agents (envelopes.md): the worked
+//! Envelopes on a real trio with real agents (docs/spec/envelopes.md): the worked
 //! example's four Works per cluster and what lands on each member; an
 //! envelope entry removed and an envelope unselected taken off the members;
 //! a cluster-scoped object in an envelope ConfigMap refused for an RP; a

@@ -1,5 +1,5 @@
 //! Evictions, disruption budgets and drain on a real trio with real agents
-//! (eviction.md): the worked example — an eviction within the budget
+//! (docs/spec/eviction.md): the worked example — an eviction within the budget
 //! executes and the scheduler replaces the cluster, one beyond it is not
 //! executed (with the spec's message) and stays so (EV-1) until it is
 //! re-created —; `fleetctl drain` of a cluster hosting three placements,

@@ -1,4 +1,4 @@
-//! Open Cluster Management on a real trio with real agents (spec/ocm.md),
+//! Open Cluster Management on a real trio with real agents (docs/spec/ocm.md),
 //! driven with the OCM YAML of `deploy/examples/ocm/` applied unchanged:
 //!
 //! - Placements over a cluster set bound to their namespace pick what the

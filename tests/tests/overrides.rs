@@ -1,4 +1,4 @@
-//! Overrides on a real trio with real agents (overrides.md): the worked
+//! Overrides on a real trio with real agents (docs/spec/overrides.md): the worked
 //! example, read back on each member with `fleet-agent inspect`; a failing
 //! patch reported on its cluster and blocking nobody else; a relabelled
 //! cluster getting the other rule's result; an override change rolled out

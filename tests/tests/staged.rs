@@ -1,4 +1,4 @@
-//! Staged updates on a real trio with real agents (staged-updates.md): the
+//! Staged updates on a real trio with real agents (docs/spec/staged-updates.md): the
 //! worked example with waits of seconds, watched on the members — nothing
 //! reaches a later stage before its gate opens, in the spec's order —,
 //! approvals through a follower, `describe` and `rollout status` of the

@@ -1,5 +1,5 @@
 //! Whether a live object is available, following the table of
-//! spec/rollout.md ("Availability"). A pure function of the object as a
+//! docs/spec/rollout.md ("Availability"). A pure function of the object as a
 //! Kubernetes API server reports it (`metadata.generation`, `status`), shared
 //! by every target.
 
@@ -42,7 +42,7 @@ const AVAILABLE_AT_ONCE: &[(&str, &str)] = &[
     ("scheduling.k8s.io", "PriorityClass"),
 ];
 
-/// Judges a live object by the availability table of spec/rollout.md.
+/// Judges a live object by the availability table of docs/spec/rollout.md.
 pub fn availability(live: &Object) -> Availability {
     match (live.group(), live.kind.as_str()) {
         ("apps", "Deployment") => deployment(live),

@@ -1,4 +1,4 @@
-//! The order manifests are applied in (rollout.md): namespaces; then
+//! The order manifests are applied in (docs/spec/rollout.md): namespaces; then
 //! configmaps, secrets, service accounts, CRDs, volumes, quotas; then roles;
 //! then role bindings; then workloads, services, jobs, ingresses; then
 //! webhooks; unknown kinds last. Deletion runs in the reverse order.

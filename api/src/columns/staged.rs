@@ -1,6 +1,6 @@
 //! `get` columns of the staged update and eviction kinds (like KubeFleet's
 //! printer columns): runs, approval requests, evictions (`NAME VALID
-//! EXECUTED`, eviction.md) and disruption budgets.
+//! EXECUTED`, docs/spec/eviction.md) and disruption budgets.
 
 use crate::Object;
 

@@ -1,4 +1,4 @@
-//! Envelopes (envelopes.md): `ClusterResourceEnvelope`, `ResourceEnvelope`
+//! Envelopes (docs/spec/envelopes.md): `ClusterResourceEnvelope`, `ResourceEnvelope`
 //! and the ConfigMap annotated `kubernetes-fleet.io/envelope-configmap`.
 //! The hub stores them as written; their wrapped objects are placed on
 //! member clusters, never on the hub.
@@ -124,7 +124,7 @@ fn entry_object(kind: EnvelopeType, path: &str, value: &Value) -> Result<Object,
     }
 }
 
-/// The scope rules of one wrapped object (envelopes.md "Validation").
+/// The scope rules of one wrapped object (docs/spec/envelopes.md "Validation").
 fn check_scope(
     kind: EnvelopeType,
     envelope_namespace: &str,
@@ -167,7 +167,7 @@ fn check_scope(
 }
 
 /// The objects an envelope wraps, in `data` key order, or every problem
-/// (envelopes.md "Validation"): 1..50 entries, each exactly one object, in
+/// (docs/spec/envelopes.md "Validation"): 1..50 entries, each exactly one object, in
 /// the right scope and namespace, with a fixed name, not an envelope, no
 /// object twice; a ConfigMap carries no `binaryData`. Scopes are the
 /// registry's only; see [`wrapped_objects_in`].

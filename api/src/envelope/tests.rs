@@ -1,10 +1,10 @@
-//! One test per validation row of envelopes.md, plus its examples.
+//! One test per validation row of docs/spec/envelopes.md, plus its examples.
 
 use serde_json::{json, Value};
 
 use super::*;
 
-/// The three envelopes of envelopes.md, verbatim.
+/// The three envelopes of docs/spec/envelopes.md, verbatim.
 const SPEC_EXAMPLES: &str = r#"apiVersion: placement.kubernetes-fleet.io/v1beta1
 kind: ResourceEnvelope
 metadata: {name: quota, namespace: ops}

@@ -1,7 +1,7 @@
 //! `ClusterResourcePlacementEviction` (remove one cluster's placement of a
 //! ClusterResourcePlacement) and `ClusterResourcePlacementDisruptionBudget`
 //! (how many of a placement's clusters voluntary evictions may take down),
-//! eviction.md. Shapes, validation and the checks made at apply against the
+//! docs/spec/eviction.md. Shapes, validation and the checks made at apply against the
 //! named placement; the evaluation itself is in `fleet_placement::eviction`.
 //!
 //! Decisions beyond the spec's wording:
@@ -199,7 +199,7 @@ fn validate_budget(spec: &DisruptionBudgetSpec) -> Vec<FieldError> {
 }
 
 /// Validates an eviction or a budget (other kinds pass): known fields only,
-/// every rule of eviction.md's table.
+/// every rule of docs/spec/eviction.md's table.
 pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     let errors = if is_eviction(object) {
         validate_eviction(&decode_spec(object)?)

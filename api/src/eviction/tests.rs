@@ -1,4 +1,4 @@
-//! Eviction and budget validation (eviction.md "Fields and validation").
+//! Eviction and budget validation (docs/spec/eviction.md "Fields and validation").
 
 use serde_json::{json, Value};
 
@@ -25,7 +25,7 @@ fn crp(policy: Value) -> Object {
     o
 }
 
-/// The two documents of eviction.md, verbatim.
+/// The two documents of docs/spec/eviction.md, verbatim.
 const SPEC_EXAMPLE: &str = r#"apiVersion: placement.kubernetes-fleet.io/v1beta1
 kind: ClusterResourcePlacementDisruptionBudget
 metadata: {name: web}          # = the CRP's name

@@ -1,4 +1,4 @@
-//! Open Cluster Management's kinds (spec/ocm.md), typed and validated so that
+//! Open Cluster Management's kinds (docs/spec/ocm.md), typed and validated so that
 //! OCM users' manifests work here unchanged and mistakes are refused with
 //! the field, the value and what is allowed:
 //!

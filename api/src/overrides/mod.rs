@@ -1,10 +1,10 @@
 //! `ClusterResourceOverride` (CRO, cluster-scoped) and `ResourceOverride`
 //! (RO, namespaced): per-cluster JSON patches (or removal) of selected
-//! resources before they enter a member cluster's Work (overrides.md), and
+//! resources before they enter a member cluster's Work (docs/spec/overrides.md), and
 //! their immutable snapshots (`ClusterResourceOverrideSnapshot` /
 //! `ResourceOverrideSnapshot`) that bindings name.
 //!
-//! [`prepare`] validates every row of overrides.md's table (all problems
+//! [`prepare`] validates every row of docs/spec/overrides.md's table (all problems
 //! listed) and writes the spec back; [`check_update`] refuses a change of
 //! `spec.placement`. The limits that need the rest of the store (at most 100
 //! overrides, one override per selected resource) are checked by the node's
@@ -237,7 +237,7 @@ fn decode_spec(object: &Object) -> Result<OverrideSpec, ValidationError> {
     })
 }
 
-/// Validates a CRO or RO (every row of overrides.md's table that needs only
+/// Validates a CRO or RO (every row of docs/spec/overrides.md's table that needs only
 /// the object itself) and writes the decoded spec back.
 pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     let spec = decode_spec(object)?;

@@ -1,4 +1,4 @@
-//! One test per validation row of overrides.md, plus its examples.
+//! One test per validation row of docs/spec/overrides.md, plus its examples.
 
 use serde_json::{json, Value};
 
@@ -40,7 +40,7 @@ fn has(e: &str, want: &str) {
     assert!(e.contains(want), "missing {want:?} in:\n{e}");
 }
 
-/// The three overrides of overrides.md, verbatim (the deploy example).
+/// The three overrides of docs/spec/overrides.md, verbatim (the deploy example).
 const SPEC_EXAMPLES: &str = include_str!("../../../deploy/examples/overrides/overrides.yaml");
 
 #[test]

@@ -1,4 +1,4 @@
-//! Validation of a decoded override spec: every row of overrides.md's table
+//! Validation of a decoded override spec: every row of docs/spec/overrides.md's table
 //! that the object alone decides, each problem with its exact field path.
 
 use std::collections::BTreeSet;
@@ -158,7 +158,7 @@ fn validate_patch(errors: &mut Vec<FieldError>, base: &str, patch: &JsonPatchOve
     }
 }
 
-/// Why a patch path is refused, if it is (overrides.md, `J.path`).
+/// Why a patch path is refused, if it is (docs/spec/overrides.md, `J.path`).
 pub fn path_problem(path: &str) -> Option<&'static str> {
     let Some(rest) = path.strip_prefix('/') else { return Some("path must start with /") };
     let segments: Vec<&str> = rest.split('/').collect();

@@ -3,7 +3,7 @@
 //! they roll out. Both share [`PlacementSpec`]; KubeFleet's YAML (v1beta1 and
 //! v1) is accepted unchanged.
 //!
-//! [`prepare`] validates (placement.md, rollout.md), defaults and writes the
+//! [`prepare`] validates (docs/spec/placement.md, docs/spec/rollout.md), defaults and writes the
 //! spec back; [`check_update`] enforces what may not change.
 //!
 //! Normalizations on write-back: the older `metricSorter` becomes
@@ -120,7 +120,7 @@ fn decode_spec(object: &Object) -> Result<PlacementSpec, ValidationError> {
     crate::typed::decode_spec(object)
 }
 
-/// Fills every default (placement.md, rollout.md) and normalizes property
+/// Fills every default (docs/spec/placement.md, docs/spec/rollout.md) and normalizes property
 /// names. Assumes a valid spec; invalid values are left alone.
 pub fn apply_defaults(spec: &mut PlacementSpec) {
     for s in &mut spec.resource_selectors {
@@ -177,7 +177,7 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
 /// Checks an update of a placement against the stored one: `placementType`
 /// cannot change, tolerations can only be added (every old toleration
 /// must still be present), and an `External` rollout strategy stays
-/// `External` (staged-updates.md).
+/// `External` (docs/spec/staged-updates.md).
 pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
     let mut old_spec = decode_spec(old)?;
     let mut new_spec = decode_spec(new)?;

@@ -42,7 +42,7 @@ fn has(e: &str, want: &str) {
     assert!(e.contains(want), "missing {want:?} in:\n{e}");
 }
 
-/// The example CRP of placement.md, verbatim.
+/// The example CRP of docs/spec/placement.md, verbatim.
 const KUBEFLEET_EXAMPLE: &str = r#"apiVersion: placement.kubernetes-fleet.io/v1beta1
 kind: ClusterResourcePlacement
 metadata: {name: web}

@@ -1,5 +1,5 @@
-//! Validation of a decoded placement spec: every rule of placement.md and
-//! rollout.md, every problem collected with its exact field path.
+//! Validation of a decoded placement spec: every rule of docs/spec/placement.md and
+//! docs/spec/rollout.md, every problem collected with its exact field path.
 
 use crate::kinds::{lookup_group_kind, Scope};
 use crate::names;

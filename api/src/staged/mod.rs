@@ -1,4 +1,4 @@
-//! Staged updates (staged-updates.md): the typed kinds a placement with
+//! Staged updates (docs/spec/staged-updates.md): the typed kinds a placement with
 //! `strategy.type: External` is rolled out with.
 //!
 //! - [`strategy`]: `ClusterStagedUpdateStrategy` / `StagedUpdateStrategy`;

@@ -1,5 +1,5 @@
 //! `ClusterStagedUpdateStrategy` / `StagedUpdateStrategy`: the reusable list
-//! of stages a run follows, its validation (staged-updates.md "Fields and
+//! of stages a run follows, its validation (docs/spec/staged-updates.md "Fields and
 //! validation", strategy table) and the two value syntaxes it introduces:
 //! `waitTime` durations and `maxConcurrency`.
 

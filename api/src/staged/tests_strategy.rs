@@ -10,7 +10,7 @@ fn strategy(stages: Value) -> Object {
     object(CLUSTER_STAGED_UPDATE_STRATEGY, "three-stage", json!({ "stages": stages }))
 }
 
-/// The three documents of staged-updates.md, verbatim.
+/// The three documents of docs/spec/staged-updates.md, verbatim.
 const SPEC_EXAMPLE: &str = r#"apiVersion: placement.kubernetes-fleet.io/v1beta1
 kind: ClusterResourcePlacement
 metadata: {name: app}

@@ -1,4 +1,4 @@
-//! The fixed words of staged updates (staged-updates.md "Status shapes"):
+//! The fixed words of staged updates (docs/spec/staged-updates.md "Status shapes"):
 //! kinds, labels, states, task types, condition types and reasons, so the
 //! planner, the controller and `fleetctl` spell them once.
 
@@ -62,7 +62,7 @@ pub const APPROVED: &str = "Approved";
 /// Approval request condition set by the run once it saw the approval.
 pub const APPROVAL_ACCEPTED: &str = "ApprovalAccepted";
 
-/// Run reasons (staged-updates.md "Run conditions").
+/// Run reasons (docs/spec/staged-updates.md "Run conditions").
 pub const REASON_INITIALIZED: &str = "UpdateRunInitializedSuccessfully";
 /// Initialization failed (terminal).
 pub const REASON_INITIALIZE_FAILED: &str = "UpdateRunInitializedFailed";

@@ -1,5 +1,5 @@
 //! `approve NAME [-n NS]`: sets `Approved` True at the request's generation
-//! (staged-updates.md SU-9) as a status write conditional on the version
+//! (docs/spec/staged-updates.md SU-9) as a status write conditional on the version
 //! read, through whichever node answers; a write that lost a race is read
 //! and tried again.
 

@@ -1,5 +1,5 @@
 //! `drain CLUSTER` and `uncordon CLUSTER`, as KubeFleet's kubectl plugin
-//! does them (eviction.md EV-7): drain taints the member cluster
+//! does them (docs/spec/eviction.md EV-7): drain taints the member cluster
 //! `NoSchedule` first (a write conditional on the version read, retried
 //! when it lost a race), then creates one eviction per
 //! ClusterResourcePlacement on it (what to write comes from

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::io::Io;
 
 /// Runs a `token` subcommand: the token on the first line, the CA
-/// fingerprint on the second (CONTRACT.md), the expiry on stderr.
+/// fingerprint on the second (docs/reference/interfaces.md), the expiry on stderr.
 pub async fn run(client: &Client, command: TokenCommand, io: &mut Io) -> Result<()> {
     match command {
         TokenCommand::Create { cluster, ttl } => {

@@ -1,5 +1,5 @@
 //! A staged update run's progress, decided from the run's status alone
-//! (staged-updates.md "Status shapes"): each stage and what it waits for —
+//! (docs/spec/staged-updates.md "Status shapes"): each stage and what it waits for —
 //! its before-stage approval, its clusters, its after-stage timed wait
 //! (with the time left) and approval — and whether the run succeeded,
 //! failed or is still going. `describe` of a run and `rollout status` of

@@ -1,4 +1,4 @@
-//! The eviction controller (eviction.md): ClusterResourcePlacementEvictions
+//! The eviction controller (docs/spec/eviction.md): ClusterResourcePlacementEvictions
 //! are judged one at a time, oldest first (EV-2), each in one command —
 //! its `Valid`/`Executed` status and, when it executes, the deletion of
 //! the cluster's binding — carrying a check of the placement's spec, its

@@ -1,4 +1,4 @@
-//! The override controller (overrides.md OV-3): keeps each
+//! The override controller (docs/spec/overrides.md OV-3): keeps each
 //! ClusterResourceOverride's and ResourceOverride's snapshots current. The
 //! placements pick a new snapshot up through the feed (an override snapshot
 //! event wakes the placements it may concern).

@@ -1,4 +1,4 @@
-//! Evictions and disruption budgets (eviction.md), as pure functions:
+//! Evictions and disruption budgets (docs/spec/eviction.md), as pure functions:
 //! [`evaluate`] judges one eviction against its placement, the placement's
 //! bindings and its budget — the `Valid` and `Executed` conditions with the
 //! spec's reasons and messages, and the binding to delete; [`serial`]

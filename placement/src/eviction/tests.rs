@@ -1,4 +1,4 @@
-//! EV-1..EV-5 and eviction.md's worked example.
+//! EV-1..EV-5 and docs/spec/eviction.md's worked example.
 
 use serde_json::{json, Value};
 

@@ -1,4 +1,4 @@
-//! The Open Cluster Management scheduler (spec/ocm.md): which member
+//! The Open Cluster Management scheduler (docs/spec/ocm.md): which member
 //! clusters an OCM `Placement` decides, with every candidate's score per
 //! prioritizer, the decision groups and the PlacementDecision pages.
 //!

@@ -1,6 +1,6 @@
 //! OCM's prioritizers: which ones a placement uses with which weights
 //! (`Additive` vs `Exact`), and each one's score of a candidate in
-//! −100..100, with exactly the integer arithmetic of spec/ocm.md.
+//! −100..100, with exactly the integer arithmetic of docs/spec/ocm.md.
 //!
 //! The spec's formulas are read as exact rational arithmetic truncated
 //! toward zero once at the end (never through floats): `Balance` is

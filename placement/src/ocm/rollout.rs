@@ -1,4 +1,4 @@
-//! ManifestWorkReplicaSet rollouts (spec/ocm.md): over one placement's
+//! ManifestWorkReplicaSet rollouts (docs/spec/ocm.md): over one placement's
 //! decided clusters, which get the current template now, and whether the
 //! rollout is done. Pure: every clock reading is passed in, and every time
 //! a decision depends on is read from stored objects (the ManifestWork's

@@ -1,4 +1,4 @@
-//! Overrides (overrides.md): snapshots of ClusterResourceOverrides and
+//! Overrides (docs/spec/overrides.md): snapshots of ClusterResourceOverrides and
 //! ResourceOverrides ([`plan_override_snapshots`]), which of their latest
 //! snapshots apply to one binding ([`applicable`]), and rendering a
 //! resource for one cluster through them ([`render`]).

@@ -1,5 +1,5 @@
 //! Override snapshots (OV-3) and applicability (OV-1, OV-2, OV-4), with the
-//! worked example of overrides.md.
+//! worked example of docs/spec/overrides.md.
 
 use std::collections::BTreeMap;
 

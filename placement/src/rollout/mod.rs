@@ -1,4 +1,4 @@
-//! The rolling update planner (rollout.md "Rolling update"): from a
+//! The rolling update planner (docs/spec/rollout.md "Rolling update"): from a
 //! placement's bindings and how ready each is, which bindings to bind to the
 //! latest resource snapshot, move to it, or delete in this pass.
 //!

@@ -1,4 +1,4 @@
-//! The rolling update rules of rollout.md, one named test each.
+//! The rolling update rules of docs/spec/rollout.md, one named test each.
 
 use fleet_api::placement::{IntOrString, PlacementPolicy, RollingUpdateConfig, RolloutStrategy};
 

@@ -1,4 +1,4 @@
-//! Staged update runs (staged-updates.md), as one pure function:
+//! Staged update runs (docs/spec/staged-updates.md), as one pure function:
 //! [`plan_run`] takes a run (spec and stored status), its placement, the
 //! placement's bindings with their readiness, the approval requests and
 //! `now`, and returns the run's next status, the writes to make

@@ -16,7 +16,7 @@ use serde_json::json;
 use super::*;
 use crate::rollout::Readiness;
 
-/// The strategy of staged-updates.md's example (`three-stage`).
+/// The strategy of docs/spec/staged-updates.md's example (`three-stage`).
 pub(super) fn three_stage() -> UpdateStrategySpec {
     let by_env = |env: &str| json!({"matchLabels": {"environment": env}});
     strategy_json(json!([
@@ -108,7 +108,7 @@ pub(super) struct World {
 }
 
 impl World {
-    /// The fleet of staged-updates.md's worked example, every cluster
+    /// The fleet of docs/spec/staged-updates.md's worked example, every cluster
     /// chosen (PickAll) and Scheduled, run `app-v1` at index 0.
     pub fn example() -> World {
         let clusters = vec![

@@ -1,4 +1,4 @@
-//! staged-updates.md's worked example, step by step.
+//! docs/spec/staged-updates.md's worked example, step by step.
 
 use fleet_api::staged::{
     APPROVAL_REQUEST_CREATED, INITIALIZED, REASON_PROGRESSING, REASON_RUN_SUCCEEDED, REASON_STAGE_SKIPPED,

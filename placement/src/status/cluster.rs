@@ -257,7 +257,7 @@ fn observe(conditions: Vec<Condition>, generation: i64) -> Vec<Condition> {
 /// by the scheduler), sets `RolloutStarted`, `Overridden`
 /// (`NoOverrideSpecified`), `WorkSynchronized`, `Applied` and `Available`
 /// (`DiffReported` instead of the last two when the binding's apply
-/// strategy is `ReportDiff`) with rollout.md's reasons and `observedGeneration` = `generation` —
+/// strategy is `ReportDiff`) with docs/spec/rollout.md's reasons and `observedGeneration` = `generation` —
 /// each only while the ones before are True (later ones are removed) —,
 /// `observedResourceIndex` = the binding's bound index, and
 /// `failedPlacements` (≤ 100). Transition times move only when a status does.

@@ -1,4 +1,4 @@
-//! Placement status folding (rollout.md "Placement status"): each chosen
+//! Placement status folding (docs/spec/rollout.md "Placement status"): each chosen
 //! cluster's entry in `status.placementStatuses` from its binding and Works
 //! ([`fold_cluster`]), and the placement's own conditions from those entries
 //! ([`fold_placement`]).
@@ -171,8 +171,8 @@ pub struct ClusterRollout<'a> {
     pub rendering: &'a Rendering,
 }
 
-/// How rendering one binding's Works went (overrides.md "Status",
-/// envelopes.md EN-8).
+/// How rendering one binding's Works went (docs/spec/overrides.md "Status",
+/// docs/spec/envelopes.md EN-8).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rendering {
     /// Rendered; no override applies to the cluster.

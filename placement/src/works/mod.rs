@@ -1,4 +1,4 @@
-//! Work rendering (rollout.md "Work"): the Works a Bound binding needs in
+//! Work rendering (docs/spec/rollout.md "Work"): the Works a Bound binding needs in
 //! its cluster's hub namespace, and the changes that make the stored Works
 //! match.
 //!

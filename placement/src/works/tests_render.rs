@@ -1,5 +1,5 @@
 //! Work rendering with overrides and envelopes: the worked example of
-//! envelopes.md (EN-4, EN-5), EN-3/EN-8 and EN-6.
+//! docs/spec/envelopes.md (EN-4, EN-5), EN-3/EN-8 and EN-6.
 
 use fleet_api::envelope::{ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL};
 use fleet_api::work::spec_of as work_spec_of;
@@ -30,7 +30,7 @@ fn binding() -> Object {
 }
 
 /// The worked example's selection: Namespace ops, ConfigMap settings and
-/// the three envelopes of envelopes.md, in snapshot order.
+/// the three envelopes of docs/spec/envelopes.md, in snapshot order.
 fn example_selection() -> Vec<Value> {
     let text = include_str!("../../../deploy/examples/envelopes/envelopes.yaml");
     let mut out = vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}})];

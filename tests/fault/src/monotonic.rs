@@ -1,5 +1,5 @@
 //! Default reads are served by whichever node is asked and may be stale,
-//! but they must never go back in time for one client (CONTRACT.md). This
+//! but they must never go back in time for one client (docs/reference/interfaces.md). This
 //! checks that per client: no read served at an older revision than one the
 //! client already saw, and no key seen at an older resourceVersion than
 //! before. [`read_your_writes`] also counts the client's own writes and

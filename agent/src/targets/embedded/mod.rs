@@ -1,5 +1,5 @@
 //! The embedded target: a simulated member cluster kept in the agent's data
-//! dir, in the spirit of Kubernetes' KWOK (spec/members.md, "The agent's
+//! dir, in the spirit of Kubernetes' KWOK (docs/spec/members.md, "The agent's
 //! targets").
 //!
 //! It behaves like an API server with controllers that always succeed:

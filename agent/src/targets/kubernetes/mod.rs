@@ -1,5 +1,5 @@
 //! The Kubernetes target: a real member cluster, reached through kube-rs
-//! (spec/members.md, "The agent's targets").
+//! (docs/spec/members.md, "The agent's targets").
 //!
 //! - Kinds are mapped to resources and scopes by discovery (`discovery.rs`),
 //!   cached per group-version and re-read on a miss, so custom resources

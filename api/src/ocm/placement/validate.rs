@@ -1,4 +1,4 @@
-//! Validation of a decoded OCM Placement spec: every rule of spec/ocm.md and
+//! Validation of a decoded OCM Placement spec: every rule of docs/spec/ocm.md and
 //! OCM's schema, every problem collected with its exact field path.
 
 use crate::names;

@@ -1,4 +1,4 @@
-//! The manifests of spec/ocm.md, and one OCM-style manifest per kind the
+//! The manifests of docs/spec/ocm.md, and one OCM-style manifest per kind the
 //! spec describes in prose, accepted as written.
 
 use serde_json::json;
@@ -7,7 +7,7 @@ use super::ok;
 use crate::ocm::{addon_score, clusterset, manifestwork, placement, replicaset};
 use crate::placement::IntOrString;
 
-/// The Placement example of spec/ocm.md. It is verbatim except for its two
+/// The Placement example of docs/spec/ocm.md. It is verbatim except for its two
 /// placeholders, which no parser can read as written: `key: ...` became
 /// `key: maintenance` and `labelSelector: {...}` became
 /// `labelSelector: {matchLabels: {tier: canary}}`.

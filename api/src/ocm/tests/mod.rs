@@ -1,5 +1,5 @@
 //! Tests of the OCM kinds other than Placement: the example manifests of
-//! spec/ocm.md (and OCM-style manifests of each kind) pass unchanged, and
+//! docs/spec/ocm.md (and OCM-style manifests of each kind) pass unchanged, and
 //! every rule refuses bad input with path, value and what is allowed.
 
 use crate::parse::parse_documents;

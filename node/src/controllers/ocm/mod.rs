@@ -1,4 +1,4 @@
-//! The Open Cluster Management controllers (spec/ocm.md), beside the
+//! The Open Cluster Management controllers (docs/spec/ocm.md), beside the
 //! KubeFleet placement controller and dispatched by kind:
 //!
 //! - [`placement`]: decides each OCM `Placement` with the `placement`

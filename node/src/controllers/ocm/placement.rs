@@ -2,7 +2,7 @@
 //! store's sets, bindings, decision pages and add-on scores and the leader's
 //! cluster cache, then — when anything differs — one command with the page
 //! creates, updates and deletes and the Placement's new status, and the
-//! events spec/ocm.md asks for: `DecisionCreate` per new page,
+//! events docs/spec/ocm.md asks for: `DecisionCreate` per new page,
 //! `DecisionUpdate` per changed or removed page, and `ScoreUpdate` (every
 //! candidate's `name:total`) only when the chosen clusters changed.
 //!

@@ -1,4 +1,4 @@
-//! The staged update run controller (staged-updates.md): for one
+//! The staged update run controller (docs/spec/staged-updates.md): for one
 //! ClusterStagedUpdateRun or StagedUpdateRun, one pass of
 //! `fleet_placement::staged::plan_run` over what the store holds, written
 //! back as one command — the run's status and every write the pass decided

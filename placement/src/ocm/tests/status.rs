@@ -9,7 +9,7 @@ use serde_json::json;
 use super::*;
 use crate::ocm::ALLOCATABLE_MEMORY;
 
-/// The Placement example of spec/ocm.md (its two placeholders filled in, as
+/// The Placement example of docs/spec/ocm.md (its two placeholders filled in, as
 /// in `fleet_api`'s example test).
 const EXAMPLE: &str = include_str!("../../../../api/src/ocm/tests/placement-example.yaml");
 

@@ -3,7 +3,7 @@
 use crate::scheduler::framework::FilterPlugin;
 use crate::scheduler::table::ClusterTable;
 
-/// Filters out clusters that are not eligible (members.md), with the reason
+/// Filters out clusters that are not eligible (docs/spec/members.md), with the reason
 /// `cluster is not eligible: <why>`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Eligibility;

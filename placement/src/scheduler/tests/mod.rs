@@ -1,4 +1,4 @@
-//! Scheduler tests: one named test per rule of placement.md, plus property
+//! Scheduler tests: one named test per rule of docs/spec/placement.md, plus property
 //! tests. Helpers build clusters, policies and bindings tersely.
 
 use fleet_api::binding::{ClusterDecision, ClusterScore, STATE_BOUND, STATE_SCHEDULED, STATE_UNSCHEDULED};
