@@ -15,7 +15,7 @@
 # published table uses none: both systems run with their defaults).
 # BENCH_ETCD_TLS=1 runs etcd with mutual TLS on its client and peer ports
 # (certificates from the hub's PKI), so both systems pay for encryption; by
-# default etcd runs plaintext, as the reference numbers do, while
+# default etcd runs plaintext (its own default), while
 # the hub always uses mutual TLS.
 # Ports: etcd 23791-23793 (clients) and 23801-23803 (peers), hub 27101-27103;
 # override with ETCD_CLIENT_BASE, ETCD_PEER_BASE, HUB_BASE.

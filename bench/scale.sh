@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scale table of issue 16 on one machine, all on loopback: a 3-node hub,
+# The scale table on one machine, all on loopback: a 3-node hub,
 # MEMBERS simulated member clusters in one `fleet-bench members` process
 # (each with its own key, certificate and connection, heartbeating every
 # HEARTBEAT s), one real `fleet-agent` on an embedded target (for its

@@ -1,4 +1,4 @@
-//! Criterion benchmark of Work generation with overrides (issue 12): the
+//! Criterion benchmark of Work generation with overrides: the
 //! Works of a placement of 50 objects rendered for 1,000 clusters, with 3
 //! override rules (a CRO on the namespace with a variable, an RO replacing
 //! a field for one environment, an RO deleting an object for another)

@@ -41,7 +41,8 @@ pub enum Command {
     /// Simulated member clusters in this process, joined and applying their
     /// Work until SIGINT/SIGTERM (prints `ready N` once all joined).
     Members(MembersArgs),
-    /// A scale scenario (issue 16) against a hub with simulated members.
+    /// A scale scenario (new placements, rollouts, idle fleet, memory,
+    /// restarts and leader loss) against a hub with simulated members.
     Scale(ScaleArgs),
     /// The Kubernetes-compatible API next to gRPC on one node: list
     /// throughput and latency, and watch fan-out while placements change.

@@ -1,4 +1,4 @@
-//! A CI-sized run of the scale harness (issue 16): `fleet-bench members`
+//! A CI-sized run of the scale harness: `fleet-bench members`
 //! joins 200 simulated members to a real hub trio, 50 placements (PickN of
 //! 1 to 5 clusters, and two PickAll) each place their own namespace, and
 //! the test checks correctness only — every placement Available, one bound

@@ -1,4 +1,4 @@
-//! `fleet-bench scale`: the scale scenarios of issue 16, run against a hub
+//! `fleet-bench scale`: the scale scenarios, run against a hub
 //! with `fleet-bench members` joined (`--clusters` of them), timed from
 //! watches. Each scenario runs `--runs` times and reports, per figure, the
 //! median and spread ([`figures`]).
