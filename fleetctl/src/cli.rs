@@ -336,10 +336,11 @@ pub struct ClusterOutput {
     pub output: Option<ClusterFormat>,
 }
 
-/// Formats of `cluster status`.
+/// The one alternative to a command's table or text: JSON (`cluster status`,
+/// `plan`, `version`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ClusterFormat {
-    /// `{"leader", "term", "members": [...]}`.
+    /// One JSON object (`cluster status`: `{"leader", "term", "members": [...]}`).
     Json,
 }
 
