@@ -1,5 +1,5 @@
 //! `/metrics` on a real trio with a member agent and a placement: every
-//! name deploy/METRICS.md documents is served, and scrapes after a write and
+//! name docs/metrics.md documents is served, and scrapes after a write and
 //! after the leader is killed show the counters moved (proposals committed,
 //! requests, leader changes).
 
@@ -70,17 +70,17 @@ fn names_in(text: &str) -> std::collections::BTreeSet<String> {
     names
 }
 
-/// The names deploy/METRICS.md documents are the names the nodes serve
+/// The names docs/metrics.md documents are the names the nodes serve
 /// (together: a watch is served by the node the agent picked), and the
 /// Grafana dashboard uses only those.
 fn check_documented_names(scraped: &str) {
-    let deploy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
-    let doc = std::fs::read_to_string(deploy.join("METRICS.md")).expect("deploy/METRICS.md");
-    let dashboard = std::fs::read_to_string(deploy.join("grafana-dashboard.json")).expect("dashboard");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let doc = std::fs::read_to_string(root.join("docs/metrics.md")).expect("docs/metrics.md");
+    let dashboard = std::fs::read_to_string(root.join("deploy/grafana-dashboard.json")).expect("dashboard");
     let documented = names_in(&doc);
     for name in &documented {
         let family = name.strip_suffix("_total").unwrap_or(name);
-        assert!(scraped.contains(&format!("# TYPE {family} ")), "METRICS.md names {name}, which is not served");
+        assert!(scraped.contains(&format!("# TYPE {family} ")), "docs/metrics.md names {name}, which is not served");
     }
     let served: std::collections::BTreeSet<String> = scraped
         .lines()
@@ -92,11 +92,11 @@ fn check_documented_names(scraped: &str) {
         let counter = format!("{family}_total");
         assert!(
             documented.contains(family) || documented.contains(&counter),
-            "{family} is served but not in METRICS.md"
+            "{family} is served but not in docs/metrics.md"
         );
     }
     for name in names_in(&dashboard) {
-        assert!(documented.contains(&name), "the dashboard uses {name}, not in METRICS.md");
+        assert!(documented.contains(&name), "the dashboard uses {name}, not in docs/metrics.md");
     }
 }
 

@@ -5,7 +5,7 @@
 //! describe state (leadership, members, placements) are read fresh at each
 //! scrape ([`scrape`]). Names follow Prometheus conventions and mirror
 //! etcd's and the Kubernetes API server's where they mean the same thing;
-//! `deploy/METRICS.md` lists them.
+//! `docs/metrics.md` lists them.
 
 pub mod grpc;
 pub mod scrape;
