@@ -4,7 +4,7 @@ use clap::Parser;
 
 /// mimalloc instead of glibc malloc: under write load the hub allocates per
 /// request (JSON, MessagePack, objects), and glibc's malloc/free was about a
-/// quarter of CPU samples (bench/README.md).
+/// quarter of CPU samples in a profile.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use fleet_node::config::Args;
@@ -14,7 +14,7 @@ use fleet_node::restore::RestoreArgs;
 /// run (the Raft log and state machine have threads of their own). Unbounded
 /// (tokio's 512), a large rollout grew it past 150 threads, and the
 /// allocator's per-thread heaps kept their peak: nodes ended at 1.9-2.7 GB
-/// after a PickAll over 5,000 clusters (bench/README.md).
+/// after a PickAll over 5,000 clusters.
 const BLOCKING_THREADS: usize = 16;
 
 /// Worker threads of the Raft runtime: openraft's core, replication, votes

@@ -25,7 +25,7 @@ const MAX_ENTRIES: usize = 2048;
 /// Most bytes (of encoded commands) kept. An entry also holds its commands
 /// decoded, which take 8-10× their MessagePack encoding (objects as JSON
 /// value trees): at 64 MiB the cache held most of a node's 750 MB at 1,000
-/// placements (bench/README.md). 4 MiB still covers the second or so between
+/// placements. 4 MiB still covers the second or so between
 /// an append and its replication and apply under load; older entries come
 /// from the file.
 const MAX_BYTES: usize = 4 * 1024 * 1024;

@@ -44,7 +44,7 @@ const FORMAT: &str = "format";
 pub const LOG_FORMAT_VERSION: u32 = 1;
 /// redb's page cache for the log file. redb's default is 1 GiB, and it
 /// keeps every page it reads or writes until that is full: the log file's
-/// pages grew each node by its whole size (bench/README.md). Recent entries
+/// pages grew each node by its whole size. Recent entries
 /// are served from [`LogCache`]; the file is read for older ones (a
 /// follower catching up) and written by appends, which need only the pages
 /// of the tree's right edge.

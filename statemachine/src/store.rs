@@ -45,7 +45,7 @@ pub(crate) const META_FORMAT: &str = "format";
 pub const FORMAT_VERSION: u32 = 1;
 /// redb's page cache for the state file. redb's default is 1 GiB, and it
 /// keeps every page it reads or writes until that is full, so a node grew by
-/// the size of its state file (bench/README.md). 64 MiB holds the pages the
+/// the size of its state file. 64 MiB holds the pages the
 /// controllers and watches read at 1,000 clusters and 1,000 placements
 /// (a 67 MB file); pages beyond it are read from the OS page cache.
 const PAGE_CACHE_BYTES: usize = 64 * 1024 * 1024;

@@ -6,8 +6,8 @@
 //! The history keeps each event's object as its stored JSON, not decoded: a
 //! decoded object takes several times the bytes of its JSON, and at 1,000
 //! placements the decoded history was the largest part of a node's memory
-//! (bench/README.md). It is decoded again only for a watcher that resumes
-//! from it. Live events reach watchers decoded, through the broadcast.
+//! (profiled with heaptrack). It is decoded again only for a watcher that
+//! resumes from it. Live events reach watchers decoded, through the broadcast.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
