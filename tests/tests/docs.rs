@@ -1,11 +1,13 @@
 //! Checks of the documentation that need no hub: the command-line
 //! reference in `docs/cli/` is exactly what the programs' clap definitions
-//! generate.
+//! generate, and every relative Markdown link in the repository leads to a
+//! file (and, for a Markdown file, a heading) that exists.
 //!
 //! After changing a flag or a help text, regenerate the reference with
 //! `FLEET_REGENERATE_DOCS=1 cargo test -p fleet-tests --test docs cli_reference`.
 
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
 
 use clap::CommandFactory;
 
@@ -85,4 +87,252 @@ fn cli_reference() {
          Regenerate it with `{REGENERATE}=1 cargo test -p fleet-tests --test docs cli_reference` and commit the result.",
         stale.join(", ")
     );
+}
+
+#[test]
+fn markdown_links() {
+    let root = root();
+    let files = markdown_files(&root);
+    assert!(files.iter().any(|f| f.ends_with("README.md")), "no Markdown file found under {}", root.display());
+    let mut anchors: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
+    let mut broken = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        for (line, target) in links(&text) {
+            if let Some(problem) = check_link(&root, file, &target, &mut anchors) {
+                let shown = file.strip_prefix(&root).unwrap_or(file).display();
+                broken.push(format!("{shown}:{line}: ({target}) {problem}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "Markdown links that lead nowhere:\n{}", broken.join("\n"));
+}
+
+/// Every `*.md` file of the repository, outside build output and hidden
+/// directories (`.git`, `.fleet-local`...).
+fn markdown_files(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().to_string();
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                let build_output = dir == root && name.starts_with("target");
+                if !name.starts_with('.') && !build_output {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".md") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The destinations of a Markdown text's links and link definitions, with
+/// their line numbers; code blocks and code spans are skipped.
+fn links(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut fence: Option<String> = None;
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if let Some(marker) = &fence {
+            if trimmed.starts_with(marker.as_str()) {
+                fence = None;
+            }
+            continue;
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = Some(trimmed[..3].to_string());
+            continue;
+        }
+        let line = without_code_spans(line);
+        if let Some(rest) = line.trim_start().strip_prefix('[') {
+            if let Some((_, dest)) = rest.split_once("]: ") {
+                found.push((i + 1, destination(dest)));
+                continue;
+            }
+        }
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let mut depth = 1;
+            let end = after
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map(|(j, _)| j)
+                .unwrap_or(after.len());
+            found.push((i + 1, destination(&after[..end])));
+            rest = &after[end..];
+        }
+    }
+    found
+}
+
+/// `line` with the text of its code spans (`` `...` ``) removed.
+fn without_code_spans(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_code = false;
+    for c in line.chars() {
+        if c == '`' {
+            in_code = !in_code;
+        } else if !in_code {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A link's destination without its title (`(dest "title")`) or angle brackets.
+fn destination(raw: &str) -> String {
+    let raw = raw.trim();
+    match raw.strip_prefix('<') {
+        Some(inner) => inner.split('>').next().unwrap_or_default().to_string(),
+        None => raw.split_whitespace().next().unwrap_or_default().to_string(),
+    }
+}
+
+/// What is wrong with one link from `file`, if anything. Links with a
+/// scheme (`https:`, `mailto:`...) are not followed.
+fn check_link(
+    root: &Path,
+    file: &Path,
+    target: &str,
+    anchors: &mut BTreeMap<PathBuf, BTreeSet<String>>,
+) -> Option<String> {
+    if target.is_empty() {
+        return Some("an empty link".to_string());
+    }
+    let has_scheme = target.split_once(':').is_some_and(|(scheme, _)| {
+        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    });
+    if has_scheme {
+        return None;
+    }
+    let (path, anchor) = match target.split_once('#') {
+        Some((path, anchor)) => (path, Some(anchor)),
+        None => (target, None),
+    };
+    let path = path.split('?').next().unwrap_or_default();
+    let resolved = if path.is_empty() {
+        file.to_path_buf()
+    } else if let Some(from_root) = path.strip_prefix('/') {
+        root.join(from_root)
+    } else {
+        file.parent().unwrap_or(root).join(path)
+    };
+    let resolved = normalize(&resolved);
+    if !resolved.starts_with(root) {
+        return Some("points outside the repository".to_string());
+    }
+    if !resolved.exists() {
+        return Some(format!("{} does not exist", resolved.strip_prefix(root).unwrap_or(&resolved).display()));
+    }
+    let anchor = anchor.filter(|a| !a.is_empty())?;
+    if resolved.extension().is_none_or(|e| e != "md") {
+        return None;
+    }
+    let headings = anchors.entry(resolved.clone()).or_insert_with(|| {
+        let text = std::fs::read_to_string(&resolved).unwrap_or_default();
+        heading_anchors(&text)
+    });
+    (!headings.contains(&anchor.to_lowercase())).then(|| format!("no heading makes the anchor #{anchor}"))
+}
+
+/// `path` with its `.` and `..` components resolved, without touching the file system.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The anchors GitHub gives the headings of a Markdown text: lower case,
+/// punctuation dropped, spaces as hyphens, repeats numbered `-1`, `-2`...
+fn heading_anchors(text: &str) -> BTreeSet<String> {
+    let mut anchors = BTreeSet::new();
+    let mut fence: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if let Some(marker) = &fence {
+            if trimmed.starts_with(marker.as_str()) {
+                fence = None;
+            }
+            continue;
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = Some(trimmed[..3].to_string());
+            continue;
+        }
+        let Some(heading) = line.strip_prefix('#') else { continue };
+        let heading = heading.trim_start_matches('#');
+        if !heading.starts_with(' ') {
+            continue;
+        }
+        let slug = slug(&link_texts(heading.trim()));
+        let mut anchor = slug.clone();
+        let mut n = 0;
+        while !anchors.insert(anchor.clone()) {
+            n += 1;
+            anchor = format!("{slug}-{n}");
+        }
+    }
+    anchors
+}
+
+/// Markdown links of a heading replaced by their text (`[a](b)` → `a`).
+fn link_texts(heading: &str) -> String {
+    let mut out = String::new();
+    let mut rest = heading;
+    while let Some(start) = rest.find('[') {
+        let Some(mid) = rest[start..].find("](") else { break };
+        let Some(end) = rest[start + mid..].find(')') else { break };
+        out.push_str(&rest[..start]);
+        out.push_str(&rest[start + 1..start + mid]);
+        rest = &rest[start + mid + end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// GitHub's slug of a heading's text.
+fn slug(text: &str) -> String {
+    text.to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn links_are_found_outside_code_only() {
+    let text = "See [a](a.md) and [b](<b c.md> \"title\").\n`[no](x.md)`\n```\n[no](y.md)\n```\n[ref]: docs/z.md\n";
+    let found: Vec<String> = links(text).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(found, ["a.md", "b c.md", "docs/z.md"]);
+}
+
+#[test]
+fn anchors_follow_github() {
+    let anchors =
+        heading_anchors("# Operating the hub\n## `fleetctl get`\n## Tuning\n## Tuning\n### [Link](x.md) & more\n");
+    let expected = ["operating-the-hub", "fleetctl-get", "tuning", "tuning-1", "link--more"];
+    assert_eq!(anchors, expected.iter().map(|s| s.to_string()).collect());
 }
