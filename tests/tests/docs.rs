@@ -1,7 +1,8 @@
 //! Checks of the documentation that need no hub: the command-line
 //! reference in `docs/cli/` is exactly what the programs' clap definitions
-//! generate, and every relative Markdown link in the repository leads to a
-//! file (and, for a Markdown file, a heading) that exists.
+//! generate, every relative Markdown link in the repository leads to a
+//! file (and, for a Markdown file, a heading) that exists, and every rule
+//! id the code cites (`OV-3`, `SU-10`...) is defined in `docs/spec/`.
 //!
 //! After changing a flag or a help text, regenerate the reference with
 //! `FLEET_REGENERATE_DOCS=1 cargo test -p fleet-tests --test docs cli_reference`.
@@ -92,7 +93,7 @@ fn cli_reference() {
 #[test]
 fn markdown_links() {
     let root = root();
-    let files = markdown_files(&root);
+    let files = repository_files(&root, ".md");
     assert!(files.iter().any(|f| f.ends_with("README.md")), "no Markdown file found under {}", root.display());
     let mut anchors: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
     let mut broken = Vec::new();
@@ -108,9 +109,46 @@ fn markdown_links() {
     assert!(broken.is_empty(), "Markdown links that lead nowhere:\n{}", broken.join("\n"));
 }
 
-/// Every `*.md` file of the repository, outside build output and hidden
-/// directories (`.git`, `.fleet-local`...).
-fn markdown_files(root: &Path) -> Vec<PathBuf> {
+#[test]
+fn rule_ids_resolve() {
+    let root = root();
+    let spec: String = std::fs::read_dir(root.join("docs/spec"))
+        .expect("docs/spec")
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    let defined = rule_ids(&spec);
+    let prefixes: BTreeSet<&str> = defined.iter().filter_map(|id| id.split('-').next()).collect();
+    assert!(!prefixes.is_empty(), "no rule ids found in docs/spec");
+    let mut unknown = BTreeSet::new();
+    for path in repository_files(&root, ".rs") {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for id in rule_ids(&text) {
+            let cited = id.split('-').next().is_some_and(|p| prefixes.contains(p));
+            if cited && !defined.contains(&id) {
+                unknown.insert(format!("{id} ({})", path.strip_prefix(&root).unwrap_or(&path).display()));
+            }
+        }
+    }
+    assert!(unknown.is_empty(), "rule ids cited in the code but not defined in docs/spec: {unknown:?}");
+}
+
+/// Words of the form `AB-12` (two to four capitals, a hyphen, digits).
+fn rule_ids(text: &str) -> BTreeSet<String> {
+    let mut ids = BTreeSet::new();
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+        let Some((prefix, number)) = word.split_once('-') else { continue };
+        let prefix_ok = (2..=4).contains(&prefix.len()) && prefix.chars().all(|c| c.is_ascii_uppercase());
+        if prefix_ok && !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()) {
+            ids.insert(word.to_string());
+        }
+    }
+    ids
+}
+
+/// Every file of the repository whose name ends with `suffix`, outside
+/// build output and hidden directories (`.git`, `.fleet-local`...).
+fn repository_files(root: &Path, suffix: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
@@ -120,11 +158,11 @@ fn markdown_files(root: &Path) -> Vec<PathBuf> {
             let name = entry.file_name().to_string_lossy().to_string();
             let Ok(kind) = entry.file_type() else { continue };
             if kind.is_dir() {
-                let build_output = dir == root && name.starts_with("target");
-                if !name.starts_with('.') && !build_output {
+                let skipped = name.starts_with('.') || (dir == root && name.starts_with("target"));
+                if !skipped {
                     dirs.push(path);
                 }
-            } else if name.ends_with(".md") {
+            } else if name.ends_with(suffix) {
                 found.push(path);
             }
         }
