@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// settleTimeout bounds how long one batch of placements may take to settle.
+const settleTimeout = 60 * time.Second
+
+// page is one PlacementDecision as compared: name, group labels, clusters in order.
+type page struct {
+	Name       string
+	GroupIndex string
+	GroupName  string
+	Clusters   []string
+}
+
+// condition is a status condition as compared (no transition time).
+type cond struct {
+	Status             string
+	Reason             string
+	Message            string
+	ObservedGeneration int64
+}
+
+// observation is what one side shows of one placement.
+type observation struct {
+	Generation int64
+	Selected   int64
+	Groups     []interface{}
+	Conditions map[string]cond
+	Pages      []page
+	Events     []event
+}
+
+// applyBoth runs f on both sides at once.
+func applyBoth(ocm, fleet *side, f func(*side) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, s := range []*side{ocm, fleet} {
+		wg.Add(1)
+		go func(i int, s *side) {
+			defer wg.Done()
+			errs[i] = f(s)
+		}(i, s)
+	}
+	wg.Wait()
+	if errs[0] != nil {
+		return errs[0]
+	}
+	return errs[1]
+}
+
+// setUp writes a scenario's clusters, namespace, sets, bindings and scores.
+func setUp(ctx context.Context, s *scenario, sd *side) error {
+	keep := func(string) bool { return false }
+	if sd.name == "fleet" {
+		keep = fleetOwnLabel
+	}
+	names := make([]string, 0, len(s.Clusters))
+	for name := range s.Clusters {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := s.Clusters[name]
+		if err := sd.setCluster(ctx, name, c.Labels, c.Taints, keep); err != nil {
+			return err
+		}
+	}
+	if err := sd.ensureNamespace(ctx, s.Namespace); err != nil {
+		return err
+	}
+	for _, set := range s.Sets {
+		if err := sd.create(ctx, gvrSet, set); err != nil {
+			return err
+		}
+	}
+	for _, b := range s.Bindings {
+		if err := sd.create(ctx, gvrBinding, b); err != nil {
+			return err
+		}
+	}
+	for _, score := range s.Scores {
+		if err := sd.create(ctx, gvrAddOnScore, score); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tearDown deletes what a scenario made (its namespace stays, with its
+// events) and waits until no PlacementDecision of it is left.
+func tearDown(ctx context.Context, s *scenario, sd *side) error {
+	for _, batch := range s.Placements {
+		for _, p := range batch {
+			if err := sd.remove(ctx, gvrPlacement, s.Namespace, name(p)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, b := range s.Bindings {
+		if err := sd.remove(ctx, gvrBinding, s.Namespace, name(b)); err != nil {
+			return err
+		}
+	}
+	for _, set := range s.Sets {
+		if err := sd.remove(ctx, gvrSet, "", name(set)); err != nil {
+			return err
+		}
+	}
+	for _, score := range s.Scores {
+		if err := sd.remove(ctx, gvrAddOnScore, namespace(score), name(score)); err != nil {
+			return err
+		}
+	}
+	return poll(ctx, settleTimeout, sd.name+": the decisions of "+s.Namespace+" gone", func() (bool, string, error) {
+		pages, err := sd.list(ctx, gvrDecision, s.Namespace, "")
+		if err != nil {
+			return false, "", err
+		}
+		for _, p := range pages {
+			if err := sd.remove(ctx, gvrDecision, s.Namespace, p.GetName()); err != nil {
+				return false, "", err
+			}
+		}
+		return len(pages) == 0, fmt.Sprintf("%d left", len(pages)), nil
+	})
+}
+
+// observe reads one placement on one side.
+func observe(ctx context.Context, sd *side, ns, placement string) (*observation, error) {
+	u, err := sd.get(ctx, gvrPlacement, ns, placement)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil {
+		return nil, fmt.Errorf("%s: placement %s/%s is gone", sd.name, ns, placement)
+	}
+	o := &observation{Generation: u.GetGeneration(), Conditions: map[string]cond{}}
+	o.Selected, _, _ = unstructured.NestedInt64(u.Object, "status", "numberOfSelectedClusters")
+	o.Groups, _, _ = unstructured.NestedSlice(u.Object, "status", "decisionGroups")
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]interface{})
+		t, _ := m["type"].(string)
+		gen, _ := m["observedGeneration"].(int64)
+		str := func(k string) string { v, _ := m[k].(string); return v }
+		o.Conditions[t] = cond{Status: str("status"), Reason: str("reason"), Message: str("message"), ObservedGeneration: gen}
+	}
+	pages, err := sd.list(ctx, gvrDecision, ns, placementLabel+"="+placement)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pages {
+		labels := p.GetLabels()
+		pg := page{Name: p.GetName(), GroupIndex: labels[groupIndex], GroupName: labels[groupNameLabel]}
+		decisions, _, _ := unstructured.NestedSlice(p.Object, "status", "decisions")
+		for _, d := range decisions {
+			m, _ := d.(map[string]interface{})
+			c, _ := m["clusterName"].(string)
+			pg.Clusters = append(pg.Clusters, c)
+		}
+		o.Pages = append(o.Pages, pg)
+	}
+	sort.Slice(o.Pages, func(i, j int) bool { return pageNumber(o.Pages[i].Name) < pageNumber(o.Pages[j].Name) })
+	o.Events, err = sd.placementEvents(ctx, ns, placement)
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// pageNumber is n of `<placement>-decision-<n>`, for ordering pages.
+func pageNumber(name string) int {
+	i := strings.LastIndex(name, "-")
+	n := 0
+	fmt.Sscanf(name[i+1:], "%d", &n)
+	return n
+}
+
+// consistent says whether an observation is a finished pass: the
+// Satisfied condition is there (observing the placement's generation, on
+// Fleet: OCM leaves observedGeneration unset), the pages the status names
+// exist and hold as many decisions as it counts, and (OCM always, Fleet
+// when it decided any cluster) a ScoreUpdate was emitted.
+func (o *observation) consistent(sideName string) bool {
+	c, ok := o.Conditions["PlacementSatisfied"]
+	if !ok || (sideName == "fleet" && c.ObservedGeneration != o.Generation) {
+		return false
+	}
+	named := map[string]bool{}
+	for _, g := range o.Groups {
+		m, _ := g.(map[string]interface{})
+		list, _ := m["decisions"].([]interface{})
+		for _, n := range list {
+			s, _ := n.(string)
+			named[s] = true
+		}
+	}
+	total := int64(0)
+	for _, p := range o.Pages {
+		if !named[p.Name] {
+			return false
+		}
+		delete(named, p.Name)
+		total += int64(len(p.Clusters))
+	}
+	if len(named) != 0 || total != o.Selected {
+		return false
+	}
+	wantScore := sideName == "ocm" || total > 0
+	if !wantScore {
+		return true
+	}
+	for _, e := range o.Events {
+		if e.Reason == "ScoreUpdate" {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *observation) fingerprint() string {
+	text, _ := json.Marshal(o)
+	var events []string
+	for _, e := range o.Events {
+		events = append(events, e.Reason+"|"+e.Message)
+	}
+	return string(text) + strings.Join(events, "\n")
+}
+
+// settle waits until every placement of a batch is consistent on a side
+// and nothing about them changed for `quiet`; returns the observations.
+func settle(ctx context.Context, sd *side, ns string, batch []obj, quiet time.Duration) (map[string]*observation, error) {
+	deadline := time.Now().Add(settleTimeout)
+	var stableSince time.Time
+	last := ""
+	for {
+		out := map[string]*observation{}
+		all := true
+		var prints []string
+		for _, p := range batch {
+			o, err := observe(ctx, sd, ns, name(p))
+			if err != nil {
+				return nil, err
+			}
+			out[name(p)] = o
+			all = all && o.consistent(sd.name)
+			prints = append(prints, o.fingerprint())
+		}
+		now := time.Now()
+		print := strings.Join(prints, "\n")
+		if !all || print != last {
+			last, stableSince = print, now
+		} else if now.Sub(stableSince) >= quiet {
+			return out, nil
+		}
+		if now.After(deadline) {
+			return out, fmt.Errorf("%s: placements of %s not settled within %s", sd.name, ns, settleTimeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func name(o obj) string {
+	m, _ := o["metadata"].(map[string]interface{})
+	n, _ := m["name"].(string)
+	return n
+}
+
+func namespace(o obj) string {
+	m, _ := o["metadata"].(map[string]interface{})
+	n, _ := m["namespace"].(string)
+	return n
+}
