@@ -1,12 +1,14 @@
 //! OCM's prioritizers: which ones a placement uses with which weights
 //! (`Additive` vs `Exact`), and each one's score of a candidate in
-//! −100..100, with exactly the integer arithmetic of docs/spec/ocm.md.
+//! −100..100, by the formulas of docs/spec/ocm.md.
 //!
-//! The spec's formulas are read as exact rational arithmetic truncated
-//! toward zero once at the end (never through floats): `Balance` is
-//! `2 × trunc(100 × (m − 2c) / 2m)` and the resource scores
-//! `trunc(100 × (2(a − min) − (max − min)) / (max − min))`, on exact
-//! quantities (nano-units).
+//! The formulas are computed as OCM's placement controller computes them,
+//! in float64 and in the same order of operations, then truncated toward
+//! zero: OCM's own controller, run as an oracle against Fleet
+//! (docs/conformance.md), scores an allocatable of 5800m CPU among 4..7
+//! cores 19 where exact arithmetic gives 20, and users see OCM's numbers.
+//! Quantities are read as OCM reads them: the mantissa of their text times
+//! Go's `math.Pow10` of its exponent (Kubernetes' `AsApproximateFloat64`).
 
 use fleet_api::ocm::placement::{
     AddOnScore, PrioritizerPolicy, COORDINATE_ADD_ON, MODE_EXACT, PRIORITIZER_ALLOCATABLE_CPU,
@@ -107,19 +109,19 @@ pub fn weighted(policy: Option<&PrioritizerPolicy>) -> (Vec<WeightedPrioritizer>
     (list, problems)
 }
 
-/// `trunc(scale × num / den)` (toward zero) for `den > 0`, exactly while
-/// `scale × num` fits in 128 bits; beyond that both sides lose their
-/// lowest bits alike first.
-fn trunc_ratio(scale: i128, mut num: i128, mut den: i128) -> i64 {
-    while num.checked_mul(scale).is_none() && den > 1 {
-        num >>= 1;
-        den >>= 1;
-    }
-    match num.checked_mul(scale) {
-        Some(product) if den > 0 => {
-            i64::try_from(product / den).unwrap_or(if product < 0 { i64::MIN } else { i64::MAX })
-        }
-        _ => 0,
+/// A quantity as OCM's scheduler reads it (Kubernetes'
+/// `AsApproximateFloat64` of the text Fleet shows it as: whole units, `m`
+/// or `n`): the mantissa as float64 times Go's `math.Pow10` of the
+/// exponent, which for negative exponents is `1 / 10^k`.
+fn approximate_f64(q: Quantity) -> f64 {
+    const NANO: i128 = 1_000_000_000;
+    let n = q.nanos();
+    if n % NANO == 0 {
+        (n / NANO) as f64
+    } else if n % 1_000_000 == 0 {
+        (n / 1_000_000) as f64 * (1.0 / 1e3)
+    } else {
+        n as f64 * (1.0 / 1e9)
     }
 }
 
@@ -139,17 +141,19 @@ pub fn balance_score(count: i64, max: i64) -> i64 {
     if count <= 0 || max <= 0 {
         return MAX_SCORE;
     }
-    2 * trunc_ratio(100, i128::from(max) - 2 * i128::from(count), 2 * i128::from(max))
+    let usage = count as f64 / max as f64;
+    2 * ((MAX_SCORE as f64 * (0.5 - usage)) as i64)
 }
 
 /// ResourceAllocatableCPU/Memory: `trunc(((a − min) / (max − min) − 0.5) × 200)`;
 /// 100 when `max = min`.
 pub fn allocatable_score(a: Quantity, min: Quantity, max: Quantity) -> i64 {
-    let span = max.nanos() - min.nanos();
-    if span <= 0 {
+    let (a, min, max) = (approximate_f64(a), approximate_f64(min), approximate_f64(max));
+    if max - min == 0.0 {
         return MAX_SCORE;
     }
-    trunc_ratio(100, 2 * (a.nanos() - min.nanos()) - span, span)
+    let ratio = (a - min) / (max - min);
+    ((ratio - 0.5) * 2.0 * 100.0) as i64
 }
 
 /// What scoring reads besides the prioritizer itself.

@@ -21,7 +21,7 @@ fn balance_table() {
         (2, 3, -32),   // −16.67 → −16 (toward zero, not −17)
         (3, 7, 14),    // 7.14 → 7
         (4, 7, -14),   // −7.14 → −7
-        (29, 100, 42), // exactly 21 (a float reading would give 20.999… → 40)
+        (29, 100, 42), // 21.000000000000004 in float64 → 21
         (1, 1, -100),
         (0, 0, 100),
     ];
@@ -48,6 +48,9 @@ fn allocatable_table() {
         ("1501m", "500m", "2500m", 0), // 0.1 → 0
         ("1499m", "500m", "2500m", 0), // −0.1 → 0
         ("4", "4", "4", 100),
+        // float64 as OCM computes it: 5.8 − 4 = 1.7999999999999998, so
+        // 19.99… → 19 where exact arithmetic gives 20.
+        ("5800m", "4", "7", 19),
     ];
     for (a, min, max, want) in table {
         assert_eq!(allocatable_score(q(a), q(min), q(max)), want, "{a} in {min}..{max}");
