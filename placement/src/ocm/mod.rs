@@ -36,8 +36,9 @@
 //!   carries `cluster.open-cluster-management.io/unreachable:NoSelect`
 //!   since it stopped being available; Fleet's `NoSchedule` reads as
 //!   `NoSelectIfNew`; `PreferNoSelect` never filters; `tolerationSeconds`
-//!   applies to `NoSelect` taints only and never covers a taint whose
-//!   `timeAdded` is unknown.
+//!   limits a toleration of any taint that filters (`NoSelect`, and
+//!   `NoSelectIfNew` on a cluster not yet decided), as OCM's controller
+//!   does, and never covers a taint whose `timeAdded` is unknown.
 //! - `requeue_at` is the first second at which the same inputs may decide
 //!   differently (a toleration period or an add-on score running out).
 

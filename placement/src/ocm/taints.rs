@@ -7,8 +7,9 @@
 //! or not healthy. Effects:
 //! - `NoSelect`: the cluster is not selected unless a toleration matches
 //!   (and, with `tolerationSeconds`, only until `timeAdded` + seconds);
-//! - `NoSelectIfNew`: like `NoSelect` for clusters not in the placement's
-//!   current decisions; decided clusters keep tolerating it (no seconds);
+//! - `NoSelectIfNew`: like `NoSelect` (`tolerationSeconds` included) for
+//!   clusters not in the placement's current decisions; decided clusters
+//!   keep tolerating it, without a toleration;
 //! - `PreferNoSelect`: never filters (OCM's behaviour);
 //! - Fleet's own `NoSchedule` reads as `NoSelectIfNew` (no new placements,
 //!   existing ones stay, as KubeFleet treats it); any other effect as
@@ -129,8 +130,7 @@ impl<'a> OcmTaints<'a> {
             let mut tolerated: Option<Option<i64>> = None;
             let mut expired = false;
             for t in self.tolerations.iter().filter(|t| matches(t, &taint)) {
-                let seconds = t.toleration_seconds.filter(|_| taint.effect == Effect::NoSelect);
-                let cover = match (seconds, taint.added) {
+                let cover = match (t.toleration_seconds, taint.added) {
                     (None, _) => Some(None),
                     (Some(s), Some(added)) if self.now < added.saturating_add(s) => Some(Some(added.saturating_add(s))),
                     _ => {

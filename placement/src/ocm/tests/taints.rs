@@ -80,12 +80,17 @@ fn toleration_seconds_count_from_time_added() {
 }
 
 #[test]
-fn toleration_seconds_apply_to_no_select_taints_only() {
+fn toleration_seconds_limit_every_taint_that_filters() {
+    // As OCM's controller: an expired toleration no longer covers a
+    // NoSelectIfNew taint of a cluster not yet decided; PreferNoSelect
+    // never filters, so its toleration's seconds do not matter.
     let f = Fixture::new(vec![
         with_taint(cluster("if-new", &[]), "k", "NoSelectIfNew", Some(NOW - 600)),
         with_taint(cluster("prefer", &[]), "k", "PreferNoSelect", Some(NOW - 600)),
     ]);
     let outcome = f.run_json(json!({"tolerations": [{"key": "k", "operator": "Exists", "tolerationSeconds": 1}]}));
+    assert_eq!(outcome.chosen, ["prefer"]);
+    let outcome = f.run_json(json!({"tolerations": [{"key": "k", "operator": "Exists", "tolerationSeconds": 3600}]}));
     assert_eq!(outcome.chosen, ["if-new", "prefer"]);
 }
 
