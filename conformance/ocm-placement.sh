@@ -84,7 +84,7 @@ done
 while read -r name flags; do
   printf 'apiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata: {name: %s}\nspec: {heartbeatPeriodSeconds: 1}\n' "$name" \
     | "$BIN/fleetctl" apply -f - >/dev/null
-  { read -r token; read -r fp; } < <("$BIN/fleetctl" token create --cluster "$name" --ttl 10m)
+  { read -r token; read -r fp; } < <("$BIN/fleetctl" token create --cluster "$name" --ttl 10m 2>/dev/null)
   # shellcheck disable=SC2086 # the pool's flags are words
   "$BIN/fleet-agent" --cluster "$name" --hub "$FLEET_ENDPOINTS" --data-dir "$WORK/agent-$name" \
     --token "$token" --ca-fingerprint "$fp" $flags >"$WORK/agent-$name.log" 2>&1 &

@@ -67,9 +67,14 @@ var facts = map[string]func(subject) bool{
 	// Fleet's last ScoreUpdate gave the totals of the pass that changed
 	// the decisions; OCM's gives those of the pass after, once Steady
 	// counts the decided clusters: they agree once Steady's weight × 100 is
-	// added to Fleet's total of each decided cluster.
+	// added to Fleet's total of each decided cluster. (A placement that
+	// never decided a cluster has none on Fleet.)
 	"score-update-after-steady": func(s subject) bool {
 		weight := steadyWeight(spec(s.placement))
+		if s.fleet.Selected == 0 && lastMessage(s.fleet.Events, "ScoreUpdate") == "" {
+			// Fleet never decided a cluster: no change, no ScoreUpdate.
+			return true
+		}
 		decided := map[string]bool{}
 		for _, p := range s.fleet.Pages {
 			for _, c := range p.Clusters {

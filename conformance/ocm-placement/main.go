@@ -96,7 +96,8 @@ func run(ocmKubeconfig, fleetKubeconfig, crds, listPath string, seed int64, scen
 			}
 		}
 	}
-	if err := startOCM(ctx, ocmConfig); err != nil {
+	caches, err := startOCM(ctx, ocmConfig)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("ocm-placement: pool of %d clusters ready in %.1fs; seed %d\n", len(pool), time.Since(started).Seconds(), seed)
@@ -118,7 +119,7 @@ func run(ocmKubeconfig, fleetKubeconfig, crds, listPath string, seed int64, scen
 	run, found, written := 0, 0, 0
 	for _, i := range indexes {
 		s := g.scenario(i)
-		diffs, err := runScenario(ctx, s, ocm, fleet, list, quiet, verbose)
+		diffs, err := runScenario(ctx, s, ocm, fleet, caches, list, quiet, verbose)
 		if err != nil {
 			return fmt.Errorf("scenario %d: %w", i, err)
 		}
@@ -144,19 +145,32 @@ func jsonIndent(v interface{}) (string, error) {
 	return string(text), err
 }
 
-func runScenario(ctx context.Context, s *scenario, ocm, fleet *side, list []writtenDown, quiet time.Duration, verbose bool) ([]difference, error) {
+func runScenario(ctx context.Context, s *scenario, ocm, fleet *side, caches *ocmCaches, list []writtenDown, quiet time.Duration, verbose bool) ([]difference, error) {
 	if verbose {
 		text, _ := jsonIndent(s)
 		fmt.Printf("scenario %d:\n%s\n", s.Index, text)
 	}
-	if err := applyBoth(ocm, fleet, func(sd *side) error { return setUp(ctx, s, sd) }); err != nil {
+	// What OCM's controller must have seen before a batch is scheduled:
+	// the previous scenario gone, this one's setup.
+	var ocmWrites []written
+	err := applyBoth(ocm, fleet, func(sd *side) error {
+		writes, err := setUp(ctx, s, sd)
+		if sd == ocm {
+			ocmWrites = writes
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	var diffs []difference
 	for _, batch := range s.Placements {
+		if err := caches.caughtUp(ctx, ocm, ocmWrites); err != nil {
+			return nil, err
+		}
 		err := applyBoth(ocm, fleet, func(sd *side) error {
 			for _, p := range batch {
-				if err := sd.create(ctx, gvrPlacement, p); err != nil {
+				if _, err := sd.create(ctx, gvrPlacement, p); err != nil {
 					return err
 				}
 			}
@@ -198,7 +212,14 @@ func runScenario(ctx context.Context, s *scenario, ocm, fleet *side, list []writ
 			diffs = append(diffs, compare(s.Index, p, a, b, list)...)
 		}
 	}
-	if err := applyBoth(ocm, fleet, func(sd *side) error { return tearDown(ctx, s, sd) }); err != nil {
+	err = applyBoth(ocm, fleet, func(sd *side) error {
+		writes, err := tearDown(ctx, s, sd)
+		if sd == ocm && err == nil {
+			err = caches.caughtUp(ctx, ocm, writes)
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return diffs, nil

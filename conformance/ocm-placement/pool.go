@@ -95,7 +95,7 @@ func mirrorPool(ctx context.Context, fleet, ocm *side) (claims, error) {
 			return nil, err
 		}
 		if existing != nil {
-			if err := ocm.remove(ctx, gvrCluster, "", c.Name); err != nil {
+			if _, err := ocm.remove(ctx, gvrCluster, "", c.Name); err != nil {
 				return nil, err
 			}
 			err := poll(ctx, 30*time.Second, "old ManagedCluster "+c.Name+" gone", func() (bool, string, error) {
@@ -113,7 +113,7 @@ func mirrorPool(ctx context.Context, fleet, ocm *side) (claims, error) {
 			"spec":       map[string]interface{}{"hubAcceptsClient": true},
 			"status":     mirrored,
 		}
-		if err := ocm.create(ctx, gvrCluster, object); err != nil {
+		if _, err := ocm.create(ctx, gvrCluster, object); err != nil {
 			return nil, err
 		}
 	}
@@ -176,7 +176,7 @@ func ocmSets(ctx context.Context, ocm *side) error {
 			"metadata": map[string]interface{}{"name": name},
 			"spec":     map[string]interface{}{"clusterSelector": selector},
 		}
-		if err := ocm.create(ctx, gvrSet, set); err != nil {
+		if _, err := ocm.create(ctx, gvrSet, set); err != nil {
 			return err
 		}
 	}

@@ -59,81 +59,90 @@ func applyBoth(ocm, fleet *side, f func(*side) error) error {
 	return errs[1]
 }
 
-// setUp writes a scenario's clusters, namespace, sets, bindings and scores.
-func setUp(ctx context.Context, s *scenario, sd *side) error {
+// parallel runs the steps at once and returns what they wrote, or the
+// first error.
+func parallel(steps []func() (written, error)) ([]written, error) {
+	out := make([]written, len(steps))
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = step()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// setUp writes a scenario's clusters, namespace, sets, bindings and
+// scores, and returns the writes.
+func setUp(ctx context.Context, s *scenario, sd *side) ([]written, error) {
 	keep := func(string) bool { return false }
 	if sd.name == "fleet" {
 		keep = fleetOwnLabel
 	}
-	names := make([]string, 0, len(s.Clusters))
-	for name := range s.Clusters {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		c := s.Clusters[name]
-		if err := sd.setCluster(ctx, name, c.Labels, c.Taints, keep); err != nil {
-			return err
-		}
-	}
 	if err := sd.ensureNamespace(ctx, s.Namespace); err != nil {
-		return err
+		return nil, err
 	}
-	for _, set := range s.Sets {
-		if err := sd.create(ctx, gvrSet, set); err != nil {
-			return err
-		}
+	var steps []func() (written, error)
+	for name, c := range s.Clusters {
+		steps = append(steps, func() (written, error) { return sd.setCluster(ctx, name, c.Labels, c.Taints, keep) })
 	}
-	for _, b := range s.Bindings {
-		if err := sd.create(ctx, gvrBinding, b); err != nil {
-			return err
-		}
+	for _, o := range s.Sets {
+		steps = append(steps, func() (written, error) { return sd.create(ctx, gvrSet, o) })
 	}
-	for _, score := range s.Scores {
-		if err := sd.create(ctx, gvrAddOnScore, score); err != nil {
-			return err
-		}
+	for _, o := range s.Bindings {
+		steps = append(steps, func() (written, error) { return sd.create(ctx, gvrBinding, o) })
 	}
-	return nil
+	for _, o := range s.Scores {
+		steps = append(steps, func() (written, error) { return sd.create(ctx, gvrAddOnScore, o) })
+	}
+	return parallel(steps)
 }
 
 // tearDown deletes what a scenario made (its namespace stays, with its
-// events) and waits until no PlacementDecision of it is left.
-func tearDown(ctx context.Context, s *scenario, sd *side) error {
+// events), waits until no PlacementDecision of it is left, and returns
+// the deletions.
+func tearDown(ctx context.Context, s *scenario, sd *side) ([]written, error) {
+	var steps []func() (written, error)
 	for _, batch := range s.Placements {
 		for _, p := range batch {
-			if err := sd.remove(ctx, gvrPlacement, s.Namespace, name(p)); err != nil {
-				return err
-			}
+			steps = append(steps, func() (written, error) { return sd.remove(ctx, gvrPlacement, s.Namespace, name(p)) })
 		}
 	}
-	for _, b := range s.Bindings {
-		if err := sd.remove(ctx, gvrBinding, s.Namespace, name(b)); err != nil {
-			return err
-		}
+	for _, o := range s.Bindings {
+		steps = append(steps, func() (written, error) { return sd.remove(ctx, gvrBinding, s.Namespace, name(o)) })
 	}
-	for _, set := range s.Sets {
-		if err := sd.remove(ctx, gvrSet, "", name(set)); err != nil {
-			return err
-		}
+	for _, o := range s.Sets {
+		steps = append(steps, func() (written, error) { return sd.remove(ctx, gvrSet, "", name(o)) })
 	}
-	for _, score := range s.Scores {
-		if err := sd.remove(ctx, gvrAddOnScore, namespace(score), name(score)); err != nil {
-			return err
-		}
+	for _, o := range s.Scores {
+		steps = append(steps, func() (written, error) { return sd.remove(ctx, gvrAddOnScore, namespace(o), name(o)) })
 	}
-	return poll(ctx, settleTimeout, sd.name+": the decisions of "+s.Namespace+" gone", func() (bool, string, error) {
+	deleted, err := parallel(steps)
+	if err != nil {
+		return nil, err
+	}
+	err = poll(ctx, settleTimeout, sd.name+": the decisions of "+s.Namespace+" gone", func() (bool, string, error) {
 		pages, err := sd.list(ctx, gvrDecision, s.Namespace, "")
 		if err != nil {
 			return false, "", err
 		}
 		for _, p := range pages {
-			if err := sd.remove(ctx, gvrDecision, s.Namespace, p.GetName()); err != nil {
+			if _, err := sd.remove(ctx, gvrDecision, s.Namespace, p.GetName()); err != nil {
 				return false, "", err
 			}
 		}
 		return len(pages) == 0, fmt.Sprintf("%d left", len(pages)), nil
 	})
+	return deleted, err
 }
 
 // observe reads one placement on one side.

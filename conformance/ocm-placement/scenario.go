@@ -231,7 +231,9 @@ func (g *generator) placement(r *rand.Rand, name, namespace string, sets, resour
 		}
 		spec["tolerations"] = tolerations
 	}
-	if r.Intn(10) < 2 {
+	// Spread only on the last placement: OCM does not implement it, and
+	// what a placement decides feeds later ones' Balance.
+	if !noBalance && r.Intn(10) < 2 {
 		var constraints []interface{}
 		for i := 0; i < 1+r.Intn(2); i++ {
 			c := obj{"topologyKey": pick(r, labelKeys), "topologyKeyType": "Label"}
@@ -311,6 +313,11 @@ func (g *generator) prioritizers(r *rand.Rand, resources []string, noBalance boo
 		}
 		if noBalance && key == "Balance" {
 			config["weight"] = int64(0)
+		}
+		// A negative Steady makes OCM's own controller flip its decisions
+		// on every reconcile, for ever: nothing to compare.
+		if w, ok := config["weight"].(int64); ok && key == "Steady" && w < 0 {
+			config["weight"] = -w
 		}
 		configs = append(configs, config)
 	}

@@ -66,28 +66,40 @@ func (s *side) resource(gvr schema.GroupVersionResource, namespace string) dynam
 }
 
 // create creates an object and, when it carries a status, writes that
-// status through the status subresource.
-func (s *side) create(ctx context.Context, gvr schema.GroupVersionResource, object map[string]interface{}) error {
+// status through the status subresource; returns what was written.
+func (s *side) create(ctx context.Context, gvr schema.GroupVersionResource, object map[string]interface{}) (written, error) {
 	u := &unstructured.Unstructured{Object: deepCopy(object)}
+	w := written{gvr: gvr, key: storeKey(u.GetNamespace(), u.GetName())}
 	status, hasStatus := u.Object["status"]
 	created, err := s.resource(gvr, u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("%s: create %s %s/%s: %w", s.name, gvr.Resource, u.GetNamespace(), u.GetName(), err)
+		return w, fmt.Errorf("%s: create %s %s/%s: %w", s.name, gvr.Resource, u.GetNamespace(), u.GetName(), err)
 	}
+	w.resourceVersion = created.GetResourceVersion()
 	if !hasStatus {
-		return nil
+		return w, nil
 	}
 	created.Object["status"] = status
-	if _, err := s.resource(gvr, u.GetNamespace()).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("%s: status of %s %s/%s: %w", s.name, gvr.Resource, u.GetNamespace(), u.GetName(), err)
+	updated, err := s.resource(gvr, u.GetNamespace()).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		return w, fmt.Errorf("%s: status of %s %s/%s: %w", s.name, gvr.Resource, u.GetNamespace(), u.GetName(), err)
 	}
-	return nil
+	w.resourceVersion = updated.GetResourceVersion()
+	return w, nil
+}
+
+// storeKey is an object's key in an informer's cache.
+func storeKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // ensureNamespace creates a namespace unless it exists.
 func (s *side) ensureNamespace(ctx context.Context, name string) error {
 	ns := map[string]interface{}{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]interface{}{"name": name}}
-	err := s.create(ctx, gvrNamespace, ns)
+	_, err := s.create(ctx, gvrNamespace, ns)
 	if err != nil && apierrors.IsAlreadyExists(unwrapStatus(err)) {
 		return nil
 	}
@@ -130,25 +142,28 @@ func (s *side) list(ctx context.Context, gvr schema.GroupVersionResource, namesp
 	return l.Items, nil
 }
 
-// remove deletes an object; a missing one is fine.
-func (s *side) remove(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) error {
+// remove deletes an object (a missing one is fine); returns the deletion
+// as a write.
+func (s *side) remove(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (written, error) {
+	w := written{gvr: gvr, key: storeKey(namespace, name)}
 	err := s.resource(gvr, namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("%s: delete %s %s/%s: %w", s.name, gvr.Resource, namespace, name, err)
+		return w, fmt.Errorf("%s: delete %s %s/%s: %w", s.name, gvr.Resource, namespace, name, err)
 	}
-	return nil
+	return w, nil
 }
 
 // setCluster replaces a ManagedCluster's labels and taints (retrying on
 // conflicts), keeping the labels whose keys `keep` accepts.
-func (s *side) setCluster(ctx context.Context, name string, labels map[string]string, taints []interface{}, keep func(string) bool) error {
+func (s *side) setCluster(ctx context.Context, name string, labels map[string]string, taints []interface{}, keep func(string) bool) (written, error) {
+	w := written{gvr: gvrCluster, key: name}
 	for attempt := 0; ; attempt++ {
 		u, err := s.get(ctx, gvrCluster, "", name)
 		if err != nil {
-			return err
+			return w, err
 		}
 		if u == nil {
-			return fmt.Errorf("%s: ManagedCluster %s does not exist", s.name, name)
+			return w, fmt.Errorf("%s: ManagedCluster %s does not exist", s.name, name)
 		}
 		merged := map[string]string{}
 		for k, v := range u.GetLabels() {
@@ -170,12 +185,13 @@ func (s *side) setCluster(ctx context.Context, name string, labels map[string]st
 			spec["taints"] = deepCopyValue(taints)
 		}
 		u.Object["spec"] = spec
-		_, err = s.resource(gvrCluster, "").Update(ctx, u, metav1.UpdateOptions{})
+		updated, err := s.resource(gvrCluster, "").Update(ctx, u, metav1.UpdateOptions{})
 		if err == nil {
-			return nil
+			w.resourceVersion = updated.GetResourceVersion()
+			return w, nil
 		}
 		if !apierrors.IsConflict(err) || attempt > 20 {
-			return fmt.Errorf("%s: update ManagedCluster %s: %w", s.name, name, err)
+			return w, fmt.Errorf("%s: update ManagedCluster %s: %w", s.name, name, err)
 		}
 	}
 }
