@@ -38,7 +38,7 @@ func main() {
 	seed := flag.Int64("seed", 1, "the generator's seed")
 	scenarios := flag.Int("scenarios", 100, "how many scenarios to run")
 	only := flag.String("only", "", "run only these scenarios of the seed (comma-separated indexes)")
-	quiet := flag.Duration("quiet", 300*time.Millisecond, "how long both sides must stay unchanged to count as settled")
+	quiet := flag.Duration("quiet", 150*time.Millisecond, "how long both sides must stay unchanged to count as settled")
 	exe, _ := os.Executable()
 	crds := flag.String("crds", filepath.Join(filepath.Dir(exe), "crds"), "directory of OCM's CRD files")
 	listPath := flag.String("written-down", "", "the written-down list (JSON)")
@@ -133,7 +133,13 @@ func run(ocmKubeconfig, fleetKubeconfig, crds, listPath string, seed int64, scen
 			}
 		}
 	}
-	fmt.Printf("ocm-placement: ran in %.1fs\n", time.Since(started).Seconds())
+	var times []string
+	for _, phase := range []string{"set up", "OCM caches", "settle", "tear down"} {
+		times = append(times, fmt.Sprintf("%s %.1fs", phase, phases[phase].Seconds()))
+	}
+	fmt.Printf("ocm-placement: compared %d placements: %d deciding %d clusters in all, %d with several decision groups\n",
+		tally.placements, tally.deciding, tally.clusters, tally.grouped)
+	fmt.Printf("ocm-placement: ran in %.1fs (%s)\n", time.Since(started).Seconds(), strings.Join(times, ", "))
 	fmt.Printf("ocm-placement: %d scenarios, %d differences, %d written down\n", run, found, written)
 	return nil
 }
@@ -145,6 +151,30 @@ func jsonIndent(v interface{}) (string, error) {
 	return string(text), err
 }
 
+// phases adds up how long each phase of the scenarios took.
+var phases = map[string]time.Duration{}
+
+// tally counts what was compared, so a run shows it compared something:
+// placements, those OCM had decide clusters, those with several decision
+// groups, and the clusters decided in all.
+var tally struct{ placements, deciding, grouped, clusters int }
+
+func count(o *observation) {
+	tally.placements++
+	if o.Selected > 0 {
+		tally.deciding++
+	}
+	if len(o.Groups) > 1 {
+		tally.grouped++
+	}
+	tally.clusters += int(o.Selected)
+}
+
+// timed adds the time since `start` to a phase.
+func timed(phase string, start time.Time) {
+	phases[phase] += time.Since(start)
+}
+
 func runScenario(ctx context.Context, s *scenario, ocm, fleet *side, caches *ocmCaches, list []writtenDown, quiet time.Duration, verbose bool) ([]difference, error) {
 	if verbose {
 		text, _ := jsonIndent(s)
@@ -153,6 +183,7 @@ func runScenario(ctx context.Context, s *scenario, ocm, fleet *side, caches *ocm
 	// What OCM's controller must have seen before a batch is scheduled:
 	// the previous scenario gone, this one's setup.
 	var ocmWrites []written
+	start := time.Now()
 	err := applyBoth(ocm, fleet, func(sd *side) error {
 		writes, err := setUp(ctx, s, sd)
 		if sd == ocm {
@@ -163,11 +194,15 @@ func runScenario(ctx context.Context, s *scenario, ocm, fleet *side, caches *ocm
 	if err != nil {
 		return nil, err
 	}
+	timed("set up", start)
 	var diffs []difference
 	for _, batch := range s.Placements {
+		start = time.Now()
 		if err := caches.caughtUp(ctx, ocm, ocmWrites); err != nil {
 			return nil, err
 		}
+		timed("OCM caches", start)
+		start = time.Now()
 		err := applyBoth(ocm, fleet, func(sd *side) error {
 			for _, p := range batch {
 				if _, err := sd.create(ctx, gvrPlacement, p); err != nil {
@@ -189,6 +224,7 @@ func runScenario(ctx context.Context, s *scenario, ocm, fleet *side, caches *ocm
 			seen[i], errs[i] = settle(ctx, sd, s.Namespace, batch, quiet)
 			return nil
 		})
+		timed("settle", start)
 		for i, err := range errs {
 			if err != nil {
 				d := difference{Scenario: s.Index, Placement: "*", Field: "settled", OCM: "settled", Fleet: "settled"}
@@ -209,9 +245,12 @@ func runScenario(ctx context.Context, s *scenario, ocm, fleet *side, caches *ocm
 				text, _ := jsonIndent(map[string]interface{}{"placement": name(p), "ocm": a, "fleet": b})
 				fmt.Println(text)
 			}
+			count(a)
 			diffs = append(diffs, compare(s.Index, p, a, b, list)...)
 		}
 	}
+	start = time.Now()
+	defer timed("tear down", start)
 	err = applyBoth(ocm, fleet, func(sd *side) error {
 		writes, err := tearDown(ctx, s, sd)
 		if sd == ocm && err == nil {
