@@ -38,6 +38,9 @@ go version
 start=$(date +%s)
 realkube/build.sh "$PWD/target/realkube/realkube"
 echo "realkube built in $(( $(date +%s) - start )) s"
+start=$(date +%s)
+conformance/ocm-placement/build.sh "$PWD/target/ocm-placement/ocm-placement"
+echo "the OCM oracle built in $(( $(date +%s) - start )) s"
 
 cargo build --workspace --bins
 cargo nextest run --workspace "$@"

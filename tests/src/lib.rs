@@ -11,6 +11,7 @@ pub mod hub;
 pub mod kube;
 pub mod members;
 pub mod objects;
+pub mod oracle;
 pub mod poll;
 pub mod realkube;
 
