@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use fleet_api::ocm::clusterset::{
     self, ManagedClusterSetSpec, CLUSTER_SET_LABEL, DEFAULT_SET, GLOBAL_SET, SELECTOR_LABEL_SELECTOR,
 };
+use fleet_api::ocm::placement::{REASON_NO_BINDINGS, REASON_NO_INTERSECTION};
 use fleet_api::Object;
 
 use crate::scheduler::plugins::CompiledLabelSelector;
@@ -32,7 +33,7 @@ impl ClusterSet {
     }
 }
 
-/// Why a placement has no set to choose from (`NoManagedClusterSetBindings`).
+/// Why a placement has no set to choose from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NoSets {
     /// No binding in the namespace names an existing set.
@@ -42,12 +43,20 @@ pub enum NoSets {
 }
 
 impl NoSets {
-    /// The condition message.
+    /// The `PlacementSatisfied` reason, as OCM's controller gives it.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            NoSets::NoBindings => REASON_NO_BINDINGS,
+            NoSets::NoIntersection(_) => REASON_NO_INTERSECTION,
+        }
+    }
+
+    /// The condition message, word for word OCM's.
     pub fn message(&self) -> String {
         match self {
             NoSets::NoBindings => "No valid ManagedClusterSetBindings found in placement namespace".into(),
             NoSets::NoIntersection(wanted) => {
-                format!("None of ManagedClusterSets [{}] is bound to placement namespace", wanted.join(", "))
+                format!("None of ManagedClusterSets [{}] is bound to placement namespace", wanted.join(","))
             }
         }
     }

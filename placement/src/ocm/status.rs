@@ -7,7 +7,7 @@ use fleet_api::ocm::decision::{self, PlacementDecisionStatus};
 use fleet_api::ocm::placement::{
     CandidateScore, CandidateScores, PlacementStatus, WeightedName, CONDITION_MISCONFIGURED, CONDITION_SATISFIED,
     MAX_CANDIDATE_SCORES, REASON_ALL_DECISIONS_SCHEDULED, REASON_CONFIGURED, REASON_MISCONFIGURED,
-    REASON_NOT_ALL_DECISIONS_SCHEDULED, REASON_NO_BINDINGS, REASON_NO_CLUSTER_MATCHED,
+    REASON_NOT_ALL_DECISIONS_SCHEDULED, REASON_NO_CLUSTER_MATCHED, REASON_SETS_EMPTY,
 };
 use fleet_api::Object;
 
@@ -34,19 +34,26 @@ pub(crate) enum Satisfaction<'s> {
     },
 }
 
-/// The `PlacementSatisfied` condition.
+/// The `PlacementSatisfied` condition, with OCM's controller's reasons and
+/// messages word for word, checked in its order: no usable set; sets
+/// without members; no cluster decided (none feasible, or
+/// `numberOfClusters: 0`); fewer decided than asked (or, with a
+/// `DoNotSchedule` spread constraint, than feasible); else all scheduled.
 pub(crate) fn satisfied(s: &Satisfaction) -> Condition {
     match *s {
-        Satisfaction::NoSets(ref why) => Condition::new(CONDITION_SATISFIED, false, REASON_NO_BINDINGS, why.message()),
-        Satisfaction::Scheduled { sets, in_sets, feasible: 0, asked, .. } if asked != Some(0) => {
-            let sets = sets.join(", ");
-            let message = if in_sets == 0 {
-                format!("the cluster sets [{sets}] have no member clusters")
-            } else {
-                format!("none of the {in_sets} clusters of the cluster sets [{sets}] matches the predicates and tolerations")
-            };
-            Condition::new(CONDITION_SATISFIED, false, REASON_NO_CLUSTER_MATCHED, message)
-        }
+        Satisfaction::NoSets(ref why) => Condition::new(CONDITION_SATISFIED, false, why.reason(), why.message()),
+        Satisfaction::Scheduled { sets, in_sets: 0, .. } => Condition::new(
+            CONDITION_SATISFIED,
+            false,
+            REASON_SETS_EMPTY,
+            format!("All ManagedClusterSets [{}] have no member ManagedCluster", sets.join(",")),
+        ),
+        Satisfaction::Scheduled { chosen: 0, .. } => Condition::new(
+            CONDITION_SATISFIED,
+            false,
+            REASON_NO_CLUSTER_MATCHED,
+            "No ManagedCluster matches any of the cluster predicate",
+        ),
         Satisfaction::Scheduled { asked, feasible, chosen, .. } if chosen < asked.unwrap_or(feasible) => {
             Condition::new(
                 CONDITION_SATISFIED,

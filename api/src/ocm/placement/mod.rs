@@ -98,8 +98,14 @@ pub const REASON_ALL_DECISIONS_SCHEDULED: &str = "AllDecisionsScheduled";
 pub const REASON_NOT_ALL_DECISIONS_SCHEDULED: &str = "NotAllDecisionsScheduled";
 /// `PlacementSatisfied` False: no usable set binding in the namespace.
 pub const REASON_NO_BINDINGS: &str = "NoManagedClusterSetBindings";
-/// `PlacementSatisfied` False: no cluster is feasible.
+/// `PlacementSatisfied` False: no cluster was decided (none feasible, or
+/// `numberOfClusters: 0`).
 pub const REASON_NO_CLUSTER_MATCHED: &str = "NoManagedClusterMatched";
+/// `PlacementSatisfied` False: sets are bound, but none that
+/// `spec.clusterSets` names.
+pub const REASON_NO_INTERSECTION: &str = "NoIntersection";
+/// `PlacementSatisfied` False: the usable sets have no member cluster.
+pub const REASON_SETS_EMPTY: &str = "AllManagedClusterSetsEmpty";
 /// `PlacementMisconfigured` True.
 pub const REASON_MISCONFIGURED: &str = "Misconfigured";
 /// `PlacementMisconfigured` False (OCM's spelling).

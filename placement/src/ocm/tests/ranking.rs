@@ -42,9 +42,11 @@ fn number_of_clusters_unset_zero_and_too_many() {
     let all = f.run_json(json!({}));
     assert_eq!(all.chosen.len(), 3);
     assert_eq!(all.satisfied.reason, "AllDecisionsScheduled");
+    // As OCM's controller: deciding no cluster is NoManagedClusterMatched,
+    // even when none was asked for.
     let none = f.run_json(json!({"numberOfClusters": 0}));
     assert!(none.chosen.is_empty());
-    assert!(none.satisfied.is_true());
+    assert_eq!((none.satisfied.status.as_str(), none.satisfied.reason.as_str()), ("False", "NoManagedClusterMatched"));
     let short = f.run_json(json!({"numberOfClusters": 5}));
     assert_eq!(short.chosen.len(), 3);
     assert_eq!(

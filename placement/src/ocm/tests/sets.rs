@@ -84,8 +84,10 @@ fn cluster_sets_narrow_the_bound_sets() {
     assert_eq!(f.run_json(json!({"clusterSets": ["beta", "gamma"]})).chosen, ["b1"]);
     let outcome = f.run_json(json!({"clusterSets": ["gamma"]}));
     assert!(outcome.chosen.is_empty());
-    assert_eq!(outcome.satisfied.reason, "NoManagedClusterSetBindings");
+    assert_eq!(outcome.satisfied.reason, "NoIntersection");
     assert_eq!(outcome.satisfied.message, "None of ManagedClusterSets [gamma] is bound to placement namespace");
+    let outcome = f.run_json(json!({"clusterSets": ["gamma", "delta"]}));
+    assert_eq!(outcome.satisfied.message, "None of ManagedClusterSets [gamma,delta] is bound to placement namespace");
     // Still one empty page, so consumers see that nothing is decided.
     assert_eq!(outcome.pages.len(), 1);
     assert!(outcome.pages[0].decisions.is_empty());
@@ -107,13 +109,14 @@ fn bindings_must_name_existing_sets() {
 fn empty_sets_and_unmatched_predicates() {
     let f = with_bindings(vec![label_set_of("gamma")], &["gamma"]);
     let outcome = f.run_json(json!({}));
-    assert_eq!(outcome.satisfied.reason, "NoManagedClusterMatched");
-    assert_eq!(outcome.satisfied.message, "the cluster sets [gamma] have no member clusters");
+    assert_eq!(outcome.satisfied.reason, "AllManagedClusterSetsEmpty");
+    assert_eq!(outcome.satisfied.message, "All ManagedClusterSets [gamma] have no member ManagedCluster");
     let f = with_bindings(Vec::new(), &["global"]);
     let outcome = f.run_json(
         json!({"predicates": [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"region": "north"}}}}]}),
     );
     assert_eq!(outcome.satisfied.reason, "NoManagedClusterMatched");
+    assert_eq!(outcome.satisfied.message, "No ManagedCluster matches any of the cluster predicate");
     assert_eq!(outcome.excluded_total, 5);
     assert_eq!(outcome.excluded[0].reason, crate::ocm::REASON_NO_PREDICATE_MATCHES);
 }
