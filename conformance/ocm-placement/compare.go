@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,8 +30,8 @@ func (d difference) String() string {
 }
 
 // writtenDown is one entry of the written-down list: differences in a
-// field (a prefix of the field's name) that are expected when a fact about
-// the placement holds, and why.
+// field (its name, or a pattern of path.Match where `*` stands for any
+// text) that are expected when a fact about the placement holds, and why.
 type writtenDown struct {
 	ID     string `json:"id"`
 	Field  string `json:"field"`
@@ -124,21 +125,24 @@ var facts = map[string]func(subject) bool{
 
 // loadWrittenDown reads the written-down list and checks every entry
 // names a known fact.
-func loadWrittenDown(path string) ([]writtenDown, error) {
-	text, err := os.ReadFile(path)
+func loadWrittenDown(file string) ([]writtenDown, error) {
+	text, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
 	var list []writtenDown
 	if err := json.Unmarshal(text, &list); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	for _, w := range list {
 		if _, ok := facts[w.When]; !ok {
-			return nil, fmt.Errorf("%s: entry %s: unknown fact %q", path, w.ID, w.When)
+			return nil, fmt.Errorf("%s: entry %s: unknown fact %q", file, w.ID, w.When)
 		}
 		if w.Reason == "" || w.Field == "" {
-			return nil, fmt.Errorf("%s: entry %s needs a field and a reason", path, w.ID)
+			return nil, fmt.Errorf("%s: entry %s needs a field and a reason", file, w.ID)
+		}
+		if _, err := path.Match(w.Field, ""); err != nil {
+			return nil, fmt.Errorf("%s: entry %s: field %q: %w", file, w.ID, w.Field, err)
 		}
 	}
 	return list, nil
@@ -155,7 +159,7 @@ func compare(index int, p obj, ocm, fleet *observation, list []writtenDown) []di
 		d := difference{Scenario: index, Placement: name(p), Field: field, OCM: a, Fleet: b}
 		s := subject{placement: p, ocm: ocm, fleet: fleet}
 		for _, w := range list {
-			if (w.Field == "*" || strings.HasPrefix(field, w.Field)) && facts[w.When](s) {
+			if matched, _ := path.Match(w.Field, field); matched && facts[w.When](s) {
 				d.WrittenDown = w.ID
 				break
 			}
