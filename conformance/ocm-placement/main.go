@@ -194,8 +194,11 @@ func runScenario(ctx context.Context, s *scenario, ocm, fleet *side, caches *ocm
 	if err != nil {
 		return nil, err
 	}
+	diffs, err := clustersAlike(ctx, s, ocm, fleet)
+	if err != nil {
+		return nil, err
+	}
 	timed("set up", start)
-	var diffs []difference
 	for _, batch := range s.Placements {
 		start = time.Now()
 		if err := caches.caughtUp(ctx, ocm, ocmWrites); err != nil {

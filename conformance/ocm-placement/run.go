@@ -145,6 +145,38 @@ func tearDown(ctx context.Context, s *scenario, sd *side) ([]written, error) {
 	return deleted, err
 }
 
+// clustersAlike lists how the two sides' ManagedClusters differ after a
+// scenario's setup: labels (Fleet's own left out) and taints, compared as
+// both sides show them.
+func clustersAlike(ctx context.Context, s *scenario, ocm, fleet *side) ([]difference, error) {
+	var out []difference
+	for _, c := range pool {
+		var shown [2]string
+		for i, sd := range []*side{ocm, fleet} {
+			u, err := sd.get(ctx, gvrCluster, "", c.Name)
+			if err != nil {
+				return nil, err
+			}
+			if u == nil {
+				return nil, fmt.Errorf("%s: ManagedCluster %s is gone", sd.name, c.Name)
+			}
+			labels := map[string]string{}
+			for k, v := range u.GetLabels() {
+				if !fleetOwnLabel(k) {
+					labels[k] = v
+				}
+			}
+			taints, _, _ := unstructured.NestedSlice(u.Object, "spec", "taints")
+			text, _ := json.Marshal(map[string]interface{}{"labels": labels, "taints": taints})
+			shown[i] = string(text)
+		}
+		if shown[0] != shown[1] {
+			out = append(out, difference{Scenario: s.Index, Placement: "-", Field: "cluster " + c.Name, OCM: shown[0], Fleet: shown[1]})
+		}
+	}
+	return out, nil
+}
+
 // observe reads one placement on one side.
 func observe(ctx context.Context, sd *side, ns, placement string) (*observation, error) {
 	u, err := sd.get(ctx, gvrPlacement, ns, placement)
