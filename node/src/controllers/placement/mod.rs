@@ -20,6 +20,7 @@
 //! refused whole and recomputed. The steps run one after another until none
 //! has anything to do.
 
+mod deleting;
 pub(crate) mod objects;
 pub(crate) mod render;
 mod rollout;
@@ -169,6 +170,9 @@ pub fn next_step(
     now: &str,
     unix_now: i64,
 ) -> Result<Next, ControllerError> {
+    if let Some(placement) = store.get(key)?.0.filter(|p| p.metadata.deletion_timestamp.is_some()) {
+        return deleting::withdraw(store, Object::clone(&placement));
+    }
     let Some(view) = View::read(store, key)? else { return Ok(Next::Done { recheck_after: None }) };
     if let Some(step) = snapshots::policy_step(&view).or_else(|| snapshots::resource_step(&view)) {
         return Ok(Next::Write(Box::new(step)));
