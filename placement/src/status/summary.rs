@@ -15,9 +15,11 @@ struct Tally {
     overridden: usize,
 }
 
+/// Counts the chosen clusters' `type_` conditions (entries without a
+/// cluster name stand for clusters the policy could not get).
 fn tally(clusters: &[PerClusterStatus], type_: &str) -> Tally {
     let mut t = Tally::default();
-    for c in clusters {
+    for c in clusters.iter().filter(|c| !c.cluster_name.is_empty()) {
         match find(&c.conditions, type_) {
             Some(c) if c.is_true() => {
                 t.true_ += 1;
@@ -127,7 +129,8 @@ fn summarize(type_: &str, t: &Tally, external: bool) -> (Option<bool>, &'static 
 /// is True, False when some cluster's is False, Unknown while some are
 /// pending; messages count clusters. A later condition appears only once
 /// the earlier ones are True (a pending `Scheduled` stops the chain; an
-/// unfulfilled one does not). Types are prefixed with `kind`; each observes
+/// unfulfilled one does not; with no cluster chosen, `Scheduled` stands
+/// alone). Types are prefixed with `kind`; each observes
 /// `generation`; transition times are kept from `current` where the status
 /// did not change.
 pub fn fold_placement(
@@ -140,7 +143,10 @@ pub fn fold_placement(
     now: &str,
 ) -> Vec<Condition> {
     let mut out = vec![carried(current, scheduled.clone(), now)];
-    if scheduled.status != "True" && scheduled.status != "False" {
+    // With no cluster chosen there is nothing to roll out: KubeFleet
+    // reports `Scheduled` alone then.
+    if (scheduled.status != "True" && scheduled.status != "False") || clusters.iter().all(|c| c.cluster_name.is_empty())
+    {
         return out;
     }
     for type_ in rollout_conditions(mode.report_diff) {

@@ -128,7 +128,8 @@ fn su_13_rollout_blocked_by_strategy_is_false_or_unknown_when_external() {
 
 #[test]
 fn a_cluster_not_yet_folded_counts_as_pending() {
-    let out = fold(&[cluster(DONE), PerClusterStatus::default()], false);
+    let unfolded = PerClusterStatus { cluster_name: "late".into(), ..Default::default() };
+    let out = fold(&[cluster(DONE), unfolded], false);
     assert_eq!(
         view(&out)[1],
         ("ClusterResourcePlacementRolloutStarted".into(), "Unknown".into(), "RolloutStartedUnknown".into())
@@ -153,11 +154,14 @@ fn pending_scheduling_stops_the_chain_but_unfulfilled_does_not() {
 }
 
 #[test]
-fn no_chosen_clusters_is_vacuously_true() {
-    let out = fold(&[], false);
+fn with_no_chosen_cluster_scheduled_stands_alone() {
+    assert_eq!(fold(&[], false).len(), 1);
+    let could_not_get = PerClusterStatus::default();
+    let out = fold(&[could_not_get.clone()], false);
+    assert_eq!(out.len(), 1, "an unnamed entry is a cluster the policy could not get");
+    let out = fold(&[cluster(DONE), could_not_get], false);
     assert_eq!(out.len(), 6);
-    assert!(out.iter().all(Condition::is_true));
-    assert_eq!(out[4].message, "The selected resources are successfully applied to 0 clusters");
+    assert!(out.iter().all(Condition::is_true), "only chosen clusters are counted");
 }
 
 #[test]

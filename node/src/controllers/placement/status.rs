@@ -9,7 +9,7 @@ use fleet_api::binding::{self, BindingSpec};
 use fleet_api::conditions::{find, set_condition, Condition};
 use fleet_api::placement::{
     self as placement_api, scheduled_condition_type, PerClusterStatus, PlacementStatus, EXTERNAL,
-    PER_CLUSTER_SCHEDULED, PICK_FIXED,
+    PER_CLUSTER_SCHEDULED, PICK_FIXED, PICK_N,
 };
 use fleet_api::Object;
 use fleet_placement::selection;
@@ -74,7 +74,7 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
 }
 
 /// One entry per chosen cluster (its binding's rollout folded in), then
-/// PickFixed's listed clusters that could not be chosen. Each cluster's
+/// one unnamed entry per cluster the policy could not get. Each cluster's
 /// entry and binding are looked up in maps made once per pass: at 5,000
 /// clusters a scan per cluster (decoding every binding's spec on the way)
 /// made the pass quadratic.
@@ -126,17 +126,24 @@ fn per_cluster(
         }
         entries.push(entry);
     }
-    if scheduled.policy.placement_type() == PICK_FIXED {
-        for decision in
-            scheduled.outcome.filtered.iter().filter(|d| scheduled.policy.cluster_names.contains(&d.cluster_name))
-        {
-            let mut entry = existing(&decision.cluster_name);
-            entry.conditions.retain(|c| c.type_ == PER_CLUSTER_SCHEDULED);
-            let condition = Condition::new(PER_CLUSTER_SCHEDULED, false, "ScheduleFailed", decision.reason.clone())
-                .observing(generation);
-            set_condition(&mut entry.conditions, condition, now);
-            entries.push(entry);
-        }
+    // As KubeFleet: one unnamed entry per cluster the policy asked for and
+    // did not get (PickN's N, PickFixed's names), each with the reason of
+    // an unchosen cluster.
+    let wanted = match scheduled.policy.placement_type() {
+        PICK_FIXED => scheduled.policy.cluster_names.len(),
+        PICK_N => usize::try_from(scheduled.number_of_clusters.unwrap_or(0)).unwrap_or(0),
+        _ => 0,
+    };
+    let missing = wanted.saturating_sub(scheduled.outcome.chosen.len());
+    let reasons = scheduled.outcome.filtered.iter().chain(&scheduled.outcome.not_chosen).map(|d| d.reason.clone());
+    let unnamed: Vec<&PerClusterStatus> =
+        current.placement_statuses.iter().filter(|e| e.cluster_name.is_empty()).collect();
+    for (i, reason) in reasons.chain(std::iter::repeat(String::new())).take(missing).enumerate() {
+        let mut entry = unnamed.get(i).map(|e| (*e).clone()).unwrap_or_default();
+        entry.conditions.retain(|c| c.type_ == PER_CLUSTER_SCHEDULED);
+        let condition = Condition::new(PER_CLUSTER_SCHEDULED, false, "ScheduleFailed", reason).observing(generation);
+        set_condition(&mut entry.conditions, condition, now);
+        entries.push(entry);
     }
     entries
 }
