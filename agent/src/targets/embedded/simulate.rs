@@ -58,7 +58,8 @@ fn spec_mut(object: &mut Object) -> Option<&mut Map<String, Value>> {
 /// Fills what the API server defaults or allocates: `spec.replicas` (1) of
 /// Deployments, StatefulSets and ReplicaSets; a Service's `type`,
 /// `clusterIP`/`clusterIPs` (from 10.96.0.0/16) and node ports (30000-32767),
-/// kept across updates (`previous`) and refused if changed (immutable).
+/// kept across updates (`previous`) and refused if changed (immutable); a
+/// Namespace's name label and `kubernetes` finalizer.
 pub(crate) fn server_defaults(
     object: &mut Object,
     previous: Option<&Object>,
@@ -72,6 +73,10 @@ pub(crate) fn server_defaults(
             Ok(())
         }
         ("", "Service") => service_defaults(object, previous, allocated),
+        ("", "Namespace") => {
+            fleet_api::defaults::apply(object);
+            Ok(())
+        }
         _ => Ok(()),
     }
 }
