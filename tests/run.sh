@@ -41,6 +41,9 @@ echo "realkube built in $(( $(date +%s) - start )) s"
 start=$(date +%s)
 conformance/ocm-placement/build.sh "$PWD/target/ocm-placement/ocm-placement"
 echo "the OCM oracle built in $(( $(date +%s) - start )) s"
+start=$(date +%s)
+conformance/kubefleet-e2e/build.sh "$PWD/target/conformance"
+echo "KubeFleet's e2e suite built in $(( $(date +%s) - start )) s"
 
 cargo build --workspace --bins
 cargo nextest run --workspace "$@"

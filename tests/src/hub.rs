@@ -17,8 +17,11 @@ use crate::poll::eventually;
 /// Path of a workspace binary, built by `cargo build --bins`.
 pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
-    // target/<profile>/deps/<test> → target/<profile>/<name>
-    let dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    // target/<profile>/deps/<test> (a test) or target/<profile>/<bin> (a
+    // harness program) → target/<profile>/<name>
+    let parent = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir =
+        if parent.ends_with("deps") { parent.parent().map(Path::to_path_buf).unwrap_or_default() } else { parent };
     let path = dir.join(name);
     assert!(path.exists(), "{} not found: build the binaries first (cargo build --bins)", path.display());
     path

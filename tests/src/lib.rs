@@ -9,6 +9,7 @@
 pub mod fleet;
 pub mod hub;
 pub mod kube;
+pub mod kubefleet_e2e;
 pub mod members;
 pub mod objects;
 pub mod oracle;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds KubeFleet's own end-to-end suite, unmodified, from the release pinned
+# in go.mod, into $1 (default ../../target/conformance):
+#   $1/kubefleet-e2e.test                      the compiled Ginkgo suite
+#   $1/kubefleet/test/                         the suite's sources and manifests
+#                                              (it reads them by relative path)
+#   $1/kubefleet/hack/tools/bin/kubectl-fleet  KubeFleet's kubectl plugin, where
+#                                              the suite looks for it
+# Run the suite from $1/kubefleet/test/e2e.
+#
+# go.sum pins the suite's test-only dependencies too (added with
+# `go get -t github.com/kubefleet-dev/kubefleet/test/e2e@VERSION`); `go mod
+# tidy` would drop them, as no package of this module imports the suite.
+set -euo pipefail
+cd "$(dirname "$0")"
+out=${1:-../../target/conformance}
+command -v go >/dev/null || { echo "conformance/kubefleet-e2e/build.sh: the Go toolchain is not installed (need go 1.26 or newer)" >&2; exit 1; }
+module=github.com/kubefleet-dev/kubefleet
+src=$(go list -m -f '{{.Dir}}' "$module")
+if [ -z "$src" ] || [ ! -d "$src/test/e2e" ]; then
+  go mod download "$module"
+  src=$(go list -m -f '{{.Dir}}' "$module")
+fi
+mkdir -p "$out/kubefleet/hack/tools/bin"
+go test -c -o "$out/kubefleet-e2e.test" "$module/test/e2e"
+go build -o "$out/kubefleet/hack/tools/bin/kubectl-fleet" "$module/tools/fleet"
+# The module cache is read-only; the copy is made writable so that the next
+# build can replace it.
+rm -rf "$out/kubefleet/test"
+cp -r "$src/test" "$out/kubefleet/test"
+chmod -R u+w "$out/kubefleet/test"
