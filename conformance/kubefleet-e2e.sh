@@ -10,7 +10,7 @@
 #   conformance/kubefleet-e2e.sh 'FOCUS REGEX'   # Ginkgo's focus
 #
 # Ends with: kubefleet-e2e: P passed, F failed, N not applicable (T s).
-# The suite's own output goes to target/conformance/kubefleet-e2e.log.
+# The suite's own output goes to target/kubefleet-e2e/kubefleet-e2e.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then export PATH="/usr/local/go/bin:$PATH"; fi
@@ -18,7 +18,7 @@ command -v go >/dev/null || { echo "conformance/kubefleet-e2e.sh: the Go toolcha
 command -v kubectl >/dev/null || { echo "conformance/kubefleet-e2e.sh: kubectl is missing (tests/run.sh installs it)" >&2; exit 1; }
 cargo build --workspace --bins -q
 target=${CARGO_TARGET_DIR:-target}
-mkdir -p "$target/conformance"
-args=(--log "$target/conformance/kubefleet-e2e.log")
+mkdir -p "$target/kubefleet-e2e"
+args=(--log "$target/kubefleet-e2e/kubefleet-e2e.log")
 [ $# -eq 0 ] || args+=(--focus "$1")
 exec "$target/debug/kubefleet-e2e" "${args[@]}"

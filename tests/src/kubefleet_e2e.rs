@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::fleet::{apply_yaml, wait_joined};
 use crate::kube::{kubectl_binary, KubeHub};
-use crate::realkube::{go_binary, ClusterOptions, RealCluster};
+use crate::realkube::{build_with_go, ClusterOptions, RealCluster};
 
 /// The member clusters the suite drives, by context name, with the labels
 /// and cluster-resource-id annotation its setup gives each.
@@ -89,45 +89,11 @@ pub fn not_applicable() -> Vec<NotApplicable> {
         .collect()
 }
 
-/// The directory the suite is built into: `target/conformance`.
-fn output_dir() -> PathBuf {
-    let target = crate::hub::binary("fleet-node").parent().and_then(Path::parent).map(Path::to_path_buf);
-    target.unwrap_or_default().join("conformance")
-}
-
 /// Builds the suite and KubeFleet's kubectl plugin once per test process
-/// (a file lock keeps concurrent processes from building them twice).
+/// into `target/kubefleet-e2e` (see `conformance/kubefleet-e2e/build.sh`).
 pub fn build() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = output_dir();
-            std::fs::create_dir_all(&dir).expect("create target/conformance");
-            let lock = File::create(dir.join("build.lock")).expect("create the build lock");
-            lock.lock().expect("lock target/conformance/build.lock");
-            let started = Instant::now();
-            let go_dir = go_binary().parent().map(Path::to_path_buf).unwrap_or_default();
-            let path = std::env::join_paths(
-                std::iter::once(go_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-            )
-            .unwrap_or_default();
-            let out = Command::new(repository().join("conformance/kubefleet-e2e/build.sh"))
-                .arg(&dir)
-                .env("PATH", path)
-                .stdin(Stdio::null())
-                .output()
-                .expect("run conformance/kubefleet-e2e/build.sh");
-            assert!(
-                out.status.success(),
-                "conformance/kubefleet-e2e/build.sh failed:\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let _ = lock.unlock();
-            eprintln!("KubeFleet's e2e suite built (or found up to date) in {:.1?}", started.elapsed());
-            dir
-        })
-        .clone()
+    BUILT.get_or_init(|| build_with_go("kubefleet-e2e", "conformance/kubefleet-e2e/build.sh")).clone()
 }
 
 /// A Fleet hub and three real member clusters set up the way the suite's
@@ -185,7 +151,7 @@ impl Environment {
         let listed = not_applicable();
         let skip: Vec<String> = listed.iter().map(|n| regex_quote(&n.spec)).collect();
         let report = self.hub.hub.dir.path().join("kubefleet-e2e-report.json");
-        let mut command = Command::new(dir.join("kubefleet-e2e.test"));
+        let mut command = Command::new(dir.join("kubefleet-e2e"));
         command
             .current_dir(dir.join("kubefleet/test/e2e"))
             .env("KUBECONFIG", &self.kubeconfig)
@@ -216,7 +182,8 @@ impl Environment {
         let text = std::fs::read_to_string(&report).unwrap_or_else(|e| {
             panic!("the suite ({status}) wrote no report {}: {e}; see {}", report.display(), log.display())
         });
-        let mut summary = summarize(&text, &listed);
+        let focus = regex::Regex::new(focus).ok().filter(|_| !focus.is_empty());
+        let mut summary = summarize(&text, &listed, focus.as_ref());
         summary.elapsed = elapsed;
         summary
     }
@@ -288,8 +255,9 @@ fn regex_quote(text: &str) -> String {
     quoted
 }
 
-/// Counts the specs of a Ginkgo JSON report (`--json-report`).
-pub fn summarize(report: &str, listed: &[NotApplicable]) -> Summary {
+/// Counts the specs of a Ginkgo JSON report (`--json-report`); a listed
+/// spec counts as not applicable only if the run's `focus` selected it.
+pub fn summarize(report: &str, listed: &[NotApplicable], focus: Option<&regex::Regex>) -> Summary {
     let mut summary = Summary::default();
     let suites: Vec<Value> = serde_json::from_str(report).unwrap_or_default();
     for spec in suites.iter().flat_map(|s| s["SpecReports"].as_array().cloned().unwrap_or_default()) {
@@ -310,7 +278,9 @@ pub fn summarize(report: &str, listed: &[NotApplicable]) -> Summary {
         let full = texts.join(" ");
         match state {
             "passed" => summary.passed.push(full),
-            "skipped" if listed.iter().any(|n| full.contains(&n.spec)) => summary.not_applicable.push(full),
+            "skipped" if listed.iter().any(|n| full.contains(&n.spec)) && focus.is_none_or(|f| f.is_match(&full)) => {
+                summary.not_applicable.push(full)
+            }
             // Skipped by the focus: not selected, not counted.
             "skipped" | "pending" if message.is_empty() => {}
             _ => {
@@ -339,12 +309,14 @@ mod tests {
           {"LeafNodeType": "It", "State": "skipped", "ContainerHierarchyTexts": ["Other"], "LeafNodeText": "unfocused"}
         ]}]"#;
         let listed = vec![NotApplicable { spec: "Webhook den".into(), reason: "internals".into() }];
-        let summary = summarize(report, &listed);
+        let summary = summarize(report, &listed, None);
         assert_eq!(summary.passed, vec!["A B works".to_string()]);
         assert_eq!(summary.failed.len(), 2);
         assert_eq!(summary.failed[0], ("A breaks".to_string(), "failed: Timed out".to_string()));
         assert_eq!(summary.not_applicable, vec!["Webhook denies".to_string()]);
         assert!(summary.suite_failure.is_none());
+        let focus = regex::Regex::new("^A ").expect("focus");
+        assert!(summarize(report, &listed, Some(&focus)).not_applicable.is_empty(), "not selected, not counted");
     }
 
     #[test]

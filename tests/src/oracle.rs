@@ -4,13 +4,9 @@
 //! generator and comparator), built on first use with its `build.sh` into
 //! `target/ocm-placement/` under a file lock, as realkube is.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::Instant;
-
-use crate::realkube::go_binary;
 
 /// The repository's root.
 fn repository() -> PathBuf {
@@ -30,34 +26,7 @@ pub fn oracle_binary() -> PathBuf {
 }
 
 fn build_oracle() -> PathBuf {
-    // target/<profile>/fleet-node → target/ocm-placement/ocm-placement
-    let target = crate::hub::binary("fleet-node").parent().and_then(Path::parent).map(Path::to_path_buf);
-    let dir = target.unwrap_or_default().join("ocm-placement");
-    std::fs::create_dir_all(&dir).expect("create target/ocm-placement");
-    let lock = File::create(dir.join("build.lock")).expect("create the build lock");
-    lock.lock().expect("lock target/ocm-placement/build.lock");
-    let output = dir.join("ocm-placement");
-    let started = Instant::now();
-    let go_dir = go_binary().parent().map(Path::to_path_buf).unwrap_or_default();
-    let path = std::env::join_paths(
-        std::iter::once(go_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
-    .unwrap_or_default();
-    let out = Command::new(oracle_source().join("build.sh"))
-        .arg(&output)
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run conformance/ocm-placement/build.sh");
-    assert!(
-        out.status.success(),
-        "conformance/ocm-placement/build.sh failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let _ = lock.unlock();
-    eprintln!("the OCM oracle built (or found up to date) in {:.1?}", started.elapsed());
-    output
+    crate::realkube::build_with_go("ocm-placement", "conformance/ocm-placement/build.sh").join("ocm-placement")
 }
 
 /// One pool cluster as the oracle prints it: its name and the

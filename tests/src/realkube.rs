@@ -56,35 +56,43 @@ pub fn realkube_binary() -> PathBuf {
 }
 
 fn build_realkube() -> PathBuf {
-    // target/<profile>/fleet-node → target/realkube/realkube
+    let dir = build_with_go("realkube", "realkube/build.sh");
+    dir.join("realkube")
+}
+
+/// Runs the repository's Go build script `script` (its one argument: what
+/// to build, `target/<dir>/<dir>`) once per target dir at a time (a file
+/// lock keeps concurrent test processes from building twice; Go's build
+/// cache makes later builds a relink check), and answers `target/<dir>`.
+/// A missing Go toolchain fails here, naming what to install.
+pub fn build_with_go(dir: &str, script: &str) -> PathBuf {
+    // target/<profile>/fleet-node → target/<dir>
     let target = crate::hub::binary("fleet-node").parent().and_then(Path::parent).map(Path::to_path_buf);
-    let dir = target.unwrap_or_default().join("realkube");
-    std::fs::create_dir_all(&dir).expect("create target/realkube");
-    let lock = File::create(dir.join("build.lock")).expect("create the build lock");
-    lock.lock().expect("lock target/realkube/build.lock");
-    let output = dir.join("realkube");
+    let out_dir = target.unwrap_or_default().join(dir);
+    std::fs::create_dir_all(&out_dir).unwrap_or_else(|e| panic!("create target/{dir}: {e}"));
+    let lock = File::create(out_dir.join("build.lock")).expect("create the build lock");
+    lock.lock().unwrap_or_else(|e| panic!("lock target/{dir}/build.lock: {e}"));
     let started = Instant::now();
-    // build.sh stamps the pinned Kubernetes release into the binary.
     let go_dir = go_binary().parent().map(Path::to_path_buf).unwrap_or_default();
     let path = std::env::join_paths(
         std::iter::once(go_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
     )
     .unwrap_or_default();
-    let out = Command::new(repository().join("realkube").join("build.sh"))
-        .arg(&output)
+    let out = Command::new(repository().join(script))
+        .arg(out_dir.join(dir))
         .env("PATH", path)
         .stdin(Stdio::null())
         .output()
-        .expect("run realkube/build.sh");
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
     assert!(
         out.status.success(),
-        "realkube/build.sh failed:\n{}{}",
+        "{script} failed:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     let _ = lock.unlock();
-    eprintln!("realkube built (or found up to date) in {:.1?}", started.elapsed());
-    output
+    eprintln!("{script} built (or found up to date) in {:.1?}", started.elapsed());
+    out_dir
 }
 
 /// The CustomResourceDefinitions `names` (e.g.

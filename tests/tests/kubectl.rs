@@ -284,14 +284,11 @@ async fn kubectl_explains_validates_pages_reviews_and_resumes_watches() {
     );
 
     // fieldValidation: Strict refuses an unknown field, Warn drops it with a warning, Ignore drops it.
-    // kubectl create NAMESPACE|CONFIGMAP sends protobuf, which the hub does not read: a clear 415.
-    let imperative = kube.kubectl(&["create", "namespace", "pages"]);
-    assert!(!imperative.status.success());
-    assert!(
-        text(&imperative).contains("not Kubernetes protobuf") && text(&imperative).contains("apply -f"),
-        "{}",
-        text(&imperative)
-    );
+    // kubectl create NAMESPACE|CONFIGMAP sends protobuf, which the hub reads.
+    let imperative = kube.kubectl(&["create", "configmap", "imperative", "--from-literal", "k=v"]);
+    assert!(imperative.status.success(), "{}", text(&imperative));
+    let created = kube.kubectl_ok(&["get", "configmap", "imperative", "-o", "jsonpath={.data.k}"]);
+    assert_eq!(created, "v");
     let apply = |name: &str, yaml: &str| {
         let file = dir.join(name);
         std::fs::write(&file, yaml).expect("write");

@@ -21,5 +21,5 @@ async fn kubefleet_end_to_end_selection_passes() {
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(summary.suite_failure.is_none(), "{:?}\n{log_text}", summary.suite_failure);
     assert!(summary.failed.is_empty(), "failed: {:#?}\n{log_text}", summary.failed);
-    assert!(summary.passed.len() >= 9, "too few specs ran: {:#?}\n{log_text}", summary.passed);
+    assert!(summary.passed.len() >= 8, "too few specs ran: {:#?}\n{log_text}", summary.passed);
 }
