@@ -157,7 +157,7 @@ fn pending_scheduling_stops_the_chain_but_unfulfilled_does_not() {
 fn with_no_chosen_cluster_scheduled_stands_alone() {
     assert_eq!(fold(&[], false).len(), 1);
     let could_not_get = PerClusterStatus::default();
-    let out = fold(&[could_not_get.clone()], false);
+    let out = fold(std::slice::from_ref(&could_not_get), false);
     assert_eq!(out.len(), 1, "an unnamed entry is a cluster the policy could not get");
     let out = fold(&[cluster(DONE), could_not_get], false);
     assert_eq!(out.len(), 6);
