@@ -156,7 +156,7 @@ impl Environment {
             .current_dir(dir.join("kubefleet/test/e2e"))
             .env("KUBECONFIG", &self.kubeconfig)
             .env("PATH", path_with_kubectl())
-            .args(["-test.timeout", "0", "-ginkgo.timeout", "24h", "-ginkgo.v"])
+            .args(["-test.timeout", "0", "-ginkgo.timeout", "24h", "-ginkgo.v", "-ginkgo.no-color"])
             .arg(format!("-ginkgo.json-report={}", report.display()));
         if !focus.is_empty() {
             command.arg(format!("-ginkgo.focus={focus}"));
