@@ -283,13 +283,21 @@ pub fn summarize(report: &str, listed: &[NotApplicable], focus: Option<&regex::R
             }
             // Skipped by the focus: not selected, not counted.
             "skipped" | "pending" if message.is_empty() => {}
+            // The suite skips it itself (Azure's property provider absent,
+            // or a Skip in its BeforeAll): not applicable, by its own word.
+            "skipped" if !message.contains("earlier spec in an ordered container failed") => {
+                summary.not_applicable.push(format!("{full} (the suite skips it: {})", first_line(&message)))
+            }
             _ => {
-                let why = message.lines().next().unwrap_or(state).to_string();
-                summary.failed.push((full, format!("{state}: {why}")));
+                summary.failed.push((full, format!("{state}: {}", first_line(&message))));
             }
         }
     }
     summary
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -306,6 +314,8 @@ mod tests {
           {"LeafNodeType": "It", "State": "skipped", "ContainerHierarchyTexts": ["A"], "LeafNodeText": "after",
            "Failure": {"Message": "Spec skipped because an earlier spec in an ordered container failed"}},
           {"LeafNodeType": "It", "State": "skipped", "ContainerHierarchyTexts": ["Webhook"], "LeafNodeText": "denies"},
+          {"LeafNodeType": "It", "State": "skipped", "ContainerHierarchyTexts": ["Azure"], "LeafNodeText": "costs",
+           "Failure": {"Message": "Skipping this test spec as Azure property provider is not enabled"}},
           {"LeafNodeType": "It", "State": "skipped", "ContainerHierarchyTexts": ["Other"], "LeafNodeText": "unfocused"}
         ]}]"#;
         let listed = vec![NotApplicable { spec: "Webhook den".into(), reason: "internals".into() }];
@@ -313,10 +323,17 @@ mod tests {
         assert_eq!(summary.passed, vec!["A B works".to_string()]);
         assert_eq!(summary.failed.len(), 2);
         assert_eq!(summary.failed[0], ("A breaks".to_string(), "failed: Timed out".to_string()));
-        assert_eq!(summary.not_applicable, vec!["Webhook denies".to_string()]);
+        assert_eq!(
+            summary.not_applicable,
+            [
+                "Webhook denies",
+                "Azure costs (the suite skips it: Skipping this test spec as Azure property provider is not enabled)"
+            ]
+        );
         assert!(summary.suite_failure.is_none());
         let focus = regex::Regex::new("^A ").expect("focus");
-        assert!(summarize(report, &listed, Some(&focus)).not_applicable.is_empty(), "not selected, not counted");
+        let focused = summarize(report, &listed, Some(&focus));
+        assert_eq!(focused.not_applicable.len(), 1, "a listed spec the focus did not select is not counted");
     }
 
     #[test]
