@@ -62,9 +62,22 @@ async fn delete_one(
     io: &mut Io,
 ) -> Result<()> {
     match client.delete(kind, namespace, name, None).await {
-        Ok(deleted) => io.out(&format!("{} \"{name}\" deleted\n", deleted_kind(kind, deleted.as_ref()))),
+        Ok(deleted) => io.out(&deleted_line(kind, name, deleted.as_ref())),
         Err(e) if ignore_not_found && e.is_not_found() => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+/// What a delete did: gone, or (held by finalizers, as in Kubernetes)
+/// marked for deletion until they are removed.
+fn deleted_line(kind: &KindArg, name: &str, deleted: Option<&Object>) -> String {
+    let what = deleted_kind(kind, deleted);
+    match deleted {
+        Some(o) if o.metadata.deletion_timestamp.is_some() && !o.metadata.finalizers.is_empty() => format!(
+            "{what} \"{name}\" marked for deletion: it goes once its finalizers are removed ({})\n",
+            o.metadata.finalizers.join(", ")
+        ),
+        _ => format!("{what} \"{name}\" deleted\n"),
     }
 }
 
@@ -88,5 +101,18 @@ mod tests {
         assert_eq!(deleted_kind(&KindArg::resolve("widgets"), None), "widgets");
         assert_eq!(deleted_kind(&KindArg::resolve("cm"), None), "configmap");
         assert_eq!(deleted_kind(&KindArg::resolve("deploy"), None), "deployment.apps");
+    }
+
+    #[test]
+    fn an_object_held_by_finalizers_is_reported_as_marked() {
+        let held: Object = serde_json::from_str(
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","deletionTimestamp":"t","finalizers":["example.com/keep"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            deleted_line(&KindArg::resolve("cm"), "c", Some(&held)),
+            "configmap \"c\" marked for deletion: it goes once its finalizers are removed (example.com/keep)\n"
+        );
+        assert_eq!(deleted_line(&KindArg::resolve("cm"), "c", None), "configmap \"c\" deleted\n");
     }
 }
