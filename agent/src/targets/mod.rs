@@ -127,9 +127,13 @@ pub struct Applied {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[serde(tag = "reason", content = "message")]
 pub enum TargetError {
-    /// The manifest is not acceptable to the cluster (bad field, unknown kind...).
+    /// The manifest is not acceptable to the cluster (bad field, missing namespace...).
     #[error("{0}")]
     Invalid(String),
+    /// The cluster serves no such kind: the manifest cannot even be
+    /// mapped to a resource (KubeFleet reports this as a decoding error).
+    #[error("{0}")]
+    NotServed(String),
     /// The object exists and belongs to someone else (another Work, or not Fleet).
     #[error("{0}")]
     Conflict(String),

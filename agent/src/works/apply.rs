@@ -357,6 +357,7 @@ pub async fn apply_work<T: Target>(
 pub(super) fn failure_reason(e: &TargetError) -> &'static str {
     match e {
         TargetError::Invalid(_) => "ManifestApplyFailed",
+        TargetError::NotServed(_) => "DecodingErred",
         TargetError::Conflict(_) => "ManifestConflict",
         TargetError::Unavailable(_) => "ClusterUnavailable",
     }

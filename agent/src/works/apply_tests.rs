@@ -448,3 +448,12 @@ fn an_apply_error_quoting_a_secret_value_is_withheld_other_errors_are_kept() {
     let config = object(cm("c", json!({"a": "member-value-9c2e"})));
     assert_eq!(failure_message(&echoed, &config, None), echoed.to_string(), "not a Secret: kept");
 }
+
+#[test]
+fn failures_carry_kubefleets_manifest_reasons() {
+    use crate::targets::TargetError;
+    assert_eq!(failure_reason(&TargetError::NotServed("no kind Fake".into())), "DecodingErred");
+    assert_eq!(failure_reason(&TargetError::Invalid("bad field".into())), "ManifestApplyFailed");
+    assert_eq!(failure_reason(&TargetError::Conflict("owned".into())), "ManifestConflict");
+    assert_eq!(failure_reason(&TargetError::Unavailable("down".into())), "ClusterUnavailable");
+}

@@ -190,7 +190,7 @@ fn certificate_authority_data(config: &kube::Config) -> Option<String> {
 /// Why a kind cannot be applied: the API server does not serve it.
 fn not_served(id: &ResourceId) -> TargetError {
     let api_version = if id.group.is_empty() { id.version.clone() } else { format!("{}/{}", id.group, id.version) };
-    TargetError::Invalid(format!(
+    TargetError::NotServed(format!(
         "cannot apply {id}: the cluster serves no kind {:?} in version {api_version:?} \
          (if a CustomResourceDefinition defines it, it may not be established yet)",
         id.kind
