@@ -235,8 +235,12 @@ pub async fn apply_work<T: Target>(
             }
             (None, None) => Processed::failed("ManifestInvalid", "manifest could not be read".into()),
         };
+        // As the Work API defines it, a manifest condition observes the
+        // generation of the object on the member (0 when there is none),
+        // not the Work's.
         match &processed.result {
             Ok(live) => {
+                let generation = live.metadata.generation;
                 placed.push(ResourceId::of(live));
                 set_condition(
                     &mut conditions,
@@ -267,7 +271,8 @@ pub async fn apply_work<T: Target>(
                 applied_all = false;
                 set_condition(
                     &mut conditions,
-                    Condition::new(CONDITION_APPLIED, false, reason, message.clone()).observing(generation),
+                    Condition::new(CONDITION_APPLIED, false, reason, message.clone())
+                        .observing(processed.member_generation),
                     now,
                 );
                 conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
