@@ -164,21 +164,27 @@ fn value_json(value: &Field) -> Option<Value> {
             other => other,
         },
         Field::List(items) => {
-            let items: Vec<Value> = items.iter().filter_map(value_json).collect();
             if items.is_empty() {
                 return None;
             }
-            Value::Array(items)
+            Value::Array(items.iter().map(element_json).collect())
         }
         Field::Map(entries) => {
             if entries.is_empty() {
                 return None;
             }
-            let entries: Map<String, Value> =
-                entries.iter().map(|(k, v)| (key_string(k), value_json(v).unwrap_or(Value::Null))).collect();
-            Value::Object(entries)
+            Value::Object(entries.iter().map(|(k, v)| (key_string(k), element_json(v))).collect())
         }
     })
+}
+
+/// An element of a list or a map's value: kept even when empty (`""` in
+/// `apiGroups` is the core group; a ConfigMap key may hold `""`).
+fn element_json(value: &Field) -> Value {
+    match value {
+        Field::String(s) => Value::String(s.clone()),
+        other => value_json(other).unwrap_or(Value::Null),
+    }
 }
 
 fn key_string(key: &MapKey) -> String {

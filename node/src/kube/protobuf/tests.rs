@@ -27,10 +27,10 @@ fn the_embedded_descriptors_decode() {
 
 #[test]
 fn a_config_map_and_a_secret_read_as_their_json() {
-    let cm = json!({"metadata": metadata("settings", "team"), "data": {"k": "v"}, "immutable": false});
+    let cm = json!({"metadata": metadata("settings", "team"), "data": {"k": "v", "empty": ""}, "immutable": false});
     assert_eq!(
         to_json(&body("v1", "ConfigMap", cm)).expect("decodes"),
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "immutable": false, "data": {"k": "v"},
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "immutable": false, "data": {"k": "v", "empty": ""},
                "metadata": {"name": "settings", "namespace": "team", "labels": {"app": "web"}}})
     );
     let secret = json!({"metadata": metadata("token", "team"), "data": {"t": STANDARD.encode(b"s3cr3t")}});
@@ -62,9 +62,14 @@ fn quantities_int_or_strings_and_times_follow_kubernetes_json() {
 
 #[test]
 fn a_cluster_role_and_delete_options_of_any_group_read_back() {
-    let role = json!({"metadata": {"name": "r"}, "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]});
+    let role =
+        json!({"metadata": {"name": "r"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
     let json = to_json(&body("rbac.authorization.k8s.io/v1", "ClusterRole", role)).expect("decodes");
-    assert_eq!(json["rules"], json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]));
+    assert_eq!(
+        json["rules"],
+        json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]),
+        "the core group's empty name is kept in a list"
+    );
     let options = json!({"propagationPolicy": "Foreground", "preconditions": {"resourceVersion": "42"}});
     let json = to_json(&body("apps/v1", "DeleteOptions", options)).expect("decodes");
     assert_eq!(json["propagationPolicy"], "Foreground");
