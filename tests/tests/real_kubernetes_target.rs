@@ -306,7 +306,7 @@ async fn custom_resources_become_appliable_once_their_crd_is_established() {
     let widget = object(json!({"apiVersion": "example.com/v1", "kind": "Widget",
                                "metadata": {"name": "w", "namespace": "demo"}, "spec": {"size": 3}}));
     let e = apply_as(&target, &widget, SSA, OWNER).await.unwrap_err();
-    assert!(matches!(&e, TargetError::Invalid(m) if m.contains("Widget") && m.contains("example.com/v1")), "{e}");
+    assert!(matches!(&e, TargetError::NotServed(m) if m.contains("Widget") && m.contains("example.com/v1")), "{e}");
 
     cluster.apply(
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}\n  versions:\n    - name: v1\n      served: true\n      storage: true\n      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
