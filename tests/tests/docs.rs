@@ -171,23 +171,31 @@ fn repository_files(root: &Path, suffix: &str) -> Vec<PathBuf> {
     found
 }
 
-/// The destinations of a Markdown text's links and link definitions, with
-/// their line numbers; code blocks and code spans are skipped.
-fn links(text: &str) -> Vec<(usize, String)> {
-    let mut found = Vec::new();
+/// The lines of a Markdown text outside fenced code blocks, with their
+/// indexes (0-based).
+fn prose_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut fence: Option<String> = None;
-    for (i, line) in text.lines().enumerate() {
+    text.lines().enumerate().filter(move |(_, line)| {
         let trimmed = line.trim_start();
         if let Some(marker) = &fence {
             if trimmed.starts_with(marker.as_str()) {
                 fence = None;
             }
-            continue;
+            return false;
         }
         if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
             fence = Some(trimmed[..3].to_string());
-            continue;
+            return false;
         }
+        true
+    })
+}
+
+/// The destinations of a Markdown text's links and link definitions, with
+/// their line numbers; code blocks and code spans are skipped.
+fn links(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (i, line) in prose_lines(text) {
         let line = without_code_spans(line);
         if let Some(rest) = line.trim_start().strip_prefix('[') {
             if let Some((_, dest)) = rest.split_once("]: ") {
@@ -307,19 +315,7 @@ fn normalize(path: &Path) -> PathBuf {
 /// punctuation dropped, spaces as hyphens, repeats numbered `-1`, `-2`...
 fn heading_anchors(text: &str) -> BTreeSet<String> {
     let mut anchors = BTreeSet::new();
-    let mut fence: Option<String> = None;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if let Some(marker) = &fence {
-            if trimmed.starts_with(marker.as_str()) {
-                fence = None;
-            }
-            continue;
-        }
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            fence = Some(trimmed[..3].to_string());
-            continue;
-        }
+    for (_, line) in prose_lines(text) {
         let Some(heading) = line.strip_prefix('#') else { continue };
         let heading = heading.trim_start_matches('#');
         if !heading.starts_with(' ') {
