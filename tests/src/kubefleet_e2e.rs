@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::fleet::{apply_yaml, wait_joined};
 use crate::kube::{kubectl_binary, KubeHub};
-use crate::realkube::{build_with_go, ClusterOptions, RealCluster};
+use crate::realkube::{build_with_go, repository, ClusterOptions, RealCluster};
 
 /// The member clusters the suite drives, by context name, with the labels
 /// and cluster-resource-id annotation its setup gives each.
@@ -66,11 +66,6 @@ impl Summary {
 pub struct NotApplicable {
     pub spec: String,
     pub reason: String,
-}
-
-/// The repository's root.
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
 /// Reads `conformance/kubefleet-e2e/not-applicable.txt`: `SPEC TEXT :: REASON`

@@ -4,14 +4,11 @@
 //! generator and comparator), built on first use with its `build.sh` into
 //! `target/ocm-placement/` under a file lock, as realkube is.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-/// The repository's root.
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
-}
+use crate::realkube::repository;
 
 /// The oracle's source directory (`conformance/ocm-placement/`).
 pub fn oracle_source() -> PathBuf {

@@ -27,7 +27,7 @@ use crate::kube::kubectl_binary;
 const READY_TIMEOUT: Duration = Duration::from_secs(240);
 
 /// The repository's root (the workspace of this crate's parent).
-fn repository() -> PathBuf {
+pub fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
 }
 

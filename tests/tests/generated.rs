@@ -3,11 +3,11 @@
 
 use std::process::{Command, Stdio};
 
-use fleet_tests::realkube::go_binary;
+use fleet_tests::realkube::{go_binary, repository};
 
 #[test]
 fn the_hubs_kubernetes_protobuf_descriptors_are_current() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repository").to_path_buf();
+    let root = repository();
     let dir = tempfile::tempdir().expect("temp dir");
     let fresh = dir.path().join("kubernetes-api.protoset");
     let out = Command::new(go_binary())
