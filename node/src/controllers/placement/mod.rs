@@ -81,19 +81,15 @@ pub struct View {
 }
 
 impl View {
-    /// Reads the placement at `key` and its children; `None` if it is gone.
-    fn read(store: &Store, key: &ObjectKey) -> Result<Option<View>, ControllerError> {
-        let Some(placement) = store.get(key)?.0 else { return Ok(None) };
-        if placement.metadata.deletion_timestamp.is_some() {
-            return Ok(None);
-        }
+    /// Reads `placement`'s children and selects its resources.
+    fn read(store: &Store, placement: Object) -> Result<View, ControllerError> {
         let mut view = View::children_of(store, placement)?;
         let source = StoreSource::new(store);
         let placement = &view.placement;
         view.selected =
             selection::select_resources(&placement.kind, placement.metadata.namespace.as_deref(), &view.spec, &source);
         source.finish()?;
-        Ok(Some(view))
+        Ok(view)
     }
 
     /// The placement's snapshots and bindings, without selecting its
@@ -170,10 +166,11 @@ pub fn next_step(
     now: &str,
     unix_now: i64,
 ) -> Result<Next, ControllerError> {
-    if let Some(placement) = store.get(key)?.0.filter(|p| p.metadata.deletion_timestamp.is_some()) {
-        return deleting::withdraw(store, Object::clone(&placement));
+    let Some(placement) = store.get(key)?.0 else { return Ok(Next::Done { recheck_after: None }) };
+    if placement.metadata.deletion_timestamp.is_some() {
+        return deleting::withdraw(store, placement);
     }
-    let Some(view) = View::read(store, key)? else { return Ok(Next::Done { recheck_after: None }) };
+    let view = View::read(store, placement)?;
     if let Some(step) = snapshots::policy_step(&view).or_else(|| snapshots::resource_step(&view)) {
         return Ok(Next::Write(Box::new(step)));
     }
