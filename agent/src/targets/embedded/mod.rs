@@ -384,11 +384,6 @@ impl Inner {
                 *sum = sum.saturating_add(q);
             }
         }
-        let zero = Quantity::default();
-        let available: BTreeMap<String, Quantity> = allocatable
-            .iter()
-            .map(|(k, a)| (k.clone(), a.saturating_sub(requested.get(k).copied().unwrap_or(zero)).max(zero)))
-            .collect();
         let mut properties = BTreeMap::new();
         properties.insert(NODE_COUNT_PROPERTY.to_string(), config.nodes.to_string());
         properties.insert(TARGET_PROPERTY.to_string(), TARGET_NAME.to_string());
@@ -399,12 +394,7 @@ impl Inner {
         }
         HeartbeatReport {
             properties,
-            resource_usage: ResourceUsage {
-                capacity: render(&capacity),
-                allocatable: render(&allocatable),
-                available: render(&available),
-                observation_time: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-            },
+            resource_usage: resource_usage(&capacity, &allocatable, &requested, SystemTime::now()),
             conditions: Vec::new(),
         }
     }
@@ -433,6 +423,28 @@ fn desired_fields(manifest: &Object, owner: Option<&str>) -> Result<Map<String, 
     match serde_json::to_value(&manifest).map_err(|e| internal("encode", e))? {
         Value::Object(map) => Ok(map),
         _ => Err(internal("encode", "a manifest is not a JSON object")),
+    }
+}
+
+/// The usage a heartbeat reports, for either kind of cluster: capacity,
+/// allocatable, and what `requested` leaves of allocatable (never below
+/// zero), observed at `at`.
+pub(crate) fn resource_usage(
+    capacity: &BTreeMap<String, Quantity>,
+    allocatable: &BTreeMap<String, Quantity>,
+    requested: &BTreeMap<String, Quantity>,
+    at: SystemTime,
+) -> ResourceUsage {
+    let zero = Quantity::default();
+    let available: BTreeMap<String, Quantity> = allocatable
+        .iter()
+        .map(|(k, a)| (k.clone(), a.saturating_sub(requested.get(k).copied().unwrap_or(zero)).max(zero)))
+        .collect();
+    ResourceUsage {
+        capacity: render(capacity),
+        allocatable: render(allocatable),
+        available: render(&available),
+        observation_time: humantime::format_rfc3339_seconds(at).to_string(),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
-use fleet_api::member::{HeartbeatReport, ResourceUsage, TARGET_PROPERTY};
+use fleet_api::member::{HeartbeatReport, TARGET_PROPERTY};
 use fleet_api::quantity::Quantity;
 use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
@@ -12,7 +12,7 @@ use kube::api::{Api, ListParams};
 
 use super::errors::map_error;
 use super::TARGET_NAME;
-use crate::targets::embedded::{format_memory, NODE_COUNT_PROPERTY};
+use crate::targets::embedded::{resource_usage, NODE_COUNT_PROPERTY};
 use crate::targets::TargetError;
 
 /// The resources reported (the ones placement compares).
@@ -99,22 +99,12 @@ pub(crate) fn build_report(nodes: &[Node], pods: &[Pod], now: SystemTime) -> Hea
             }
         }
     }
-    let zero = Quantity::default();
-    let available: Sums = allocatable
-        .iter()
-        .map(|(k, a)| (k.clone(), a.saturating_sub(requested.get(k).copied().unwrap_or(zero)).max(zero)))
-        .collect();
     let mut properties = BTreeMap::new();
     properties.insert(NODE_COUNT_PROPERTY.to_string(), nodes.len().to_string());
     properties.insert(TARGET_PROPERTY.to_string(), TARGET_NAME.to_string());
     HeartbeatReport {
         properties,
-        resource_usage: ResourceUsage {
-            capacity: render(&capacity),
-            allocatable: render(&allocatable),
-            available: render(&available),
-            observation_time: humantime::format_rfc3339_seconds(now).to_string(),
-        },
+        resource_usage: resource_usage(&capacity, &allocatable, &requested, now),
         conditions: Vec::new(),
     }
 }
@@ -169,11 +159,6 @@ fn add_all(sums: &mut Sums, list: Option<&BTreeMap<String, KubeQuantity>>) {
 fn add(sums: &mut Sums, resource: &str, q: Quantity) {
     let sum = sums.entry(resource.to_string()).or_default();
     *sum = sum.saturating_add(q);
-}
-
-/// Quantities as strings, memory with the largest exact binary suffix.
-fn render(sums: &Sums) -> BTreeMap<String, String> {
-    sums.iter().map(|(k, q)| (k.clone(), if k == "memory" { format_memory(*q) } else { q.to_string() })).collect()
 }
 
 #[cfg(test)]
