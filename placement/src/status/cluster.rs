@@ -134,7 +134,13 @@ fn conditions(
     generation: i64,
 ) -> (Vec<Condition>, Vec<Value>) {
     let mut out = Vec::new();
-    let latest_ok = facts.latest_resource_index.is_none_or(|latest| bound == Some(latest));
+    if facts.external && bound.is_none() {
+        // No staged update run has reached this cluster yet (SU-13).
+        let message = "In the process of deciding whether to roll out some version of the resources or not";
+        out.push(Condition::unknown(ROLLOUT_STARTED, REASON_ROLLOUT_UNKNOWN, message));
+        return (observe(out, generation), Vec::new());
+    }
+    let latest_ok = facts.external || facts.latest_resource_index.is_none_or(|latest| bound == Some(latest));
     if bound.is_none() || !latest_ok {
         let message = "The resources cannot be updated to the latest because of the rollout strategy";
         out.push(Condition::new(ROLLOUT_STARTED, false, REASON_ROLLOUT_NOT_STARTED, message));
@@ -259,7 +265,9 @@ fn observe(conditions: Vec<Condition>, generation: i64) -> Vec<Condition> {
 /// (`DiffReported` instead of the last two when the binding's apply
 /// strategy is `ReportDiff`) with docs/spec/rollout.md's reasons and `observedGeneration` = `generation` —
 /// each only while the ones before are True (later ones are removed) —,
-/// `observedResourceIndex` = the binding's bound index, and
+/// `observedResourceIndex` = the binding's bound index (with
+/// `strategy.type: External`, the cluster is judged on that index, and is
+/// Unknown/`RolloutStartedUnknown` until a run binds it: SU-13), and
 /// `failedPlacements` (≤ 100). Transition times move only when a status does.
 pub fn fold_cluster(entry: &mut PerClusterStatus, facts: &ClusterRollout, generation: i64, now: &str) {
     let spec = binding_spec_of(facts.binding);

@@ -1,64 +1,95 @@
-//! Which resource index a placement's status compares its clusters with.
+//! What an External placement reports while staged update runs roll it out
+//! (SU-13): each cluster stands on the snapshot its own binding holds, and
+//! the placement names a resource index only when every chosen cluster
+//! holds the same one.
 
-use fleet_api::binding::{spec_of, STATE_BOUND};
-use fleet_api::Object;
+use fleet_api::conditions::{find, Condition};
+use fleet_api::placement::PerClusterStatus;
 
-use super::cluster::snapshot_index_of_name;
+use super::{REASON_ROLLOUT_EXTERNAL, ROLLOUT_STARTED};
 
-/// The index the status compares each chosen cluster's bound index with,
-/// and reports as `observedResourceIndex`: the latest resource snapshot's
-/// (`latest`), except for an External placement whose active bindings are
-/// all Bound to one index — what its staged update run rolled out, which
-/// may be older (SU-12). While they differ, or some is not bound yet, the
-/// latest: the clusters that differ then keep `RolloutStarted` not True
-/// and the placement `RolloutControlledByExternalController` (SU-13).
-pub fn status_index(external: bool, bindings: &[Object], latest: Option<u64>) -> Option<u64> {
-    if !external {
-        return latest;
-    }
-    let mut common = None;
-    for b in bindings.iter().filter(|b| b.metadata.deletion_timestamp.is_none()) {
-        let spec = spec_of(b);
-        if !spec.is_active() {
-            continue;
-        }
-        let bound = (spec.state == STATE_BOUND).then(|| snapshot_index_of_name(&spec.resource_snapshot_name));
-        match (bound.flatten(), common) {
-            (None, _) => return latest,
-            (Some(i), None) => common = Some(i),
-            (Some(i), Some(c)) if i == c => {}
-            (Some(_), Some(_)) => return latest,
-        }
-    }
-    common.or(latest)
+/// The resource index every chosen cluster reports (`observedResourceIndex`
+/// of each named entry), when they all report the same non-empty one.
+/// Entries without a cluster name stand for clusters the policy could not
+/// get and do not count.
+pub fn common_index(clusters: &[PerClusterStatus]) -> Option<&str> {
+    let mut chosen = clusters.iter().filter(|c| !c.cluster_name.is_empty());
+    let first = chosen.next()?.observed_resource_index.as_str();
+    let agreed = !first.is_empty() && chosen.all(|c| c.observed_resource_index == first);
+    agreed.then_some(first)
+}
+
+/// The placement's `RolloutStarted` (unsuffixed type) while its rollout is
+/// up to staged update runs and cannot be summed up: Unknown with
+/// `RolloutControlledByExternalController`, saying why. `None` when the
+/// chosen clusters agree on one index and every one of them has decided
+/// its rollout (True or False), so the usual conditions follow.
+pub fn undecided_rollout(clusters: &[PerClusterStatus]) -> Option<Condition> {
+    let chosen: Vec<&PerClusterStatus> = clusters.iter().filter(|c| !c.cluster_name.is_empty()).collect();
+    let message = if common_index(clusters).is_some() {
+        let undecided = chosen
+            .iter()
+            .find(|c| find(&c.conditions, ROLLOUT_STARTED).is_none_or(|r| r.status != "True" && r.status != "False"))?;
+        format!(
+            "Rollout is controlled by an external controller and cluster {} is in RolloutStarted Unknown state",
+            undecided.cluster_name
+        )
+    } else if chosen.iter().all(|c| c.observed_resource_index.is_empty()) {
+        "Rollout is controlled by an external controller and no resource snapshot name is observed across \
+         clusters, probably rollout has not started yet"
+            .to_string()
+    } else {
+        "Rollout is controlled by an external controller and different resource snapshot versions are observed \
+         across clusters"
+            .to_string()
+    };
+    Some(Condition::unknown(ROLLOUT_STARTED, REASON_ROLLOUT_EXTERNAL, message))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn binding(cluster: &str, state: &str, snapshot: &str) -> Object {
-        serde_json::from_value(json!({
-            "apiVersion": "placement.kubernetes-fleet.io/v1beta1",
-            "kind": "ClusterResourceBinding",
-            "metadata": {"name": format!("app-{cluster}")},
-            "spec": {"state": state, "targetCluster": cluster, "resourceSnapshotName": snapshot},
-        }))
-        .unwrap()
+    fn entry(cluster: &str, index: &str, rollout: Option<&str>) -> PerClusterStatus {
+        let conditions = rollout
+            .map(|status| Condition { status: status.into(), ..Condition::new(ROLLOUT_STARTED, true, "r", "") })
+            .into_iter()
+            .collect();
+        PerClusterStatus {
+            cluster_name: cluster.into(),
+            observed_resource_index: index.into(),
+            conditions,
+            ..Default::default()
+        }
     }
 
     #[test]
-    fn external_placements_report_the_index_every_cluster_has_else_the_latest() {
-        let on = |i: u64| binding(&format!("c{i}"), "Bound", &format!("app-{i}-snapshot"));
-        let both_old = [binding("a", "Bound", "app-0-snapshot"), binding("b", "Bound", "app-0-snapshot")];
-        assert_eq!(status_index(true, &both_old, Some(1)), Some(0), "a rollback run's index once everywhere");
-        assert_eq!(status_index(false, &both_old, Some(1)), Some(1), "rolling updates compare with the latest");
-        assert_eq!(status_index(true, &[on(0), on(1)], Some(1)), Some(1), "differing: the latest");
-        let pending = [binding("a", "Bound", "app-0-snapshot"), binding("b", "Scheduled", "")];
-        assert_eq!(status_index(true, &pending, Some(1)), Some(1), "one not bound yet: the latest");
-        let leaving = [binding("a", "Bound", "app-0-snapshot"), binding("b", "Unscheduled", "app-1-snapshot")];
-        assert_eq!(status_index(true, &leaving, Some(1)), Some(0), "unscheduled bindings do not count");
-        assert_eq!(status_index(true, &[], Some(2)), Some(2));
+    fn su_13_an_index_only_when_every_chosen_cluster_holds_it() {
+        let both = [entry("a", "0", Some("True")), entry("b", "0", Some("True"))];
+        assert_eq!(common_index(&both), Some("0"), "a rollback run's index once everywhere");
+        let differ = [entry("a", "0", Some("True")), entry("b", "1", Some("True"))];
+        assert_eq!(common_index(&differ), None);
+        let pending = [entry("a", "0", Some("True")), entry("b", "", Some("Unknown"))];
+        assert_eq!(common_index(&pending), None, "one not bound yet");
+        let none = [entry("a", "", None), entry("b", "", None)];
+        assert_eq!(common_index(&none), None);
+        let unfilled = [entry("a", "2", Some("True")), PerClusterStatus::default()];
+        assert_eq!(common_index(&unfilled), Some("2"), "a cluster the policy could not get does not count");
+        assert_eq!(common_index(&[]), None);
+    }
+
+    #[test]
+    fn su_13_undecided_rollouts_say_why() {
+        let message = |clusters: &[PerClusterStatus]| undecided_rollout(clusters).map(|c| c.message);
+        let none = [entry("a", "", Some("Unknown")), entry("b", "", Some("Unknown"))];
+        assert!(message(&none).is_some_and(|m| m.contains("no resource snapshot name is observed")));
+        let differ = [entry("a", "0", Some("True")), entry("b", "", Some("Unknown"))];
+        assert!(message(&differ).is_some_and(|m| m.contains("different resource snapshot versions")));
+        let unknown = [entry("a", "1", Some("True")), entry("b", "1", None)];
+        assert!(message(&unknown).is_some_and(|m| m.contains("cluster b is in RolloutStarted Unknown state")));
+        let decided = [entry("a", "1", Some("True")), entry("b", "1", Some("True"))];
+        assert_eq!(message(&decided), None);
+        let condition = undecided_rollout(&none).map(|c| (c.type_, c.status, c.reason));
+        assert_eq!(condition, Some((ROLLOUT_STARTED.into(), "Unknown".into(), REASON_ROLLOUT_EXTERNAL.into())));
     }
 }

@@ -22,13 +22,13 @@
 //!   one (unfulfilled) does not, since the chosen clusters still roll out;
 //! - with no chosen clusters every condition after `Scheduled` is vacuously
 //!   True (messages count 0 clusters);
-//! - with `strategy.type: External`, clusters not yet rolled out make
-//!   `RolloutStarted` Unknown/`RolloutControlledByExternalController`
-//!   rather than False (SU-13);
-//! - an External placement's clusters are compared with the one index all
-//!   its active bindings are bound to, when they agree ([`status_index`]):
-//!   a staged update run may roll out an older snapshot (SU-12), and once
-//!   every cluster has it the placement is rolled out;
+//! - with `strategy.type: External` (SU-13, as KubeFleet) each cluster
+//!   stands on the snapshot its own binding holds: a cluster no run has
+//!   reached yet is `RolloutStarted` Unknown/`RolloutStartedUnknown` with no
+//!   index, one a run rolled out to an older snapshot (SU-12) is judged on
+//!   that snapshot; the placement reports an index and the usual chain only
+//!   when every chosen cluster holds the same one ([`common_index`]), else
+//!   `RolloutStarted` Unknown/`RolloutControlledByExternalController` alone;
 //! - with `applyStrategy.type: ReportDiff` (the binding's, per cluster; the
 //!   placement's, for its own conditions) `DiffReported` follows
 //!   `WorkSynchronized` in place of `Applied` and `Available`: True once
@@ -52,7 +52,7 @@ use fleet_api::conditions::{find, Condition};
 use fleet_api::Object;
 
 pub use cluster::{fold_cluster, snapshot_index_of_name};
-pub use external::status_index;
+pub use external::{common_index, undecided_rollout};
 pub use summary::fold_placement;
 
 /// Per-cluster (and placement-suffix) condition: the binding is bound to the latest snapshot.
@@ -90,7 +90,7 @@ pub const REASON_ROLLOUT_NOT_STARTED: &str = "RolloutNotStartedYet";
 /// Reason: rollout state not reported yet.
 pub const REASON_ROLLOUT_UNKNOWN: &str = "RolloutStartedUnknown";
 /// Reason: an External strategy's staged update runs decide the rollout
-/// (SU-13), and some cluster is not on the latest resources yet.
+/// (SU-13), and the clusters do not yet agree on one snapshot.
 pub const REASON_ROLLOUT_EXTERNAL: &str = "RolloutControlledByExternalController";
 /// Reason: no override applies.
 pub const REASON_NO_OVERRIDE: &str = "NoOverrideSpecified";
@@ -161,6 +161,9 @@ pub struct ClusterRollout<'a> {
     pub works: &'a [Object],
     /// Index of the latest resource snapshot group, if known.
     pub latest_resource_index: Option<u64>,
+    /// `strategy.type: External`: the cluster is judged on the snapshot its
+    /// binding holds, not on the latest (SU-13).
+    pub external: bool,
     /// How many Works the binding needs (snapshot parts plus envelopes; 0
     /// is read as 1).
     pub expected_works: usize,

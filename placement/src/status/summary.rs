@@ -36,7 +36,7 @@ fn tally(clusters: &[PerClusterStatus], type_: &str) -> Tally {
 
 /// The placement condition (unsuffixed type, status, reason, message) for
 /// one rollout condition type.
-fn summarize(type_: &str, t: &Tally, external: bool) -> (Option<bool>, &'static str, String) {
+fn summarize(type_: &str, t: &Tally) -> (Option<bool>, &'static str, String) {
     let (all, bad, pending) = (clusters(t.true_), clusters(t.false_), clusters(t.unknown));
     match type_ {
         DIFF_REPORTED if t.false_ > 0 => (
@@ -55,11 +55,6 @@ fn summarize(type_: &str, t: &Tally, external: bool) -> (Option<bool>, &'static 
         DIFF_REPORTED => {
             (Some(true), REASON_DIFF_REPORTED, format!("Diff reporting in {} cluster(s) has been completed", t.true_))
         }
-        ROLLOUT_STARTED if t.false_ > 0 && external => (
-            None,
-            REASON_ROLLOUT_EXTERNAL,
-            format!("Rollout is controlled by an external controller and has not started in {bad}"),
-        ),
         ROLLOUT_STARTED if t.false_ > 0 => (
             Some(false),
             REASON_ROLLOUT_NOT_STARTED,
@@ -130,7 +125,10 @@ fn summarize(type_: &str, t: &Tally, external: bool) -> (Option<bool>, &'static 
 /// pending; messages count clusters. A later condition appears only once
 /// the earlier ones are True (a pending `Scheduled` stops the chain; an
 /// unfulfilled one does not; with no cluster chosen, `Scheduled` stands
-/// alone). Types are prefixed with `kind`; each observes
+/// alone). An External placement whose clusters hold different
+/// snapshots, or have not all decided their rollout, reports `Scheduled`
+/// and an Unknown `RolloutStarted` alone ([`undecided_rollout`], SU-13).
+/// Types are prefixed with `kind`; each observes
 /// `generation`; transition times are kept from `current` where the status
 /// did not change.
 pub fn fold_placement(
@@ -149,8 +147,13 @@ pub fn fold_placement(
     {
         return out;
     }
+    if let Some(undecided) = mode.external.then(|| undecided_rollout(clusters)).flatten() {
+        let condition = Condition { type_: format!("{kind}{ROLLOUT_STARTED}"), ..undecided };
+        out.push(carried(current, condition.observing(generation), now));
+        return out;
+    }
     for type_ in rollout_conditions(mode.report_diff) {
-        let (status, reason, message) = summarize(type_, &tally(clusters, type_), mode.external);
+        let (status, reason, message) = summarize(type_, &tally(clusters, type_));
         let full_type = format!("{kind}{type_}");
         let condition = match status {
             Some(status) => Condition::new(&full_type, status, reason, message),

@@ -53,6 +53,7 @@ fn fold(binding: &Object, works: &[Object], latest: Option<u64>, expected: usize
         binding,
         works,
         latest_resource_index: latest,
+        external: false,
         expected_works: expected,
         works_in_sync: true,
         rendering: &Rendering::NoOverrides,
@@ -138,6 +139,7 @@ fn apply_pending_and_failed() {
             binding: &b,
             works: &works,
             latest_resource_index: Some(2),
+            external: false,
             expected_works: 1,
             works_in_sync: true,
             rendering: &Rendering::NoOverrides,
@@ -193,6 +195,7 @@ fn later_conditions_are_removed_when_an_earlier_one_turns_false() {
         binding: &b,
         works: &works,
         latest_resource_index: Some(3),
+        external: false,
         expected_works: 1,
         works_in_sync: true,
         rendering: &Rendering::NoOverrides,
@@ -242,6 +245,7 @@ fn drifts_and_diffs_reported_by_the_agent_become_drifted_and_diffed_placements()
         binding: &b,
         works: &facts_works,
         latest_resource_index: Some(2),
+        external: false,
         expected_works: 1,
         works_in_sync: true,
         rendering: &Rendering::NoOverrides,
@@ -277,6 +281,7 @@ fn failed_objects_wrapped_in_an_envelope_name_it_and_overrides_report_their_outc
             binding: &b,
             works: &works,
             latest_resource_index: Some(3),
+            external: false,
             expected_works: 1,
             works_in_sync: true,
             rendering: &rendering,
@@ -295,6 +300,7 @@ fn failed_objects_wrapped_in_an_envelope_name_it_and_overrides_report_their_outc
         binding: &b,
         works: &[],
         latest_resource_index: Some(3),
+        external: false,
         expected_works: 1,
         works_in_sync: false,
         rendering: &Rendering::WorkFailed("cannot".into()),
@@ -303,4 +309,35 @@ fn failed_objects_wrapped_in_an_envelope_name_it_and_overrides_report_their_outc
     let c = find(&entry.conditions, "WorkSynchronized").cloned().unwrap_or_default();
     assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "SyncWorkFailed"));
     assert_eq!(c.message, "Failed to synchronize the work to the latest: cannot");
+}
+
+/// SU-13: an External placement's cluster is Unknown until a run binds it,
+/// and once bound is judged on its own snapshot, even an older one.
+#[test]
+fn su_13_external_clusters_stand_on_their_own_binding() {
+    let fold_external = |binding: &Object, works: &[Object]| {
+        let mut entry = scheduled_entry();
+        let facts = ClusterRollout {
+            cluster: "east",
+            binding,
+            works,
+            latest_resource_index: Some(3),
+            external: true,
+            expected_works: 1,
+            works_in_sync: true,
+            rendering: &Rendering::NoOverrides,
+        };
+        fold_cluster(&mut entry, &facts, 5, "t1");
+        entry
+    };
+    let waiting = fold_external(&binding("Scheduled", ""), &[]);
+    assert_eq!(
+        summary(&waiting),
+        vec![s("Scheduled", "True", "Scheduled"), s("RolloutStarted", "Unknown", "RolloutStartedUnknown")]
+    );
+    assert_eq!(waiting.observed_resource_index, "");
+    let older = fold_external(&binding("Bound", "web-1-snapshot"), &[work("web-work", 1, OK, json!([]))]);
+    assert_eq!(older.observed_resource_index, "1");
+    assert!(older.conditions.iter().all(Condition::is_true), "rolled out to index 1: {:?}", summary(&older));
+    assert_eq!(older.conditions.len(), 6);
 }

@@ -107,7 +107,7 @@ fn pending_clusters_make_unknown_conditions() {
 }
 
 #[test]
-fn su_13_rollout_blocked_by_strategy_is_false_or_unknown_when_external() {
+fn rollout_blocked_by_strategy_is_false() {
     let out = fold(&[cluster(DONE), cluster(&["False"]), cluster(&["False"])], false);
     assert_eq!(out.len(), 2);
     assert_eq!(
@@ -115,15 +115,29 @@ fn su_13_rollout_blocked_by_strategy_is_false_or_unknown_when_external() {
         ("ClusterResourcePlacementRolloutStarted".into(), "False".into(), "RolloutNotStartedYet".into())
     );
     assert!(out[1].message.contains("2 clusters"));
-    let out = fold(&[cluster(DONE), cluster(&["False"])], true);
-    assert_eq!(
-        view(&out)[1],
-        (
-            "ClusterResourcePlacementRolloutStarted".into(),
-            "Unknown".into(),
-            "RolloutControlledByExternalController".into()
-        )
+}
+
+#[test]
+fn su_13_external_placements_sum_up_only_clusters_on_one_snapshot() {
+    let on = |index: &str, statuses: &[&str]| PerClusterStatus {
+        observed_resource_index: index.into(),
+        ..cluster(statuses)
+    };
+    let external_unknown = (
+        "ClusterResourcePlacementRolloutStarted".to_string(),
+        "Unknown".to_string(),
+        "RolloutControlledByExternalController".to_string(),
     );
+    for clusters in [vec![on("0", DONE), on("1", DONE)], vec![on("0", DONE), on("", &["Unknown"])]] {
+        let out = fold(&clusters, true);
+        assert_eq!(view(&out)[1..], [external_unknown.clone()], "Scheduled and RolloutStarted alone");
+        assert_eq!(out[1].observed_generation, Some(3));
+    }
+    let out = fold(&[on("1", DONE), on("1", DONE)], true);
+    assert_eq!(out.len(), 6, "one snapshot everywhere: the usual chain");
+    assert!(out.iter().all(Condition::is_true));
+    let out = fold(&[on("1", DONE), on("1", &["False"])], true);
+    assert_eq!(view(&out)[1].2, "RolloutNotStartedYet", "a decided False is summed up as usual");
 }
 
 #[test]

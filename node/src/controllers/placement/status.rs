@@ -8,9 +8,10 @@ use std::collections::HashMap;
 use fleet_api::binding::{self, BindingSpec};
 use fleet_api::conditions::{find, set_condition, Condition};
 use fleet_api::placement::{
-    self as placement_api, scheduled_condition_type, PerClusterStatus, PlacementStatus, EXTERNAL,
+    self as placement_api, scheduled_condition_type, PerClusterStatus, PlacementStatus, ResourceIdentifier, EXTERNAL,
     PER_CLUSTER_SCHEDULED, PICK_FIXED, PICK_N,
 };
+use fleet_api::snapshot::{self as snapshot_api, RESOURCE_INDEX_LABEL};
 use fleet_api::Object;
 use fleet_placement::selection;
 use fleet_placement::snapshot;
@@ -41,10 +42,20 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
     let mut status = current.clone();
     let external = view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL);
     let latest = snapshot::latest_resource_index(&view.resource_snapshots);
-    let latest_index = status_fold::status_index(external, &view.bindings, latest);
-    status.selected_resources = selection::identifiers(&view.selected);
-    status.observed_resource_index = latest_index.map(|i| i.to_string()).unwrap_or_default();
-    status.placement_statuses = per_cluster(view, scheduled, works, rendered, &current, latest_index, now);
+    status.placement_statuses = per_cluster(view, scheduled, works, rendered, &current, latest, external, now);
+    if external {
+        // SU-13: the snapshot every chosen cluster holds, if they agree.
+        let common = status_fold::common_index(&status.placement_statuses).and_then(|i| i.parse::<u64>().ok());
+        status.observed_resource_index = common.map(|i| i.to_string()).unwrap_or_default();
+        status.selected_resources = match common {
+            Some(i) if Some(i) != latest => snapshot_identifiers(view, i),
+            Some(_) => selection::identifiers(&view.selected),
+            None => Vec::new(),
+        };
+    } else {
+        status.selected_resources = selection::identifiers(&view.selected);
+        status.observed_resource_index = latest.map(|i| i.to_string()).unwrap_or_default();
+    }
 
     let (fulfilled, reason, message) = scheduled.verdict();
     let type_ = scheduled_condition_type(&placement.kind);
@@ -73,6 +84,20 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
     Some(Step { ops: vec![Op::UpdateStatus { object: updated }], events, placement: placement.clone() })
 }
 
+/// The identifiers of the resources in snapshot group `index` (an older
+/// snapshot a staged update run rolled out everywhere), in their stored
+/// order; none when history no longer keeps it.
+fn snapshot_identifiers(view: &View, index: u64) -> Vec<ResourceIdentifier> {
+    let resources: Vec<Object> = view
+        .resource_snapshots
+        .iter()
+        .filter(|s| snapshot_api::index_of(s, RESOURCE_INDEX_LABEL) == Some(index))
+        .flat_map(|s| snapshot_api::resource_spec_of(s).selected_resources)
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .collect();
+    selection::identifiers(&resources)
+}
+
 /// One entry per chosen cluster (its binding's rollout folded in), then
 /// one unnamed entry per cluster the policy could not get. Each cluster's
 /// entry and binding are looked up in maps made once per pass: at 5,000
@@ -85,6 +110,7 @@ fn per_cluster(
     rendered: &Rendered,
     current: &PlacementStatus,
     latest_index: Option<u64>,
+    external: bool,
     now: &str,
 ) -> Vec<PerClusterStatus> {
     let generation = view.placement.metadata.generation;
@@ -118,6 +144,7 @@ fn per_cluster(
                 binding: b,
                 works: works.get(&b.metadata.name).unwrap_or(&no_works),
                 latest_resource_index: latest_index,
+                external,
                 expected_works,
                 works_in_sync: this.is_none_or(|r| r.in_sync),
                 rendering: this.map_or(&Rendering::NoOverrides, |r| &r.rendering),
