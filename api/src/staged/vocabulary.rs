@@ -15,11 +15,17 @@ pub const CLUSTER_APPROVAL_REQUEST: &str = "ClusterApprovalRequest";
 /// Kind of the namespaced approval request.
 pub const APPROVAL_REQUEST: &str = "ApprovalRequest";
 
-/// Label on an approval request: the run it gates.
-pub const TARGET_UPDATE_RUN_LABEL: &str = "kubernetes-fleet.io/targetUpdateRun";
+/// Label on an approval request: the run it gates (KubeFleet spells it in
+/// lower case).
+pub const TARGET_UPDATE_RUN_LABEL: &str = "kubernetes-fleet.io/targetupdaterun";
+/// Label on an approval request, always `"true"`: KubeFleet's tools select
+/// the requests of a run's current attempt by it.
+pub const IS_LATEST_APPROVAL_LABEL: &str = "kubernetes-fleet.io/isLatestUpdateRunApproval";
 /// Label on an approval request: the stage it gates.
 pub const TARGET_UPDATING_STAGE_LABEL: &str = "kubernetes-fleet.io/targetUpdatingStage";
-/// Label on an approval request: `beforeStage` or `afterStage`.
+/// Label on an approval request: `beforeStage` or `afterStage` (Fleet's
+/// addition, so a before-stage gate can be told from an after-stage one
+/// without parsing the name).
 pub const TASK_TYPE_LABEL: &str = "kubernetes-fleet.io/taskType";
 /// [`TASK_TYPE_LABEL`] value of a before-stage approval.
 pub const BEFORE_STAGE: &str = "beforeStage";

@@ -8,7 +8,7 @@ use fleet_api::binding::{set_spec, spec_of, STATE_BOUND};
 use fleet_api::staged::approval::accept;
 use fleet_api::staged::{
     approval_request_kind, approval_status_of, set_approval_status, ApprovalRequestSpec, AFTER_STAGE, BEFORE_STAGE,
-    TARGET_UPDATE_RUN_LABEL, TARGET_UPDATING_STAGE_LABEL, TASK_TYPE_LABEL,
+    IS_LATEST_APPROVAL_LABEL, TARGET_UPDATE_RUN_LABEL, TARGET_UPDATING_STAGE_LABEL, TASK_TYPE_LABEL,
 };
 use fleet_api::typed::encode;
 use fleet_api::{Object, ObjectMeta, OwnerReference};
@@ -50,6 +50,7 @@ pub fn approval_request(run: &Object, action: &RunAction) -> Option<Object> {
         (TARGET_UPDATE_RUN_LABEL.to_string(), run.metadata.name.clone()),
         (TARGET_UPDATING_STAGE_LABEL.to_string(), stage.clone()),
         (TASK_TYPE_LABEL.to_string(), if *before { BEFORE_STAGE } else { AFTER_STAGE }.to_string()),
+        (IS_LATEST_APPROVAL_LABEL.to_string(), "true".to_string()),
     ]);
     let spec = ApprovalRequestSpec { parent_stage_rollout: run.metadata.name.clone(), target_stage: stage.clone() };
     let mut rest = serde_json::Map::new();

@@ -210,7 +210,8 @@ fn su_9_approval_requests_are_named_labelled_owned_and_accepted() {
     let request = objects::approval_request(&run, create).unwrap();
     assert_eq!(request.kind, "ClusterApprovalRequest");
     assert_eq!(request.metadata.name, "app-v1-before-only");
-    assert_eq!(request.metadata.labels["kubernetes-fleet.io/targetUpdateRun"], "app-v1");
+    assert_eq!(request.metadata.labels["kubernetes-fleet.io/targetupdaterun"], "app-v1");
+    assert_eq!(request.metadata.labels["kubernetes-fleet.io/isLatestUpdateRunApproval"], "true");
     assert_eq!(request.metadata.labels["kubernetes-fleet.io/targetUpdatingStage"], "only");
     assert_eq!(request.metadata.labels["kubernetes-fleet.io/taskType"], "beforeStage");
     assert_eq!(request.metadata.owner_references[0].uid, "u-1", "deleting the run deletes its requests");
