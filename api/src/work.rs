@@ -83,6 +83,48 @@ impl ApplyStrategy {
     pub fn reports_diff(&self) -> bool {
         self.apply_type() == APPLY_TYPE_REPORT_DIFF
     }
+
+    /// The strategy with every default spelled out, as KubeFleet records
+    /// it where it copies a placement's strategy (a staged update run's
+    /// status): `ClientSideApply`, `PartialComparison`, `whenToApply:
+    /// Always`, `whenToTakeOver: Always`, and for `ServerSideApply` a
+    /// `serverSideApplyConfig` without force. The agent reads an absent
+    /// field as the same default, so this changes no behaviour.
+    pub fn with_defaults(&self) -> ApplyStrategy {
+        let mut out = self.clone();
+        let type_ = out.type_.get_or_insert_with(|| "ClientSideApply".to_string()).clone();
+        out.comparison_option.get_or_insert_with(|| "PartialComparison".to_string());
+        out.when_to_apply.get_or_insert_with(|| "Always".to_string());
+        out.when_to_take_over.get_or_insert_with(|| "Always".to_string());
+        if type_ == "ServerSideApply" {
+            out.server_side_apply_config.get_or_insert_with(ServerSideApplyConfig::default);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod apply_strategy_tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_spelled_out_and_given_values_kept() {
+        let all = ApplyStrategy::default().with_defaults();
+        assert_eq!(all.apply_type(), "ClientSideApply");
+        assert_eq!(all.comparison_option.as_deref(), Some("PartialComparison"));
+        assert_eq!(all.when_to_apply.as_deref(), Some("Always"));
+        assert_eq!(all.when_to_take_over.as_deref(), Some("Always"));
+        assert_eq!((all.server_side_apply_config, all.allow_co_ownership), (None, None));
+        let given = ApplyStrategy {
+            type_: Some("ServerSideApply".into()),
+            when_to_take_over: Some("Never".into()),
+            ..Default::default()
+        }
+        .with_defaults();
+        assert_eq!(given.when_to_take_over.as_deref(), Some("Never"));
+        assert_eq!(given.server_side_apply_config, Some(ServerSideApplyConfig { force: false }));
+        assert_eq!(given.with_defaults(), given, "idempotent");
+    }
 }
 
 /// `spec` of a Work.

@@ -51,7 +51,9 @@ pub(super) fn cause(pass: &Pass) -> Option<String> {
             ));
         }
     }
-    if placement.apply_strategy() != status.applied_strategy.as_ref() {
+    // A run recorded before defaults were spelled out holds `None`: the
+    // same strategy as all defaults.
+    if status.applied_strategy.clone().unwrap_or_default().with_defaults() != placement.apply_strategy() {
         return Some("the apply strategy of the placement changed since the updateRun was initialized".to_string());
     }
     let Some(snapshot) = &status.staged_update_strategy_snapshot else {

@@ -42,7 +42,14 @@ fn in_sync(b: &RunBinding, cluster: &ClusterUpdatingStatus, snapshot: &str, appl
         && b.resource_snapshot == snapshot
         && b.cluster_resource_override_snapshots == cluster.cluster_resource_override_snapshots
         && b.resource_override_snapshots == cluster.resource_override_snapshots
-        && b.apply_strategy.as_ref() == applied
+        && same_strategy(b.apply_strategy.as_ref(), applied)
+}
+
+/// Whether two apply strategies mean the same once their defaults are
+/// spelled out (a binding written without them needs no rewrite).
+fn same_strategy(a: Option<&ApplyStrategy>, b: Option<&ApplyStrategy>) -> bool {
+    let full = |s: Option<&ApplyStrategy>| s.cloned().unwrap_or_default().with_defaults();
+    full(a) == full(b)
 }
 
 /// Available on its Works (not trackable counts: it is Available True).

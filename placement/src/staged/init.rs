@@ -192,7 +192,7 @@ fn try_initialize(input: &RunInput) -> Result<UpdateRunStatus, Outcome> {
         policy_snapshot_index_used: policy_index.to_string(),
         policy_observed_cluster_count: Some(count),
         resource_snapshot_index_used: resource_index.to_string(),
-        applied_strategy: placement.apply_strategy().cloned(),
+        applied_strategy: Some(placement.apply_strategy()),
         staged_update_strategy_snapshot: Some(strategy.clone()),
         stages_status,
         deletion_stage_status: Some(deletion),

@@ -221,8 +221,9 @@ impl RunPlacement {
         self.strategy_type() == EXTERNAL
     }
 
-    /// `spec.strategy.applyStrategy`.
-    pub fn apply_strategy(&self) -> Option<&ApplyStrategy> {
-        self.spec.strategy.as_ref().and_then(|s| s.apply_strategy.as_ref())
+    /// `spec.strategy.applyStrategy` with its defaults spelled out, as a
+    /// run records it and hands it to bindings.
+    pub fn apply_strategy(&self) -> ApplyStrategy {
+        self.spec.strategy.as_ref().and_then(|s| s.apply_strategy.as_ref()).cloned().unwrap_or_default().with_defaults()
     }
 }

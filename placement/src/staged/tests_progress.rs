@@ -102,9 +102,11 @@ fn su_6_bind_carries_overrides_and_apply_strategy() {
     let spec = fleet_api::binding::spec_of(&updated);
     assert_eq!((spec.state.as_str(), spec.resource_snapshot_name.as_str()), ("Bound", "app-0-snapshot"));
     assert_eq!(spec.cluster_resource_override_snapshots, ["cro-0"]);
-    assert_eq!(spec.apply_strategy, Some(json!({"type": "ReportDiff"})));
+    let defaulted = json!({"type": "ReportDiff", "comparisonOption": "PartialComparison",
+        "whenToApply": "Always", "whenToTakeOver": "Always"});
+    assert_eq!(spec.apply_strategy, Some(defaulted), "the run's strategy, defaults spelled out");
     assert_eq!(updated.metadata.resource_version, "7", "the read version is the write's precondition");
-    assert_eq!(RunBinding::of(&updated, Readiness::InProgress).apply_strategy, Some(strategy));
+    assert_eq!(RunBinding::of(&updated, Readiness::InProgress).apply_strategy, Some(strategy.with_defaults()));
     assert!(objects::bound_binding(&stored, &RunAction::Stopped).is_none());
 }
 
