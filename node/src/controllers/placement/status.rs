@@ -40,9 +40,9 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
     let generation = placement.metadata.generation;
     let current = placement_api::status_of(placement);
     let mut status = current.clone();
-    let external = view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL);
+    let external = is_external(view);
     let latest = snapshot::latest_resource_index(&view.resource_snapshots);
-    status.placement_statuses = per_cluster(view, scheduled, works, rendered, &current, latest, external, now);
+    status.placement_statuses = per_cluster(view, scheduled, works, rendered, &current, latest, now);
     if external {
         // SU-13: the snapshot every chosen cluster holds, if they agree.
         let common = status_fold::common_index(&status.placement_statuses).and_then(|i| i.parse::<u64>().ok());
@@ -84,6 +84,11 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
     Some(Step { ops: vec![Op::UpdateStatus { object: updated }], events, placement: placement.clone() })
 }
 
+/// Whether staged update runs roll the placement out (`strategy.type: External`).
+fn is_external(view: &View) -> bool {
+    view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL)
+}
+
 /// The identifiers of the resources in snapshot group `index` (an older
 /// snapshot a staged update run rolled out everywhere), in their stored
 /// order; none when history no longer keeps it.
@@ -110,10 +115,10 @@ fn per_cluster(
     rendered: &Rendered,
     current: &PlacementStatus,
     latest_index: Option<u64>,
-    external: bool,
     now: &str,
 ) -> Vec<PerClusterStatus> {
     let generation = view.placement.metadata.generation;
+    let external = is_external(view);
     let mut current_entries: HashMap<&str, &PerClusterStatus> = HashMap::new();
     for entry in &current.placement_statuses {
         current_entries.entry(entry.cluster_name.as_str()).or_insert(entry);
