@@ -24,11 +24,13 @@ use crate::kube::{kubectl_binary, KubeHub};
 use crate::realkube::{build_with_go, repository, ClusterOptions, RealCluster};
 
 /// The member clusters the suite drives, by context name, with the labels
-/// and cluster-resource-id annotation its setup gives each.
-const MEMBERS: [(&str, &str, &str, &str); 3] = [
-    ("kind-cluster-1", "east", "prod", "test-cluster-id-1"),
-    ("kind-cluster-2", "east", "canary", "test-cluster-id-2"),
-    ("kind-cluster-3", "west", "prod", "test-cluster-id-3"),
+/// and cluster-resource-id annotation its setup gives each, and the Nodes
+/// of its kind config (`kindconfigs/cluster-N.yaml`): its node-count specs
+/// count on 2, 3 and 4.
+const MEMBERS: [(&str, &str, &str, &str, u32); 3] = [
+    ("kind-cluster-1", "east", "prod", "test-cluster-id-1", 2),
+    ("kind-cluster-2", "east", "canary", "test-cluster-id-2", 3),
+    ("kind-cluster-3", "west", "prod", "test-cluster-id-3", 4),
 ];
 
 /// The result of one run of the suite.
@@ -105,7 +107,7 @@ impl Environment {
     /// Starts the clusters and the hub, joins the three members and writes the kubeconfig.
     pub async fn start() -> Environment {
         let specs: Vec<(String, ClusterOptions)> =
-            MEMBERS.iter().map(|m| (m.0.to_string(), ClusterOptions { nodes: 2, ..Default::default() })).collect();
+            MEMBERS.iter().map(|m| (m.0.to_string(), ClusterOptions { nodes: m.4, ..Default::default() })).collect();
         let clusters = tokio::task::spawn_blocking(move || {
             let specs: Vec<(&str, ClusterOptions)> = specs.iter().map(|(n, o)| (n.as_str(), o.clone())).collect();
             RealCluster::start_many(&specs)
@@ -113,7 +115,7 @@ impl Environment {
         .await
         .expect("start real clusters");
         let mut hub = KubeHub::start().await;
-        for ((name, region, env, id), cluster) in MEMBERS.iter().zip(&clusters) {
+        for ((name, region, env, id, _), cluster) in MEMBERS.iter().zip(&clusters) {
             // What the suite's createMemberCluster makes (it accepts an
             // existing object): the service account identity is KubeFleet's
             // join mechanism and is kept as data; Fleet's agent joins with a
