@@ -8,6 +8,7 @@
 #
 #   conformance/kubefleet-e2e.sh                 # the whole suite (hours, serially)
 #   conformance/kubefleet-e2e.sh 'FOCUS REGEX'   # Ginkgo's focus
+#   KUBEFLEET_E2E_PROCS=4 conformance/kubefleet-e2e.sh   # 4 Ginkgo processes
 #
 # Ends with: kubefleet-e2e: P passed, F failed, N not applicable (T s).
 # The suite's own output goes to target/kubefleet-e2e/kubefleet-e2e.log.
@@ -21,4 +22,5 @@ target=${CARGO_TARGET_DIR:-target}
 mkdir -p "$target/kubefleet-e2e"
 args=(--log "$target/kubefleet-e2e/kubefleet-e2e.log")
 [ $# -eq 0 ] || args+=(--focus "$1")
+args+=(--procs "${KUBEFLEET_E2E_PROCS:-1}")
 exec "$target/debug/kubefleet-e2e" "${args[@]}"

@@ -6,6 +6,10 @@
 #                                             (it reads them by relative path)
 #   D/kubefleet/hack/tools/bin/kubectl-fleet  KubeFleet's kubectl plugin, where
 #                                             the suite looks for it
+#   D/ginkgo                                  the Ginkgo CLI of the suite's own
+#                                             Ginkgo release, for parallel runs
+#   D/kubefleet/test/e2e/kubefleet-e2e.test   a link to the suite (Ginkgo runs a
+#                                             compiled suite from its directory)
 # Run the suite from D/kubefleet/test/e2e.
 #
 # go.sum pins the suite's test-only dependencies too (added with
@@ -25,8 +29,10 @@ fi
 mkdir -p "$out/kubefleet/hack/tools/bin"
 go test -c -o "$binary" "$module/test/e2e"
 go build -o "$out/kubefleet/hack/tools/bin/kubectl-fleet" "$module/tools/fleet"
+go build -o "$out/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
 # The module cache is read-only; the copy is made writable so that the next
 # build can replace it.
 rm -rf "$out/kubefleet/test"
 cp -r "$src/test" "$out/kubefleet/test"
 chmod -R u+w "$out/kubefleet/test"
+ln -sf "$(cd "$out" && pwd)/$(basename "$binary")" "$out/kubefleet/test/e2e/kubefleet-e2e.test"

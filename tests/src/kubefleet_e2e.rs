@@ -142,28 +142,45 @@ impl Environment {
 
     /// Runs the suite with Ginkgo's `focus` (a regular expression over spec
     /// texts; all specs when empty) and `label_filter`, skipping the
-    /// not-applicable specs; the suite's output goes to `log`.
-    pub fn run(&mut self, focus: &str, label_filter: &str, log: &Path) -> Summary {
+    /// not-applicable specs, in `procs` Ginkgo processes (more than one
+    /// through the Ginkgo CLI, as KubeFleet's CI runs it); the suite's
+    /// output goes to `log`.
+    pub fn run(&mut self, focus: &str, label_filter: &str, procs: usize, log: &Path) -> Summary {
         let dir = build();
         let listed = not_applicable();
         let skip: Vec<String> = listed.iter().map(|n| regex_quote(&n.spec)).collect();
         let report = self.hub.hub.dir.path().join("kubefleet-e2e-report.json");
-        let mut command = Command::new(dir.join("kubefleet-e2e"));
+        let mut flags = vec![
+            "timeout=24h".to_string(),
+            "v".to_string(),
+            "no-color".to_string(),
+            format!("json-report={}", report.display()),
+        ];
+        if !focus.is_empty() {
+            flags.push(format!("focus={focus}"));
+        }
+        if !label_filter.is_empty() {
+            flags.push(format!("label-filter={label_filter}"));
+        }
+        if !skip.is_empty() {
+            flags.push(format!("skip={}", skip.join("|")));
+        }
+        let mut command = if procs > 1 {
+            // The CLI runs the compiled suite from its own directory, where
+            // build.sh links it (the suite reads manifests by relative path).
+            let mut command = Command::new(dir.join("ginkgo"));
+            command.arg(format!("--procs={procs}")).args(flags.iter().map(|f| format!("--{f}")));
+            command.arg("kubefleet-e2e.test");
+            command
+        } else {
+            let mut command = Command::new(dir.join("kubefleet-e2e"));
+            command.args(["-test.timeout", "0"]).args(flags.iter().map(|f| format!("-ginkgo.{f}")));
+            command
+        };
         command
             .current_dir(dir.join("kubefleet/test/e2e"))
             .env("KUBECONFIG", &self.kubeconfig)
-            .env("PATH", path_with_kubectl())
-            .args(["-test.timeout", "0", "-ginkgo.timeout", "24h", "-ginkgo.v", "-ginkgo.no-color"])
-            .arg(format!("-ginkgo.json-report={}", report.display()));
-        if !focus.is_empty() {
-            command.arg(format!("-ginkgo.focus={focus}"));
-        }
-        if !label_filter.is_empty() {
-            command.arg(format!("-ginkgo.label-filter={label_filter}"));
-        }
-        if !skip.is_empty() {
-            command.arg(format!("-ginkgo.skip={}", skip.join("|")));
-        }
+            .env("PATH", path_with_kubectl());
         let out = File::create(log).expect("create the suite's log");
         let err = out.try_clone().expect("clone the log handle");
         let started = Instant::now();

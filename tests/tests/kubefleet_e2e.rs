@@ -16,7 +16,7 @@ const SELECTION: &str = "placing resources using a CRP with no placement policy 
 async fn kubefleet_end_to_end_selection_passes() {
     let mut environment = Environment::start().await;
     let log = environment.hub.hub.dir.path().join("kubefleet-e2e.log");
-    let summary = tokio::task::block_in_place(|| environment.run(SELECTION, "", &log));
+    let summary = tokio::task::block_in_place(|| environment.run(SELECTION, "", 1, &log));
     eprintln!("{}", summary.line());
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(summary.suite_failure.is_none(), "{:?}\n{log_text}", summary.suite_failure);

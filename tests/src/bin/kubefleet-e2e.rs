@@ -2,12 +2,13 @@
 //! `fleet_tests::kubefleet_e2e`) and ends with one summary line:
 //! `kubefleet-e2e: P passed, F failed, N not applicable`.
 //!
-//!     kubefleet-e2e [--focus REGEX] [--label-filter EXPR] [--log FILE]
+//!     kubefleet-e2e [--focus REGEX] [--label-filter EXPR] [--procs N] [--log FILE]
 //!     kubefleet-e2e --hold
 //!
 //! `--hold` only sets the environment up, prints its kubeconfig and keeps it
 //! until interrupted: for running the suite binary by hand while working on
-//! a divergence.
+//! a divergence. `--procs N` runs the suite in N Ginkgo processes (its
+//! specs are written for that; the default is 1).
 //! Exits 1 when a spec failed. `conformance/kubefleet-e2e.sh` builds what it
 //! needs and runs it.
 
@@ -20,6 +21,7 @@ use fleet_tests::kubefleet_e2e::Environment;
 async fn main() -> ExitCode {
     let mut focus = String::new();
     let mut label_filter = String::new();
+    let mut procs = 1;
     let mut log = PathBuf::from("kubefleet-e2e.log");
     let mut args = std::env::args().skip(1).peekable();
     if args.peek().map(String::as_str) == Some("--hold") {
@@ -41,8 +43,11 @@ async fn main() -> ExitCode {
             ("--focus", Some(v)) => focus = v,
             ("--label-filter", Some(v)) => label_filter = v,
             ("--log", Some(v)) => log = PathBuf::from(v),
+            ("--procs", Some(v)) if v.parse::<usize>().is_ok_and(|n| n >= 1) => procs = v.parse().unwrap_or(1),
             _ => {
-                eprintln!("usage: kubefleet-e2e [--focus REGEX] [--label-filter EXPR] [--log FILE] | --hold");
+                eprintln!(
+                    "usage: kubefleet-e2e [--focus REGEX] [--label-filter EXPR] [--procs N] [--log FILE] | --hold"
+                );
                 return ExitCode::from(2);
             }
         }
@@ -50,7 +55,7 @@ async fn main() -> ExitCode {
     eprintln!("kubefleet-e2e: starting a Fleet hub and three real member clusters");
     let mut environment = Environment::start().await;
     eprintln!("kubefleet-e2e: running the suite (its output: {})", log.display());
-    let summary = environment.run(&focus, &label_filter, &log);
+    let summary = environment.run(&focus, &label_filter, procs, &log);
     for spec in &summary.not_applicable {
         println!("not applicable: {spec}");
     }
