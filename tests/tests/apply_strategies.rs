@@ -324,12 +324,12 @@ async fn when_to_take_over_decides_about_objects_created_out_of_band() {
     apply_yaml(&hub, &crp_yaml("ifnodiff", "ifnodiff", "{whenToTakeOver: IfNoDiff}"));
     apply_yaml(&hub, &crp_yaml("always", "always", "{whenToTakeOver: Always}"));
 
-    // Never: nothing taken over, every object a conflict.
+    // Never: nothing taken over, every object NotTakenOver.
     let crp = wait_condition(&hub, "never", "Applied", "False").await;
     let e = entry(&crp, "east-1");
     for (kind, name) in [("Namespace", "never"), ("ConfigMap", "cfg")] {
         let failed = listed(&e, "failedPlacements", kind, name).unwrap_or_else(|| panic!("{kind} {name}: {e}"));
-        assert_eq!(failed["condition"]["reason"], "ManifestConflict", "{failed}");
+        assert_eq!(failed["condition"]["reason"], "NotTakenOver", "{failed}");
     }
     let cfg = member_object(&hub, "east-1", "configmap", "never", "cfg").expect("cfg");
     assert_eq!((cfg["data"]["k"].as_str(), owner_annotation(&cfg)), (Some("member"), None));
@@ -369,7 +369,7 @@ async fn an_object_with_another_owner_is_applied_only_with_allow_co_ownership() 
     let crp = wait_condition(&hub, "owned", "Applied", "False").await;
     let e = entry(&crp, "east-1");
     let failed = listed(&e, "failedPlacements", "ConfigMap", "cfg").unwrap_or_else(|| panic!("{e}"));
-    assert_eq!(failed["condition"]["reason"], "CoOwnershipNotAllowed", "{failed}");
+    assert_eq!(failed["condition"]["reason"], "FailedToTakeOver", "{failed}");
     assert!(listed(&e, "failedPlacements", "Namespace", "owned").is_none(), "the namespace has no other owner: {e}");
     let cfg = member_object(&hub, "east-1", "configmap", "owned", "cfg").expect("cfg");
     assert_eq!((cfg["data"]["k"].as_str(), owner_annotation(&cfg)), (Some("member"), None));

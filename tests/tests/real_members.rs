@@ -360,12 +360,12 @@ async fn apply_strategies_hold_on_a_real_cluster_edited_with_kubectl() {
     apply_yaml(hub, &crp("csa", &["csa"], &strategy("{type: ClientSideApply}")));
     apply_yaml(hub, &crp("ssa", &["ssa"], &strategy("{type: ServerSideApply, serverSideApplyConfig: {force: false}}")));
 
-    // Never: nothing taken over, each object a conflict.
+    // Never: nothing taken over, each object NotTakenOver.
     let e =
         wait_entry(hub, "never", "conflicts reported", |e| listed(e, "failedPlacements", "ConfigMap", "cfg").is_some())
             .await;
     let failed = listed(&e, "failedPlacements", "ConfigMap", "cfg").cloned().unwrap_or_default();
-    assert_eq!(failed["condition"]["reason"], "ManifestConflict", "{failed}");
+    assert_eq!(failed["condition"]["reason"], "NotTakenOver", "{failed}");
     let cfg = cluster.get("configmap", "never", "cfg").expect("cfg");
     assert_eq!((cfg["data"]["k"].as_str(), owner_of(&cfg)), (Some("member"), None));
 
@@ -469,7 +469,7 @@ async fn apply_strategies_hold_on_a_real_cluster_edited_with_kubectl() {
     })
     .await;
     let failed = listed(&e, "failedPlacements", "ConfigMap", "cfg").cloned().unwrap_or_default();
-    assert_eq!(failed["condition"]["reason"], "CoOwnershipNotAllowed", "{failed}");
+    assert_eq!(failed["condition"]["reason"], "FailedToTakeOver", "{failed}");
     assert_eq!(data_of(cluster, "owned", "cfg")["k"], "member");
     apply_yaml(hub, &crp("owned", &["owned"], &strategy("{allowCoOwnership: true}")));
     wait_placement(hub, "owned", "Available", "True").await;

@@ -361,9 +361,10 @@ pub async fn apply_work<T: Target>(
 /// The manifest condition reason of a target error.
 pub(super) fn failure_reason(e: &TargetError) -> &'static str {
     match e {
-        TargetError::Invalid(_) => "ManifestApplyFailed",
+        // KubeFleet reports every refused write, a field manager's
+        // conflict included, as a failed apply.
+        TargetError::Invalid(_) | TargetError::Conflict(_) => super::strategy::REASON_APPLY_FAILED,
         TargetError::NotServed(_) => "DecodingErred",
-        TargetError::Conflict(_) => "ManifestConflict",
         TargetError::Unavailable(_) => "ClusterUnavailable",
     }
 }

@@ -102,7 +102,7 @@ async fn take_over_if_no_diff_takes_an_identical_object_and_reports_a_different_
 }
 
 #[tokio::test]
-async fn take_over_never_is_a_conflict_and_another_work_s_object_always_is() {
+async fn take_over_never_is_not_taken_over_and_another_work_s_object_never_is() {
     let dir = tempfile::tempdir().unwrap();
     let target = cluster(&dir);
     target.create_unmanaged(&object(cm("c", json!({"a": "1"})))).unwrap();
@@ -114,16 +114,16 @@ async fn take_over_never_is_a_conflict_and_another_work_s_object_always_is() {
         "t",
     )
     .await;
-    assert_eq!(applied(&out.status, 0), ("False", "ManifestConflict"));
+    assert_eq!(applied(&out.status, 0), ("False", "NotTakenOver"));
     assert_eq!(owner_of(&target, "c").await, None);
 
-    // Placed by another Work: a conflict even with the default Always.
+    // Placed by another Work: not taken over even with the default Always.
     let m = object(cm("d", json!({"a": "1"})));
     let other =
         ApplyRequest { manifest: &m, mode: ApplyMode::ClientSide, owner: "fleet-member-a/other", take_over: false };
     target.apply(other).await.unwrap();
     let out = apply_work(&target, &work(1, json!({}), vec![cm("d", json!({"a": "2"}))]), None, true, "t").await;
-    assert_eq!(applied(&out.status, 0), ("False", "ManifestConflict"));
+    assert_eq!(applied(&out.status, 0), ("False", "FailedToTakeOver"));
     assert_eq!(data(&target, "d").await, json!({"a": "1"}));
 }
 
@@ -137,7 +137,7 @@ async fn co_owned_objects_are_applied_only_with_allow_co_ownership() {
     target.create_unmanaged(&object(owned)).unwrap();
     let manifests = vec![cm("c", json!({"a": "1"}))];
     let out = apply_work(&target, &work(1, json!({}), manifests.clone()), None, true, "t").await;
-    assert_eq!(applied(&out.status, 0), ("False", "CoOwnershipNotAllowed"));
+    assert_eq!(applied(&out.status, 0), ("False", "FailedToTakeOver"));
     assert_eq!(data(&target, "c").await, json!({"a": "theirs"}));
     let out = apply_work(&target, &work(2, json!({"allowCoOwnership": true}), manifests), None, true, "t").await;
     assert_eq!(applied(&out.status, 0), ("True", "ManifestApplied"));
@@ -454,6 +454,6 @@ fn failures_carry_kubefleets_manifest_reasons() {
     use crate::targets::TargetError;
     assert_eq!(failure_reason(&TargetError::NotServed("no kind Fake".into())), "DecodingErred");
     assert_eq!(failure_reason(&TargetError::Invalid("bad field".into())), "ManifestApplyFailed");
-    assert_eq!(failure_reason(&TargetError::Conflict("owned".into())), "ManifestConflict");
+    assert_eq!(failure_reason(&TargetError::Conflict("owned".into())), "ManifestApplyFailed");
     assert_eq!(failure_reason(&TargetError::Unavailable("down".into())), "ClusterUnavailable");
 }

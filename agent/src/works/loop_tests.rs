@@ -166,7 +166,7 @@ async fn an_abandoned_object_is_a_conflict_for_another_work_and_adopted_by_the_s
     let applied = status.status.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).unwrap();
     assert_eq!(applied.reason, REASON_SOME_NOT_APPLIED);
     let manifest = &status.status.manifest_conditions[0].conditions;
-    assert!(manifest.iter().any(|c| c.reason == "ManifestConflict"), "{manifest:?}");
+    assert!(manifest.iter().any(|c| c.reason == "FailedToTakeOver"), "{manifest:?}");
     assert!(ledger.get("other").unwrap().placed.is_empty(), "not taken over");
 
     // The same Work (same namespace and name) coming back applies to it again.

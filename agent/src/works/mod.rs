@@ -41,7 +41,7 @@
 //!
 //! An abandoned object keeps its owner annotation, so under the ownership rule
 //! ([`check_owner`](crate::targets::check_owner)) a *different* Work that
-//! later holds the same object gets a `ManifestConflict` instead of taking it
+//! later holds the same object gets a `FailedToTakeOver` instead of taking it
 //! over — as with any object placed by another placement ("never taken over").
 //! Only a Work with the very same namespace and name (the same placement
 //! coming back) applies to it again and so adopts it.

@@ -3,12 +3,16 @@
 //! it. Pure; the same for every target ([`super::apply`] reads the live
 //! object with [`crate::targets::Target::get`] and acts on the [`Decision`]).
 //!
-//! For an object that exists on the member cluster, in order:
+//! For an object that exists on the member cluster, in order (the reasons
+//! are KubeFleet's work applier's):
 //! 1. Placed by **another Work** ([`OWNER_ANNOTATION`] naming it): never
-//!    taken over, whatever the strategy — `ManifestConflict`.
+//!    taken over, whatever the strategy — `FailedToTakeOver`, or
+//!    `NotTakenOver` under `whenToTakeOver: Never` (no attempt is made).
 //! 2. **Owned by something else** (`metadata.ownerReferences` not empty;
 //!    Fleet itself never sets owner references): refused unless
-//!    `allowCoOwnership` — `CoOwnershipNotAllowed`.
+//!    `allowCoOwnership` — for an object this Work does not hold yet, as a
+//!    take-over that fails (`FailedToTakeOver`, `NotTakenOver` under
+//!    `Never`); for one it holds, `ManifestApplyFailed`.
 //! 3. Placed by **this Work**: the live object is compared with what Fleet
 //!    last wrote; differences are *drifts* (someone changed a managed field
 //!    on the member). With `whenToApply: Always` (the default) it is applied
@@ -26,7 +30,7 @@
 //!    `Always` (default) takes it over (applies and annotates it);
 //!    `IfNoDiff` only if the live object has no difference from the manifest
 //!    (per `comparisonOption`), else `FailedToTakeOver` with the diffs;
-//!    `Never` refuses — `ManifestConflict`.
+//!    `Never` refuses — `NotTakenOver`.
 //!
 //! An object that does not exist is created.
 
@@ -92,14 +96,17 @@ impl Strategy {
     }
 }
 
-/// Reason: the object is placed by another Work, or (`whenToTakeOver: Never`) not by Fleet.
-pub const REASON_CONFLICT: &str = "ManifestConflict";
-/// Reason: the object has other owners and `allowCoOwnership` is false.
-pub const REASON_CO_OWNERSHIP: &str = "CoOwnershipNotAllowed";
+/// Reason: Fleet tried to take the object over and could not (placed by
+/// another Work, owned by something else, or different from the manifest
+/// under `whenToTakeOver: IfNoDiff`).
+pub const REASON_FAILED_TO_TAKE_OVER: &str = "FailedToTakeOver";
+/// Reason: `whenToTakeOver: Never` and the object is not this Work's.
+pub const REASON_NOT_TAKEN_OVER: &str = "NotTakenOver";
+/// Reason: the object this Work holds gained other owners and
+/// `allowCoOwnership` is false (as any refused apply).
+pub const REASON_APPLY_FAILED: &str = "ManifestApplyFailed";
 /// Reason: `whenToApply: IfNotDrifted` and the object drifted.
 pub const REASON_DRIFTED: &str = "FoundDrifts";
-/// Reason: `whenToTakeOver: IfNoDiff` and the object differs from the manifest.
-pub const REASON_NOT_TAKEN_OVER: &str = "FailedToTakeOver";
 
 /// What to do with one manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,9 +156,13 @@ pub fn decide(
     };
     let id = ResourceId::of(live);
     let current = live.metadata.annotations.get(OWNER_ANNOTATION);
+    // Not holding the object yet: refusing it is a take-over that failed,
+    // or, under `Never`, one never attempted.
+    let not_taken =
+        if strategy.take_over == TakeOver::Never { REASON_NOT_TAKEN_OVER } else { REASON_FAILED_TO_TAKE_OVER };
     if let Some(current) = current.filter(|c| *c != owner) {
         return refuse(
-            REASON_CONFLICT,
+            not_taken,
             format!("{id} is already placed on this cluster by Work {current:?}; Work {owner:?} cannot apply it too"),
         );
     }
@@ -159,7 +170,7 @@ pub fn decide(
     let owners = live.metadata.owner_references.len();
     if owners > 0 && !strategy.allow_co_ownership {
         return refuse(
-            REASON_CO_OWNERSHIP,
+            if current.is_some() { REASON_APPLY_FAILED } else { not_taken },
             format!(
                 "{id} is owned by {owners} other owner reference(s) and the apply strategy does not allow \
                  co-ownership (allowCoOwnership: false): not applied"
@@ -181,7 +192,7 @@ pub fn decide(
     match strategy.take_over {
         TakeOver::Always => apply(true),
         TakeOver::Never => refuse(
-            REASON_CONFLICT,
+            REASON_NOT_TAKEN_OVER,
             format!(
                 "{id} already exists on this cluster and was not created by Fleet (no {OWNER_ANNOTATION} \
                  annotation); whenToTakeOver is Never: Work {owner:?} does not take it over"
@@ -198,7 +209,7 @@ pub fn decide(
                      ({} difference(s)); whenToTakeOver is IfNoDiff: not taken over",
                     diffs.len()
                 );
-                Decision::Refuse { reason: REASON_NOT_TAKEN_OVER, message, drifts: Vec::new(), diffs }
+                Decision::Refuse { reason: REASON_FAILED_TO_TAKE_OVER, message, drifts: Vec::new(), diffs }
             }
         }
     }

@@ -76,7 +76,7 @@ fn a_missing_object_is_created_and_our_own_is_applied() {
 }
 
 #[test]
-fn another_work_s_object_is_a_conflict_whatever_the_strategy() {
+fn another_work_s_object_is_never_taken_over_whatever_the_strategy() {
     let theirs = live(json!({"a": "1"}), Some("fleet-member-a/other"), false);
     for s in [
         Strategy::of(None),
@@ -84,9 +84,11 @@ fn another_work_s_object_is_a_conflict_whatever_the_strategy() {
         strategy(json!({"whenToTakeOver": "IfNoDiff"})),
     ] {
         let d = decide(&s, &manifest(), Some(&theirs), OWNER, None);
-        assert_eq!(reason(&d), REASON_CONFLICT);
+        assert_eq!(reason(&d), REASON_FAILED_TO_TAKE_OVER);
         assert!(matches!(&d, Decision::Refuse { message, .. } if message.contains("fleet-member-a/other")), "{d:?}");
     }
+    let never = strategy(json!({"whenToTakeOver": "Never"}));
+    assert_eq!(reason(&decide(&never, &manifest(), Some(&theirs), OWNER, None)), REASON_NOT_TAKEN_OVER);
 }
 
 #[test]
@@ -100,7 +102,7 @@ fn take_over_always_if_no_diff_and_never() {
     assert_eq!(decide(&if_no_diff, &manifest(), Some(&same), OWNER, None), apply(true));
     match decide(&if_no_diff, &manifest(), Some(&different), OWNER, None) {
         Decision::Refuse { reason, diffs, drifts, .. } => {
-            assert_eq!(reason, REASON_NOT_TAKEN_OVER);
+            assert_eq!(reason, REASON_FAILED_TO_TAKE_OVER);
             assert!(drifts.is_empty());
             assert_eq!(diffs.len(), 1);
             assert_eq!(diffs[0].to_json(), json!({"path": "/data/a", "valueInHub": "1", "valueInMember": "2"}));
@@ -109,11 +111,11 @@ fn take_over_always_if_no_diff_and_never() {
     }
     // Under full comparison, the member's extra field is a difference too.
     let full = strategy(json!({"whenToTakeOver": "IfNoDiff", "comparisonOption": "FullComparison"}));
-    assert_eq!(reason(&decide(&full, &manifest(), Some(&same), OWNER, None)), REASON_NOT_TAKEN_OVER);
+    assert_eq!(reason(&decide(&full, &manifest(), Some(&same), OWNER, None)), REASON_FAILED_TO_TAKE_OVER);
 
     let never = strategy(json!({"whenToTakeOver": "Never"}));
     let d = decide(&never, &manifest(), Some(&same), OWNER, None);
-    assert_eq!(reason(&d), REASON_CONFLICT);
+    assert_eq!(reason(&d), REASON_NOT_TAKEN_OVER);
     assert!(matches!(&d, Decision::Refuse { message, .. } if message.contains("Never")), "{d:?}");
 }
 
@@ -121,9 +123,15 @@ fn take_over_always_if_no_diff_and_never() {
 fn co_owned_objects_need_allow_co_ownership() {
     let owned = live(json!({"a": "1"}), None, true);
     let d = decide(&Strategy::of(None), &manifest(), Some(&owned), OWNER, None);
-    assert_eq!(reason(&d), REASON_CO_OWNERSHIP);
+    assert_eq!(reason(&d), REASON_FAILED_TO_TAKE_OVER, "a take-over that fails");
+    let never = strategy(json!({"whenToTakeOver": "Never"}));
+    assert_eq!(reason(&decide(&never, &manifest(), Some(&owned), OWNER, None)), REASON_NOT_TAKEN_OVER);
     let ours_owned = live(json!({"a": "1"}), Some(OWNER), true);
-    assert_eq!(reason(&decide(&Strategy::of(None), &manifest(), Some(&ours_owned), OWNER, None)), REASON_CO_OWNERSHIP);
+    assert_eq!(
+        reason(&decide(&Strategy::of(None), &manifest(), Some(&ours_owned), OWNER, None)),
+        REASON_APPLY_FAILED,
+        "ours, since co-owned: a refused apply"
+    );
     let allow = strategy(json!({"allowCoOwnership": true}));
     assert_eq!(decide(&allow, &manifest(), Some(&owned), OWNER, None), apply(true));
 }

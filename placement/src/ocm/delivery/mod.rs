@@ -18,7 +18,7 @@
 //! | --- | --- |
 //! | `Update` (default) | default apply strategy (client-side apply) |
 //! | `ServerSideApply` (`force`) | `applyStrategy.type: ServerSideApply` (`force`) |
-//! | `CreateOnly` | `whenToApply: IfNotDrifted`, `whenToTakeOver: Never`, and the manifest as first mirrored is kept: later template edits, cluster-side edits and an object that already existed are left alone; the agent's `FoundDrifts` and `ManifestConflict` read back as applied |
+//! | `CreateOnly` | `whenToApply: IfNotDrifted`, `whenToTakeOver: Never`, and the manifest as first mirrored is kept: later template edits, cluster-side edits and an object that already existed are left alone; the agent's `FoundDrifts` and `NotTakenOver` read back as applied |
 //! | `ReadOnly` | `applyStrategy.type: ReportDiff` (nothing is written) |
 //! | `Orphan`, or listed by `SelectivelyOrphan` | `deleteOptions.propagationPolicy: Abandon` |
 //! | `Foreground` (default) | `Delete` |

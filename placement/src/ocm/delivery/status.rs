@@ -30,7 +30,7 @@ use super::{identifier_of, placements, Placed, UpdateClass, MANIFESTWORK_GENERAT
 
 /// The agent's reasons for a `CreateOnly` manifest that exists and is left
 /// alone: changed on the cluster since created, or there before.
-const LEFT_ALONE: &[&str] = &["FoundDrifts", "ManifestConflict"];
+const LEFT_ALONE: &[&str] = &["FoundDrifts", "NotTakenOver"];
 
 /// One manifest's report, as the ManifestWork shows it.
 struct ManifestReport {

@@ -106,7 +106,7 @@ fn status_folds_current_reports_under_the_manifestwork_ordinals() {
     assert_eq!((manifests[1].resource_meta.ordinal, manifests[1].resource_meta.name.as_str()), (1, "b"));
     assert_eq!(find(&manifests[1].conditions, CONDITION_APPLIED).unwrap().reason, "CreateOnly");
 
-    reported(&mut works[0], &[(CONDITION_APPLIED, false, "ManifestConflict")]);
+    reported(&mut works[0], &[(CONDITION_APPLIED, false, "NotTakenOver")]);
     let status = fold_status(&w, &works, "t3");
     assert!(!find(&status.conditions, CONDITION_APPLIED).unwrap().is_true());
     assert!(find(&status.conditions, "Degraded").unwrap().is_true());
