@@ -103,7 +103,11 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
     let mut status = snapshot_api::policy_status_of(policy_snapshot);
     let before = status.clone();
     status.observed_placement_generation = Some(generation);
-    let condition = Condition::new(CONDITION_SCHEDULED, fulfilled, reason, message.clone()).observing(generation);
+    // The condition speaks for the snapshot (its generation, as KubeFleet's
+    // scheduler sets it); which placement generation it saw is
+    // `observedCRPGeneration`.
+    let condition = Condition::new(CONDITION_SCHEDULED, fulfilled, reason, message.clone())
+        .observing(policy_snapshot.metadata.generation);
     set_condition(&mut status.conditions, condition, now);
     status.target_clusters = scheduled.outcome.target_clusters();
     let status_changed = status != before;
