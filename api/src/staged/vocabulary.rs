@@ -95,8 +95,6 @@ pub const REASON_STAGE_WAITING: &str = "StageUpdatingWaiting";
 pub const REASON_STAGE_STOPPED: &str = "StageUpdatingStopped";
 /// Stage reason: completed.
 pub const REASON_STAGE_SUCCEEDED: &str = "StageUpdatingSucceeded";
-/// Stage reason: completed at once, it has no clusters.
-pub const REASON_STAGE_SKIPPED: &str = "StageUpdatingSkippedNoClusters";
 /// Stage reason: the run was abandoned in this stage.
 pub const REASON_STAGE_FAILED: &str = "StageUpdatingFailed";
 

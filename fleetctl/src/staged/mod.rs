@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime};
 use fleet_api::conditions::{find, Condition};
 use fleet_api::staged::{
     run_spec_of, run_status_of, StageTaskStatus, StageUpdatingStatus, APPROVAL_REQUEST_APPROVED,
-    APPROVAL_REQUEST_CREATED, INITIALIZED, PROGRESSING, REASON_STAGE_SKIPPED, REASON_STAGE_STOPPED,
-    REASON_STAGE_WAITING, STARTED, SUCCEEDED, TASK_APPROVAL, TASK_TIMED_WAIT, WAIT_TIME_ELAPSED,
+    APPROVAL_REQUEST_CREATED, INITIALIZED, PROGRESSING, REASON_STAGE_STOPPED, REASON_STAGE_WAITING, STARTED, SUCCEEDED,
+    TASK_APPROVAL, TASK_TIMED_WAIT, WAIT_TIME_ELAPSED,
 };
 use fleet_api::Object;
 
@@ -33,8 +33,6 @@ pub enum StageState {
     Stopped,
     /// Completed.
     Succeeded,
-    /// Completed at once: no clusters.
-    Skipped,
     /// The run was abandoned here.
     Failed,
 }
@@ -48,14 +46,13 @@ impl StageState {
             StageState::Updating => "Updating",
             StageState::Stopped => "Stopped",
             StageState::Succeeded => "Succeeded",
-            StageState::Skipped => "Skipped",
             StageState::Failed => "Failed",
         }
     }
 
     /// Whether the run has gone past the stage.
     pub fn is_done(self) -> bool {
-        matches!(self, StageState::Succeeded | StageState::Skipped)
+        matches!(self, StageState::Succeeded)
     }
 }
 
@@ -196,7 +193,6 @@ fn stage_step(stage: &StageUpdatingStatus, wait_time: &str, wait_seconds: Option
     let conditions = &stage.conditions;
     let progressing = find(conditions, PROGRESSING);
     let state = match find(conditions, SUCCEEDED) {
-        Some(c) if c.is_true() && c.reason == REASON_STAGE_SKIPPED => StageState::Skipped,
         Some(c) if c.is_true() => StageState::Succeeded,
         Some(c) if c.status == "False" => StageState::Failed,
         _ => match progressing {

@@ -4,15 +4,15 @@
 
 use fleet_api::snapshot::resource_snapshot_name;
 use fleet_api::staged::{
-    StageConfig, PROGRESSING, REASON_PROGRESSING, REASON_STAGE_SKIPPED, REASON_STAGE_STOPPED, REASON_STAGE_SUCCEEDED,
-    REASON_STAGE_WAITING, REASON_STOPPED, REASON_STOPPING, REASON_STUCK, REASON_WAITING, SUCCEEDED,
+    StageConfig, PROGRESSING, REASON_PROGRESSING, REASON_STAGE_STOPPED, REASON_STAGE_SUCCEEDED, REASON_STAGE_WAITING,
+    REASON_STOPPED, REASON_STOPPING, REASON_STUCK, REASON_WAITING, SUCCEEDED,
 };
 
 use super::clusters;
 use super::marks::{
-    is_true, mark, stuck_message, waiting_message, Is, PROGRESSING_MESSAGE, STAGE_SKIPPED_MESSAGE,
-    STAGE_STOPPED_MESSAGE, STAGE_SUCCEEDED_MESSAGE, STAGE_WAITING_AFTER_MESSAGE, STAGE_WAITING_BEFORE_MESSAGE,
-    STOPPED_MESSAGE, STOPPING_MESSAGE,
+    is_true, mark, stuck_message, waiting_message, Is, PROGRESSING_MESSAGE, STAGE_STOPPED_MESSAGE,
+    STAGE_SUCCEEDED_MESSAGE, STAGE_WAITING_AFTER_MESSAGE, STAGE_WAITING_BEFORE_MESSAGE, STOPPED_MESSAGE,
+    STOPPING_MESSAGE,
 };
 use super::tasks::{after_tasks, before_gate, Gate};
 use super::{abandon, deletion, Pass, RunAction};
@@ -83,11 +83,9 @@ fn stage_mark(pass: &mut Pass, i: usize, type_: &str, is: Is, reason: &str, mess
     }
 }
 
-fn stage_done(pass: &mut Pass, i: usize, skipped: bool) {
-    let reason = if skipped { REASON_STAGE_SKIPPED } else { REASON_STAGE_SUCCEEDED };
-    let message = if skipped { STAGE_SKIPPED_MESSAGE } else { STAGE_SUCCEEDED_MESSAGE };
-    stage_mark(pass, i, PROGRESSING, Is::No, REASON_STAGE_SUCCEEDED, message);
-    stage_mark(pass, i, SUCCEEDED, Is::Yes, reason, message);
+fn stage_done(pass: &mut Pass, i: usize) {
+    stage_mark(pass, i, PROGRESSING, Is::No, REASON_STAGE_SUCCEEDED, STAGE_SUCCEEDED_MESSAGE);
+    stage_mark(pass, i, SUCCEEDED, Is::Yes, REASON_STAGE_SUCCEEDED, STAGE_SUCCEEDED_MESSAGE);
     let now = pass.now.clone();
     if let Some(stage) = pass.status.stages_status.get_mut(i) {
         stage.start_time.get_or_insert_with(|| now.clone());
@@ -96,18 +94,13 @@ fn stage_done(pass: &mut Pass, i: usize, skipped: bool) {
     }
 }
 
+/// One stage's turn in this pass. A stage no cluster matched still runs
+/// its tasks, as KubeFleet's: its approvals gate the stages after it.
 fn turn(pass: &mut Pass, i: usize, config: &StageConfig, resource_snapshot: &str, stop: bool) -> Turn {
     let Some(stage) = pass.status.stages_status.get(i) else {
         return Turn::Abandon("the updateRun status does not match its strategy snapshot".into(), None);
     };
     if is_true(&stage.conditions, SUCCEEDED) {
-        return Turn::Next;
-    }
-    if stage.clusters.is_empty() {
-        if stop {
-            return Turn::Halt(Halt::Stopped);
-        }
-        stage_done(pass, i, true);
         return Turn::Next;
     }
     match before_gate(pass, i, config, stop) {
@@ -140,7 +133,7 @@ fn turn(pass: &mut Pass, i: usize, config: &StageConfig, resource_snapshot: &str
             Turn::Halt(Halt::Waiting { before: false })
         }
         Ok(Gate::Open) => {
-            stage_done(pass, i, false);
+            stage_done(pass, i);
             Turn::Next
         }
     }

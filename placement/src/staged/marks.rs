@@ -105,8 +105,6 @@ pub(super) const STAGE_WAITING_AFTER_MESSAGE: &str =
 pub(super) const STAGE_STOPPED_MESSAGE: &str = "The stage has been stopped";
 /// Stage completed.
 pub(super) const STAGE_SUCCEEDED_MESSAGE: &str = "All clusters in the stage are updated and all tasks are completed";
-/// Stage without clusters.
-pub(super) const STAGE_SKIPPED_MESSAGE: &str = "Stage skipped because it has no clusters";
 /// Cluster started.
 pub(super) const CLUSTER_STARTED_MESSAGE: &str = "The cluster started updating";
 /// Cluster succeeded.

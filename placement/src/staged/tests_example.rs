@@ -1,7 +1,7 @@
 //! docs/spec/staged-updates.md's worked example, step by step.
 
 use fleet_api::staged::{
-    APPROVAL_REQUEST_CREATED, INITIALIZED, REASON_PROGRESSING, REASON_RUN_SUCCEEDED, REASON_STAGE_SKIPPED,
+    APPROVAL_REQUEST_CREATED, INITIALIZED, REASON_PROGRESSING, REASON_RUN_SUCCEEDED, REASON_STAGE_SUCCEEDED,
     REASON_WAITING, SUCCEEDED,
 };
 
@@ -85,7 +85,7 @@ fn worked_example_staged_rollout() {
     assert!(deletion
         .conditions
         .iter()
-        .any(|c| c.type_ == SUCCEEDED && c.is_true() && c.reason != REASON_STAGE_SKIPPED));
+        .any(|c| c.type_ == SUCCEEDED && c.is_true() && c.reason == REASON_STAGE_SUCCEEDED));
 }
 
 #[test]

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use fleet_api::staged::{
     StageUpdatingStatus, UpdateRunStatus, APPROVAL_REQUEST_APPROVED, PROGRESSING, REASON_PROGRESSING,
-    REASON_STAGE_SKIPPED, REASON_STOPPED, REASON_STOPPING, REASON_STUCK, REASON_WAITING, STARTED, SUCCEEDED,
+    REASON_STAGE_SUCCEEDED, REASON_STOPPED, REASON_STOPPING, REASON_STUCK, REASON_WAITING, STARTED, SUCCEEDED,
     WAIT_TIME_ELAPSED,
 };
 
@@ -45,7 +45,7 @@ fn su_6_max_concurrency_counts_and_refills_a_freed_slot_at_once() {
 }
 
 #[test]
-fn su_6_empty_stage_is_skipped_with_its_tasks() {
+fn su_6_an_empty_stage_still_runs_its_tasks() {
     let strategy = strategy_json(json!([
         {"name": "empty", "labelSelector": {"matchLabels": {"env": "none"}},
          "beforeStageTasks": [{"type": "Approval"}], "afterStageTasks": [{"type": "TimedWait", "waitTime": "1h"}]},
@@ -53,9 +53,16 @@ fn su_6_empty_stage_is_skipped_with_its_tasks() {
     ]));
     let mut w = World::new(vec![cluster("c1", &[])], strategy);
     let plan = w.step();
-    assert_eq!(World::writes(&plan), ["bind:c1"], "no approval request, no wait");
+    assert_eq!(World::writes(&plan), ["create:app-v1-before-empty"], "its approval gates the run");
+    w.approve("app-v1-before-empty");
+    let plan = w.step();
+    assert!(!World::writes(&plan).iter().any(|a| a.starts_with("bind:")), "waiting an hour: {plan:?}");
+    assert_eq!(w.progressing(), ("False".into(), REASON_WAITING.into()));
+    w.now += 3600;
+    let plan = w.step();
+    assert!(World::writes(&plan).iter().any(|a| a == "bind:c1"), "{plan:?}");
     let empty = w.stage("empty");
-    assert!(empty.conditions.iter().any(|c| c.type_ == SUCCEEDED && c.reason == REASON_STAGE_SKIPPED));
+    assert!(empty.conditions.iter().any(|c| c.type_ == SUCCEEDED && c.reason == REASON_STAGE_SUCCEEDED));
     assert!(empty.start_time.is_some() && empty.end_time.is_some());
 }
 

@@ -125,11 +125,11 @@ fn check_pass(before: &World, plan: &RunPlan, after: &World, shapes: &[StageShap
                 let i = stages.iter().position(|s| s.clusters.iter().any(|c| &c.cluster_name == cluster)).unwrap();
                 for (j, earlier) in stages[..i].iter().enumerate() {
                     assert!(is_true(&earlier.conditions, SUCCEEDED), "{cluster} bound before stage {j} succeeded");
-                    if let Some(secs) = shapes[j].wait.filter(|_| !earlier.clusters.is_empty()) {
+                    if let Some(secs) = shapes[j].wait {
                         let done = memory.clusters_done_at[&j];
                         assert!(before.now >= done + secs, "{cluster} bound before stage {j}'s wait ended");
                     }
-                    if shapes[j].after_approval && !earlier.clusters.is_empty() {
+                    if shapes[j].after_approval {
                         let name = format!("app-v1-after-s{j}");
                         assert!(before.approvals.iter().any(|a| a.name == name && a.approved), "{name} not approved");
                     }
@@ -157,7 +157,10 @@ fn check_pass(before: &World, plan: &RunPlan, after: &World, shapes: &[StageShap
             .filter(|c| is_true(&c.conditions, STARTED) && !is_true(&c.conditions, SUCCEEDED))
             .count();
         assert!(updating <= limit, "stage {i}: {updating} updating, limit {limit}");
-        if all_succeeded(stage) && !stage.clusters.is_empty() {
+        // An empty stage's clusters are done once the run reaches it (its
+        // first condition); its tasks still run.
+        let reached = !stage.clusters.is_empty() || !stage.conditions.is_empty();
+        if all_succeeded(stage) && reached {
             memory.clusters_done_at.entry(i).or_insert(before.now);
         }
     }
