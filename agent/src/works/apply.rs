@@ -278,7 +278,7 @@ pub async fn apply_work<T: Target>(
                 conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
             }
         }
-        let g = processed.member_generation;
+        let g = Some(processed.member_generation);
         manifest_conditions.push(ManifestCondition {
             identifier: m.identifier.clone(),
             conditions,

@@ -35,30 +35,31 @@ impl Report {
     }
 }
 
-/// The report of `found` on an object at `member_generation`, seen at
-/// `now`; `previous` is the same report in the Work's last status, if any.
+/// The report of `found` on an object at `member_generation` (`None` when
+/// the object is not on the member: KubeFleet then reports no generation),
+/// seen at `now`; `previous` is the same report in the Work's last status,
+/// if any.
 pub fn details(
     report: Report,
     found: &[Difference],
     previous: Option<&Value>,
-    member_generation: i64,
+    member_generation: Option<i64>,
     now: &str,
 ) -> Value {
     let (list, first) = report.fields();
     let observed: Vec<Value> = found.iter().map(Difference::to_json).collect();
     let unchanged = previous.is_some_and(|p| {
         p.get(list).and_then(Value::as_array) == Some(&observed)
-            && p.get("observedInMemberClusterGeneration").and_then(Value::as_i64) == Some(member_generation)
+            && p.get("observedInMemberClusterGeneration").and_then(Value::as_i64) == member_generation
     });
     let observation_time = match previous.and_then(|p| p.get("observationTime")) {
         Some(time) if unchanged => time.clone(),
         _ => json!(now),
     };
-    let mut v = json!({
-        "observationTime": observation_time,
-        "observedInMemberClusterGeneration": member_generation,
-        list: observed,
-    });
+    let mut v = json!({"observationTime": observation_time, list: observed});
+    if let Some(generation) = member_generation {
+        v["observedInMemberClusterGeneration"] = json!(generation);
+    }
     if !found.is_empty() {
         let before = previous
             .filter(|p| p.get(list).and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
@@ -79,28 +80,41 @@ mod tests {
 
     #[test]
     fn times_move_only_when_the_report_does() {
-        let first = details(Report::Drift, &[diff("x")], None, 2, "t1");
+        let first = details(Report::Drift, &[diff("x")], None, Some(2), "t1");
         assert_eq!(first["observedDrifts"], json!([{"path": "/data/a", "valueInHub": "1", "valueInMember": "x"}]));
         assert_eq!(
             (first["observationTime"].as_str(), first["firstDriftedObservedTime"].as_str()),
             (Some("t1"), Some("t1"))
         );
-        assert_eq!(details(Report::Drift, &[diff("x")], Some(&first), 2, "t2"), first, "unchanged: the same value");
+        assert_eq!(
+            details(Report::Drift, &[diff("x")], Some(&first), Some(2), "t2"),
+            first,
+            "unchanged: the same value"
+        );
 
-        let changed = details(Report::Drift, &[diff("y")], Some(&first), 3, "t3");
+        let changed = details(Report::Drift, &[diff("y")], Some(&first), Some(3), "t3");
         assert_eq!(
             (changed["observationTime"].as_str(), changed["firstDriftedObservedTime"].as_str()),
             (Some("t3"), Some("t1"))
         );
-        let same_list_new_generation = details(Report::Drift, &[diff("y")], Some(&changed), 4, "t4");
+        let same_list_new_generation = details(Report::Drift, &[diff("y")], Some(&changed), Some(4), "t4");
         assert_eq!(same_list_new_generation["observationTime"], json!("t4"));
 
-        let clean = details(Report::Diff, &[], Some(&first), 4, "t5");
+        let clean = details(Report::Diff, &[], Some(&first), Some(4), "t5");
         assert_eq!(
             clean,
             json!({"observationTime": "t5", "observedInMemberClusterGeneration": 4, "observedDiffs": []})
         );
-        let again = details(Report::Diff, &[diff("z")], Some(&clean), 5, "t6");
+        let again = details(Report::Diff, &[diff("z")], Some(&clean), Some(5), "t6");
         assert_eq!(again["firstDiffedObservedTime"], json!("t6"), "a new episode starts after a clean report");
+    }
+
+    #[test]
+    fn an_object_missing_on_the_member_reports_no_generation() {
+        let whole =
+            Difference { path: "/".into(), value_in_hub: Some("(the whole object)".into()), value_in_member: None };
+        let missing = details(Report::Diff, &[whole], None, None, "t1");
+        assert!(missing.get("observedInMemberClusterGeneration").is_none(), "{missing}");
+        assert_eq!(details(Report::Diff, &[], Some(&missing), None, "t2")["observationTime"], json!("t2"));
     }
 }

@@ -95,7 +95,7 @@ pub async fn report_work<T: Target>(
             (Some((_, message)), _) => Err(message.clone()),
             (None, Some(object)) => match target.get(&ResourceId::of(object)).await {
                 Ok(live) => {
-                    let g = live.as_ref().map_or(0, |l| l.metadata.generation);
+                    let g = live.as_ref().map(|l| l.metadata.generation);
                     Ok((report_diff(object, live.as_ref(), strategy.comparison), g))
                 }
                 Err(e) => Err(format!("{}: {}", failure_reason(&e), failure_message(&e, object, None))),
