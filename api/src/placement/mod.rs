@@ -176,15 +176,12 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
 
 /// Checks an update of a placement against the stored one: `placementType`
 /// cannot change, tolerations can only be added (every old toleration
-/// must still be present), and an `External` rollout strategy stays
-/// `External` (docs/spec/staged-updates.md).
+/// must still be present).
 pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
     let mut old_spec = decode_spec(old)?;
     let mut new_spec = decode_spec(new)?;
     apply_defaults(&mut old_spec);
     apply_defaults(&mut new_spec);
-    let strategy_type = |s: &PlacementSpec| s.strategy.as_ref().and_then(|t| t.type_.clone()).unwrap_or_default();
-    let (old_type, new_type) = (strategy_type(&old_spec), strategy_type(&new_spec));
     let old_policy = old_spec.policy.unwrap_or_default();
     let new_policy = new_spec.policy.unwrap_or_default();
     let mut errors = Vec::new();
@@ -193,13 +190,6 @@ pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
             "spec.policy.placementType",
             quote(new_policy.placement_type()),
             format!("field is immutable (was {})", quote(old_policy.placement_type())),
-        ));
-    }
-    if old_type == EXTERNAL && new_type != EXTERNAL {
-        errors.push(FieldError::invalid(
-            "spec.strategy.type",
-            quote(&new_type),
-            "cannot change rollout strategy type from 'External' to other types",
         ));
     }
     let new_tolerations: Vec<Toleration> = new_policy.tolerations.iter().map(Toleration::normalized).collect();
