@@ -113,6 +113,9 @@ pub static KINDS: &[KindInfo] = &[
     kind!(OCM_CLUSTER, "AddOnPlacementScore", "addonplacementscores", [], Namespaced, true, &["v1alpha1"]),
     kind!(OCM_WORK, "ManifestWork", "manifestworks", ["mw"], Namespaced, true, &["v1"]),
     kind!(OCM_WORK, "ManifestWorkReplicaSet", "manifestworkreplicasets", ["mwrs"], Namespaced, true, &["v1alpha1"]),
+    // The SIG-Multicluster Cluster Inventory API: the hub keeps one
+    // ClusterProfile per member (crate::cluster_profile).
+    kind!("multicluster.x-k8s.io", "ClusterProfile", "clusterprofiles", ["cp"], Namespaced, false, &["v1alpha1"]),
     // Events.
     kind!("", "Event", "events", ["ev"], Namespaced, false, &["v1"]),
     // Built-in Kubernetes kinds stored as hub resources (scope known).

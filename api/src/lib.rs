@@ -8,6 +8,7 @@
 
 pub mod age;
 pub mod binding;
+pub mod cluster_profile;
 pub mod columns;
 pub mod conditions;
 pub mod defaults;

@@ -23,6 +23,8 @@ pub const CONDITION_JOINED: &str = "Joined";
 pub const CONDITION_HEALTHY: &str = "Healthy";
 /// The agent could collect the cluster's properties.
 pub const CONDITION_PROPERTIES: &str = "ClusterPropertyCollectionSucceeded";
+/// The member agent's entry type in `status.agentStatus`.
+pub const MEMBER_AGENT: &str = "MemberAgent";
 
 /// The hub namespace holding a member's Work: `fleet-member-<cluster>`.
 pub fn member_namespace(cluster: &str) -> String {

@@ -142,6 +142,17 @@ impl Feed {
             let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
             placements.extend(store.list(&query)?.0);
         }
+        for cluster in &clusters {
+            self.queue.add(super::profiles::profile_key(&cluster.metadata.name));
+        }
+        let query = ListQuery {
+            group: fleet_api::cluster_profile::CLUSTER_INVENTORY_GROUP.into(),
+            kind: fleet_api::cluster_profile::CLUSTER_PROFILE.into(),
+            ..Default::default()
+        };
+        for profile in store.list(&query)?.0 {
+            self.queue.add(ObjectKey::of(&profile));
+        }
         self.clusters
             .replace_all(clusters.iter().map(|c| (c.metadata.name.clone(), ClusterInfo::from_member(c))).collect());
         self.clusters_listed_at = listed_at;
@@ -273,6 +284,9 @@ impl Feed {
             }
         } else if group == FLEET_CLUSTER_GROUP && kind == "MemberCluster" {
             self.on_cluster(event);
+        } else if super::profiles::is_profile_key(&event.key) {
+            // Someone else changed or deleted a profile: put it back.
+            self.queue.add(event.key.clone());
         } else if !fleet_placement::selection::is_fleet_kind(group, kind) {
             // A CRD may change the scope of objects wrapped in any
             // placement's envelopes (EN-8); CRDs change rarely.
@@ -311,6 +325,7 @@ impl Feed {
     }
 
     fn on_cluster(&mut self, event: &WatchEvent) {
+        self.queue.add(super::profiles::profile_key(&event.key.name));
         if event.resource_version <= self.clusters_listed_at {
             return;
         }

@@ -9,8 +9,8 @@
 //! The controllers share the queue, dispatched by the key's kind:
 //! placements (`placement`), overrides (`overrides`), staged update runs
 //! (`runs`), evictions (`evictions`, one key for all, so they are judged
-//! one at a time) and OCM's placements, ManifestWorks and replica sets
-//! (`ocm`).
+//! one at a time), OCM's placements, ManifestWorks and replica sets
+//! (`ocm`), and the members' Cluster Inventory profiles (`profiles`).
 //!
 //! Every write a controller makes is conditional on the versions it read,
 //! so a deposed leader's late write is refused.
@@ -23,6 +23,7 @@ pub mod ocm;
 mod override_cache;
 mod overrides;
 pub mod placement;
+mod profiles;
 pub mod queue;
 mod runs;
 pub mod status_pacer;
@@ -220,6 +221,9 @@ async fn reconcile(
                 && fleet_api::overrides::is_override_kind(&read_key.kind)
             {
                 return overrides::next_step(&store, &read_key).map(Some);
+            }
+            if profiles::is_profile_key(&read_key) {
+                return profiles::next_step(&store, &read_key, &step_now).map(Some);
             }
             match ocm::OcmKind::of(&read_key) {
                 Some(ocm::OcmKind::ManifestWork) => {

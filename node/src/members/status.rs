@@ -8,8 +8,7 @@ use fleet_api::member::{
     CONDITION_JOINED, CONDITION_PROPERTIES,
 };
 
-/// The agent entry type in `status.agentStatus`.
-pub const MEMBER_AGENT: &str = "MemberAgent";
+pub use fleet_api::member::MEMBER_AGENT;
 /// Reason of the agent entry's `Joined` condition (KubeFleet's).
 pub const AGENT_JOINED_REASON: &str = "InternalMemberClusterJoined";
 /// Reason of the agent entry's `Healthy` condition (KubeFleet's).
