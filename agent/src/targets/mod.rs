@@ -165,6 +165,14 @@ pub trait Target: Send + Sync + 'static {
     /// The live object, if it exists.
     fn get(&self, id: &ResourceId) -> impl Future<Output = Result<Option<Object>, TargetError>> + Send;
 
+    /// Whether the cluster serves the object's kind at its version: a
+    /// report of differences must tell a kind it cannot read (KubeFleet's
+    /// `DecodingErred`) from an object that is not there. A target that
+    /// takes any kind serves them all.
+    fn serves(&self, _id: &ResourceId) -> impl Future<Output = Result<bool, TargetError>> + Send {
+        async { Ok(true) }
+    }
+
     /// Deletes an object; `false` if it did not exist.
     fn delete(&self, id: &ResourceId) -> impl Future<Output = Result<bool, TargetError>> + Send;
 

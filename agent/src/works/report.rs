@@ -29,7 +29,7 @@ use super::compare::Difference;
 use super::details::{details, Report};
 use super::ledger::Entry;
 use super::strategy::{report_diff, Strategy};
-use crate::targets::{ResourceId, Target};
+use crate::targets::{ResourceId, Target, TargetError};
 
 /// A manifest's `DiffReported` condition: the differences found, or why
 /// they could not be computed.
@@ -93,6 +93,13 @@ pub async fn report_work<T: Target>(
         conditions.retain(|c| c.type_ != CONDITION_APPLIED && c.type_ != CONDITION_AVAILABLE);
         let compared = match (&m.refusal, &m.object) {
             (Some((_, message)), _) => Err(message.clone()),
+            (None, Some(object)) if !target.serves(&ResourceId::of(object)).await.unwrap_or(true) => {
+                let e = TargetError::NotServed(format!(
+                    "cannot compare {}: the cluster serves no such kind at this version",
+                    ResourceId::of(object)
+                ));
+                Err(format!("{}: {}", failure_reason(&e), failure_message(&e, object, None)))
+            }
             (None, Some(object)) => match target.get(&ResourceId::of(object)).await {
                 Ok(live) => {
                     let g = live.as_ref().map(|l| l.metadata.generation);

@@ -193,9 +193,8 @@ fn conditions(
 
     let statuses: Vec<_> = current_works.iter().map(|w| (*w, status_of(w))).collect();
     if report_diff {
-        let (condition, failed) = diff_reported(&statuses, &current_works);
-        out.push(condition);
-        return (observe(out, generation), failed);
+        out.push(diff_reported(&statuses));
+        return (observe(out, generation), Vec::new());
     }
     let applied: Vec<Option<&Condition>> =
         statuses.iter().map(|(w, s)| current(w, &s.conditions, CONDITION_APPLIED)).collect();
@@ -236,22 +235,22 @@ fn conditions(
 }
 
 /// `DiffReported` of a cluster in ReportDiff mode, from its Works'
-/// `DiffReported` at their generations, and the manifests that could not
-/// be compared when it is False.
-fn diff_reported(statuses: &[(&Object, WorkStatus)], works: &[&Object]) -> (Condition, Vec<Value>) {
+/// `DiffReported` at their generations. As KubeFleet, a failed report
+/// lists neither failed nor diffed placements: the Work's manifest
+/// conditions say which manifests could not be compared, and why.
+fn diff_reported(statuses: &[(&Object, WorkStatus)]) -> Condition {
     let reported: Vec<Option<&Condition>> =
         statuses.iter().map(|(w, s)| current(w, &s.conditions, CONDITION_DIFF_REPORTED)).collect();
     if let Some(((w, _), _)) = statuses.iter().zip(&reported).find(|(_, c)| c.is_some_and(|c| c.status == "False")) {
         let message = format!("Work object {} could not report the differences of all its manifests", w.metadata.name);
-        let condition = Condition::new(DIFF_REPORTED, false, CLUSTER_REASON_DIFF_NOT_REPORTED, message);
-        return (condition, failed_placements(works, CONDITION_DIFF_REPORTED));
+        return Condition::new(DIFF_REPORTED, false, CLUSTER_REASON_DIFF_NOT_REPORTED, message);
     }
     if reported.iter().any(|c| !c.is_some_and(Condition::is_true)) {
         let message = "Diff reporting has just started; its status is not yet to be known";
-        return (Condition::unknown(DIFF_REPORTED, REASON_DIFF_PENDING, message), Vec::new());
+        return Condition::unknown(DIFF_REPORTED, REASON_DIFF_PENDING, message);
     }
     let message = "The differences of all corresponding work objects from the member cluster are reported";
-    (Condition::new(DIFF_REPORTED, true, CLUSTER_REASON_DIFF_REPORTED, message), Vec::new())
+    Condition::new(DIFF_REPORTED, true, CLUSTER_REASON_DIFF_REPORTED, message)
 }
 
 /// Every condition with `observedGeneration` = `generation`.
@@ -296,11 +295,22 @@ pub fn fold_cluster(entry: &mut PerClusterStatus, facts: &ClusterRollout, genera
         }
     }
     let current_works = current_works(facts, bound);
-    for (field, list) in [
-        ("failedPlacements", failed),
-        ("driftedPlacements", detail_placements(&current_works, true)),
-        ("diffedPlacements", detail_placements(&current_works, false)),
-    ] {
+    // Which details KubeFleet shows: in ReportDiff mode the diffs once
+    // DiffReported is True; otherwise drifts whenever applying was
+    // reached, and diffs (of a refused take-over) when Applied or
+    // Available is False.
+    let is = |type_: &str, status: &str| find(&entry.conditions, type_).is_some_and(|c| c.status == status);
+    let (drifted, diffed) = if report_diff {
+        (Vec::new(), if is(DIFF_REPORTED, "True") { detail_placements(&current_works, false) } else { Vec::new() })
+    } else {
+        let failed_apply = is(APPLIED, "False") || is(AVAILABLE, "False");
+        let reached = find(&entry.conditions, APPLIED).is_some();
+        (
+            if reached { detail_placements(&current_works, true) } else { Vec::new() },
+            if failed_apply { detail_placements(&current_works, false) } else { Vec::new() },
+        )
+    };
+    for (field, list) in [("failedPlacements", failed), ("driftedPlacements", drifted), ("diffedPlacements", diffed)] {
         if list.is_empty() {
             entry.rest.remove(field);
         } else {

@@ -33,8 +33,8 @@
 //!   placement's, for its own conditions) `DiffReported` follows
 //!   `WorkSynchronized` in place of `Applied` and `Available`: True once
 //!   every Work reports `DiffReported=True` at its generation, False when
-//!   one reports False (its manifests that could not be compared are then
-//!   listed in `failedPlacements`), Unknown before. A cluster whose binding
+//!   one reports False (then, as KubeFleet, no failed or diffed placements
+//!   are listed), Unknown before. A cluster whose binding
 //!   still carries another type (the change is on its way) counts as
 //!   pending at placement level.
 

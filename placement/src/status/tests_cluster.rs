@@ -227,14 +227,17 @@ fn drifts_and_diffs_reported_by_the_agent_become_drifted_and_diffed_placements()
         {"identifier": {"ordinal": 2, "group": "", "version": "v1", "kind": "Secret", "namespace": "app", "name": "s"},
          "conditions": [], "diffDetails": {"observationTime": "t9", "observedDiffs": []}}
     ]);
-    let entry = fold(&b, &[work("web-work", 2, OK, manifests)], Some(2), 1);
+    let entry = fold(&b, &[work("web-work", 2, OK, manifests.clone())], Some(2), 1);
     let drifted = entry.rest["driftedPlacements"].as_array().unwrap();
     assert_eq!(drifted.len(), 1);
     assert_eq!(drifted[0]["kind"], "ConfigMap");
     assert_eq!(drifted[0]["firstDriftedObservedTime"], "t8");
     assert_eq!(drifted[0]["targetClusterObservedGeneration"], 3);
     assert_eq!(drifted[0]["observedDrifts"][0]["path"], "/data/k");
-    let diffed = entry.rest["diffedPlacements"].as_array().unwrap();
+    assert!(!entry.rest.contains_key("diffedPlacements"), "diffs are shown only when applying failed, as KubeFleet");
+    let refused = [("Applied", "False", "NotAllManifestsApplied")];
+    let failing = fold(&b, &[work("web-work", 2, refused.as_slice(), manifests.clone())], Some(2), 1);
+    let diffed = failing.rest["diffedPlacements"].as_array().unwrap();
     assert_eq!(diffed.len(), 1, "an empty diff list is not a diffed placement");
     assert_eq!(diffed[0]["name"], "web");
     // Once the agent stops reporting them, they are gone.

@@ -268,6 +268,10 @@ impl Target for KubernetesTarget {
         }
     }
 
+    async fn serves(&self, id: &ResourceId) -> Result<bool, TargetError> {
+        Ok(self.discovery.resolve(&self.client, &id.group, &id.version, &id.kind).await?.is_some())
+    }
+
     async fn delete(&self, id: &ResourceId) -> Result<bool, TargetError> {
         let Some(located) = self.locate(id, "delete").await? else {
             // The kind is not served (its CRD is gone): nothing of it exists.
