@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ type options struct {
 	nodeLabels string
 	verbosity  int
 	auditLog   string
+	unpullable string
 }
 
 func parseOptions(args []string) (*options, error) {
@@ -48,6 +50,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.nodeLabels, "node-labels", "", "extra labels of every fake Node, as k=v,k2=v2")
 	fs.IntVar(&o.verbosity, "v", 0, "log verbosity of the Kubernetes components")
 	fs.StringVar(&o.auditLog, "audit-log", "", "write the API server's audit log (every request at Metadata level, JSON lines) to this file")
+	fs.StringVar(&o.unpullable, "unpullable-images", "", "images no registry serves, as img,img2: their Pods stay Pending, not Ready, with ErrImagePull, as a kubelet leaves them")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -66,6 +69,17 @@ func parseOptions(args []string) (*options, error) {
 		o.kubeconfig = filepath.Join(o.dataDir, "kubeconfig")
 	}
 	return o, nil
+}
+
+// unpullableImages is --unpullable-images as a list.
+func (o *options) unpullableImages() []string {
+	var out []string
+	for _, image := range strings.Split(o.unpullable, ",") {
+		if image = strings.TrimSpace(image); image != "" {
+			out = append(out, image)
+		}
+	}
+	return out
 }
 
 func main() {
@@ -143,7 +157,7 @@ func run(ctx context.Context, o *options) error {
 		return runControllerManager(components, adminKubeconfig, creds)
 	})
 	done.start("kube-scheduler", failed, func() error { return runScheduler(components, adminKubeconfig) })
-	done.start("kwok", failed, func() error { return runKWOK(components, o.dataDir, adminKubeconfig) })
+	done.start("kwok", failed, func() error { return runKWOK(components, o.dataDir, adminKubeconfig, o.unpullableImages()) })
 
 	err = prepareCluster(ctx, client, o, failed)
 	if err == nil {

@@ -126,6 +126,10 @@ pub struct ClusterOptions {
     /// Keep the API server's audit log (every request's metadata), read by
     /// [`RealCluster::audit_events`].
     pub audit: bool,
+    /// Images no registry serves: Pods using one stay Pending and not
+    /// Ready, their containers waiting with `ErrImagePull`, as a kubelet
+    /// leaves them (the fake Nodes pull nothing).
+    pub unpullable_images: Vec<String>,
 }
 
 impl Default for ClusterOptions {
@@ -136,6 +140,7 @@ impl Default for ClusterOptions {
             node_memory: "32Gi".into(),
             node_labels: String::new(),
             audit: false,
+            unpullable_images: Vec::new(),
         }
     }
 }
@@ -177,6 +182,9 @@ impl RealCluster {
         let mut command = Command::new(binary);
         if options.audit {
             command.arg("--audit-log").arg(dir.path().join("audit.log"));
+        }
+        if !options.unpullable_images.is_empty() {
+            command.arg("--unpullable-images").arg(options.unpullable_images.join(","));
         }
         let mut child = command
             .arg("--data-dir")

@@ -372,3 +372,41 @@ async fn the_report_sums_real_nodes_and_the_pods_that_hold_resources() {
     })
     .await;
 }
+
+/// An image the cluster cannot pull keeps a workload from becoming
+/// available, as a kubelet does (`--unpullable-images` of realkube): a
+/// rollout to it never completes, its Pod waits with `ErrImagePull`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_that_cannot_be_pulled_keeps_a_deployment_unavailable() {
+    let options = ClusterOptions { unpullable_images: vec!["no-such-image:1".into()], ..Default::default() };
+    let cluster = tokio::task::spawn_blocking(move || RealCluster::start_with("pull", &options)).await.expect("start");
+    let target = KubernetesTarget::connect(Some(&cluster.kubeconfig)).await.expect("connected");
+    apply(&target, &namespace()).await;
+    apply(&target, &deployment(1, "no-such-image:1")).await;
+    let waiting = eventually("the Pod waits on its image", WAIT, || async {
+        let out = cluster.kubectl(&["get", "pods", "-n", "demo", "-o", "json"]);
+        let pods: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+        let statuses = pods["items"][0]["status"]["containerStatuses"].clone();
+        match statuses[0]["state"]["waiting"]["reason"].as_str() {
+            Some("ErrImagePull") => Ok(pods["items"][0].clone()),
+            _ => Err(statuses.to_string()),
+        }
+    })
+    .await;
+    assert_eq!(waiting["status"]["phase"], "Pending");
+    let ready = waiting["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    assert!(ready.iter().any(|c| c["type"] == "Ready" && c["status"] == "False"), "{ready:?}");
+    let live = target.get(&ResourceId::of(&deployment(1, "x"))).await.expect("read").expect("exists");
+    assert!(!availability(&live).is_available(), "{:?}", live.status());
+
+    // Any other image becomes Ready as before.
+    apply(&target, &deployment(1, "nginx:1.27")).await;
+    eventually("web available on a pullable image", WAIT, || async {
+        let live = target.get(&ResourceId::of(&deployment(1, "x"))).await.map_err(|e| e.to_string())?;
+        match live.as_ref().map(availability) {
+            Some(Availability::Available) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+}
