@@ -103,11 +103,18 @@ pub struct Environment {
     pub kubeconfig: PathBuf,
 }
 
+/// A member cluster as the suite's kind clusters behave: `nodes` Nodes,
+/// and the image its safe-rollout specs use to break a workload
+/// (`random-image-name`) failing to pull, as a kubelet fails on it.
+fn member_options(nodes: u32) -> ClusterOptions {
+    ClusterOptions { nodes, unpullable_images: vec!["random-image-name".into()], ..Default::default() }
+}
+
 impl Environment {
     /// Starts the clusters and the hub, joins the three members and writes the kubeconfig.
     pub async fn start() -> Environment {
         let specs: Vec<(String, ClusterOptions)> =
-            MEMBERS.iter().map(|m| (m.0.to_string(), ClusterOptions { nodes: m.4, ..Default::default() })).collect();
+            MEMBERS.iter().map(|m| (m.0.to_string(), member_options(m.4))).collect();
         let clusters = tokio::task::spawn_blocking(move || {
             let specs: Vec<(&str, ClusterOptions)> = specs.iter().map(|(n, o)| (n.as_str(), o.clone())).collect();
             RealCluster::start_many(&specs)
