@@ -112,6 +112,12 @@ fn detail_placements(works: &[&Object], drift: bool) -> Vec<Value> {
         .collect()
 }
 
+/// Whether the binding records any override snapshot.
+fn has_overrides(binding: &Object) -> bool {
+    let spec = binding_spec_of(binding);
+    !spec.cluster_resource_override_snapshots.is_empty() || !spec.resource_override_snapshots.is_empty()
+}
+
 /// The binding's Works rendered for its bound resource index.
 fn current_works<'a>(facts: &ClusterRollout<'a>, bound: Option<u64>) -> Vec<&'a Object> {
     let Some(index) = bound.map(|i| i.to_string()) else { return Vec::new() };
@@ -161,6 +167,12 @@ fn conditions(
             return (observe(out, generation), Vec::new());
         }
         Rendering::Overridden => {
+            let message = "Successfully applied the override rules on the resources";
+            out.push(Condition::new(OVERRIDDEN, true, REASON_OVERRIDDEN, message));
+        }
+        // A Work that could not be made after overrides applied (EN-8, or
+        // an overridden object left invalid) still reports them applied.
+        Rendering::WorkFailed(_) if has_overrides(facts.binding) => {
             let message = "Successfully applied the override rules on the resources";
             out.push(Condition::new(OVERRIDDEN, true, REASON_OVERRIDDEN, message));
         }

@@ -344,3 +344,27 @@ fn su_13_external_clusters_stand_on_their_own_binding() {
     assert!(older.conditions.iter().all(Condition::is_true), "rolled out to index 1: {:?}", summary(&older));
     assert_eq!(older.conditions.len(), 6);
 }
+
+/// A Work that could not be made after the binding's overrides applied
+/// reports them applied, then `WorkSynchronized` False `SyncWorkFailed`.
+#[test]
+fn a_work_failing_after_overrides_reports_them_applied() {
+    let mut b = binding("Bound", "web-2-snapshot");
+    b.rest["spec"]["clusterResourceOverrideSnapshots"] = json!(["cro-0"]);
+    let mut entry = scheduled_entry();
+    let rendering = Rendering::WorkFailed("the override rules leave Namespace \"ops\" an invalid object".into());
+    let facts = ClusterRollout {
+        cluster: "east",
+        binding: &b,
+        works: &[],
+        latest_resource_index: Some(2),
+        external: false,
+        expected_works: 1,
+        works_in_sync: false,
+        rendering: &rendering,
+    };
+    fold_cluster(&mut entry, &facts, 5, "t1");
+    let got = summary(&entry);
+    assert_eq!(got[2], s("Overridden", "True", "OverriddenSucceeded"));
+    assert_eq!(got[3], s("WorkSynchronized", "False", "SyncWorkFailed"));
+}

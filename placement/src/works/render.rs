@@ -40,6 +40,11 @@ pub enum RenderError {
     /// EN-8: an envelope cannot be placed by this placement.
     #[error("{0}")]
     Envelope(String),
+    /// The overrides applied, and left an object that is not a valid
+    /// object (e.g. `metadata.annotations` set to a string): as KubeFleet,
+    /// the Work cannot be synchronized.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// One object rendered through the binding's overrides (`None`: deleted).
@@ -48,7 +53,15 @@ pub(super) fn render_value(value: &Value, overrides: &ClusterOverrides) -> Resul
         return Ok(Some(value.clone()));
     }
     let refs: Vec<&OverrideSnapshot> = overrides.snapshots.iter().collect();
-    Ok(overrides::render_value(value, &overrides.cluster, &overrides.labels, &refs)?)
+    let rendered = overrides::render_value(value, &overrides.cluster, &overrides.labels, &refs)?;
+    if let Some(object) = &rendered {
+        <Object as serde::Deserialize>::deserialize(object).map_err(|e| {
+            let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+            let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+            RenderError::Invalid(format!("the override rules leave {kind} {name:?} an invalid object: {e}"))
+        })?;
+    }
+    Ok(rendered)
 }
 
 /// Whether a snapshot resource is an envelope, without decoding it unless

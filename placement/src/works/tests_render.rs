@@ -223,3 +223,25 @@ fn en_8_a_scope_declared_after_the_envelope_was_stored_stops_work_generation() {
         "envelope ResourceEnvelope ops/widgets is invalid: data[w.yaml].metadata.namespace: Invalid value: \"ops\": Widget is cluster-scoped"
     );
 }
+
+/// As KubeFleet: an override that applies but leaves an invalid object
+/// (annotations set to a string) fails the Work, not the override.
+#[test]
+fn an_override_leaving_an_invalid_object_fails_the_work() {
+    let as_string = override_of(
+        "ClusterResourceOverride",
+        "anno-0",
+        "",
+        json!({
+        "clusterResourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "ops"}],
+        "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []},
+            "jsonPatchOverrides": [{"op": "add", "path": "/metadata/annotations", "value": "not-a-map"}]}]}}),
+    );
+    let overrides =
+        ClusterOverrides { labels: Default::default(), snapshots: vec![as_string], cluster: "east-1".into() };
+    let err =
+        desired_works(&placement("ClusterResourcePlacement"), &binding(), &group(example_selection()), &overrides)
+            .unwrap_err();
+    assert!(matches!(err, RenderError::Invalid(_)), "{err}");
+    assert!(err.to_string().starts_with(r#"the override rules leave Namespace "ops" an invalid object"#), "{err}");
+}

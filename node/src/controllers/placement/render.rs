@@ -135,7 +135,7 @@ pub fn render(
                     Err(RenderError::Override(e)) => {
                         RenderedBinding { works: None, rendering: Rendering::OverrideFailed(e.message), in_sync: false }
                     }
-                    Err(e @ RenderError::Envelope(_)) => {
+                    Err(e @ (RenderError::Envelope(_) | RenderError::Invalid(_))) => {
                         RenderedBinding { works: None, rendering: Rendering::WorkFailed(e.to_string()), in_sync: false }
                     }
                 }
