@@ -154,19 +154,31 @@ async fn the_override_worked_example_relabels_failures_changes_and_removal() {
         }
     })
     .await;
+    // The failed cluster counts as unavailable (OV-7, as KubeFleet): with
+    // maxUnavailable 1, a resource change is held back from the others.
     apply_yaml(&hub, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: added, namespace: web}\ndata: {a: b}\n");
-    for cluster in ["east-1", "test-1"] {
-        fleet_tests::fleet::wait_member(&hub, cluster, "configmap", "web", "added", true).await;
-    }
+    eventually("east-1 and test-1 held back by the rollout", WAIT, || async {
+        let crp = crp(&hub).await;
+        let held: Vec<(String, String, String)> =
+            ["east-1", "test-1"].iter().map(|c| cluster_condition(&entry(&crp, c), "RolloutStarted")).collect();
+        if held.iter().all(|(s, r, _)| s == "False" && r == "RolloutNotStartedYet") {
+            Ok(())
+        } else {
+            Err(format!("{held:?}"))
+        }
+    })
+    .await;
     assert!(member_object(&hub, "west-1", "configmap", "web", "added").is_none(), "west-1's Work kept its content");
     wait_observed(&hub, "west-1", prod("west", "west-1")).await;
 
     // Relabelled clusters get the other rule's result: west-1 back in a
-    // region, test-1 now prod.
+    // region, test-1 now prod; the held-back change then reaches everyone.
     apply_yaml(&hub, &member_yaml(&WEST, ""));
     apply_yaml(&hub, &member_yaml(&Member { labels: &[("env", "prod"), ("region", "east")], ..TEST }, ""));
     wait_observed(&hub, "test-1", prod("east", "test-1")).await;
-    fleet_tests::fleet::wait_member(&hub, "west-1", "configmap", "web", "added", true).await;
+    for cluster in ["west-1", "east-1", "test-1"] {
+        fleet_tests::fleet::wait_member(&hub, cluster, "configmap", "web", "added", true).await;
+    }
 
     // Editing RO frontend makes frontend-1, rolled out at most one cluster down.
     let (stop, worst, sampler) = watch_unavailable(&hub, "web", hub.running()[0]);

@@ -10,7 +10,6 @@ use fleet_placement::snapshot;
 use fleet_statemachine::Op;
 
 use fleet_api::Object;
-use fleet_placement::works::PARENT_RESOURCE_INDEX_LABEL;
 
 use super::objects::{check, delete};
 use super::render::{recorded_lists, records, Rendered};
@@ -28,8 +27,10 @@ pub struct Rollout {
 
 /// How far a binding's rollout got. A Bound binding whose Works are not
 /// yet what rendering says is in progress (an override change counts). One
-/// whose rendering failed keeps its previous Works: it counts by what those
-/// report (so it holds back nobody while they serve), else as failed.
+/// whose rendering failed keeps its previous Works but counts as failed
+/// (OV-7), as KubeFleet counts it: it holds the rollout of the others back
+/// within `maxUnavailable`, so a broken override stops at the first
+/// clusters it reaches.
 pub fn binding_readiness(view: &View, b: &Object, works: &BindingWorks, rendered: &Rendered) -> Readiness {
     let spec = binding::spec_of(b);
     if spec.state == STATE_SCHEDULED {
@@ -37,16 +38,7 @@ pub fn binding_readiness(view: &View, b: &Object, works: &BindingWorks, rendered
     }
     let stored = works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default();
     match rendered.bound.get(&b.metadata.name) {
-        Some(r) if r.works.is_none() => {
-            let index = stored.first().and_then(|w| w.metadata.labels.get(PARENT_RESOURCE_INDEX_LABEL));
-            match index.and_then(|i| i.parse().ok()) {
-                Some(i) => match rollout_plan::readiness(i, stored, stored.len()) {
-                    Readiness::InProgress => Readiness::Failed,
-                    other => other,
-                },
-                None => Readiness::Failed,
-            }
-        }
+        Some(r) if r.works.is_none() => Readiness::Failed,
         Some(r) if !r.in_sync => Readiness::InProgress,
         Some(r) => match bound_group(view, &spec) {
             Some((index, _)) => rollout_plan::readiness(index, stored, r.works.as_ref().map_or(1, Vec::len)),
