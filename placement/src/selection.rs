@@ -139,12 +139,60 @@ pub fn clean(object: &Object) -> Object {
     out
 }
 
-/// The position of an object in the selected list: Namespaces first, then by
-/// group/kind/namespace/name. Also the identity used to deduplicate.
-type OrderKey = (bool, ObjectKey);
+/// KubeFleet's apply order of the kinds it knows: what a placement's
+/// selected list (and so its snapshots and Works) is sorted by; kinds not
+/// listed come after these.
+const APPLY_ORDER: &[&str] = &[
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+/// The position of an object in the selected list, as KubeFleet sorts it:
+/// by [`APPLY_ORDER`] (unknown kinds last), then `apiVersion` (for unknown
+/// kinds `group/version, Kind=kind`), then `namespace/name`. The key ends
+/// with the identity used to deduplicate.
+type OrderKey = (usize, String, String, ObjectKey);
 
 fn order_key(object: &Object) -> OrderKey {
-    (!is_namespace(object), ObjectKey::of(object))
+    let key = ObjectKey::of(object);
+    let rank = APPLY_ORDER.iter().position(|k| *k == object.kind);
+    let version = object.api_version.rsplit_once('/').map_or(object.api_version.as_str(), |(_, v)| v);
+    let type_ = match rank {
+        Some(_) => object.api_version.clone(),
+        None => format!("{}/{version}, Kind={}", key.group, object.kind),
+    };
+    let name = format!("{}/{}", key.namespace, key.name);
+    (rank.unwrap_or(APPLY_ORDER.len()), type_, name, key)
 }
 
 /// Collects selected objects, deduplicated by identity (first one wins).

@@ -278,10 +278,12 @@ fn cleaning_drops_allocated_service_ips_but_keeps_headless() {
 }
 
 #[test]
-fn order_is_namespaces_first_then_group_kind_namespace_name_and_duplicates_collapse() {
+fn order_is_kubefleet_s_apply_order_then_version_namespace_name_and_duplicates_collapse() {
     let deploy =
         obj(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "b"}}));
-    let hub = Hub(vec![cm("b", "z"), deploy, cm("a", "y"), ns("b"), ns("a"), cluster_role("r")]);
+    let widget =
+        obj(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "a"}}));
+    let hub = Hub(vec![cm("b", "z"), deploy, widget, cm("a", "y"), ns("b"), ns("a"), cluster_role("r")]);
     let got = crp(
         &hub,
         vec![
@@ -292,7 +294,16 @@ fn order_is_namespaces_first_then_group_kind_namespace_name_and_duplicates_colla
     );
     assert_eq!(
         names(&got),
-        ["Namespace/a", "Namespace/b", "ConfigMap/a/y", "ConfigMap/b/z", "Deployment/b/d", "ClusterRole/r"]
+        [
+            "Namespace/a",
+            "Namespace/b",
+            "ConfigMap/a/y",
+            "ConfigMap/b/z",
+            "ClusterRole/r",
+            "Deployment/b/d",
+            "Widget/a/w",
+        ],
+        "unknown kinds last"
     );
 }
 
