@@ -146,7 +146,8 @@ fn conditions(
         out.push(Condition::unknown(ROLLOUT_STARTED, REASON_ROLLOUT_UNKNOWN, message));
         return (observe(out, generation), Vec::new());
     }
-    let latest_ok = facts.external || facts.latest_resource_index.is_none_or(|latest| bound == Some(latest));
+    let latest_ok = facts.external
+        || (facts.overrides_current && facts.latest_resource_index.is_none_or(|latest| bound == Some(latest)));
     if bound.is_none() || !latest_ok {
         let message = "The resources cannot be updated to the latest because of the rollout strategy";
         out.push(Condition::new(ROLLOUT_STARTED, false, REASON_ROLLOUT_NOT_STARTED, message));

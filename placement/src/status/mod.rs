@@ -164,6 +164,10 @@ pub struct ClusterRollout<'a> {
     /// `strategy.type: External`: the cluster is judged on the snapshot its
     /// binding holds, not on the latest (SU-13).
     pub external: bool,
+    /// Whether the binding records the override snapshots that apply to
+    /// its cluster now: one that does not waits for the rollout like one
+    /// bound to an older snapshot (OV-8).
+    pub overrides_current: bool,
     /// How many Works the binding needs (snapshot parts plus envelopes; 0
     /// is read as 1).
     pub expected_works: usize,

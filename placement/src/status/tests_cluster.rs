@@ -54,6 +54,7 @@ fn fold(binding: &Object, works: &[Object], latest: Option<u64>, expected: usize
         works,
         latest_resource_index: latest,
         external: false,
+        overrides_current: true,
         expected_works: expected,
         works_in_sync: true,
         rendering: &Rendering::NoOverrides,
@@ -140,6 +141,7 @@ fn apply_pending_and_failed() {
             works: &works,
             latest_resource_index: Some(2),
             external: false,
+            overrides_current: true,
             expected_works: 1,
             works_in_sync: true,
             rendering: &Rendering::NoOverrides,
@@ -196,6 +198,7 @@ fn later_conditions_are_removed_when_an_earlier_one_turns_false() {
         works: &works,
         latest_resource_index: Some(3),
         external: false,
+        overrides_current: true,
         expected_works: 1,
         works_in_sync: true,
         rendering: &Rendering::NoOverrides,
@@ -249,6 +252,7 @@ fn drifts_and_diffs_reported_by_the_agent_become_drifted_and_diffed_placements()
         works: &facts_works,
         latest_resource_index: Some(2),
         external: false,
+        overrides_current: true,
         expected_works: 1,
         works_in_sync: true,
         rendering: &Rendering::NoOverrides,
@@ -285,6 +289,7 @@ fn failed_objects_wrapped_in_an_envelope_name_it_and_overrides_report_their_outc
             works: &works,
             latest_resource_index: Some(3),
             external: false,
+            overrides_current: true,
             expected_works: 1,
             works_in_sync: true,
             rendering: &rendering,
@@ -304,6 +309,7 @@ fn failed_objects_wrapped_in_an_envelope_name_it_and_overrides_report_their_outc
         works: &[],
         latest_resource_index: Some(3),
         external: false,
+        overrides_current: true,
         expected_works: 1,
         works_in_sync: false,
         rendering: &Rendering::WorkFailed("cannot".into()),
@@ -326,6 +332,7 @@ fn su_13_external_clusters_stand_on_their_own_binding() {
             works,
             latest_resource_index: Some(3),
             external: true,
+            overrides_current: true,
             expected_works: 1,
             works_in_sync: true,
             rendering: &Rendering::NoOverrides,
@@ -359,6 +366,7 @@ fn a_work_failing_after_overrides_reports_them_applied() {
         works: &[],
         latest_resource_index: Some(2),
         external: false,
+        overrides_current: true,
         expected_works: 1,
         works_in_sync: false,
         rendering: &rendering,
@@ -367,4 +375,29 @@ fn a_work_failing_after_overrides_reports_them_applied() {
     let got = summary(&entry);
     assert_eq!(got[2], s("Overridden", "True", "OverriddenSucceeded"));
     assert_eq!(got[3], s("WorkSynchronized", "False", "SyncWorkFailed"));
+}
+
+/// OV-8: a binding on the latest snapshot whose recorded overrides are not
+/// the ones that apply now has not started its rollout yet.
+#[test]
+fn stale_overrides_mean_the_rollout_has_not_started() {
+    let b = binding("Bound", "web-2-snapshot");
+    let works = [work("web-work", 2, OK, json!([]))];
+    let mut entry = scheduled_entry();
+    let facts = ClusterRollout {
+        cluster: "east",
+        binding: &b,
+        works: &works,
+        latest_resource_index: Some(2),
+        external: false,
+        overrides_current: false,
+        expected_works: 1,
+        works_in_sync: true,
+        rendering: &Rendering::NoOverrides,
+    };
+    fold_cluster(&mut entry, &facts, 5, "t1");
+    assert_eq!(
+        summary(&entry),
+        vec![s("Scheduled", "True", "Scheduled"), s("RolloutStarted", "False", "RolloutNotStartedYet")]
+    );
 }

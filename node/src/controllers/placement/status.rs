@@ -18,7 +18,7 @@ use fleet_placement::snapshot;
 use fleet_placement::status::{self as status_fold, ClusterRollout, Rendering};
 use fleet_statemachine::Op;
 
-use super::render::Rendered;
+use super::render::{records, Rendered};
 use super::scheduling::{scheduled_message, Scheduled};
 use super::works::{bound_group, BindingWorks};
 use super::{Step, View};
@@ -150,6 +150,7 @@ fn per_cluster(
                 works: works.get(&b.metadata.name).unwrap_or(&no_works),
                 latest_resource_index: latest_index,
                 external,
+                overrides_current: rendered.applicable.get(&b.metadata.name).is_none_or(|a| records(spec, a)),
                 expected_works,
                 works_in_sync: this.is_none_or(|r| r.in_sync),
                 rendering: this.map_or(&Rendering::NoOverrides, |r| &r.rendering),
