@@ -305,7 +305,7 @@ pub async fn apply_work<T: Target>(
         last_applied.extend(previous.and_then(|p| p.last_applied(id)).cloned());
     }
     for id in gone {
-        if let Err(e) = target.delete(&id).await {
+        if let Err(e) = withdraw(target, &id).await {
             tracing::warn!(work = %owner, "could not delete {id}: {e}");
             still_placed.push(id);
             applied_all = false;
@@ -392,12 +392,28 @@ pub async fn remove_work<T: Target>(target: &T, previous: &Entry) -> Vec<Resourc
     ids.sort_by_key(|id| std::cmp::Reverse(wave(&id.group, &id.kind)));
     let mut left = Vec::new();
     for id in ids {
-        if let Err(e) = target.delete(&id).await {
+        if let Err(e) = withdraw(target, &id).await {
             tracing::warn!("could not delete {id}: {e}");
             left.push(id);
         }
     }
     left
+}
+
+/// Takes back one object Fleet placed: deletes it, unless something else
+/// owns it too (`metadata.ownerReferences`; Fleet sets none, so it was
+/// co-owned under `allowCoOwnership`). That one stays, with its other
+/// owners, as Kubernetes' garbage collector leaves an object that still
+/// has an owner — and as KubeFleet leaves it.
+async fn withdraw<T: Target>(target: &T, id: &ResourceId) -> Result<(), TargetError> {
+    match target.get(id).await? {
+        Some(live) if !live.metadata.owner_references.is_empty() => {
+            tracing::info!("{id} has other owners: left in place");
+            Ok(())
+        }
+        Some(_) => target.delete(id).await.map(|_| ()),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

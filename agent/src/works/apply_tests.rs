@@ -142,6 +142,15 @@ async fn co_owned_objects_are_applied_only_with_allow_co_ownership() {
     let out = apply_work(&target, &work(2, json!({"allowCoOwnership": true}), manifests), None, true, "t").await;
     assert_eq!(applied(&out.status, 0), ("True", "ManifestApplied"));
     assert_eq!(data(&target, "c").await, json!({"a": "1"}));
+
+    // Withdrawn, a co-owned object stays with its other owner (as the
+    // garbage collector and KubeFleet leave it); one Fleet alone owns goes.
+    let mine = cm("mine", json!({"a": "1"}));
+    let sole = apply_work(&target, &work(3, json!({}), vec![mine]), None, true, "t").await;
+    assert!(remove_work(&target, &out.entry).await.is_empty());
+    assert!(target.get(&id("c")).await.unwrap().is_some(), "co-owned: left in place");
+    assert!(remove_work(&target, &sole.entry).await.is_empty());
+    assert!(target.get(&id("mine")).await.unwrap().is_none(), "Fleet's alone: deleted");
 }
 
 #[tokio::test]
