@@ -11,9 +11,14 @@
 //! is current). The JSON follows Kubernetes' encoding of the types that are
 //! not plain messages: times, quantities, int-or-strings, raw JSON and
 //! bytes. A field the body leaves out, or sets to an empty string or the
-//! zero time, is left out of the JSON; other zero values are kept
-//! (protobuf cannot tell Go's `omitempty` fields from its pointers).
+//! zero time, is left out of the JSON. Go writes its non-pointer scalars to
+//! protobuf even when zero, so protobuf cannot tell an `omitempty` field
+//! left at zero from a pointer set to zero: `kubernetes-api-omitempty.txt`
+//! (written by `realkube/cmd/kubezero` from the same modules' Go types, a
+//! test checks it is current) lists the former, whose zero values are
+//! left out as Go's JSON leaves them out; other zero values are kept.
 
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use base64::engine::general_purpose::STANDARD;
@@ -131,6 +136,27 @@ fn message_json(message: &DynamicMessage) -> Value {
     }
 }
 
+/// The scalar fields Go's JSON leaves out when zero (`omitempty`, not a
+/// pointer), as `message field` lines.
+const OMITEMPTY: &str = include_str!("kubernetes-api-omitempty.txt");
+
+/// Whether `field` of `message` is left out of Go's JSON when zero.
+fn omitted_when_zero(message: &str, field: &str) -> bool {
+    static FIELDS: OnceLock<HashSet<(&'static str, &'static str)>> = OnceLock::new();
+    FIELDS
+        .get_or_init(|| OMITEMPTY.lines().filter_map(|line| line.split_once(' ')).collect())
+        .contains(&(message, field))
+}
+
+/// Whether a JSON value is a scalar's zero (`0`, `0.0`, `false`).
+fn is_zero(value: &Value) -> bool {
+    match value {
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        _ => false,
+    }
+}
+
 /// A plain message: every field the body sets, by its JSON name.
 fn fields_json(message: &DynamicMessage, descriptor: &MessageDescriptor) -> Value {
     let mut out = Map::new();
@@ -139,6 +165,9 @@ fn fields_json(message: &DynamicMessage, descriptor: &MessageDescriptor) -> Valu
             continue;
         }
         if let Some(value) = value_json(&message.get_field(&field)) {
+            if is_zero(&value) && omitted_when_zero(descriptor.full_name(), field.name()) {
+                continue;
+            }
             out.insert(field.name().to_string(), value);
         }
     }

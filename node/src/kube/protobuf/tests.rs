@@ -99,3 +99,24 @@ fn unreadable_or_unknown_bodies_are_refused_with_what_to_send() {
     assert_eq!(err.code, 415);
     assert!(err.message.contains("send it as JSON"), "{}", err.message);
 }
+
+/// Go writes a Deployment's non-pointer zeros too; its JSON leaves the
+/// `omitempty` ones out but keeps a pointer set to zero (`replicas: 0`).
+#[test]
+fn zero_scalars_read_as_go_s_json_writes_them() {
+    let mut meta = metadata("web", "team");
+    meta["generation"] = json!(0);
+    let deployment = json!({
+        "metadata": meta,
+        "spec": {"replicas": 0, "minReadySeconds": 0, "paused": false, "revisionHistoryLimit": 0,
+                 "template": {"spec": {"hostNetwork": false, "terminationGracePeriodSeconds": 0,
+                                       "containers": [{"name": "app", "image": "nginx", "tty": false, "stdin": false}]}}}
+    });
+    let json = to_json(&body("apps/v1", "Deployment", deployment)).expect("decodes");
+    assert_eq!(
+        json["spec"],
+        json!({"replicas": 0, "revisionHistoryLimit": 0, "template": {"spec": {
+            "terminationGracePeriodSeconds": 0, "containers": [{"name": "app", "image": "nginx"}]}}})
+    );
+    assert!(json["metadata"].get("generation").is_none(), "{json}");
+}
