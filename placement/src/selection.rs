@@ -61,6 +61,10 @@ pub fn is_reserved_namespace(name: &str) -> bool {
     name == "default" || name.starts_with("kube-") || name.starts_with("fleet-")
 }
 
+/// The group of KubeFleet's networking kinds; those that carry a member's
+/// traffic set-up are never placed, as KubeFleet never places them.
+const FLEET_NETWORKING_GROUP: &str = "networking.fleet.azure.com";
+
 /// Whether a group/kind is one Fleet itself serves (placements, snapshots,
 /// bindings, MemberClusters, OCM kinds, internal kinds, Events): copying those
 /// to members would make members run the hub's control plane, so they are
@@ -72,7 +76,8 @@ pub fn is_fleet_kind(group: &str, kind: &str) -> bool {
     }
     group == FLEET_PLACEMENT_GROUP
         || group == FLEET_CLUSTER_GROUP
-        || group.ends_with(".kubernetes-fleet.io")
+        || (group == FLEET_NETWORKING_GROUP
+            && matches!(kind, "ServiceImport" | "TrafficManagerProfile" | "TrafficManagerBackend"))
         || group.contains("fleet.internal")
         || group == OCM_CLUSTER_GROUP
         || (kind == "Event" && (group.is_empty() || group == "events.k8s.io"))

@@ -339,3 +339,15 @@ fn identifiers_split_api_version() {
         ]
     );
 }
+
+/// KubeFleet places a user's own kinds in any group, even one under
+/// kubernetes-fleet.io; only Fleet's own kinds are never placed.
+#[test]
+fn only_fleet_s_own_kinds_are_never_placed() {
+    assert!(!is_fleet_kind("test.kubernetes-fleet.io", "TestResource"));
+    assert!(is_fleet_kind("cluster.kubernetes-fleet.io", "MemberCluster"));
+    assert!(is_fleet_kind("placement.kubernetes-fleet.io", "Work"));
+    assert!(!is_fleet_kind("placement.kubernetes-fleet.io", "ResourceEnvelope"));
+    assert!(is_fleet_kind("networking.fleet.azure.com", "ServiceImport"));
+    assert!(!is_fleet_kind("networking.fleet.azure.com", "ServiceExport"));
+}
