@@ -63,6 +63,27 @@ fn fold(binding: &Object, works: &[Object], latest: Option<u64>, expected: usize
     entry
 }
 
+/// The facts of one cluster with the usual defaults: judged on the latest
+/// index, its overrides current, one Work expected, Works in sync.
+pub(super) fn rollout<'a>(
+    binding: &'a Object,
+    works: &'a [Object],
+    latest: Option<u64>,
+    rendering: &'a Rendering,
+) -> ClusterRollout<'a> {
+    ClusterRollout {
+        cluster: "east",
+        binding,
+        works,
+        latest_resource_index: latest,
+        external: false,
+        overrides_current: true,
+        expected_works: 1,
+        works_in_sync: true,
+        rendering,
+    }
+}
+
 fn summary(entry: &PerClusterStatus) -> Vec<(String, String, String)> {
     entry.conditions.iter().map(|c| (c.type_.clone(), c.status.clone(), c.reason.clone())).collect()
 }
@@ -326,17 +347,7 @@ fn failed_objects_wrapped_in_an_envelope_name_it_and_overrides_report_their_outc
 fn su_13_external_clusters_stand_on_their_own_binding() {
     let fold_external = |binding: &Object, works: &[Object]| {
         let mut entry = scheduled_entry();
-        let facts = ClusterRollout {
-            cluster: "east",
-            binding,
-            works,
-            latest_resource_index: Some(3),
-            external: true,
-            overrides_current: true,
-            expected_works: 1,
-            works_in_sync: true,
-            rendering: &Rendering::NoOverrides,
-        };
+        let facts = ClusterRollout { external: true, ..rollout(binding, works, Some(3), &Rendering::NoOverrides) };
         fold_cluster(&mut entry, &facts, 5, "t1");
         entry
     };
@@ -360,17 +371,7 @@ fn a_work_failing_after_overrides_reports_them_applied() {
     b.rest["spec"]["clusterResourceOverrideSnapshots"] = json!(["cro-0"]);
     let mut entry = scheduled_entry();
     let rendering = Rendering::WorkFailed("the override rules leave Namespace \"ops\" an invalid object".into());
-    let facts = ClusterRollout {
-        cluster: "east",
-        binding: &b,
-        works: &[],
-        latest_resource_index: Some(2),
-        external: false,
-        overrides_current: true,
-        expected_works: 1,
-        works_in_sync: false,
-        rendering: &rendering,
-    };
+    let facts = ClusterRollout { works_in_sync: false, ..rollout(&b, &[], Some(2), &rendering) };
     fold_cluster(&mut entry, &facts, 5, "t1");
     let got = summary(&entry);
     assert_eq!(got[2], s("Overridden", "True", "OverriddenSucceeded"));
@@ -384,17 +385,7 @@ fn stale_overrides_mean_the_rollout_has_not_started() {
     let b = binding("Bound", "web-2-snapshot");
     let works = [work("web-work", 2, OK, json!([]))];
     let mut entry = scheduled_entry();
-    let facts = ClusterRollout {
-        cluster: "east",
-        binding: &b,
-        works: &works,
-        latest_resource_index: Some(2),
-        external: false,
-        overrides_current: false,
-        expected_works: 1,
-        works_in_sync: true,
-        rendering: &Rendering::NoOverrides,
-    };
+    let facts = ClusterRollout { overrides_current: false, ..rollout(&b, &works, Some(2), &Rendering::NoOverrides) };
     fold_cluster(&mut entry, &facts, 5, "t1");
     assert_eq!(
         summary(&entry),
