@@ -21,6 +21,25 @@ pub const STATE_SCHEDULED: &str = "Scheduled";
 pub const STATE_BOUND: &str = "Bound";
 /// The cluster is no longer chosen; the binding is being removed.
 pub const STATE_UNSCHEDULED: &str = "Unscheduled";
+
+/// Annotation a staged update run puts on a binding it rolls out: the
+/// scheduling policy snapshot the binding was under then. When the
+/// scheduler later moves the binding to a new policy snapshot, its rollout
+/// is undecided again until a run reaches it (SU-13; KubeFleet's binding
+/// conditions go stale the same way).
+pub const ROLLED_OUT_UNDER_ANNOTATION: &str = "kubernetes-fleet.io/rolled-out-under-policy-snapshot";
+
+/// Whether a Bound binding's rollout by a staged update run predates its
+/// current scheduling policy snapshot ([`ROLLED_OUT_UNDER_ANNOTATION`]). A
+/// binding without the annotation was not rolled out by a run of this
+/// kind and is not stale.
+pub fn rollout_predates_policy(binding: &Object) -> bool {
+    binding
+        .metadata
+        .annotations
+        .get(ROLLED_OUT_UNDER_ANNOTATION)
+        .is_some_and(|under| *under != spec_of(binding).scheduling_policy_snapshot_name)
+}
 const STATES: &[&str] = &[STATE_SCHEDULED, STATE_BOUND, STATE_UNSCHEDULED];
 
 /// A cluster's two scheduling scores.

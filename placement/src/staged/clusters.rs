@@ -39,6 +39,7 @@ fn binding_of<'a>(bindings: &'a [RunBinding], cluster: &str) -> Option<&'a RunBi
 /// Whether the binding already carries what the run rolls out to `cluster`.
 fn in_sync(b: &RunBinding, cluster: &ClusterUpdatingStatus, snapshot: &str, applied: Option<&ApplyStrategy>) -> bool {
     b.state == STATE_BOUND
+        && b.rolled_out_under == b.policy_snapshot
         && b.resource_snapshot == snapshot
         && b.cluster_resource_override_snapshots == cluster.cluster_resource_override_snapshots
         && b.resource_override_snapshots == cluster.resource_override_snapshots

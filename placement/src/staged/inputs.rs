@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use fleet_api::binding::{spec_of as binding_spec_of, STATE_BOUND, STATE_SCHEDULED, STATE_UNSCHEDULED};
+use fleet_api::binding::{
+    spec_of as binding_spec_of, ROLLED_OUT_UNDER_ANNOTATION, STATE_BOUND, STATE_SCHEDULED, STATE_UNSCHEDULED,
+};
 use fleet_api::placement::{apply_defaults, spec_of as placement_spec_of, PlacementSpec, EXTERNAL, ROLLING_UPDATE};
 use fleet_api::snapshot::{
     index_of, number_of_clusters, policy_status_of, CONDITION_SCHEDULED, POLICY_INDEX_LABEL, RESOURCE_INDEX_LABEL,
@@ -68,6 +70,9 @@ pub struct RunBinding {
     pub state: String,
     /// `spec.schedulingPolicySnapshotName`.
     pub policy_snapshot: String,
+    /// The policy snapshot a run last rolled the binding out under
+    /// (`ROLLED_OUT_UNDER_ANNOTATION`; `""` when none did).
+    pub rolled_out_under: String,
     /// `spec.resourceSnapshotName` (`""` when never bound).
     pub resource_snapshot: String,
     /// `spec.clusterResourceOverrideSnapshots`.
@@ -93,6 +98,7 @@ impl RunBinding {
             cluster: spec.target_cluster,
             state: spec.state,
             policy_snapshot: spec.scheduling_policy_snapshot_name,
+            rolled_out_under: object.metadata.annotations.get(ROLLED_OUT_UNDER_ANNOTATION).cloned().unwrap_or_default(),
             resource_snapshot: spec.resource_snapshot_name,
             cluster_resource_override_snapshots: spec.cluster_resource_override_snapshots,
             resource_override_snapshots: spec

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use fleet_api::binding::{set_spec, spec_of, STATE_BOUND};
+use fleet_api::binding::{set_spec, spec_of, ROLLED_OUT_UNDER_ANNOTATION, STATE_BOUND};
 use fleet_api::staged::approval::accept;
 use fleet_api::staged::{
     approval_request_kind, approval_status_of, set_approval_status, ApprovalRequestSpec, AFTER_STAGE, BEFORE_STAGE,
@@ -30,12 +30,16 @@ pub fn bound_binding(binding: &Object, action: &RunAction) -> Option<Object> {
         return None;
     };
     let mut spec = spec_of(binding);
+    let mut updated = binding.clone();
+    updated
+        .metadata
+        .annotations
+        .insert(ROLLED_OUT_UNDER_ANNOTATION.into(), spec.scheduling_policy_snapshot_name.clone());
     spec.state = STATE_BOUND.to_string();
     spec.resource_snapshot_name = resource_snapshot.clone();
     spec.cluster_resource_override_snapshots = cluster_resource_override_snapshots.clone();
     spec.resource_override_snapshots = resource_override_snapshots.iter().map(encode).collect();
     spec.apply_strategy = apply_strategy.as_ref().map(encode);
-    let mut updated = binding.clone();
     set_spec(&mut updated, &spec);
     Some(updated)
 }

@@ -57,6 +57,7 @@ pub(super) fn binding(cluster: &str) -> RunBinding {
         cluster: cluster.to_string(),
         state: "Scheduled".into(),
         policy_snapshot: "app-0".into(),
+        rolled_out_under: String::new(),
         resource_snapshot: String::new(),
         cluster_resource_override_snapshots: Vec::new(),
         resource_override_snapshots: Vec::new(),
@@ -177,6 +178,7 @@ impl World {
                 } => {
                     let b = self.bindings.iter_mut().find(|b| &b.name == binding).expect("bound binding exists");
                     b.state = "Bound".into();
+                    b.rolled_out_under = b.policy_snapshot.clone();
                     b.resource_snapshot = resource_snapshot.clone();
                     b.cluster_resource_override_snapshots = cluster_resource_override_snapshots.clone();
                     b.resource_override_snapshots = resource_override_snapshots.clone();

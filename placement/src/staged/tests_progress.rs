@@ -82,12 +82,30 @@ fn su_6_a_cluster_already_on_the_run_snapshot_starts_without_a_write() {
     let mut w = one_stage(json!({}), 2);
     for b in &mut w.bindings {
         b.state = "Bound".into();
+        b.rolled_out_under = b.policy_snapshot.clone();
         b.resource_snapshot = "app-0-snapshot".into();
         b.readiness = Readiness::Ready;
     }
     let plan = w.step();
     assert!(World::writes(&plan).is_empty());
     assert!(w.succeeded(), "both were already there: the run completes in one pass");
+}
+
+/// SU-13: a binding the scheduler moved to a new policy snapshot since a
+/// run rolled it out is rolled out again (marked with the new one), even
+/// on the same resources.
+#[test]
+fn su_6_a_binding_moved_to_a_new_policy_snapshot_is_rolled_out_again() {
+    let mut w = one_stage(json!({}), 1);
+    for b in &mut w.bindings {
+        b.state = "Bound".into();
+        b.rolled_out_under = "app-old".into();
+        b.resource_snapshot = "app-0-snapshot".into();
+        b.readiness = Readiness::Ready;
+    }
+    let plan = w.step();
+    assert_eq!(World::writes(&plan), ["bind:c1"]);
+    assert_eq!(w.bindings[0].rolled_out_under, "app-0");
 }
 
 #[test]
@@ -106,6 +124,11 @@ fn su_6_bind_carries_overrides_and_apply_strategy() {
     }))
     .unwrap();
     let updated = objects::bound_binding(&stored, bind).unwrap();
+    assert_eq!(
+        updated.metadata.annotations.get(fleet_api::binding::ROLLED_OUT_UNDER_ANNOTATION).map(String::as_str),
+        Some("app-0"),
+        "the policy snapshot it was rolled out under"
+    );
     let spec = fleet_api::binding::spec_of(&updated);
     assert_eq!((spec.state.as_str(), spec.resource_snapshot_name.as_str()), ("Bound", "app-0-snapshot"));
     assert_eq!(spec.cluster_resource_override_snapshots, ["cro-0"]);

@@ -1,6 +1,6 @@
 //! One chosen cluster's entry in `status.placementStatuses`.
 
-use fleet_api::binding::{spec_of as binding_spec_of, STATE_BOUND};
+use fleet_api::binding::{rollout_predates_policy, spec_of as binding_spec_of, STATE_BOUND};
 use fleet_api::conditions::{find, Condition};
 use fleet_api::envelope::{ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL};
 use fleet_api::placement::{PerClusterStatus, PER_CLUSTER_SCHEDULED};
@@ -140,8 +140,9 @@ fn conditions(
     generation: i64,
 ) -> (Vec<Condition>, Vec<Value>) {
     let mut out = Vec::new();
-    if facts.external && bound.is_none() {
-        // No staged update run has reached this cluster yet (SU-13).
+    if facts.external && (bound.is_none() || rollout_predates_policy(facts.binding)) {
+        // No staged update run has reached this cluster yet, or not since
+        // the scheduler moved it to a new policy snapshot (SU-13).
         let message = "In the process of deciding whether to roll out some version of the resources or not";
         out.push(Condition::unknown(ROLLOUT_STARTED, REASON_ROLLOUT_UNKNOWN, message));
         return (observe(out, generation), Vec::new());

@@ -357,6 +357,11 @@ fn su_13_external_clusters_stand_on_their_own_binding() {
         vec![s("Scheduled", "True", "Scheduled"), s("RolloutStarted", "Unknown", "RolloutStartedUnknown")]
     );
     assert_eq!(waiting.observed_resource_index, "");
+    let mut moved = binding("Bound", "web-1-snapshot");
+    moved.metadata.annotations.insert(fleet_api::binding::ROLLED_OUT_UNDER_ANNOTATION.into(), "web-old".into());
+    let stale = fold_external(&moved, &[work("web-work", 1, OK, json!([]))]);
+    assert_eq!(summary(&stale)[1], s("RolloutStarted", "Unknown", "RolloutStartedUnknown"), "moved since its run");
+    assert_eq!(stale.observed_resource_index, "1");
     let older = fold_external(&binding("Bound", "web-1-snapshot"), &[work("web-work", 1, OK, json!([]))]);
     assert_eq!(older.observed_resource_index, "1");
     assert!(older.conditions.iter().all(Condition::is_true), "rolled out to index 1: {:?}", summary(&older));
