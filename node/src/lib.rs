@@ -16,6 +16,7 @@ pub mod listener;
 pub mod members;
 pub mod metrics;
 pub mod objects;
+pub mod rbac;
 pub mod restore;
 pub mod service;
 pub mod watch;
