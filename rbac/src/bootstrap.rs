@@ -8,7 +8,7 @@
 //! |------------------------|---------------------------------------------------------------|----------------------------|
 //! | `cluster-admin`        | everything                                                    | group [`MASTERS_GROUP`]    |
 //! | `fleet:viewer`         | reading every kind, the hub's status and heartbeats           | group [`VIEWERS_GROUP`]    |
-//! | `system:discovery`     | discovery, OpenAPI, version and health paths                  | `system:authenticated`     |
+//! | `system:discovery`     | discovery, OpenAPI, version, health, the nodes' API endpoints | `system:authenticated`     |
 //! | `system:basic-user`    | SelfSubjectAccessReview and SelfSubjectRulesReview            | `system:authenticated`     |
 //! | `admin`                | `edit`, plus Roles, RoleBindings and approving updates        | (bind it in a namespace)   |
 //! | `edit`                 | `view`, plus writing tenant kinds and Secrets                 | (bind it in a namespace)   |
@@ -175,22 +175,26 @@ pub fn cluster_roles() -> Vec<Role> {
         ),
         cluster_role(
             "system:discovery",
-            vec![PolicyRule::non_resource(
-                &["get"],
-                &[
-                    "/api",
-                    "/api/*",
-                    "/apis",
-                    "/apis/*",
-                    "/openapi",
-                    "/openapi/*",
-                    "/version",
-                    "/version/",
-                    "/healthz",
-                    "/livez",
-                    "/readyz",
-                ],
-            )],
+            vec![
+                PolicyRule::non_resource(
+                    &["get"],
+                    &[
+                        "/api",
+                        "/api/*",
+                        "/apis",
+                        "/apis/*",
+                        "/openapi",
+                        "/openapi/*",
+                        "/version",
+                        "/version/",
+                        "/healthz",
+                        "/livez",
+                        "/readyz",
+                    ],
+                ),
+                // Where each node serves the Kubernetes API (`fleetctl kubeconfig`).
+                PolicyRule::resource(&["get", "list"], &["fleet.internal"], &["nodeendpoint", "nodeendpoints"]),
+            ],
         ),
         cluster_role(
             "system:basic-user",
