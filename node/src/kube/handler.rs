@@ -176,7 +176,15 @@ async fn resource(
         path.name.as_deref().unwrap_or_default(),
     )
     .on_subresource(path.subresource.as_deref().unwrap_or_default());
-    api.objects.authorizer().check(&caller, &attributes).await.map_err(|s| KubeError::forbidden(s.message()))?;
+    api.objects.authorizer().check(&caller, &attributes).await.map_err(|s| {
+        // As the Kubernetes API server words it: `<plural> "<name>" is forbidden: ...`.
+        let what = match (&path.name, &path.subresource) {
+            (Some(name), Some(sub)) => format!("{}/{sub} {name:?}", resource.plural),
+            (Some(name), None) => format!("{} {name:?}", resource.plural),
+            _ => resource.plural.clone(),
+        };
+        KubeError::forbidden(format!("{what} is forbidden: {}", s.message()))
+    })?;
     let ctx = Ctx {
         api,
         caller,
