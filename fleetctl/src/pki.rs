@@ -141,18 +141,13 @@ pub fn issue_user(
     if !force {
         refuse_existing(&[pki.client_cert(name), pki.client_key(name)])?;
     }
-    let issuer = load_issuer(&pki, root_dir)?;
+    let (issuer, ca_key) = (load_issuer(&pki, root_dir)?, load_root_key(&pki, root_dir)?);
     let mut params = client_params(name)?;
-    for group in groups {
-        params.distinguished_name.push(DnType::OrganizationName, group.as_str());
-    }
     set_validity_exactly(&mut params, ttl);
     let key = KeyPair::generate()?;
     let cert = params.signed_by(&key, &issuer)?;
-    Ok(vec![
-        write_public(&pki.client_cert(name), &cert.pem())?,
-        write_private(&pki.client_key(name), &key.serialize_pem())?,
-    ])
+    let pem = subject::with_subject(cert.der(), &subject::subject(name, groups), &ca_key)?;
+    Ok(vec![write_public(&pki.client_cert(name), &pem)?, write_private(&pki.client_key(name), &key.serialize_pem())?])
 }
 
 /// Replaces the member CA of the PKI in `dir` with a new one signed by the
@@ -264,14 +259,18 @@ fn write_client(pki: &PkiDir, issuer: &Issuer<'_, KeyPair>, name: &str) -> Resul
 /// `ca-key.pem` of a PKI made before the CA split).
 fn load_issuer(pki: &PkiDir, root_dir: Option<&Path>) -> Result<Issuer<'static, KeyPair>> {
     let ca_pem = read_text(&pki.ca_cert())?;
+    Ok(Issuer::from_ca_cert_pem(&ca_pem, load_root_key(pki, root_dir)?)?)
+}
+
+/// The root CA's key: from `root_dir/ca-key.pem` when given, else
+/// `root/ca-key.pem` (or `ca-key.pem` of a PKI made before the CA split).
+fn load_root_key(pki: &PkiDir, root_dir: Option<&Path>) -> Result<KeyPair> {
     let key_path = match root_dir {
         Some(_) => root_key_path(pki, root_dir),
         None if pki.root_key().exists() || !pki.legacy_ca_key().exists() => pki.root_key(),
         None => pki.legacy_ca_key(),
     };
-    let key_pem = read_text(&key_path)?;
-    let key = KeyPair::from_pem(&key_pem)?;
-    Ok(Issuer::from_ca_cert_pem(&ca_pem, key)?)
+    Ok(KeyPair::from_pem(&read_text(&key_path)?)?)
 }
 
 fn common_name(cn: &str) -> DistinguishedName {
@@ -366,5 +365,6 @@ fn write_private(path: &Path, contents: &str) -> Result<PathBuf> {
     Ok(path.to_path_buf())
 }
 
+mod subject;
 #[cfg(test)]
 mod tests;
