@@ -150,7 +150,7 @@ impl Authorizer {
             return Ok(());
         }
         let json = serde_json::to_value(object).map_err(|e| Status::internal(format!("encoding the object: {e}")))?;
-        let invalid = |e: fleet_rbac::RbacError| Status::invalid_argument(e.to_string());
+        let invalid = |e: fleet_rbac::RbacError| Status::invalid_argument(invalid_text(&e));
         enum Parsed {
             Role(Role),
             Binding(Binding),
@@ -171,6 +171,19 @@ impl Authorizer {
             Parsed::Binding(binding) => fleet_rbac::escalation::check_binding(&policy, &user, binding),
         };
         result.map_err(|e| Status::permission_denied(e.message))
+    }
+}
+
+/// An RBAC object's error as admission words its errors (`Kind "name" is
+/// invalid:` then one `field: detail` line), which the Kubernetes API
+/// turns into field causes.
+fn invalid_text(error: &fleet_rbac::RbacError) -> String {
+    use fleet_rbac::RbacError;
+    match error {
+        RbacError::Invalid { kind, name, field, detail } => {
+            format!("{kind} {name:?} is invalid:\n  {field}: Invalid value: {detail}")
+        }
+        RbacError::Required { kind, name, field } => format!("{kind} {name:?} is invalid:\n  {field}: Required value"),
     }
 }
 
