@@ -164,6 +164,9 @@ impl Authorizer {
             }
             _ => return Ok(()),
         };
+        if let Parsed::Binding(binding) = &parsed {
+            self.check_role_ref_unchanged(object, binding).await?;
+        }
         let Some(user) = user_of(&caller.identity) else { return Ok(()) };
         let policy = self.policy().await?;
         let result = match &parsed {
@@ -171,6 +174,27 @@ impl Authorizer {
             Parsed::Binding(binding) => fleet_rbac::escalation::check_binding(&policy, &user, binding),
         };
         result.map_err(|e| Status::permission_denied(e.message))
+    }
+}
+
+impl Authorizer {
+    /// Refuses an update of a binding that changes its `roleRef`, which is
+    /// immutable in Kubernetes (delete and recreate the binding instead).
+    async fn check_role_ref_unchanged(&self, object: &Object, binding: &Binding) -> Result<(), Status> {
+        let store = self.store.clone();
+        let key = ObjectKey::of(object);
+        let existing = blocking(move || Ok(store.get(&key).map_err(storage_status)?.0)).await?;
+        let Some(existing) = existing else { return Ok(()) };
+        let before = existing.rest.get("roleRef").cloned().unwrap_or_default();
+        let after = serde_json::to_value(&binding.role_ref).unwrap_or_default();
+        if before.is_null() || before == after {
+            return Ok(());
+        }
+        Err(Status::invalid_argument(format!(
+            "{} {:?} is invalid:\n  roleRef: Invalid value: {after}: cannot change roleRef (it is {before})",
+            binding.kind.as_str(),
+            binding.name
+        )))
     }
 }
 

@@ -274,6 +274,10 @@ async fn a_tenant_cannot_grant_what_it_does_not_hold() {
     assert!(!out.status.success(), "{}", text(&out));
     let out = kube.kubectl_with(&alice, &["apply", "-f", &write("bob.yaml", &bind("Role", "tenant", "bob"))]);
     assert!(out.status.success(), "{}", text(&out));
+    // A binding's roleRef does not change.
+    let out = kube.kubectl_with(&alice, &["apply", "-f", &write("bob2.yaml", &bind("Role", "cm-reader", "bob"))]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("cannot change roleRef"), "{}", text(&out));
 
     // Nothing refused was stored.
     let stored = kube.kubectl_ok(&["get", "roles,rolebindings", "-n", "team-a", "-o", "name"]);
