@@ -17,7 +17,6 @@ use fleet_proto::fleet::{
     SaveSnapshotRequest, UpdateStatusRequest, WatchEvent, WatchRequest, WriteResponse,
 };
 use fleet_raft::consensus::MembershipChange;
-use fleet_raft::Consensus;
 use fleet_statemachine::{Op, Store};
 use futures::Stream;
 use tonic::{Request, Response, Status};
@@ -49,13 +48,13 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> +
 }
 
 impl FleetService {
-    /// A service over this node's consensus.
+    /// A service over this node's object operations.
     pub fn new(
-        consensus: Arc<Consensus>,
+        objects: Objects,
         members: Arc<MemberService>,
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> FleetService {
-        FleetService { objects: Objects::new(consensus), members, stopping }
+        FleetService { objects, members, stopping }
     }
 
     fn member_cluster(caller: &Caller) -> Result<&str, Status> {
