@@ -104,16 +104,31 @@ impl FleetService {
         if crate::rbac::user_of(&caller.identity).is_none() {
             return Ok(());
         }
-        for object in objects {
-            let store = self.store();
-            let key = fleet_api::ObjectKey::of(object);
-            let document = object.clone();
-            let (kind, exists) = blocking(move || {
-                let kind = admission::resolve_document(&store, &document)?;
-                let exists = store.get(&key).map_err(crate::error::storage_status)?.0.is_some();
-                Ok((kind, exists))
+        // Each object's kind and whether it exists, in one blocking call;
+        // the kind resolves from apiVersion and kind (no need for the body).
+        let stubs: Vec<fleet_api::Object> = objects
+            .iter()
+            .map(|o| fleet_api::Object {
+                api_version: o.api_version.clone(),
+                kind: o.kind.clone(),
+                metadata: o.metadata.clone(),
+                rest: Default::default(),
             })
-            .await?;
+            .collect();
+        let store = self.store();
+        let found = blocking(move || {
+            stubs
+                .iter()
+                .map(|stub| {
+                    let kind = admission::resolve_document(&store, stub)?;
+                    let key = fleet_api::ObjectKey::of(stub);
+                    let exists = store.get(&key).map_err(crate::error::storage_status)?.0.is_some();
+                    Ok((kind, exists))
+                })
+                .collect::<Result<Vec<_>, Status>>()
+        })
+        .await?;
+        for (object, (kind, exists)) in objects.iter().zip(found) {
             let verb = if exists { "update" } else { "create" };
             let namespace = object.metadata.namespace.clone().unwrap_or_default();
             let name = if exists { object.metadata.name.as_str() } else { "" };
