@@ -63,10 +63,11 @@ pub struct Authorizer {
 impl Authorizer {
     /// An authorizer over `store`'s RBAC objects.
     pub fn new(store: Arc<Store>) -> Authorizer {
-        // No history wanted: only the events applied from now on.
+        // No history wanted: only the events applied from now on (a
+        // subscription from the end of the history is never expired).
         let receiver = match store.hub().subscribe_where(u64::MAX, |_| false) {
             Ok(subscription) => subscription.receiver,
-            Err(_) => unreachable_subscription(&store),
+            Err(_) => closed_receiver(),
         };
         Authorizer { store, cache: Mutex::new(Cache { receiver, policy: None, generation: 0 }) }
     }
@@ -211,10 +212,9 @@ fn invalid_text(error: &fleet_rbac::RbacError) -> String {
     }
 }
 
-/// A receiver on a hub that refused a subscription from the end of its
-/// history (it never does): an empty channel whose closed state makes
-/// every decision rebuild, correct if slow.
-fn unreachable_subscription(_store: &Store) -> Receiver<HubMessage> {
+/// A receiver whose sender is gone: every decision then rebuilds the
+/// policy, correct if slow.
+fn closed_receiver() -> Receiver<HubMessage> {
     let (_, receiver) = tokio::sync::broadcast::channel(1);
     receiver
 }
@@ -259,6 +259,58 @@ fn build(store: &Store) -> Result<Policy, Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fleet_statemachine::{Command, Op, Proposal};
+    use openraft::{CommittedLeaderId, EntryPayload, LogId};
+
+    /// Applies `objects` to `store` as entry `index`.
+    fn apply(store: &Store, index: u64, objects: Vec<serde_json::Value>) {
+        let ops = objects
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| Op::Apply { object: serde_json::from_value(v).unwrap(), uid: format!("uid-{index}-{i}") })
+            .collect();
+        let command = Command { now: "2026-11-27T00:00:00Z".into(), ops };
+        let entry = openraft::Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Proposal::new(vec![command]).unwrap()),
+        };
+        store.apply_entries(vec![entry], false).unwrap();
+    }
+
+    fn alice_may_list(authorizer: &Authorizer) -> bool {
+        let user = user_of(&Identity::User { name: "alice".into(), groups: vec!["team-a".into()] }).unwrap();
+        let list = Attributes::resource("list", "", "configmaps", "team-a", "");
+        authorizer.policy_blocking().unwrap().authorize(&user, &list).allowed
+    }
+
+    #[test]
+    fn the_cached_policy_follows_rbac_writes_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("sm.redb")).unwrap();
+        let authorizer = Authorizer::new(store.clone());
+        assert!(!alice_may_list(&authorizer));
+        let first = authorizer.policy_blocking().unwrap();
+        // An unrelated write keeps the cached policy.
+        let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "team-a"}});
+        apply(&store, 1, vec![cm]);
+        assert!(Arc::ptr_eq(&first, &authorizer.policy_blocking().unwrap()));
+        // A binding is seen by the very next decision.
+        let binding = serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "view", "namespace": "team-a"},
+            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"apiGroup": GROUP, "kind": "Group", "name": "team-a"}],
+        });
+        apply(&store, 2, vec![binding]);
+        assert!(alice_may_list(&authorizer));
+        // A malformed stored object grants nothing and breaks nothing.
+        let broken = serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "broken"}, "roleRef": {"kind": "Nothing"},
+        });
+        apply(&store, 3, vec![broken]);
+        assert!(alice_may_list(&authorizer));
+    }
 
     #[test]
     fn the_built_in_certificates_are_users_in_fixed_groups() {
