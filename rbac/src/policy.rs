@@ -53,9 +53,33 @@ pub struct Policy {
     roles: HashMap<(String, String), Arc<Vec<PolicyRule>>>,
     bindings: Vec<Binding>,
     /// ClusterRoleBindings naming each subject.
-    cluster_index: HashMap<SubjectKey, Vec<usize>>,
+    cluster_index: SubjectIndex,
     /// RoleBindings naming each subject, by namespace.
-    namespace_index: HashMap<(String, SubjectKey), Vec<usize>>,
+    namespace_index: HashMap<String, SubjectIndex>,
+}
+
+/// Bindings (positions in [`Policy::bindings`]) by the users and groups
+/// they name, looked up by `&str` (a decision allocates no keys).
+#[derive(Debug, Default)]
+struct SubjectIndex {
+    users: HashMap<String, Vec<usize>>,
+    groups: HashMap<String, Vec<usize>>,
+}
+
+impl SubjectIndex {
+    fn insert(&mut self, key: SubjectKey, at: usize) {
+        match key {
+            SubjectKey::User(name) => self.users.entry(name).or_default().push(at),
+            SubjectKey::Group(name) => self.groups.entry(name).or_default().push(at),
+        }
+    }
+
+    /// The bindings naming `user` or one of its groups.
+    fn of<'a>(&'a self, user: &'a UserInfo) -> impl Iterator<Item = usize> + 'a {
+        let users = self.users.get(&user.name).into_iter().flatten();
+        let groups = user.groups.iter().filter_map(|g| self.groups.get(g)).flatten();
+        users.chain(groups).copied()
+    }
 }
 
 impl Policy {
@@ -88,9 +112,9 @@ impl Policy {
             for subject in &binding.subjects {
                 let Some(key) = subject_key(subject, &binding.namespace) else { continue };
                 match binding.kind {
-                    BindingKind::ClusterRoleBinding => policy.cluster_index.entry(key).or_default().push(at),
+                    BindingKind::ClusterRoleBinding => policy.cluster_index.insert(key, at),
                     BindingKind::RoleBinding => {
-                        policy.namespace_index.entry((binding.namespace.clone(), key)).or_default().push(at)
+                        policy.namespace_index.entry(binding.namespace.clone()).or_default().insert(key, at)
                     }
                 }
             }
@@ -118,19 +142,10 @@ impl Policy {
     /// `namespace` (ClusterRoleBindings always; RoleBindings of that
     /// namespace) and the rules it grants, until `visit` returns true.
     fn visit(&self, user: &UserInfo, namespace: &str, mut visit: impl FnMut(&Binding, &[PolicyRule]) -> bool) -> bool {
-        let keys: Vec<SubjectKey> = std::iter::once(SubjectKey::User(user.name.clone()))
-            .chain(user.groups.iter().map(|g| SubjectKey::Group(g.clone())))
-            .collect();
-        let mut cluster: Vec<usize> =
-            keys.iter().filter_map(|k| self.cluster_index.get(k)).flatten().copied().collect();
-        let mut local: Vec<usize> = if namespace.is_empty() {
-            Vec::new()
-        } else {
-            keys.iter()
-                .filter_map(|k| self.namespace_index.get(&(namespace.to_string(), k.clone())))
-                .flatten()
-                .copied()
-                .collect()
+        let mut cluster: Vec<usize> = self.cluster_index.of(user).collect();
+        let mut local: Vec<usize> = match self.namespace_index.get(namespace) {
+            Some(index) if !namespace.is_empty() => index.of(user).collect(),
+            _ => Vec::new(),
         };
         // A binding naming the user and one of its groups is visited once,
         // in a stable order (the reason names the first that allows).
