@@ -224,6 +224,15 @@ pub enum TokenCommand {
 
 /// A token lifetime: a duration of at least 1s and at most 24h (the hub
 /// refuses longer ones too).
+/// A user certificate's lifetime: an hour to ten years.
+fn parse_user_ttl(text: &str) -> Result<std::time::Duration, String> {
+    let ttl = humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))?;
+    if ttl < std::time::Duration::from_secs(3600) || ttl > std::time::Duration::from_secs(10 * 365 * 24 * 3600) {
+        return Err(format!("{text:?}: a user certificate is valid for 1h to 3650d"));
+    }
+    Ok(ttl)
+}
+
 fn parse_ttl(text: &str) -> Result<std::time::Duration, String> {
     let ttl = humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))?;
     if ttl < std::time::Duration::from_secs(1) || ttl > std::time::Duration::from_secs(24 * 3600) {
@@ -396,6 +405,30 @@ pub enum PkiCommand {
         /// the nodes. Default: root/ in the PKI directory.
         #[arg(long, value_name = "DIR")]
         root_dir: Option<PathBuf>,
+    },
+    /// Sign a certificate for a user: subject CN the user name, one subject
+    /// O per group (how Kubernetes reads users from certificates). What the
+    /// user may do is what RBAC bindings to it or its groups grant.
+    IssueUser {
+        /// The PKI directory.
+        #[arg(long, value_name = "PKI")]
+        dir: PathBuf,
+        /// Where the root CA's key is (ca-key.pem): a directory kept off
+        /// the nodes. Default: root/ in the PKI directory.
+        #[arg(long, value_name = "DIR")]
+        root_dir: Option<PathBuf>,
+        /// The user name, also the file name (<NAME>.pem, <NAME>-key.pem).
+        #[arg(long)]
+        name: String,
+        /// A group of the user (repeat for several).
+        #[arg(long = "group", value_name = "GROUP")]
+        groups: Vec<String>,
+        /// How long the certificate is valid.
+        #[arg(long, default_value = "90d", value_parser = parse_user_ttl, value_name = "DURATION")]
+        ttl: std::time::Duration,
+        /// Replace existing files.
+        #[arg(long)]
+        force: bool,
     },
     /// Sign a client certificate with any subject CN.
     IssueClient {

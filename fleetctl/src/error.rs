@@ -95,6 +95,9 @@ pub enum Error {
     /// Making a certificate failed.
     #[error("certificate: {0}")]
     Certificate(#[from] rcgen::Error),
+    /// A certificate could not be re-encoded (a subject with several groups).
+    #[error("certificate: {0}")]
+    CertificateEncoding(String),
     /// A PKI file exists and `--force` was not given.
     #[error("{} already exists; pass --force to overwrite", path.display())]
     Exists {

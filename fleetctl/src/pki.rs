@@ -13,7 +13,9 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fleet_proto::tls::{node_server_name, PkiDir, ADMIN_CN, MEMBER_CA_CN, NODE_CN_PREFIX, VIEWER_CN};
+use fleet_proto::tls::{
+    node_server_name, PkiDir, ADMIN_CN, MEMBER_CA_CN, NODE_CN_PREFIX, RESERVED_CN_PREFIX, VIEWER_CN,
+};
 use rcgen::{
     BasicConstraints, CertificateParams, CidrSubnet, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
     GeneralSubtree, IsCa, Issuer, KeyPair, KeyUsagePurpose, NameConstraints, SanType,
@@ -106,6 +108,46 @@ pub fn issue_client(dir: &Path, root_dir: Option<&Path>, name: &str, force: bool
     }
     let issuer = load_issuer(&pki, root_dir)?;
     write_client(&pki, &issuer, name)
+}
+
+/// Signs a certificate for user `name` in `groups` (subject CN and O, as
+/// Kubernetes reads them) valid for `ttl`, written as `<name>.pem` and
+/// `<name>-key.pem` so `fleetctl --user <name>` and `fleetctl kubeconfig
+/// --user <name>` use it. The names of the built-in certificates and the
+/// hub's reserved `system:fleet:` prefix are refused: they are not users.
+pub fn issue_user(
+    dir: &Path,
+    root_dir: Option<&Path>,
+    name: &str,
+    groups: &[String],
+    ttl: Duration,
+    force: bool,
+) -> Result<Vec<PathBuf>> {
+    validate_client_name(name)?;
+    if [ADMIN_CN, VIEWER_CN].contains(&name) || name.starts_with(RESERVED_CN_PREFIX) {
+        return Err(Error::Usage(format!(
+            "invalid --name {name:?}: {ADMIN_CN:?}, {VIEWER_CN:?} and names starting with {RESERVED_CN_PREFIX:?} \
+             are not users (see pki init and issue-client)"
+        )));
+    }
+    for group in groups {
+        if group.trim().is_empty() || group.chars().any(char::is_control) {
+            return Err(Error::Usage(format!(
+                "invalid --group {group:?} for user {name:?}: a group is a non-empty name without control characters"
+            )));
+        }
+    }
+    let pki = PkiDir::new(dir);
+    if !force {
+        refuse_existing(&[pki.client_cert(name), pki.client_key(name)])?;
+    }
+    let (issuer, ca_key) = (load_issuer(&pki, root_dir)?, load_root_key(&pki, root_dir)?);
+    let mut params = client_params(name)?;
+    set_validity_exactly(&mut params, ttl);
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, &issuer)?;
+    let pem = subject::with_subject(cert.der(), &subject::subject(name, groups), &ca_key)?;
+    Ok(vec![write_public(&pki.client_cert(name), &pem)?, write_private(&pki.client_key(name), &key.serialize_pem())?])
 }
 
 /// Replaces the member CA of the PKI in `dir` with a new one signed by the
@@ -217,14 +259,18 @@ fn write_client(pki: &PkiDir, issuer: &Issuer<'_, KeyPair>, name: &str) -> Resul
 /// `ca-key.pem` of a PKI made before the CA split).
 fn load_issuer(pki: &PkiDir, root_dir: Option<&Path>) -> Result<Issuer<'static, KeyPair>> {
     let ca_pem = read_text(&pki.ca_cert())?;
+    Ok(Issuer::from_ca_cert_pem(&ca_pem, load_root_key(pki, root_dir)?)?)
+}
+
+/// The root CA's key: from `root_dir/ca-key.pem` when given, else
+/// `root/ca-key.pem` (or `ca-key.pem` of a PKI made before the CA split).
+fn load_root_key(pki: &PkiDir, root_dir: Option<&Path>) -> Result<KeyPair> {
     let key_path = match root_dir {
         Some(_) => root_key_path(pki, root_dir),
         None if pki.root_key().exists() || !pki.legacy_ca_key().exists() => pki.root_key(),
         None => pki.legacy_ca_key(),
     };
-    let key_pem = read_text(&key_path)?;
-    let key = KeyPair::from_pem(&key_pem)?;
-    Ok(Issuer::from_ca_cert_pem(&ca_pem, key)?)
+    Ok(KeyPair::from_pem(&read_text(&key_path)?)?)
 }
 
 fn common_name(cn: &str) -> DistinguishedName {
@@ -276,6 +322,14 @@ fn set_validity(params: &mut CertificateParams, validity: Duration) {
     params.not_after = epoch + now + validity.max(DAY);
 }
 
+/// Valid from a little before now (clock skew) until `validity` from now.
+fn set_validity_exactly(params: &mut CertificateParams, validity: Duration) {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    params.not_before = epoch + now.saturating_sub(BACKDATE);
+    params.not_after = epoch + now + validity;
+}
+
 fn refuse_existing(paths: &[PathBuf]) -> Result<()> {
     match paths.iter().find(|p| p.exists()) {
         Some(path) => Err(Error::Exists { path: path.clone() }),
@@ -311,5 +365,6 @@ fn write_private(path: &Path, contents: &str) -> Result<PathBuf> {
     Ok(path.to_path_buf())
 }
 
+mod subject;
 #[cfg(test)]
 mod tests;

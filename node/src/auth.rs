@@ -1,12 +1,14 @@
 //! Who may call what. The caller is the subject of its client certificate
-//! (verified against the fleet CA by TLS); every RPC checks it here. Member
-//! agents pass this gate only for the RPCs they use, and are then confined to
-//! their own Work by [`crate::members::authz`].
+//! (verified against the fleet CA by TLS); every RPC checks it here first.
+//! Member agents pass this gate only for the RPCs they use, and are then
+//! confined to their own Work by [`crate::members::authz`]. Users (`admin`
+//! and `viewer` included) pass it for every RPC but the members' own, and
+//! each RPC then asks RBAC ([`crate::rbac`]) about what it does.
 
 use fleet_proto::tls::{presented, Identity};
 use tonic::{Request, Status};
 
-/// What an RPC needs.
+/// What an RPC needs of this gate (RBAC decides users' requests after it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
     /// Get, list, watch, cluster status.
@@ -54,8 +56,7 @@ pub fn permit(caller: Caller, rpc: &str, access: Access, members: bool) -> Resul
     let allowed = match (&caller.identity, access) {
         (Identity::Member(_), _) => members,
         (_, Access::MemberOnly) => false,
-        (Identity::Admin, _) => true,
-        (Identity::Viewer, Access::Read) => true,
+        (Identity::Admin | Identity::Viewer | Identity::User { .. }, _) => true,
         _ => false,
     };
     if allowed {
@@ -63,14 +64,13 @@ pub fn permit(caller: Caller, rpc: &str, access: Access, members: bool) -> Resul
     }
     let why = match (&caller.identity, access) {
         (_, Access::MemberOnly) => "only member agents call this".to_string(),
-        (Identity::Viewer, _) => "viewer may only read".to_string(),
         (Identity::Node(_), _) => "hub node certificates are for peer traffic only".to_string(),
         (Identity::Member(c), _) => {
             format!(
                 "a member may only read the Work of namespace \"fleet-member-{c}\", write its status, and heartbeat"
             )
         }
-        _ => "this certificate names no Fleet role (admin, viewer)".to_string(),
+        _ => "this certificate names no user of the hub".to_string(),
     };
     Err(Status::permission_denied(format!("{:?} may not call {rpc}: {why}", caller.identity.to_string())))
 }

@@ -16,6 +16,7 @@ pub mod listener;
 pub mod members;
 pub mod metrics;
 pub mod objects;
+pub mod rbac;
 pub mod restore;
 pub mod service;
 pub mod watch;
@@ -120,10 +121,11 @@ pub async fn run(
     tokio::spawn(members::health::run(consensus.clone(), member_service.arrivals.clone(), stop_rx.clone()));
     metrics::register_node(consensus.clone(), member_service.arrivals.clone(), config.data_dir.clone());
     tokio::spawn(controllers::run(consensus.clone(), stop_rx.clone()));
-    let fleet =
-        FleetServer::new(service::FleetService::new(consensus.clone(), member_service.clone(), stop_rx.clone()))
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    // One set of object operations (and one RBAC policy cache) for both APIs.
+    let objects = objects::Objects::new(consensus.clone());
+    let fleet = FleetServer::new(service::FleetService::new(objects.clone(), member_service.clone(), stop_rx.clone()))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
     let peer = RaftPeerServer::new(PeerService::new(consensus.clone(), Some(member_service)))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
@@ -187,7 +189,7 @@ pub async fn run(
         let advertise = kube_advertise(bound, config.listen);
         let tls = kube::tls_config(&ca_pem, &[cert_pem.as_slice(), b"\n", ca_pem.as_slice()].concat(), &key_pem)?;
         let api = Arc::new(kube::KubeApi {
-            objects: objects::Objects::new(consensus.clone()),
+            objects: objects.clone(),
             stopping: stop_rx.clone(),
             advertise: advertise.clone(),
         });

@@ -16,7 +16,9 @@ use crate::admission::{self, ResolvedKind};
 use crate::auth::Caller;
 use crate::error::{raft_status, storage_status};
 use crate::members::authz;
+use crate::rbac::Authorizer;
 use crate::service::{blocking, now_rfc3339};
+use fleet_rbac::Attributes;
 
 /// How long a read waits for this node to catch up with what the client has seen.
 const CATCH_UP: Duration = Duration::from_secs(5);
@@ -28,12 +30,36 @@ pub type View = fn(&Object) -> Object;
 #[derive(Clone)]
 pub struct Objects {
     consensus: Arc<Consensus>,
+    authorizer: Arc<Authorizer>,
 }
 
 impl Objects {
     /// Operations over `consensus`.
     pub fn new(consensus: Arc<Consensus>) -> Objects {
-        Objects { consensus }
+        let authorizer = Arc::new(Authorizer::new(consensus.store().clone()));
+        Objects { consensus, authorizer }
+    }
+
+    /// The RBAC decisions of users' requests.
+    pub fn authorizer(&self) -> &Arc<Authorizer> {
+        &self.authorizer
+    }
+
+    /// Checks that `caller` may do `verb` on objects of `kind` (on its
+    /// `subresource` when not empty) in `namespace` (all namespaces or
+    /// cluster scope when empty), named `name` (none when empty).
+    pub async fn authorize(
+        &self,
+        caller: &Caller,
+        verb: &str,
+        kind: &ResolvedKind,
+        namespace: &str,
+        name: &str,
+        subresource: &str,
+    ) -> Result<(), Status> {
+        let attributes =
+            Attributes::resource(verb, &kind.group, &kind.plural, namespace, name).on_subresource(subresource);
+        self.authorizer.check(caller, &attributes).await
     }
 
     /// The consensus these operations go through.
@@ -266,17 +292,18 @@ pub fn not_found(kind: &ResolvedKind, key: &ObjectKey) -> Status {
 }
 
 /// Refuses reads of the hub's internal kinds (bootstrap tokens, member
-/// credentials) to everyone but an admin: a viewer sees the fleet, not the
+/// credentials) to everyone but the `system:masters` group (the admin
+/// certificate), whatever RBAC grants: a viewer sees the fleet, not the
 /// material that lets clusters join it.
 fn internal_readable(caller: &Caller, kind: &ResolvedKind, rpc: &str) -> Result<(), Status> {
     use crate::members::internal::{CREDENTIAL_KIND, INTERNAL_GROUP, TOKEN_KIND};
     let secret = kind.group == INTERNAL_GROUP && (kind.kind == TOKEN_KIND || kind.kind == CREDENTIAL_KIND);
-    if !secret || matches!(caller.identity, fleet_proto::tls::Identity::Admin) {
+    if !secret || crate::rbac::is_master(&caller.identity) {
         return Ok(());
     }
     Err(Status::permission_denied(format!(
         "{:?} may not call {rpc} on {}.{}: the group {} holds the hub's join tokens and member credentials; only \
-         admin reads it",
+         system:masters (admin) reads it",
         caller.identity.to_string(),
         kind.plural,
         kind.group,

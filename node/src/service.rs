@@ -17,7 +17,6 @@ use fleet_proto::fleet::{
     SaveSnapshotRequest, UpdateStatusRequest, WatchEvent, WatchRequest, WriteResponse,
 };
 use fleet_raft::consensus::MembershipChange;
-use fleet_raft::Consensus;
 use fleet_statemachine::{Op, Store};
 use futures::Stream;
 use tonic::{Request, Response, Status};
@@ -27,6 +26,7 @@ use crate::auth::{authorize, Access, Caller};
 use crate::error::raft_status;
 use crate::members::service::{MemberCall, MemberReply, MemberService};
 use crate::objects::{parse_selector, Objects};
+use fleet_rbac::bootstrap;
 
 /// The `Fleet` service of one node.
 #[derive(Clone)]
@@ -48,13 +48,13 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> +
 }
 
 impl FleetService {
-    /// A service over this node's consensus.
+    /// A service over this node's object operations.
     pub fn new(
-        consensus: Arc<Consensus>,
+        objects: Objects,
         members: Arc<MemberService>,
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> FleetService {
-        FleetService { objects: Objects::new(consensus), members, stopping }
+        FleetService { objects, members, stopping }
     }
 
     fn member_cluster(caller: &Caller) -> Result<&str, Status> {
@@ -68,9 +68,74 @@ impl FleetService {
         self.objects.store()
     }
 
-    async fn resolve_read(&self, kind: Option<KindRef>) -> Result<(ResolvedKind, Option<View>), Status> {
+    /// Resolves the kind a read names and checks that `caller` may `verb`
+    /// it (RBAC sees the kind asked for, e.g. ManagedClusters, not the
+    /// kind a view reads).
+    async fn resolve_authorized(
+        &self,
+        caller: &Caller,
+        verb: &str,
+        kind: Option<KindRef>,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(ResolvedKind, Option<View>), Status> {
         let kind = kind.ok_or_else(|| Status::invalid_argument("kind: Required value"))?;
-        self.objects.resolve_read(kind).await
+        let resolved = self.objects.resolve(kind).await?;
+        // A named object is in its namespace (`default` when none is given);
+        // a list or watch without one is of every namespace.
+        let namespace = if namespace.is_empty() && name.is_empty() {
+            String::new()
+        } else {
+            resolved.namespace_or_default(namespace)
+        };
+        self.objects.authorize(caller, verb, &resolved, &namespace, name, "").await?;
+        Ok(crate::objects::read_view(resolved))
+    }
+
+    /// Checks that `caller` may `verb` the non-resource `path` (the calls
+    /// that are about the hub, not its objects).
+    async fn authorize_path(&self, caller: &Caller, verb: &str, path: &str) -> Result<(), Status> {
+        self.objects.authorizer().check(caller, &fleet_rbac::Attributes::path(verb, path)).await
+    }
+
+    /// Checks that `caller` may create or update (whichever applying it
+    /// does) each of `objects`, and write it if it is an RBAC object.
+    async fn authorize_apply(&self, caller: &Caller, objects: &[fleet_api::Object]) -> Result<(), Status> {
+        if crate::rbac::user_of(&caller.identity).is_none() {
+            return Ok(());
+        }
+        // Each object's kind and whether it exists, in one blocking call;
+        // the kind resolves from apiVersion and kind (no need for the body).
+        let stubs: Vec<fleet_api::Object> = objects
+            .iter()
+            .map(|o| fleet_api::Object {
+                api_version: o.api_version.clone(),
+                kind: o.kind.clone(),
+                metadata: o.metadata.clone(),
+                rest: Default::default(),
+            })
+            .collect();
+        let store = self.store();
+        let found = blocking(move || {
+            stubs
+                .iter()
+                .map(|stub| {
+                    let kind = admission::resolve_document(&store, stub)?;
+                    let key = fleet_api::ObjectKey::of(stub);
+                    let exists = store.get(&key).map_err(crate::error::storage_status)?.0.is_some();
+                    Ok((kind, exists))
+                })
+                .collect::<Result<Vec<_>, Status>>()
+        })
+        .await?;
+        for (object, (kind, exists)) in objects.iter().zip(found) {
+            let verb = if exists { "update" } else { "create" };
+            let namespace = object.metadata.namespace.clone().unwrap_or_default();
+            let name = if exists { object.metadata.name.as_str() } else { "" };
+            self.objects.authorize(caller, verb, &kind, &namespace, name, "").await?;
+            self.objects.authorizer().check_rbac_write(caller, object).await?;
+        }
+        Ok(())
     }
 
     async fn status(&self, digest: bool) -> ClusterStatusResponse {
@@ -101,7 +166,7 @@ type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, Status>> + Send>
 #[tonic::async_trait]
 impl Fleet for FleetService {
     async fn apply(&self, request: Request<ApplyRequest>) -> Result<Response<ApplyResponse>, Status> {
-        authorize(&request, "Apply", Access::Write, false)?;
+        let caller = authorize(&request, "Apply", Access::Write, false)?;
         let req = request.into_inner();
         if req.documents.is_empty() {
             return Err(Status::invalid_argument("documents: Required value: nothing to apply"));
@@ -118,6 +183,7 @@ impl Fleet for FleetService {
         let store = self.store();
         let objects = blocking(move || admission::admit(&store, documents)).await?;
         objects.iter().for_each(|o| crate::metrics::note_kind(&o.kind));
+        self.authorize_apply(&caller, &objects).await?;
         let ops =
             objects.into_iter().map(|object| Op::Apply { object, uid: uuid::Uuid::new_v4().to_string() }).collect();
         let (index, outcomes) = self.objects.propose(ops).await?;
@@ -146,6 +212,7 @@ impl Fleet for FleetService {
         let (object, kind) = self.objects.prepare_status(object).await?;
         crate::metrics::note_kind(&kind.kind);
         let namespace = object.metadata.namespace.clone().unwrap_or_default();
+        self.objects.authorize(&caller, "update", &kind, &namespace, &object.metadata.name, "status").await?;
         self.objects.member_scope(&caller, &kind, &namespace, "UpdateStatus").await?;
         let (index, outcomes) = self.objects.propose(vec![Op::UpdateStatus { object }]).await?;
         let object = outcomes.into_iter().next().map(|o| o.object.to_json()).unwrap_or_default();
@@ -155,7 +222,7 @@ impl Fleet for FleetService {
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
         let caller = authorize(&request, "Get", Access::Read, true)?;
         let req = request.into_inner();
-        let (kind, view) = self.resolve_read(req.kind).await?;
+        let (kind, view) = self.resolve_authorized(&caller, "get", req.kind, &req.namespace, &req.name).await?;
         self.objects.member_scope(&caller, &kind, &kind.namespace_or_default(&req.namespace), "Get").await?;
         self.objects.read_barrier(req.read.as_ref()).await?;
         let (object, index) = self.objects.get(&kind, view, kind.key(&req.namespace, &req.name)).await?;
@@ -165,8 +232,8 @@ impl Fleet for FleetService {
     async fn list(&self, request: Request<ListRequest>) -> Result<Response<ListResponse>, Status> {
         let caller = authorize(&request, "List", Access::Read, true)?;
         let req = request.into_inner();
-        let (kind, view) = self.resolve_read(req.kind).await?;
         let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
+        let (kind, view) = self.resolve_authorized(&caller, "list", req.kind, &scope_ns, "").await?;
         self.objects.member_scope(&caller, &kind, &scope_ns, "List").await?;
         let selector = parse_selector(&req.label_selector)?;
         self.objects.read_barrier(req.read.as_ref()).await?;
@@ -177,10 +244,10 @@ impl Fleet for FleetService {
     }
 
     async fn delete(&self, request: Request<DeleteRequest>) -> Result<Response<WriteResponse>, Status> {
-        authorize(&request, "Delete", Access::Write, false)?;
+        let caller = authorize(&request, "Delete", Access::Write, false)?;
         let req = request.into_inner();
         // Deleting a ManagedCluster deletes its MemberCluster: one inventory.
-        let (kind, _) = self.resolve_read(req.kind).await?;
+        let (kind, _) = self.resolve_authorized(&caller, "delete", req.kind, &req.namespace, &req.name).await?;
         let key = kind.key(&req.namespace, &req.name);
         let precondition = (req.resource_version > 0).then_some(req.resource_version);
         let (object, index) = self.objects.delete(&kind, key, precondition).await?;
@@ -192,8 +259,8 @@ impl Fleet for FleetService {
     async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
         let caller = authorize(&request, "Watch", Access::Read, true)?;
         let req = request.into_inner();
-        let (kind, view) = self.resolve_read(req.kind.clone()).await?;
         let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
+        let (kind, view) = self.resolve_authorized(&caller, "watch", req.kind.clone(), &scope_ns, "").await?;
         self.objects.member_scope(&caller, &kind, &scope_ns, "Watch").await?;
         let selector = parse_selector(&req.label_selector)?;
         let floor = req.min_resource_version.max(req.resource_version);
@@ -223,12 +290,14 @@ impl Fleet for FleetService {
         &self,
         request: Request<ClusterStatusRequest>,
     ) -> Result<Response<ClusterStatusResponse>, Status> {
-        authorize(&request, "ClusterStatus", Access::Read, false)?;
+        let caller = authorize(&request, "ClusterStatus", Access::Read, false)?;
+        self.authorize_path(&caller, "get", bootstrap::PATH_CLUSTER_STATUS).await?;
         Ok(Response::new(self.status(request.get_ref().digest).await))
     }
 
     async fn add_node(&self, request: Request<AddNodeRequest>) -> Result<Response<ClusterStatusResponse>, Status> {
-        authorize(&request, "AddNode", Access::Write, false)?;
+        let caller = authorize(&request, "AddNode", Access::Write, false)?;
+        self.authorize_path(&caller, "create", bootstrap::PATH_NODES).await?;
         let req = request.into_inner();
         if req.id == 0 || req.address.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).is_none() {
             return Err(Status::invalid_argument(format!(
@@ -248,7 +317,8 @@ impl Fleet for FleetService {
         &self,
         request: Request<RemoveNodeRequest>,
     ) -> Result<Response<ClusterStatusResponse>, Status> {
-        authorize(&request, "RemoveNode", Access::Write, false)?;
+        let caller = authorize(&request, "RemoveNode", Access::Write, false)?;
+        self.authorize_path(&caller, "delete", bootstrap::PATH_NODES).await?;
         let id = request.into_inner().id;
         self.objects.consensus().change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;
         Ok(Response::new(self.status(false).await))
@@ -261,7 +331,15 @@ impl Fleet for FleetService {
         request: Request<SaveSnapshotRequest>,
     ) -> Result<Response<Self::SaveSnapshotStream>, Status> {
         // Every object, internal ones (tokens, credentials) included: admin only.
-        authorize(&request, "SaveSnapshot", Access::Write, false)?;
+        let caller = authorize(&request, "SaveSnapshot", Access::Write, false)?;
+        self.authorize_path(&caller, "create", bootstrap::PATH_SNAPSHOT).await?;
+        if !crate::rbac::is_master(&caller.identity) {
+            return Err(Status::permission_denied(format!(
+                "{:?} may not call SaveSnapshot: a snapshot holds the hub's join tokens and member credentials, which \
+                 only system:masters (admin) reads",
+                caller.identity.to_string()
+            )));
+        }
         Ok(Response::new(crate::backup::save(self.objects.consensus()).await?))
     }
 
@@ -269,7 +347,8 @@ impl Fleet for FleetService {
         &self,
         request: Request<CreateTokenRequest>,
     ) -> Result<Response<CreateTokenResponse>, Status> {
-        authorize(&request, "CreateToken", Access::Write, false)?;
+        let caller = authorize(&request, "CreateToken", Access::Write, false)?;
+        self.authorize_path(&caller, "create", bootstrap::PATH_TOKENS).await?;
         let req = request.into_inner();
         // 0: the default hour; over a day is refused by create_token.
         let ttl = Duration::from_secs(if req.ttl_seconds == 0 { 3600 } else { req.ttl_seconds });
@@ -319,7 +398,8 @@ impl Fleet for FleetService {
         &self,
         request: Request<MemberHeartbeatsRequest>,
     ) -> Result<Response<MemberHeartbeatsResponse>, Status> {
-        authorize(&request, "MemberHeartbeats", Access::Read, false)?;
+        let caller = authorize(&request, "MemberHeartbeats", Access::Read, false)?;
+        self.authorize_path(&caller, "get", bootstrap::PATH_HEARTBEATS).await?;
         match self.members.call(MemberCall::Ages).await? {
             MemberReply::Ages(age_millis) => {
                 Ok(Response::new(MemberHeartbeatsResponse { age_millis: age_millis.into_iter().collect() }))

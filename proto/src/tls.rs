@@ -7,6 +7,13 @@
 //! | `viewer`                       | [`Identity::Viewer`]: reads only  |
 //! | `system:fleet:node:<id>`       | [`Identity::Node`]: a hub peer    |
 //! | `system:fleet:member:<cluster>`| [`Identity::Member`]: an agent    |
+//! | any other CN (O = groups)      | [`Identity::User`]: a user        |
+//!
+//! Users are named the way Kubernetes reads client certificates: the
+//! subject CN is the user name and each subject O one of its groups. What
+//! a user (and `admin` and `viewer`, which the hub treats as users in
+//! fixed groups) may do is decided by RBAC; CNs under the reserved
+//! `system:fleet:` prefix that name no node or member name no user.
 //!
 //! Node certificates also carry the DNS name [`node_server_name`] so a node
 //! dialing peer `<id>` verifies that the server it reached *is* node `<id>`.
@@ -60,6 +67,8 @@ pub const MEMBER_CA_CN: &str = "fleet-member-ca";
 pub const ADMIN_CN: &str = "admin";
 /// The CN of the read-only client certificate.
 pub const VIEWER_CN: &str = "viewer";
+/// CNs under this prefix name hub nodes and member agents, never users.
+pub const RESERVED_CN_PREFIX: &str = "system:fleet:";
 
 /// The caller of an RPC, from its client certificate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +81,15 @@ pub enum Identity {
     Node(u64),
     /// The agent of one member cluster.
     Member(String),
-    /// A certificate signed by the fleet CA that names no known role.
+    /// A user, with the groups its certificate names.
+    User {
+        /// The subject CN.
+        name: String,
+        /// The subject O values.
+        groups: Vec<String>,
+    },
+    /// A certificate signed by the fleet CA that names nobody the hub
+    /// knows (a reserved CN, or one the member CA signed for a non-member).
     Other(String),
 }
 
@@ -83,14 +100,20 @@ impl fmt::Display for Identity {
             Identity::Viewer => f.write_str(VIEWER_CN),
             Identity::Node(id) => write!(f, "{NODE_CN_PREFIX}{id}"),
             Identity::Member(c) => write!(f, "{MEMBER_CN_PREFIX}{c}"),
+            Identity::User { name, .. } => f.write_str(name),
             Identity::Other(cn) => f.write_str(cn),
         }
     }
 }
 
 impl Identity {
-    /// Interprets a subject common name.
+    /// Interprets a subject common name (a user then has no groups).
     pub fn from_common_name(cn: &str) -> Identity {
+        Identity::from_subject(cn, &[])
+    }
+
+    /// Interprets a subject: its common name and organizations.
+    pub fn from_subject(cn: &str, organizations: &[String]) -> Identity {
         if cn == ADMIN_CN {
             Identity::Admin
         } else if cn == VIEWER_CN {
@@ -99,14 +122,17 @@ impl Identity {
             Identity::Node(id)
         } else if let Some(cluster) = cn.strip_prefix(MEMBER_CN_PREFIX).filter(|c| !c.is_empty()) {
             Identity::Member(cluster.to_string())
-        } else {
+        } else if cn.starts_with(RESERVED_CN_PREFIX) || cn.is_empty() {
             Identity::Other(cn.to_string())
+        } else {
+            Identity::User { name: cn.to_string(), groups: organizations.to_vec() }
         }
     }
 
-    /// The identity named by a DER certificate's subject CN.
+    /// The identity named by a DER certificate's subject (CN and O).
     pub fn from_der(der: &[u8]) -> Result<Identity, TlsError> {
-        Ok(Identity::from_common_name(&common_name(der)?))
+        let (_, cert) = X509Certificate::from_der(der).map_err(|e| TlsError::Parse(e.to_string()))?;
+        Ok(Identity::from_subject(&subject_common_name(&cert)?, &organizations(&cert)))
     }
 }
 
@@ -137,8 +163,9 @@ pub fn presented(der: &[u8]) -> Result<Presented, TlsError> {
     }
     let (_, cert) = X509Certificate::from_der(der).map_err(|e| TlsError::Parse(e.to_string()))?;
     let cn = subject_common_name(&cert)?;
+    let organizations = organizations(&cert);
     let by_member_ca = cert.issuer().iter_common_name().filter_map(|n| n.as_str().ok()).any(|n| n == MEMBER_CA_CN);
-    let identity = match Identity::from_common_name(&cn) {
+    let identity = match Identity::from_subject(&cn, &organizations) {
         member @ Identity::Member(_) => member,
         _ if by_member_ca => {
             Identity::Other(format!("{cn} (issued by the member CA, which issues member certificates only)"))
@@ -152,6 +179,11 @@ pub fn presented(der: &[u8]) -> Result<Presented, TlsError> {
     }
     cache.insert(der.to_vec(), parsed.clone());
     Ok(parsed)
+}
+
+/// The subject O values: a user's groups.
+fn organizations(cert: &X509Certificate) -> Vec<String> {
+    cert.subject().iter_organization().filter_map(|o| o.as_str().ok()).map(str::to_string).collect()
 }
 
 fn subject_common_name(cert: &X509Certificate) -> Result<String, TlsError> {
@@ -258,5 +290,10 @@ mod tests {
         assert_eq!(Identity::from_common_name("system:fleet:member:east-1"), Identity::Member("east-1".into()));
         assert_eq!(Identity::from_common_name("system:fleet:node:x"), Identity::Other("system:fleet:node:x".into()));
         assert_eq!(Identity::from_common_name("system:fleet:member:"), Identity::Other("system:fleet:member:".into()));
+        assert_eq!(
+            Identity::from_subject("alice", &["team-a".into()]),
+            Identity::User { name: "alice".into(), groups: vec!["team-a".into()] }
+        );
+        assert_eq!(Identity::from_common_name("system:fleet:other"), Identity::Other("system:fleet:other".into()));
     }
 }

@@ -145,7 +145,7 @@ fn issue_client_makes_any_identity() {
     init(dir.path(), None, 1, &hosts(), false).unwrap();
     let pki = PkiDir::new(dir.path());
     issue_client(dir.path(), None, "intruder", false).unwrap();
-    assert_eq!(identity(&pki.client_cert("intruder")), Identity::Other("intruder".into()));
+    assert_eq!(identity(&pki.client_cert("intruder")), Identity::User { name: "intruder".into(), groups: vec![] });
     verify_client(&pki, &pki.client_cert("intruder")).unwrap();
     issue_client(dir.path(), None, "system:fleet:member:east", false).unwrap();
     assert_eq!(identity(&pki.client_cert("system:fleet:member:east")), Identity::Member("east".into()));
@@ -153,6 +153,28 @@ fn issue_client_makes_any_identity() {
         assert!(matches!(issue_client(dir.path(), None, bad, false), Err(Error::Usage(_))), "{bad:?}");
     }
     assert!(matches!(issue_client(dir.path(), None, "admin", false), Err(Error::Exists { .. })));
+}
+
+#[test]
+fn issue_user_names_the_user_and_its_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), None, 1, &hosts(), false).unwrap();
+    let pki = PkiDir::new(dir.path());
+    let groups = vec!["team-a".to_string(), "team-b".to_string()];
+    let day = Duration::from_secs(24 * 3600);
+    issue_user(dir.path(), None, "alice", &groups, day, false).unwrap();
+    assert_eq!(identity(&pki.client_cert("alice")), Identity::User { name: "alice".into(), groups: groups.clone() });
+    verify_client(&pki, &pki.client_cert("alice")).unwrap();
+    let der = der(&pki.client_cert("alice"));
+    let (_, cert) = X509Certificate::from_der(&der).unwrap();
+    let lifetime = cert.validity().not_after.timestamp() - cert.validity().not_before.timestamp();
+    assert_eq!(lifetime, (day + BACKDATE).as_secs() as i64);
+    assert!(matches!(issue_user(dir.path(), None, "alice", &groups, day, false), Err(Error::Exists { .. })));
+    for bad in ["admin", "viewer", "system:fleet:node:1", "../x"] {
+        assert!(matches!(issue_user(dir.path(), None, bad, &[], day, false), Err(Error::Usage(_))), "{bad:?}");
+    }
+    let err = issue_user(dir.path(), None, "bob", &[" ".into()], day, false).unwrap_err();
+    assert!(err.to_string().contains("--group"), "{err}");
 }
 
 #[test]

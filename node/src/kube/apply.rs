@@ -123,6 +123,24 @@ async fn apply_document(
     status: bool,
 ) -> Result<Response, KubeError> {
     let current = patch::current(ctx).await?;
+    if current.is_none() && !status {
+        // An apply that creates needs `create` as well as `patch`, as in Kubernetes.
+        let attributes = fleet_rbac::Attributes::resource(
+            "create",
+            &ctx.resource.group,
+            &ctx.resource.plural,
+            ctx.namespace.as_deref().unwrap_or_default(),
+            "",
+        );
+        ctx.api.objects.authorizer().check(&ctx.caller, &attributes).await.map_err(|s| {
+            KubeError::forbidden(format!(
+                "{} {:?} is forbidden: {}",
+                ctx.resource.plural,
+                ctx.subject().name,
+                s.message()
+            ))
+        })?;
+    }
     if status {
         let Some(current) = current else { return Err(KubeError::not_found(&ctx.subject())) };
         let mut document = ctx.present(&current);

@@ -88,14 +88,19 @@ async fn dispatch(
             )));
         }
         permit(caller.clone(), "kube discovery", Access::Read, true).map_err(|s| KubeError::forbidden(s.message()))?;
+        let path = fleet_rbac::Attributes::path("get", request.uri().path());
+        api.objects.authorizer().check(&caller, &path).await.map_err(|s| KubeError::forbidden(s.message()))?;
     }
     if let Route::Resource(p) = &route {
-        let is_review = p.group == review::GROUP && p.plural == review::PLURAL && p.name.is_none();
-        if is_review && request.method() == Method::POST {
+        let review = p.group == review::GROUP && p.name.is_none() && request.method() == Method::POST;
+        if review && (p.plural == review::PLURAL || p.plural == review::RULES_PLURAL) {
             let content_type = header_text(&request, header::CONTENT_TYPE);
             let body = axum::body::to_bytes(request.into_body(), MAX_BODY)
                 .await
                 .map_err(|e| KubeError::bad_request(format!("reading the request body: {e}")))?;
+            if p.plural == review::RULES_PLURAL {
+                return review::rules_review(api, caller, &content_type, &body).await;
+            }
             return review::review(api, caller, &content_type, &body).await;
         }
     }
@@ -163,6 +168,23 @@ async fn resource(
     let rpc = format!("{verb} {}", resource.plural);
     // Member agents keep their narrow rights: reads of their own objects only.
     let caller = permit(caller, &rpc, access, access == Access::Read).map_err(|s| KubeError::forbidden(s.message()))?;
+    let attributes = fleet_rbac::Attributes::resource(
+        verb,
+        &resource.group,
+        &resource.plural,
+        path.namespace.as_deref().unwrap_or_default(),
+        path.name.as_deref().unwrap_or_default(),
+    )
+    .on_subresource(path.subresource.as_deref().unwrap_or_default());
+    api.objects.authorizer().check(&caller, &attributes).await.map_err(|s| {
+        // As the Kubernetes API server words it: `<plural> "<name>" is forbidden: ...`.
+        let what = match (&path.name, &path.subresource) {
+            (Some(name), Some(sub)) => format!("{}/{sub} {name:?}", resource.plural),
+            (Some(name), None) => format!("{} {name:?}", resource.plural),
+            _ => resource.plural.clone(),
+        };
+        KubeError::forbidden(format!("{what} is forbidden: {}", s.message()))
+    })?;
     let ctx = Ctx {
         api,
         caller,

@@ -121,10 +121,18 @@ pub async fn admit(ctx: &Ctx, value: &Value) -> Result<Object, KubeError> {
         }
         subject
     };
-    blocking(move || Ok(crate::admission::admit_one(&store, &bytes)))
+    let object = blocking(move || Ok(crate::admission::admit_one(&store, &bytes)))
         .await
         .map_err(|s| ctx.fail(s))?
-        .map_err(|text| KubeError::invalid(&subject, &text))
+        .map_err(|text| KubeError::invalid(&subject, &text))?;
+    // A Role or binding must grant no more than its author holds.
+    ctx.api
+        .objects
+        .authorizer()
+        .check_rbac_write(&ctx.caller, &object)
+        .await
+        .map_err(|s| KubeError::from_status(&s, &subject))?;
+    Ok(object)
 }
 
 /// `generateName`: a name that is its prefix and five random characters.
