@@ -278,15 +278,20 @@ fn observe(conditions: Vec<Condition>, generation: i64) -> Vec<Condition> {
 /// (`DiffReported` instead of the last two when the binding's apply
 /// strategy is `ReportDiff`) with docs/spec/rollout.md's reasons and `observedGeneration` = `generation` —
 /// each only while the ones before are True (later ones are removed) —,
-/// `observedResourceIndex` = the binding's bound index (with
-/// `strategy.type: External`, the cluster is judged on that index, and is
-/// Unknown/`RolloutStartedUnknown` until a run binds it: SU-13), and
+/// `observedResourceIndex` = the latest index (with `strategy.type:
+/// External`, the binding's bound index: the cluster is judged on that
+/// index, and is Unknown/`RolloutStartedUnknown` until a run binds it:
+/// SU-13), and
 /// `failedPlacements` (≤ 100). Transition times move only when a status does.
 pub fn fold_cluster(entry: &mut PerClusterStatus, facts: &ClusterRollout, generation: i64, now: &str) {
     let spec = binding_spec_of(facts.binding);
     let bound = (spec.state == STATE_BOUND).then(|| snapshot_index_of_name(&spec.resource_snapshot_name)).flatten();
     entry.cluster_name = facts.cluster.to_string();
-    entry.observed_resource_index = bound.map(|i| i.to_string()).unwrap_or_default();
+    // As KubeFleet: a rolling update's cluster reports the latest index,
+    // even while the rollout has not reached it (its conditions say so);
+    // an External one the index its binding holds (SU-13).
+    let observed = if facts.external { bound } else { facts.latest_resource_index.or(bound) };
+    entry.observed_resource_index = observed.map(|i| i.to_string()).unwrap_or_default();
     let strategy = spec.apply_strategy.as_ref();
     let report_diff = strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some(APPLY_TYPE_REPORT_DIFF);
     let (computed, failed) = conditions(facts, bound, report_diff, generation);

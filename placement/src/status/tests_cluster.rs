@@ -117,10 +117,12 @@ fn a_rolled_out_cluster_has_every_condition_true() {
 fn not_bound_to_the_latest_stops_at_rollout_started() {
     let entry = fold(&binding("Bound", "web-1-snapshot"), &[work("web-work", 1, OK, json!([]))], Some(2), 1);
     assert_eq!(summary(&entry)[1..], [s("RolloutStarted", "False", "RolloutNotStartedYet")]);
-    assert_eq!(entry.observed_resource_index, "1");
+    assert_eq!(entry.observed_resource_index, "2", "the latest, as KubeFleet reports it");
     let entry = fold(&binding("Scheduled", ""), &[], Some(2), 1);
     assert_eq!(summary(&entry)[1..], [s("RolloutStarted", "False", "RolloutNotStartedYet")]);
-    assert_eq!(entry.observed_resource_index, "");
+    assert_eq!(entry.observed_resource_index, "2");
+    let entry = fold(&binding("Scheduled", ""), &[], None, 1);
+    assert_eq!(entry.observed_resource_index, "", "no snapshot yet");
 }
 
 #[test]
