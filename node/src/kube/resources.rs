@@ -42,6 +42,8 @@ const NO_STATUS: &[&str] = &[
     "LimitRange",
     "ValidatingWebhookConfiguration",
     "MutatingWebhookConfiguration",
+    // Its content is at the top level, all of it written by the hub.
+    "ClusterResourcePlacementStatus",
 ];
 
 /// The verbs of every served resource.
