@@ -454,8 +454,8 @@ fn only_in(has: &mut Value, lacks: &Value, pointer: &str, expected: Value) {
 
 /// KubeFleet defaults a placement's rollout strategy and each selector's
 /// scope in its controllers and webhook; the hub does it on admission, the
-/// CRD alone does not. The CRD's own schema defaults (revisionHistoryLimit)
-/// are stored by both, but Kubernetes counts them as set by the writer and
+/// CRD alone does not. The CRD's own schema defaults (revisionHistoryLimit,
+/// statusReportingScope) are stored by both, but Kubernetes counts them as set by the writer and
 /// the hub as set by no manager.
 fn set_aside_fleet_defaults(real: &mut Value, hub: &mut Value) {
     if real.pointer("/spec/strategy").is_none() {
@@ -477,6 +477,7 @@ fn set_aside_fleet_defaults(real: &mut Value, hub: &mut Value) {
         for entry in entries.iter_mut() {
             if let Some(spec) = entry.pointer_mut("/fieldsV1/f:spec").and_then(Value::as_object_mut) {
                 spec.remove("f:revisionHistoryLimit");
+                spec.remove("f:statusReportingScope");
             }
         }
     }
