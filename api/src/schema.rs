@@ -259,6 +259,19 @@ mod tests {
     }
 
     #[test]
+    fn the_status_mirror_has_its_fields_at_the_top_level() {
+        let mut generator = openapi_generator();
+        let schemas =
+            kind_schemas(&mut generator, FLEET_PLACEMENT_GROUP, "ClusterResourcePlacementStatus").expect("typed");
+        assert!(schemas.spec.is_none() && schemas.status.is_none());
+        let fields: Vec<&str> = schemas.fields.iter().map(|(name, _)| *name).collect();
+        assert_eq!(fields, ["sourceStatus", "lastUpdatedTime"]);
+        let source = serde_json::to_value(&schemas.fields[0].1).expect("json");
+        assert_eq!(source["allOf"][0]["$ref"], "#/components/schemas/PlacementStatus", "{source}");
+        assert!(definitions(generator).contains_key("PlacementStatus"));
+    }
+
+    #[test]
     fn untyped_kinds_have_no_schemas() {
         let mut generator = openapi_generator();
         assert!(kind_schemas(&mut generator, "apps", "Deployment").is_none());
