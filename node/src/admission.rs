@@ -214,9 +214,9 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
     }
     if object.group() == kinds::FLEET_PLACEMENT_GROUP && object.kind == CLUSTER_RESOURCE_PLACEMENT_STATUS {
         return Err(format!(
-            "{} {:?}: Forbidden: ClusterResourcePlacementStatus objects are written only by the hub, which keeps one \
-             for each ClusterResourcePlacement whose spec.statusReportingScope is NamespaceAccessible, in the \
-             namespace that placement selects; set that field on the placement instead",
+            "{} {:?} is invalid:\n  kind: Forbidden: ClusterResourcePlacementStatus objects are written only by the \
+             hub, which keeps one for each ClusterResourcePlacement whose spec.statusReportingScope is \
+             NamespaceAccessible, in the namespace that placement selects; set that field on the placement instead",
             object.kind, object.metadata.name
         ));
     }
