@@ -97,6 +97,10 @@ async fn a_namespace_accessible_placement_keeps_its_status_in_the_namespace() {
     let table = kube.kubectl_with(&kube.viewer, &["get", "crps", "-n", "shop"]);
     let table = text(&table);
     assert!(table.contains("RESOURCE-INDEX") && table.contains("LAST-UPDATED"), "{table}");
+    let listed = text(&kube.hub.fleetctl(&["get", "crps", "-n", "shop"]));
+    assert!(listed.contains("RESOURCE-INDEX") && listed.contains("shop"), "{listed}");
+    let described = text(&kube.hub.fleetctl(&["describe", "crps", "shop", "-n", "shop"]));
+    assert!(described.contains("Source Status:") && described.contains("Last Updated Time:"), "{described}");
     let explained = kube.kubectl_ok(&["explain", "clusterresourceplacementstatus.sourceStatus"]);
     assert!(explained.contains("observedResourceIndex"), "{explained}");
 
