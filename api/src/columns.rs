@@ -60,6 +60,7 @@ pub fn columns_for(kind: &str, wide: bool) -> Vec<Column> {
         "Event" => event_columns(),
         "MemberCluster" => member_cluster_columns(wide),
         "ClusterResourcePlacement" | "ResourcePlacement" => placement::placement_columns(wide),
+        "ClusterResourcePlacementStatus" => placement::status_mirror_columns(),
         "ClusterResourceBinding" | "ResourceBinding" => placement::binding_columns(wide),
         "ClusterSchedulingPolicySnapshot" | "SchedulingPolicySnapshot" => placement::policy_snapshot_columns(wide),
         "ClusterResourceSnapshot" | "ResourceSnapshot" => placement::resource_snapshot_columns(wide),

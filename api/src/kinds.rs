@@ -83,6 +83,7 @@ pub static KINDS: &[KindInfo] = &[
     kind!(FLEET_CLUSTER, "MemberCluster", "memberclusters", ["mc"], Cluster, true, CLUSTER_VERSIONS),
     kind!(FLEET_PLACEMENT, "ClusterResourcePlacement", "clusterresourceplacements", ["crp"], Cluster, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ResourcePlacement", "resourceplacements", ["rp"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ClusterResourcePlacementStatus", "clusterresourceplacementstatuses", ["crps"], Namespaced, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ClusterResourceSnapshot", "clusterresourcesnapshots", ["crs"], Cluster, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ResourceSnapshot", "resourcesnapshots", ["rs"], Namespaced, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ClusterSchedulingPolicySnapshot", "clusterschedulingpolicysnapshots", ["csps"], Cluster, true, PLACEMENT_VERSIONS),
@@ -291,6 +292,7 @@ mod tests {
         for (name, kind) in [
             ("crp", "ClusterResourcePlacement"),
             ("rp", "ResourcePlacement"),
+            ("crps", "ClusterResourcePlacementStatus"),
             ("mc", "MemberCluster"),
             ("crs", "ClusterResourceSnapshot"),
             ("rs", "ResourceSnapshot"),
@@ -379,17 +381,13 @@ mod tests {
 
     #[test]
     fn unknown_kinds_of_own_groups_are_refused_naming_group_and_supported_kinds() {
-        let Err(e) = check_own_group("placement.kubernetes-fleet.io/v1", "ClusterResourcePlacementStatus", "web")
-        else {
+        let Err(e) = check_own_group("placement.kubernetes-fleet.io/v1", "MetricCollector", "web") else {
             panic!("accepted")
         };
         let text = e.to_string();
+        assert!(text.starts_with("MetricCollector \"web\" is invalid:\n  kind: Unsupported value"), "{text}");
         assert!(
-            text.starts_with("ClusterResourcePlacementStatus \"web\" is invalid:\n  kind: Unsupported value"),
-            "{text}"
-        );
-        assert!(
-            text.contains("no matches for kind \"ClusterResourcePlacementStatus\" in version \"placement.kubernetes-fleet.io/v1\""),
+            text.contains("no matches for kind \"MetricCollector\" in version \"placement.kubernetes-fleet.io/v1\""),
             "{text}"
         );
         // The supported list is the registry's, in full.

@@ -22,6 +22,9 @@ pub struct KindSchemas {
     pub spec: Option<Schema>,
     /// `status`.
     pub status: Option<Schema>,
+    /// Typed fields at the top level of the object, for kinds that keep
+    /// their content there rather than in `spec`/`status`.
+    pub fields: Vec<(&'static str, Schema)>,
 }
 
 /// A generator for one OpenAPI v3 document in Kubernetes' structural
@@ -118,15 +121,33 @@ fn part<T: JsonSchema>(generator: &mut SchemaGenerator) -> Option<Schema> {
 }
 
 fn parts<S: JsonSchema, T: JsonSchema>(generator: &mut SchemaGenerator) -> KindSchemas {
-    KindSchemas { spec: part::<S>(generator), status: part::<T>(generator) }
+    KindSchemas { spec: part::<S>(generator), status: part::<T>(generator), fields: Vec::new() }
 }
 
 fn spec_only<S: JsonSchema>(generator: &mut SchemaGenerator) -> KindSchemas {
-    KindSchemas { spec: part::<S>(generator), status: None }
+    KindSchemas { spec: part::<S>(generator), status: None, fields: Vec::new() }
 }
 
 fn status_only<T: JsonSchema>(generator: &mut SchemaGenerator) -> KindSchemas {
-    KindSchemas { spec: None, status: part::<T>(generator) }
+    KindSchemas { spec: None, status: part::<T>(generator), fields: Vec::new() }
+}
+
+/// The ClusterResourcePlacementStatus fields (`sourceStatus`,
+/// `lastUpdatedTime`), each with its description.
+fn placement_status_mirror(generator: &mut SchemaGenerator) -> KindSchemas {
+    let status = generator.subschema_for::<placement::PlacementStatus>();
+    let source = schemars::json_schema!({
+        "allOf": [status],
+        "description": "The ClusterResourcePlacement's status, copied by the hub (without its \
+                        ClusterResourcePlacementStatusSynced condition)."
+    });
+    let updated = schemars::json_schema!({
+        "type": "string",
+        "format": "date-time",
+        "description": "When the hub last wrote this object."
+    });
+    let fields = vec![("sourceStatus", source), ("lastUpdatedTime", updated)];
+    KindSchemas { spec: None, status: None, fields }
 }
 
 /// The schemas of kind `kind` of `group`, adding their definitions to
@@ -138,6 +159,7 @@ pub fn kind_schemas(generator: &mut SchemaGenerator, group: &str, kind: &str) ->
         (FLEET_PLACEMENT_GROUP, placement::CLUSTER_RESOURCE_PLACEMENT | placement::RESOURCE_PLACEMENT) => {
             parts::<placement::PlacementSpec, placement::PlacementStatus>(g)
         }
+        (FLEET_PLACEMENT_GROUP, placement::CLUSTER_RESOURCE_PLACEMENT_STATUS) => placement_status_mirror(g),
         (FLEET_PLACEMENT_GROUP, snapshot::CLUSTER_RESOURCE_SNAPSHOT | snapshot::RESOURCE_SNAPSHOT) => {
             spec_only::<snapshot::ResourceSnapshotSpec>(g)
         }
@@ -234,6 +256,19 @@ mod tests {
         assert_eq!(mode["type"], "string", "{mode}");
         assert!(mode["description"].as_str().unwrap_or_default().contains("Strict"), "{mode}");
         assert!(defs["DeleteOptions"]["properties"].get("propagationPolicy").is_some());
+    }
+
+    #[test]
+    fn the_status_mirror_has_its_fields_at_the_top_level() {
+        let mut generator = openapi_generator();
+        let schemas =
+            kind_schemas(&mut generator, FLEET_PLACEMENT_GROUP, "ClusterResourcePlacementStatus").expect("typed");
+        assert!(schemas.spec.is_none() && schemas.status.is_none());
+        let fields: Vec<&str> = schemas.fields.iter().map(|(name, _)| *name).collect();
+        assert_eq!(fields, ["sourceStatus", "lastUpdatedTime"]);
+        let source = serde_json::to_value(&schemas.fields[0].1).expect("json");
+        assert_eq!(source["allOf"][0]["$ref"], "#/components/schemas/PlacementStatus", "{source}");
+        assert!(definitions(generator).contains_key("PlacementStatus"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use fleet_api::kinds::{self, DeclaredScopes, KindInfo, Scope, FLEET_CLUSTER_GROU
 use fleet_api::member;
 use fleet_api::ocm::managed_cluster;
 use fleet_api::overrides as overrides_api;
+use fleet_api::placement::CLUSTER_RESOURCE_PLACEMENT_STATUS;
 use fleet_api::validation::validate_generic;
 use fleet_api::{Object, ObjectKey};
 use fleet_proto::fleet::KindRef;
@@ -209,6 +210,14 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
             object.kind,
             object.metadata.name,
             crate::members::internal::INTERNAL_GROUP
+        ));
+    }
+    if object.group() == kinds::FLEET_PLACEMENT_GROUP && object.kind == CLUSTER_RESOURCE_PLACEMENT_STATUS {
+        return Err(format!(
+            "{} {:?} is invalid:\n  kind: Forbidden: ClusterResourcePlacementStatus objects are written only by the \
+             hub, which keeps one for each ClusterResourcePlacement whose spec.statusReportingScope is \
+             NamespaceAccessible, in the namespace that placement selects; set that field on the placement instead",
+            object.kind, object.metadata.name
         ));
     }
     // Before anything is resolved (a stored CRD may declare a kind in these

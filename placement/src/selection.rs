@@ -20,7 +20,10 @@ use std::collections::BTreeMap;
 
 use fleet_api::envelope::{CLUSTER_RESOURCE_ENVELOPE, RESOURCE_ENVELOPE};
 use fleet_api::kinds::{lookup_group_kind, Scope, FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
-use fleet_api::placement::{PlacementSpec, ResourceIdentifier, ResourceSelector, NAMESPACE_ONLY, RESOURCE_PLACEMENT};
+use fleet_api::placement::{
+    PlacementSpec, ResourceIdentifier, ResourceSelector, NAMESPACE_ONLY, NAMESPACE_WITH_RESOURCE_SELECTORS,
+    RESOURCE_PLACEMENT,
+};
 use fleet_api::{Object, ObjectKey};
 use serde_json::Value;
 
@@ -218,12 +221,15 @@ fn known_scope_is(group: &str, kind: &str, scope: Scope) -> bool {
 }
 
 /// One selector of a ClusterResourcePlacement: cluster-scoped objects; a
-/// Namespace brings its contents unless `NamespaceOnly`.
+/// Namespace brings its contents unless `NamespaceOnly` or
+/// `NamespaceWithResourceSelectors` (whose contents come from the other
+/// selectors).
 fn select_cluster_scoped(selector: &ResourceSelector, source: &dyn ResourceSource, out: &mut Selected) {
     if known_scope_is(&selector.group, &selector.kind, Scope::Namespaced) {
         return;
     }
-    let with_contents = selector.selection_scope.as_deref() != Some(NAMESPACE_ONLY);
+    let with_contents =
+        !matches!(selector.selection_scope.as_deref(), Some(NAMESPACE_ONLY | NAMESPACE_WITH_RESOURCE_SELECTORS));
     for object in candidates(selector, None, source) {
         if namespace_of(&object).is_some() || !matches_selector(selector, &object) || !selectable(&object) {
             continue;
@@ -266,6 +272,9 @@ pub fn select_resources(
     source: &dyn ResourceSource,
 ) -> Vec<Object> {
     let mut out = Selected::default();
+    // A CRP's NamespaceWithResourceSelectors namespace: its other selectors
+    // pick namespaced objects in it (nothing when it is not there).
+    let picked_namespace = if placement_kind == RESOURCE_PLACEMENT { None } else { selected_namespace(spec, source) };
     for selector in &spec.resource_selectors {
         if is_fleet_kind(&selector.group, &selector.kind) {
             continue;
@@ -277,9 +286,43 @@ pub fn select_resources(
             }
         } else {
             select_cluster_scoped(selector, source, &mut out);
+            if let Some(ns) = picked_namespace.as_deref() {
+                select_namespaced(selector, ns, source, &mut out);
+            }
         }
     }
     out.0.into_values().collect()
+}
+
+/// The namespace a ClusterResourcePlacement's `NamespaceWithResourceSelectors`
+/// selector names, when it exists on the hub and may be placed.
+fn selected_namespace(spec: &PlacementSpec, source: &dyn ResourceSource) -> Option<String> {
+    let name = spec.namespace_with_resource_selectors().filter(|n| !n.is_empty())?;
+    let namespace = source.get("", "Namespace", None, name)?;
+    selectable(&namespace).then(|| name.to_string())
+}
+
+/// Why a ClusterResourcePlacement's selectors cannot be resolved now, as
+/// KubeFleet words it: a `NamespaceWithResourceSelectors` selector whose
+/// namespace is not on the hub (or is being deleted, or is reserved). The
+/// placement then keeps what it placed until the namespace is back or the
+/// selectors change.
+pub fn selector_problem(
+    placement_kind: &str,
+    placement_name: &str,
+    spec: &PlacementSpec,
+    source: &dyn ResourceSource,
+) -> Option<String> {
+    if placement_kind == RESOURCE_PLACEMENT || spec.namespace_with_resource_selectors().is_none() {
+        return None;
+    }
+    if selected_namespace(spec, source).is_some() {
+        return None;
+    }
+    Some(format!(
+        "invalid clusterResourcePlacement {placement_name}: NamespaceWithResourceSelectors mode requires exactly one \
+         namespace, but no namespaces were selected"
+    ))
 }
 
 /// Status identifiers of selected resources (group, version from apiVersion, kind, name, namespace),

@@ -15,7 +15,7 @@ use fleet_tests::{Hub, HubOptions};
 /// The three documents that used to apply as "created" and then do nothing.
 const UNKNOWN: &str = "\
 apiVersion: placement.kubernetes-fleet.io/v1
-kind: ClusterResourcePlacementStatus
+kind: MetricCollector
 metadata: {name: web-status}
 ---
 apiVersion: placement.kubernetes-fleet.io/v1beta1
@@ -71,8 +71,8 @@ async fn fleetctl_apply_refuses_unknown_kinds_of_fleets_groups_and_stores_nothin
     assert!(stderr.contains("nothing was applied"), "{stderr}");
     assert!(
         stderr.contains(
-            "(document 2): ClusterResourcePlacementStatus \"web-status\" is invalid:\n  kind: Unsupported value: \
-             \"ClusterResourcePlacementStatus\": no matches for kind \"ClusterResourcePlacementStatus\" in version \
+            "(document 2): MetricCollector \"web-status\" is invalid:\n  kind: Unsupported value: \
+             \"MetricCollector\": no matches for kind \"MetricCollector\" in version \
              \"placement.kubernetes-fleet.io/v1\""
         ),
         "{stderr}"
@@ -112,7 +112,7 @@ async fn fleetctl_apply_refuses_unknown_kinds_of_fleets_groups_and_stores_nothin
     );
 
     // Nothing of it was stored.
-    assert_eq!(stored(&hub, "placement.kubernetes-fleet.io/v1", "ClusterResourcePlacementStatus").await, 0);
+    assert_eq!(stored(&hub, "placement.kubernetes-fleet.io/v1", "MetricCollector").await, 0);
     assert_eq!(stored(&hub, "placement.kubernetes-fleet.io/v1beta1", "ResourcePlacementEviction").await, 0);
     assert_eq!(stored(&hub, "placement.kubefleet.dev/v1alpha1", "PlacementPolicy").await, 0);
     assert_eq!(stored(&hub, "example.com/v1", "Widget").await, 0);
@@ -133,11 +133,11 @@ async fn fleetctl_apply_refuses_unknown_kinds_of_fleets_groups_and_stores_nothin
 const STATUS_CRD: &str = r#"{
   "apiVersion": "apiextensions.k8s.io/v1",
   "kind": "CustomResourceDefinition",
-  "metadata": {"name": "clusterresourceplacementstatuses.placement.kubernetes-fleet.io"},
+  "metadata": {"name": "metriccollectors.placement.kubernetes-fleet.io"},
   "spec": {
     "group": "placement.kubernetes-fleet.io",
-    "names": {"kind": "ClusterResourcePlacementStatus", "plural": "clusterresourceplacementstatuses",
-              "singular": "clusterresourceplacementstatus", "listKind": "ClusterResourcePlacementStatusList"},
+    "names": {"kind": "MetricCollector", "plural": "metriccollectors",
+              "singular": "metriccollector", "listKind": "MetricCollectorList"},
     "scope": "Cluster",
     "versions": [{"name": "v1", "served": true, "storage": true,
                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
@@ -177,7 +177,7 @@ async fn kubectl_gets_no_matches_and_every_write_of_an_unknown_kind_is_refused()
     let crd = write("crd.json", STATUS_CRD);
     kube.kubectl_ok(&["apply", "-f", &crd]);
     eventually("the CRD is stored", Duration::from_secs(20), || async {
-        let out = kube.kubectl(&["get", "crd", "clusterresourceplacementstatuses.placement.kubernetes-fleet.io"]);
+        let out = kube.kubectl(&["get", "crd", "metriccollectors.placement.kubernetes-fleet.io"]);
         if out.status.success() {
             Ok(())
         } else {
@@ -186,7 +186,7 @@ async fn kubectl_gets_no_matches_and_every_write_of_an_unknown_kind_is_refused()
     })
     .await;
     let resources = kube.kubectl_ok(&["api-resources"]);
-    assert!(!resources.contains("clusterresourceplacementstatuses"), "{resources}");
+    assert!(!resources.contains("metriccollectors"), "{resources}");
 
     // kubectl apply: no matches for the kind, as a Kubernetes API server
     // with KubeFleet's CRDs answers.
@@ -198,7 +198,7 @@ async fn kubectl_gets_no_matches_and_every_write_of_an_unknown_kind_is_refused()
     let (_, stderr) = text(&out);
     assert!(!out.status.success(), "unknown kinds were applied");
     for (kind, version) in [
-        ("ClusterResourcePlacementStatus", "placement.kubernetes-fleet.io/v1"),
+        ("MetricCollector", "placement.kubernetes-fleet.io/v1"),
         ("ResourcePlacementEviction", "placement.kubernetes-fleet.io/v1beta1"),
         ("PlacementPolicy", "placement.kubefleet.dev/v1alpha1"),
     ] {
@@ -210,15 +210,10 @@ async fn kubectl_gets_no_matches_and_every_write_of_an_unknown_kind_is_refused()
     // The resource path itself: 404, naming what Fleet serves there.
     let status = write(
         "status.json",
-        r#"{"apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "ClusterResourcePlacementStatus", "metadata": {"name": "web-status"}}"#,
+        r#"{"apiVersion": "placement.kubernetes-fleet.io/v1", "kind": "MetricCollector", "metadata": {"name": "web-status"}}"#,
     );
-    let out = kube.kubectl(&[
-        "create",
-        "--raw",
-        "/apis/placement.kubernetes-fleet.io/v1/clusterresourceplacementstatuses",
-        "-f",
-        &status,
-    ]);
+    let out =
+        kube.kubectl(&["create", "--raw", "/apis/placement.kubernetes-fleet.io/v1/metriccollectors", "-f", &status]);
     let (_, stderr) = text(&out);
     assert!(!out.status.success(), "an unserved resource path was written");
     assert!(stderr.contains("NotFound"), "{stderr}");
@@ -269,7 +264,7 @@ async fn kubectl_gets_no_matches_and_every_write_of_an_unknown_kind_is_refused()
         assert!(!out.status.success(), "{verb} was accepted");
         assert!(stderr.contains(refused), "{verb}: {stderr}");
     }
-    assert_eq!(stored(&kube.hub, "placement.kubernetes-fleet.io/v1", "ClusterResourcePlacementStatus").await, 0);
+    assert_eq!(stored(&kube.hub, "placement.kubernetes-fleet.io/v1", "MetricCollector").await, 0);
     let names = kube.kubectl_ok(&["get", "crp", "-o", "name"]);
     assert_eq!(names.trim(), "clusterresourceplacement.placement.kubernetes-fleet.io/web");
 }

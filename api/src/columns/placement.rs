@@ -19,6 +19,17 @@ pub const PER_CLUSTER_AVAILABLE: &str = "Available";
 /// Per-cluster condition of a `ReportDiff` placement: the cluster reported its diffs.
 pub const PER_CLUSTER_DIFF_REPORTED: &str = "DiffReported";
 
+/// `NAME`, `RESOURCE-INDEX`, `LAST-UPDATED`, `AGE` of a
+/// ClusterResourcePlacementStatus (KubeFleet's printer columns).
+pub fn status_mirror_columns() -> Vec<Column> {
+    vec![
+        name_column(),
+        Column { header: "RESOURCE-INDEX", value: |o, _| str_field(o, &["sourceStatus", "observedResourceIndex"]) },
+        Column { header: "LAST-UPDATED", value: |o, _| str_field(o, &["lastUpdatedTime"]) },
+        age_column(),
+    ]
+}
+
 /// `NAME`, `GEN`, `SCHEDULED`, `SCHEDULED-GEN`, `AVAILABLE`, `AVAILABLE-GEN`,
 /// `AGE` (KubeFleet's columns); wide adds `TYPE`, `N`, `CLUSTERS` (chosen
 /// clusters), `APPLIED-CLUSTERS` and `AVAILABLE-CLUSTERS` (how many of them

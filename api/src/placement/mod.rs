@@ -16,12 +16,16 @@ use crate::typed::{decode, encode};
 use crate::validation::{quote, FieldError, ValidationError};
 use crate::Object;
 
+mod mirror;
 mod spec;
 mod status;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_scopes;
 mod validate;
 
+pub use mirror::*;
 pub use spec::*;
 pub use status::*;
 
@@ -48,7 +52,17 @@ const STRATEGY_TYPES: &[&str] = &[ROLLING_UPDATE, EXTERNAL];
 pub const NAMESPACE_WITH_RESOURCES: &str = "NamespaceWithResources";
 /// `selectionScope`: the namespace object alone.
 pub const NAMESPACE_ONLY: &str = "NamespaceOnly";
-const SELECTION_SCOPES: &[&str] = &[NAMESPACE_WITH_RESOURCES, NAMESPACE_ONLY];
+/// `selectionScope`: the namespace, and of its contents only what the
+/// placement's other selectors pick.
+pub const NAMESPACE_WITH_RESOURCE_SELECTORS: &str = "NamespaceWithResourceSelectors";
+const SELECTION_SCOPES: &[&str] = &[NAMESPACE_ONLY, NAMESPACE_WITH_RESOURCES, NAMESPACE_WITH_RESOURCE_SELECTORS];
+
+/// `statusReportingScope` default: the status is on the placement only.
+pub const CLUSTER_SCOPE_ONLY: &str = "ClusterScopeOnly";
+/// `statusReportingScope`: the status is also mirrored into the selected
+/// namespace.
+pub const NAMESPACE_ACCESSIBLE: &str = "NamespaceAccessible";
+const STATUS_REPORTING_SCOPES: &[&str] = &[CLUSTER_SCOPE_ONLY, NAMESPACE_ACCESSIBLE];
 
 const PROPERTY_OPERATORS: &[&str] = &["Gt", "Ge", "Lt", "Le", "Eq", "Ne"];
 const SORT_ORDERS: &[&str] = &["Ascending", "Descending"];
@@ -160,6 +174,7 @@ pub fn apply_defaults(spec: &mut PlacementSpec) {
         d.propagation_policy.get_or_insert_with(|| "Delete".to_string());
     }
     spec.revision_history_limit.get_or_insert(DEFAULT_REVISION_HISTORY_LIMIT);
+    spec.status_reporting_scope.get_or_insert_with(|| CLUSTER_SCOPE_ONLY.to_string());
 }
 
 /// Validates and defaults a ClusterResourcePlacement or ResourcePlacement:
@@ -167,7 +182,10 @@ pub fn apply_defaults(spec: &mut PlacementSpec) {
 /// defaulted spec is written back.
 pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     let mut spec = decode_spec(object)?;
-    let errors = validate::validate_spec(&spec, selected_scope(&object.kind));
+    let mut errors = validate::validate_spec(&spec, selected_scope(&object.kind));
+    if object.kind == CLUSTER_RESOURCE_PLACEMENT {
+        validate::validate_status_reporting(&mut errors, &spec);
+    }
     ValidationError::check(&object.kind, &object.metadata.name, errors)?;
     apply_defaults(&mut spec);
     object.rest.insert("spec".into(), encode(&spec));
@@ -176,15 +194,21 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
 
 /// Checks an update of a placement against the stored one: `placementType`
 /// cannot change, tolerations can only be added (every old toleration
-/// must still be present).
+/// must still be present), and a ClusterResourcePlacement's
+/// `statusReportingScope` stays what it was.
 pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
     let mut old_spec = decode_spec(old)?;
     let mut new_spec = decode_spec(new)?;
     apply_defaults(&mut old_spec);
     apply_defaults(&mut new_spec);
+    let scope_changed = old_spec.status_reporting_scope() != new_spec.status_reporting_scope();
     let old_policy = old_spec.policy.unwrap_or_default();
     let new_policy = new_spec.policy.unwrap_or_default();
     let mut errors = Vec::new();
+    if new.kind == CLUSTER_RESOURCE_PLACEMENT && scope_changed {
+        // KubeFleet's CEL rule on the spec, with its path and message.
+        errors.push(FieldError::invalid("spec", quote("object"), "statusReportingScope is immutable"));
+    }
     if old_policy.placement_type() != new_policy.placement_type() {
         errors.push(FieldError::invalid(
             "spec.policy.placementType",

@@ -20,6 +20,32 @@ pub struct PlacementSpec {
     pub strategy: Option<RolloutStrategy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision_history_limit: Option<i64>,
+    /// `ClusterScopeOnly` (default) or `NamespaceAccessible`: a
+    /// ClusterResourcePlacement selecting exactly one namespace also
+    /// mirrors its status into a ClusterResourcePlacementStatus of the same
+    /// name in that namespace. Immutable. Has no effect on a
+    /// ResourcePlacement, whose status is already namespaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reporting_scope: Option<String>,
+}
+
+impl PlacementSpec {
+    /// The status reporting scope, defaulted to `ClusterScopeOnly`.
+    pub fn status_reporting_scope(&self) -> &str {
+        self.status_reporting_scope.as_deref().unwrap_or(super::CLUSTER_SCOPE_ONLY)
+    }
+
+    /// The name of the namespace a `NamespaceWithResourceSelectors`
+    /// namespace selector names (the first such selector), if any: the one
+    /// namespace whose objects the placement's other selectors pick.
+    pub fn namespace_with_resource_selectors(&self) -> Option<&str> {
+        self.resource_selectors
+            .iter()
+            .find(|s| {
+                s.is_namespace() && s.selection_scope.as_deref() == Some(super::NAMESPACE_WITH_RESOURCE_SELECTORS)
+            })
+            .map(|s| s.name.as_deref().unwrap_or(""))
+    }
 }
 
 /// One `resourceSelectors` entry.
@@ -36,9 +62,20 @@ pub struct ResourceSelector {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<LabelSelector>,
-    /// `NamespaceWithResources` (default) or `NamespaceOnly`.
+    /// For a Namespace: `NamespaceWithResources` (default: the namespace
+    /// and everything in it), `NamespaceOnly` (the namespace alone) or
+    /// `NamespaceWithResourceSelectors` (the namespace and, of its
+    /// contents, only what the placement's other selectors pick).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection_scope: Option<String>,
+}
+
+impl ResourceSelector {
+    /// Whether the selector picks core `v1` Namespaces (the selectors
+    /// KubeFleet's namespace rules count).
+    pub fn is_namespace(&self) -> bool {
+        self.group.is_empty() && self.version == "v1" && self.kind == "Namespace"
+    }
 }
 
 /// `spec.policy`.

@@ -19,6 +19,12 @@ pub(super) fn validate_spec(spec: &PlacementSpec, scope: Scope) -> Vec<FieldErro
     if let Some(strategy) = &spec.strategy {
         validate_strategy(&mut errors, strategy);
     }
+    check_enum(
+        &mut errors,
+        "spec.statusReportingScope",
+        spec.status_reporting_scope.as_deref(),
+        STATUS_REPORTING_SCOPES,
+    );
     if let Some(limit) = spec.revision_history_limit {
         if !REVISION_HISTORY_LIMIT_RANGE.contains(&limit) {
             errors.push(FieldError::invalid("spec.revisionHistoryLimit", limit, "must be between 1 and 1000"));
@@ -27,8 +33,67 @@ pub(super) fn validate_spec(spec: &PlacementSpec, scope: Scope) -> Vec<FieldErro
     errors
 }
 
+/// KubeFleet's CEL rules on the spec (path `spec`, its messages) for a
+/// `NamespaceWithResourceSelectors` namespace selector: one at most, by
+/// name, and no other namespace selector beside it.
+fn validate_namespace_with_resource_selectors(errors: &mut Vec<FieldError>, selectors: &[ResourceSelector]) {
+    let scoped: Vec<&ResourceSelector> = selectors
+        .iter()
+        .filter(|s| s.is_namespace() && s.selection_scope.as_deref() == Some(NAMESPACE_WITH_RESOURCE_SELECTORS))
+        .collect();
+    if scoped.is_empty() {
+        return;
+    }
+    let object = quote("object");
+    if scoped.len() > 1 {
+        errors.push(FieldError::invalid(
+            "spec",
+            &object,
+            "only one namespace selector with NamespaceWithResourceSelectors mode is allowed",
+        ));
+    }
+    let by_name =
+        |s: &&&ResourceSelector| s.name.as_deref().is_some_and(|n| !n.is_empty()) && s.label_selector.is_none();
+    if scoped.iter().filter(by_name).count() != 1 {
+        errors.push(FieldError::invalid(
+            "spec",
+            &object,
+            "namespace selector with NamespaceWithResourceSelectors mode must select by name (not by label)",
+        ));
+    }
+    if selectors.iter().filter(|s| s.is_namespace()).count() != 1 {
+        errors.push(FieldError::invalid(
+            "spec",
+            &object,
+            "when using NamespaceWithResourceSelectors mode, only one namespace selector is allowed \
+             (cannot mix with other namespace selectors)",
+        ));
+    }
+}
+
+/// KubeFleet's CEL rule of a ClusterResourcePlacement (path `spec`, its
+/// message): `NamespaceAccessible` needs exactly one selector of kind
+/// `Namespace`, the namespace the status is mirrored into.
+pub(super) fn validate_status_reporting(errors: &mut Vec<FieldError>, spec: &PlacementSpec) {
+    let namespaces = spec.resource_selectors.iter().filter(|s| s.kind == "Namespace").count();
+    if spec.status_reporting_scope() == NAMESPACE_ACCESSIBLE && namespaces != 1 {
+        errors.push(FieldError::invalid(
+            "spec",
+            quote("object"),
+            "when statusReportingScope is NamespaceAccessible, exactly one resourceSelector with kind 'Namespace' is required",
+        ));
+    }
+}
+
 fn validate_selectors(errors: &mut Vec<FieldError>, selectors: &[ResourceSelector], scope: Scope) {
     let path = "spec.resourceSelectors";
+    validate_namespace_with_resource_selectors(errors, selectors);
+    // KubeFleet's webhook lets a ClusterResourcePlacement name namespaced
+    // kinds only beside a NamespaceWithResourceSelectors namespace, whose
+    // objects they then pick.
+    let picks_in_namespace = selectors
+        .iter()
+        .any(|s| s.is_namespace() && s.selection_scope.as_deref() == Some(NAMESPACE_WITH_RESOURCE_SELECTORS));
     if selectors.is_empty() {
         errors.push(FieldError::required(path, "at least one resource selector is required"));
     }
@@ -59,10 +124,11 @@ fn validate_selectors(errors: &mut Vec<FieldError>, selectors: &[ResourceSelecto
         check_enum(errors, &join_path(&base, "selectionScope"), s.selection_scope.as_deref(), SELECTION_SCOPES);
         if let Some(info) = lookup_group_kind(&s.group, &s.kind) {
             match (scope, info.scope) {
-                (Scope::Cluster, Scope::Namespaced) => errors.push(FieldError::invalid(
+                (Scope::Cluster, Scope::Namespaced) if !picks_in_namespace => errors.push(FieldError::invalid(
                     join_path(&base, "kind"),
                     quote(&s.kind),
-                    "a ClusterResourcePlacement can only select cluster-scoped resources",
+                    "a ClusterResourcePlacement can only select cluster-scoped resources, unless a Namespace \
+                     selector with selectionScope NamespaceWithResourceSelectors names the namespace to pick them in",
                 )),
                 (Scope::Namespaced, Scope::Cluster) => errors.push(FieldError::invalid(
                     join_path(&base, "kind"),

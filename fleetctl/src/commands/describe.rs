@@ -57,6 +57,9 @@ pub async fn run(client: &Client, args: DescribeArgs, io: &mut Io) -> Result<()>
         let latest = placement::latest_policy_snapshot(&object, &snapshots);
         return io.out(&placement::render(&object, latest, &events, SystemTime::now()));
     }
+    if object.kind == fleet_api::placement::CLUSTER_RESOURCE_PLACEMENT_STATUS {
+        return io.out(&placement::render_mirror(&object, &events, SystemTime::now()));
+    }
     if run::is_run_kind(&object.kind) {
         return io.out(&run::render(&object, &events, SystemTime::now()));
     }

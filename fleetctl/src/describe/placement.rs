@@ -52,17 +52,32 @@ pub fn render(placement: &Object, policy_snapshot: Option<&Object>, events: &[Ob
     let mut w = generic(placement, &["status"]);
     let empty = Map::new();
     let status = placement.status().and_then(Value::as_object).unwrap_or(&empty);
-    status_section(&mut w, status, now);
+    status_section(&mut w, "Status", status, now);
     policy_snapshot_section(&mut w, policy_snapshot, now);
     let mut text = w.finish();
     text.push_str(&render_events(events, now));
     text
 }
 
-/// `Status:` with the placement's conditions, per-cluster blocks and the
-/// selected resources.
-fn status_section(w: &mut Lines, status: &Map<String, Value>, now: SystemTime) {
-    w.header(0, "Status");
+/// Renders a ClusterResourcePlacementStatus (the namespaced mirror of a
+/// placement's status) and its `events`: when the hub last wrote it, then
+/// the copied status laid out as `describe crp` lays out a placement's.
+pub fn render_mirror(mirror: &Object, events: &[Object], now: SystemTime) -> String {
+    let mut w = generic(mirror, &["sourceStatus", "lastUpdatedTime"]);
+    let updated = mirror.rest.get("lastUpdatedTime").map(scalar).unwrap_or_default();
+    w.field(0, "Last Updated Time", if updated.is_empty() { "<none>" } else { &updated });
+    let empty = Map::new();
+    let status = mirror.rest.get("sourceStatus").and_then(Value::as_object).unwrap_or(&empty);
+    status_section(&mut w, "Source Status", status, now);
+    let mut text = w.finish();
+    text.push_str(&render_events(events, now));
+    text
+}
+
+/// `title:` (`Status:`) with the placement's conditions, per-cluster blocks
+/// and the selected resources.
+fn status_section(w: &mut Lines, title: &str, status: &Map<String, Value>, now: SystemTime) {
+    w.header(0, title);
     let resource_index = status.get("observedResourceIndex").map(scalar).unwrap_or_default();
     w.field(1, "Observed Resource Index", if resource_index.is_empty() { "<none>" } else { &resource_index });
     conditions(w, 1, status.get("conditions"), now);
@@ -506,5 +521,32 @@ Events:  <none>
   Selected Resources:
 ";
         assert!(text.contains(expected), "{text}");
+    }
+
+    #[test]
+    fn a_status_mirror_is_described_like_a_placement_status() {
+        let mirror = obj(json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourcePlacementStatus",
+            "metadata": {"name": "web", "namespace": "app"},
+            "lastUpdatedTime": "2024-05-01T10:05:00Z",
+            "sourceStatus": {
+                "observedResourceIndex": "0",
+                "selectedResources": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],
+                "conditions": [{"type": "ClusterResourcePlacementScheduled", "status": "True", "reason": "SchedulingPolicyFulfilled",
+                                "message": "found all", "observedGeneration": 1, "lastTransitionTime": "2024-05-01T10:00:00Z"}]
+            }
+        }));
+        let now = parse_timestamp("2024-05-01T10:10:00Z").unwrap();
+        let text = render_mirror(&mirror, &[], now);
+        for want in [
+            "Kind:               ClusterResourcePlacementStatus\n",
+            "Last Updated Time:  2024-05-01T10:05:00Z\n",
+            "Source Status:\n  Observed Resource Index:  0\n",
+            "ClusterResourcePlacementScheduled   True     SchedulingPolicyFulfilled   1     10m",
+            "  Selected Resources:\n    v1/Namespace   app\n",
+            "Events:  <none>\n",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in:\n{text}");
+        }
     }
 }

@@ -27,7 +27,10 @@ use std::sync::Arc;
 use fleet_api::eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION;
 use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::overrides as overrides_api;
-use fleet_api::placement::{self as placement_api, PlacementSpec, CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
+use fleet_api::placement::{
+    self as placement_api, PlacementSpec, CLUSTER_RESOURCE_PLACEMENT, CLUSTER_RESOURCE_PLACEMENT_STATUS,
+    RESOURCE_PLACEMENT,
+};
 use fleet_api::snapshot::PARENT_PLACEMENT_LABEL;
 use fleet_api::staged::{self as staged_api, CLUSTER_STAGED_UPDATE_RUN, STAGED_UPDATE_RUN};
 use fleet_api::{binding, snapshot, Object, ObjectKey};
@@ -274,6 +277,15 @@ impl Feed {
             }
         } else if group == FLEET_PLACEMENT_GROUP && overrides_api::is_override_snapshot_kind(kind) {
             self.on_override_snapshot(event);
+        } else if group == FLEET_PLACEMENT_GROUP && kind == CLUSTER_RESOURCE_PLACEMENT_STATUS {
+            // A namespace-accessible placement's mirror, same name: one
+            // changed or deleted by anyone but its placement is put back.
+            self.wake_placement(&ObjectKey::new(
+                FLEET_PLACEMENT_GROUP,
+                CLUSTER_RESOURCE_PLACEMENT,
+                "",
+                &event.key.name,
+            ));
         } else if group == FLEET_PLACEMENT_GROUP && kind == "Work" {
             if let Some(parent) = parent_of_work(object) {
                 self.wake_placement(&parent);
@@ -418,7 +430,7 @@ fn may_select(placement: &ObjectKey, spec: &PlacementSpec, key: &ObjectKey) -> b
             && s.group.is_empty()
             && s.kind == "Namespace"
             && !key.namespace.is_empty()
-            && s.selection_scope.as_deref() != Some(placement_api::NAMESPACE_ONLY);
+            && s.selection_scope.as_deref().is_none_or(|scope| scope == placement_api::NAMESPACE_WITH_RESOURCES);
         same_kind || brings_contents
     })
 }

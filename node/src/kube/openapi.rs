@@ -57,8 +57,11 @@ fn kind_schema(r: &Resource, version: &str, generator: &mut SchemaGenerator) -> 
         Some(reference) => json!({"allOf": [reference], "description": what}),
         None => json!({"type": "object", "description": what, "x-kubernetes-preserve-unknown-fields": true}),
     };
-    let (spec, status) = typed.clone().map(|t| (t.spec, t.status)).unwrap_or_default();
-    if r.status || typed.is_some() {
+    let (spec, status, fields) = typed.clone().map(|t| (t.spec, t.status, t.fields)).unwrap_or_default();
+    for (name, schema) in fields {
+        properties[name] = serde_json::to_value(schema).unwrap_or_else(|_| json!({"type": "object"}));
+    }
+    if r.status || spec.is_some() || status.is_some() {
         properties["spec"] =
             part(spec, format!("The desired state of the {} (validated by the hub on every write).", r.kind));
         properties["status"] =

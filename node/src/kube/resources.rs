@@ -42,6 +42,8 @@ const NO_STATUS: &[&str] = &[
     "LimitRange",
     "ValidatingWebhookConfiguration",
     "MutatingWebhookConfiguration",
+    // Its content is at the top level, all of it written by the hub.
+    "ClusterResourcePlacementStatus",
 ];
 
 /// The verbs of every served resource.
@@ -253,7 +255,7 @@ mod tests {
     #[test]
     fn an_unserved_path_in_an_own_group_names_what_is_served() {
         let served = served();
-        let text = unserved(&served, "placement.kubernetes-fleet.io", "v1", "clusterresourceplacementstatuses", "/p");
+        let text = unserved(&served, "placement.kubernetes-fleet.io", "v1", "metriccollectors", "/p");
         assert!(text.starts_with("/p: placement.kubernetes-fleet.io/v1 is one of Fleet's own API groups"), "{text}");
         assert!(text.contains("clusterresourceplacements, "), "{text}");
         let text = unserved(&served, "placement.kubernetes-fleet.io", "v2", "clusterresourceplacements", "/p");

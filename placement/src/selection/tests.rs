@@ -351,3 +351,55 @@ fn only_fleet_s_own_kinds_are_never_placed() {
     assert!(is_fleet_kind("networking.fleet.azure.com", "ServiceImport"));
     assert!(!is_fleet_kind("networking.fleet.azure.com", "ServiceExport"));
 }
+
+fn scoped_namespace(name: &str) -> ResourceSelector {
+    ResourceSelector {
+        selection_scope: Some(fleet_api::placement::NAMESPACE_WITH_RESOURCE_SELECTORS.into()),
+        ..named("", "Namespace", name)
+    }
+}
+
+/// KubeFleet's NamespaceWithResourceSelectors: the namespace, and of its
+/// contents only what the other selectors pick; those selectors' namespaced
+/// objects come from that namespace only, their cluster-scoped ones as usual.
+#[test]
+fn namespace_with_resource_selectors_places_only_the_selected_contents() {
+    let hub = Hub(vec![
+        ns("web"),
+        ns("db"),
+        cm("web", "settings"),
+        cm("web", "other"),
+        cm("db", "settings"),
+        cluster_role("admin"),
+        obj(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "web"}})),
+    ]);
+    let got = crp(
+        &hub,
+        vec![
+            scoped_namespace("web"),
+            named("", "ConfigMap", "settings"),
+            named("rbac.authorization.k8s.io", "ClusterRole", "admin"),
+        ],
+    );
+    assert_eq!(names(&got), ["Namespace/web", "ConfigMap/web/settings", "ClusterRole/admin"]);
+    let every = crp(&hub, vec![scoped_namespace("web"), sel("", "ConfigMap")]);
+    assert_eq!(names(&every), ["Namespace/web", "ConfigMap/web/other", "ConfigMap/web/settings"]);
+    assert_eq!(names(&crp(&hub, vec![scoped_namespace("web")])), ["Namespace/web"]);
+}
+
+#[test]
+fn a_missing_namespace_with_resource_selectors_namespace_is_a_selector_problem() {
+    let hub = Hub(vec![ns("web"), cm("web", "settings"), cm("db", "settings")]);
+    let selectors = vec![scoped_namespace("db"), named("", "ConfigMap", "settings")];
+    assert!(crp(&hub, selectors.clone()).is_empty(), "nothing is picked in a namespace the hub lacks");
+    let problem = selector_problem(CLUSTER_RESOURCE_PLACEMENT, "web", &spec(selectors), &hub).unwrap_or_default();
+    assert_eq!(
+        problem,
+        "invalid clusterResourcePlacement web: NamespaceWithResourceSelectors mode requires exactly one namespace, \
+         but no namespaces were selected"
+    );
+    let fine = spec(vec![scoped_namespace("web"), named("", "ConfigMap", "settings")]);
+    assert_eq!(selector_problem(CLUSTER_RESOURCE_PLACEMENT, "web", &fine, &hub), None);
+    let plain = spec(vec![named("", "Namespace", "db")]);
+    assert_eq!(selector_problem(CLUSTER_RESOURCE_PLACEMENT, "web", &plain, &hub), None);
+}

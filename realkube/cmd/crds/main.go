@@ -22,14 +22,14 @@ import (
 
 	// These imports pin the modules whose CRD files are read, so that
 	// `go mod tidy` keeps them in go.mod and go.sum; the programs use no code
-	// from them. KubeFleet's module is go.goms.io/fleet, its published path.
-	_ "go.goms.io/fleet/pkg/utils/resource"
+	// from them. KubeFleet is pinned at the release Fleet follows (v0.1.2).
+	_ "github.com/kubefleet-dev/kubefleet/pkg/utils/resource"
 	_ "open-cluster-management.io/api/cluster/v1beta1"
 )
 
 // sources are the modules and the directories in them that hold CRD YAML.
 var sources = []struct{ module, dir string }{
-	{"go.goms.io/fleet", "config/crd/bases"},
+	{"github.com/kubefleet-dev/kubefleet", "config/crd/bases"},
 	{"open-cluster-management.io/api", "cluster/v1beta1"},
 	{"open-cluster-management.io/api", "cluster/v1"},
 }

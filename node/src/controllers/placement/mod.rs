@@ -13,7 +13,13 @@
 //! 5. Work: each bound binding's Works rendered into its cluster's namespace
 //!    through the override snapshots it records (envelopes unwrapped into
 //!    Works of their own); a binding whose rendering fails keeps its Works;
-//! 6. status: the placement's conditions and per-cluster entries.
+//! 6. status: the placement's conditions and per-cluster entries, and a
+//!    namespace-accessible ClusterResourcePlacement's status mirror.
+//!
+//! Before all of them, selectors that cannot be resolved (a
+//! NamespaceWithResourceSelectors namespace missing, a namespace-accessible
+//! placement's namespace changed) stop the reconcile with the reason on the
+//! placement's `Scheduled` condition.
 //!
 //! Each step is one command carrying, besides its writes, a `Check` of the
 //! objects it read and does not write, so a step computed on a stale view is
@@ -21,6 +27,7 @@
 //! has anything to do.
 
 mod deleting;
+mod namespace_status;
 pub(crate) mod objects;
 pub(crate) mod render;
 mod rollout;
@@ -78,6 +85,8 @@ pub struct View {
     pub resource_snapshots: Vec<Object>,
     pub selected: Vec<Object>,
     pub bindings: Vec<Object>,
+    /// A ClusterResourcePlacement's status mirror and selector problems.
+    pub mirror: namespace_status::MirrorView,
 }
 
 impl View {
@@ -88,6 +97,7 @@ impl View {
         let placement = &view.placement;
         view.selected =
             selection::select_resources(&placement.kind, placement.metadata.namespace.as_deref(), &view.spec, &source);
+        view.mirror = namespace_status::MirrorView::read(store, placement, &source)?;
         source.finish()?;
         Ok(view)
     }
@@ -101,6 +111,7 @@ impl View {
             resource_snapshots: view::children(store, &placement, resource_kind)?,
             bindings: view::children(store, &placement, binding::binding_kind(&placement.kind))?,
             selected: Vec::new(),
+            mirror: Default::default(),
             spec: placement_api::spec_of(&placement),
             placement,
         })
@@ -171,6 +182,9 @@ pub fn next_step(
         return deleting::withdraw(store, placement);
     }
     let view = View::read(store, placement)?;
+    if let Some(next) = namespace_status::blocked(&view, now) {
+        return Ok(next);
+    }
     if let Some(step) = snapshots::policy_step(&view).or_else(|| snapshots::resource_step(&view)) {
         return Ok(Next::Write(Box::new(step)));
     }

@@ -16,8 +16,8 @@ use fleet_api::Object;
 use fleet_placement::selection;
 use fleet_placement::snapshot;
 use fleet_placement::status::{self as status_fold, ClusterRollout, Rendering};
-use fleet_statemachine::Op;
 
+use super::namespace_status;
 use super::render::{records, Rendered};
 use super::scheduling::{scheduled_message, Scheduled};
 use super::works::{bound_group, BindingWorks};
@@ -75,13 +75,10 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
         &current.conditions,
         now,
     );
-    if status == current {
-        return None;
-    }
-    let events = milestone_events(&placement.kind, &current, &status);
-    let mut updated = placement.clone();
-    placement_api::set_status(&mut updated, &status);
-    Some(Step { ops: vec![Op::UpdateStatus { object: updated }], events, placement: placement.clone() })
+    let mirror_ops = namespace_status::sync(view, &mut status, &current, now);
+    let mut step = namespace_status::write(placement, &current, &status, mirror_ops)?;
+    step.events = milestone_events(&placement.kind, &current, &status);
+    Some(step)
 }
 
 /// Whether staged update runs roll the placement out (`strategy.type: External`).
