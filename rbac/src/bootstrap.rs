@@ -68,6 +68,7 @@ pub const VIEW_RESOURCES: &[(&str, &[&str])] = &[
         PLACEMENT,
         &[
             "approvalrequests",
+            "clusterresourceplacementstatuses",
             "resourcebindings",
             "resourceenvelopes",
             "resourceoverrides",
