@@ -10,7 +10,7 @@ use crate::scheduler::framework::{FilterPlugin, ScorePlugin};
 use crate::scheduler::table::{ClusterTable, Vocabulary};
 
 /// Why a cluster fails the required affinity.
-pub const REASON_NO_TERM_MATCHES: &str = "cluster does not match any of the required cluster selector terms";
+pub const REASON_NO_TERM_MATCHES: &str = "cluster does not match with any of the required cluster affinity terms";
 
 /// Required affinity: a cluster must match at least one term. No required
 /// selector (or one with no terms) lets every cluster through.
@@ -104,16 +104,22 @@ impl ScorePlugin for PreferredAffinity {
                     }
                 }
                 Some((property, descending)) => {
-                    let values: Vec<Option<Quantity>> = candidates
-                        .iter()
-                        .map(|&c| if p.term.matches(table, c) { table.property(c, property) } else { None })
-                        .collect();
-                    let (Some(min), Some(max)) = (values.iter().flatten().min(), values.iter().flatten().max()) else {
+                    // As KubeFleet: the extremes are over every cluster
+                    // that has the property, candidate or not, matching
+                    // the term's label selector or not.
+                    let all = (0..table.len()).filter_map(|c| table.property(c, property));
+                    let Some((min, max)) = all.fold(None, |acc: Option<(Quantity, Quantity)>, v| match acc {
+                        None => Some((v, v)),
+                        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+                    }) else {
                         continue;
                     };
-                    for (i, v) in values.iter().enumerate() {
-                        if let Some(v) = v {
-                            let share = sorter_share(*v, *min, *max, p.weight, descending);
+                    for (i, &c) in candidates.iter().enumerate() {
+                        if !p.term.matches(table, c) {
+                            continue;
+                        }
+                        if let Some(v) = table.property(c, property) {
+                            let share = sorter_share(v, min, max, p.weight, descending);
                             scores[i].affinity_score = scores[i].affinity_score.saturating_add(share);
                         }
                     }
