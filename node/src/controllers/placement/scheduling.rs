@@ -31,8 +31,7 @@ pub struct Scheduled {
 
 impl Scheduled {
     /// `(fulfilled, reason, message)` of the `Scheduled` conditions (the
-    /// scheduler's message already says "found all the clusters needed..."
-    /// when fulfilled).
+    /// scheduler's message, KubeFleet's text).
     pub fn verdict(&self) -> (bool, &'static str, String) {
         let reason = if self.outcome.fulfilled { REASON_FULFILLED } else { REASON_UNFULFILLED };
         (self.outcome.fulfilled, reason, self.outcome.message.clone())
@@ -71,16 +70,16 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
             BindingAction::Create { cluster, decision } => {
                 let object = new_binding(placement, binding_kind, cluster, decision, &policy_snapshot.metadata.name);
                 writes.push(Op::Create { object });
-                events.push(EventNote::normal("ClusterScheduled", scheduled_message(cluster, decision)));
+                events.push(EventNote::normal("ClusterScheduled", decision.reason.clone()));
             }
-            BindingAction::Update { binding, cluster, decision, revive } => {
+            BindingAction::Update { binding, decision, revive, .. } => {
                 let Some(&object) = by_name.get(binding.as_str()) else { continue };
                 let mut spec = binding::spec_of(object);
                 spec.scheduling_policy_snapshot_name = policy_snapshot.metadata.name.clone();
                 spec.cluster_decision = decision.clone();
                 if *revive {
                     spec.state = STATE_SCHEDULED.to_string();
-                    events.push(EventNote::normal("ClusterScheduled", scheduled_message(cluster, decision)));
+                    events.push(EventNote::normal("ClusterScheduled", decision.reason.clone()));
                 }
                 let mut updated = object.clone();
                 binding::set_spec(&mut updated, &spec);
@@ -122,16 +121,6 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
     }
     writes.push(check(placement));
     Some(Step { ops: writes, events, placement: placement.clone() })
-}
-
-/// "scheduled resources for placement in <cluster> (affinity score: A,
-/// topology spread score: T): <reason>".
-pub fn scheduled_message(cluster: &str, decision: &ClusterDecision) -> String {
-    let score = decision.cluster_score.unwrap_or_default();
-    format!(
-        "scheduled resources for placement in {cluster} (affinity score: {}, topology spread score: {}): {}",
-        score.affinity_score, score.topology_spread_score, decision.reason
-    )
 }
 
 /// A binding's name: `<placement>-<cluster>-<8 hex>`, the suffix derived
