@@ -86,14 +86,7 @@ func compare(index int, p obj, kf, fleet *observation, list []writtenDown) []dif
 			return
 		}
 		d := difference{Scenario: index, Placement: name(p), Field: field, KubeFleet: a, Fleet: b}
-		s := subject{placement: p, kf: kf, fleet: fleet}
-		for _, w := range list {
-			if matched, _ := path.Match(w.Field, field); matched && facts[w.When](s) {
-				d.WrittenDown = w.ID
-				break
-			}
-		}
-		out = append(out, d)
+		out = append(out, matched(d, subject{placement: p, kf: kf, fleet: fleet}, list))
 	}
 	add("status.conditions."+scheduledType, condText(kf.Scheduled), condText(fleet.Scheduled))
 	add("status.placementStatuses.ScheduleFailed", failedText(kf.Failed), failedText(fleet.Failed))
@@ -118,6 +111,18 @@ func compare(index int, p obj, kf, fleet *observation, list []writtenDown) []dif
 	}
 	add("bindings", bindingsText(kf.Bindings), bindingsText(fleet.Bindings))
 	return out
+}
+
+// matched marks a difference with the first written-down entry whose
+// field pattern matches and whose fact holds.
+func matched(d difference, s subject, list []writtenDown) difference {
+	for _, w := range list {
+		if ok, _ := path.Match(w.Field, d.Field); ok && facts[w.When](s) {
+			d.WrittenDown = w.ID
+			break
+		}
+	}
+	return d
 }
 
 func condText(c *cond) string {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -152,7 +153,7 @@ type agentCache struct {
 }
 
 // caughtUp waits until the cache holds each MemberCluster at the
-// resourceVersion written (name → version).
+// resourceVersion written or a later one (name → version).
 func (c *agentCache) caughtUp(ctx context.Context, written map[string]string) error {
 	return poll(ctx, 60*time.Second, "the hub agent's cache to catch up", func() (bool, string, error) {
 		for name, version := range written {
@@ -160,7 +161,11 @@ func (c *agentCache) caughtUp(ctx context.Context, written map[string]string) er
 			if err := c.reader.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
 				return false, err.Error(), nil
 			}
-			if mc.ResourceVersion != version {
+			// resourceVersions are etcd's revisions: a later write (the
+			// hub agent's own) shows a larger one.
+			have, _ := strconv.ParseInt(mc.ResourceVersion, 10, 64)
+			want, _ := strconv.ParseInt(version, 10, 64)
+			if have < want {
 				return false, fmt.Sprintf("MemberCluster %s at %s, not %s", name, mc.ResourceVersion, version), nil
 			}
 		}

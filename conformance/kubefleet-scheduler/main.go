@@ -30,9 +30,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // config is what a run is told.
@@ -64,7 +64,7 @@ func main() {
 	_ = klogFlags.Set("logtostderr", "false")
 	_ = klogFlags.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(discard{})
-	ctrl.SetLogger(log.FromContext(context.Background()))
+	ctrl.SetLogger(logr.Discard())
 	flag.Parse()
 
 	if *showPool {
@@ -205,7 +205,7 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 	if err != nil {
 		return nil, err
 	}
-	diffs, err := clustersAlike(ctx, s, kf, fleet)
+	diffs, err := clustersAlike(ctx, s, kf, fleet, list)
 	if err != nil {
 		return nil, err
 	}
@@ -214,25 +214,39 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 	if err := hubCache.caughtUp(ctx, written); err != nil {
 		return nil, err
 	}
-	err = applyBoth(kf, fleet, func(sd *side) error {
+	// A placement one side refuses is a difference; the other side's is
+	// removed again and neither is compared.
+	var refused [2]map[string]string
+	_ = applyBoth(kf, fleet, func(sd *side) error {
+		i := sideIndex(sd, kf)
+		refused[i] = map[string]string{}
 		for _, p := range s.Placements {
 			if err := sd.create(ctx, gvrPlacement, p); err != nil {
-				return err
+				refused[i][name(p)] = err.Error()
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	var placements []obj
+	for _, p := range s.Placements {
+		a, b := refused[0][name(p)], refused[1][name(p)]
+		if a == "" && b == "" {
+			placements = append(placements, p)
+			continue
+		}
+		diffs = append(diffs, matched(difference{Scenario: s.Index, Placement: name(p), Field: "created",
+			KubeFleet: orText(a, "created"), Fleet: orText(b, "created")}, subject{placement: p}, list))
+		for _, sd := range []*side{kf, fleet} {
+			if err := sd.remove(ctx, gvrPlacement, "", name(p)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var seen [2]map[string]*observation
 	var errs [2]error
 	_ = applyBoth(kf, fleet, func(sd *side) error {
-		i := 0
-		if sd == fleet {
-			i = 1
-		}
-		seen[i], errs[i] = settle(ctx, sd, s.Placements, quiet)
+		i := sideIndex(sd, kf)
+		seen[i], errs[i] = settle(ctx, sd, placements, quiet)
 		return nil
 	})
 	for i, err := range errs {
@@ -246,7 +260,7 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 			diffs = append(diffs, d)
 		}
 	}
-	for _, p := range s.Placements {
+	for _, p := range placements {
 		a, b := seen[0][name(p)], seen[1][name(p)]
 		if a == nil || b == nil {
 			continue
@@ -261,4 +275,20 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 		return nil, err
 	}
 	return diffs, nil
+}
+
+// sideIndex is 0 for KubeFleet's side, 1 for Fleet's.
+func sideIndex(sd, kf *side) int {
+	if sd == kf {
+		return 0
+	}
+	return 1
+}
+
+// orText is text, or `otherwise` when text is empty.
+func orText(text, otherwise string) string {
+	if text == "" {
+		return otherwise
+	}
+	return text
 }

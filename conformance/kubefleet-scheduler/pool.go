@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -83,7 +84,12 @@ func mirrorPool(ctx context.Context, fleet, kf *side) (properties, error) {
 		for name, v := range props {
 			m, _ := v.(map[string]interface{})
 			value, _ := m["value"].(string)
-			out[c.Name][name] = value
+			// Scenarios select and sort on quantities only: KubeFleet's
+			// scheduler fails a whole scheduling cycle on a property that
+			// is not one (Fleet's `fleet.kubernetes-fleet.io/target`).
+			if _, err := resource.ParseQuantity(value); err == nil {
+				out[c.Name][name] = value
+			}
 		}
 		usage, _, _ := unstructured.NestedMap(status, "resourceUsage")
 		for field, kind := range capacityNames {

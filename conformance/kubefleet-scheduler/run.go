@@ -298,11 +298,12 @@ func name(o obj) string {
 }
 
 // clustersAlike lists how the two sides' MemberClusters differ after a
-// scenario's setup: labels (each side's own left out) and taints.
-func clustersAlike(ctx context.Context, s *scenario, kf, fleet *side) ([]difference, error) {
+// scenario's setup: labels (each side's own left out) and taints; a
+// difference in the taints' timeAdded alone is its own field.
+func clustersAlike(ctx context.Context, s *scenario, kf, fleet *side, list []writtenDown) ([]difference, error) {
 	var out []difference
 	for _, c := range pool {
-		var shown [2]string
+		var shown, bare [2]string
 		for i, sd := range []*side{kf, fleet} {
 			u, err := sd.get(ctx, gvrMember, "", c.Name)
 			if err != nil {
@@ -320,9 +321,20 @@ func clustersAlike(ctx context.Context, s *scenario, kf, fleet *side) ([]differe
 			taints, _, _ := unstructured.NestedSlice(u.Object, "spec", "taints")
 			text, _ := json.Marshal(map[string]interface{}{"labels": labels, "taints": taints})
 			shown[i] = string(text)
+			for _, t := range taints {
+				if m, ok := t.(map[string]interface{}); ok {
+					delete(m, "timeAdded")
+				}
+			}
+			text, _ = json.Marshal(map[string]interface{}{"labels": labels, "taints": taints})
+			bare[i] = string(text)
+		}
+		field := "cluster " + c.Name
+		if bare[0] == bare[1] {
+			field += ".taints.timeAdded"
 		}
 		if shown[0] != shown[1] {
-			out = append(out, difference{Scenario: s.Index, Placement: "-", Field: "cluster " + c.Name, KubeFleet: shown[0], Fleet: shown[1]})
+			out = append(out, matched(difference{Scenario: s.Index, Placement: "-", Field: field, KubeFleet: shown[0], Fleet: shown[1]}, subject{}, list))
 		}
 	}
 	return out, nil

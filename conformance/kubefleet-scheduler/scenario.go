@@ -109,12 +109,14 @@ func (g *generator) placement(r *rand.Rand, name, namespace string) obj {
 		if r.Intn(10) < 6 {
 			var terms []interface{}
 			for i := 0; i < 1+r.Intn(2); i++ {
+				// A term has a label selector, a property selector or
+				// both (Fleet refuses a term with neither).
 				term := obj{}
-				if r.Intn(10) < 7 {
-					term["labelSelector"] = labelSelector(r)
-				}
 				if r.Intn(10) < 5 {
 					term["propertySelector"] = obj{"matchExpressions": g.propertyExpressions(r)}
+				}
+				if r.Intn(10) < 7 || term["propertySelector"] == nil {
+					term["labelSelector"] = labelSelector(r)
 				}
 				terms = append(terms, term)
 			}
