@@ -56,7 +56,7 @@ fn worked_example_ascending_cost_sorter_gives_0_18_20() {
 }
 
 #[test]
-fn sorter_share_rounds_half_away_from_zero_exactly() {
+fn sorter_share_rounds_half_away_from_zero_in_float64_as_kubefleet() {
     let q = |s: &str| Quantity::parse(s).unwrap();
     // 1/8 of 20 = 2.5 → 3; of −20 → −3.
     assert_eq!(sorter_share(q("1"), q("0"), q("8"), 20, true), 3);
@@ -66,6 +66,8 @@ fn sorter_share_rounds_half_away_from_zero_exactly() {
     assert_eq!(sorter_share(q("5"), q("5"), q("5"), 20, true), 0);
     // Huge values do not overflow.
     assert_eq!(sorter_share(q("100E"), q("0"), q("100E"), 100, true), 100);
+    // An exact half that float64 puts below: (1 − 5/6) × −81.
+    assert_eq!(sorter_share(q("7"), q("2"), q("8"), -81, false), -13);
 }
 
 #[test]
