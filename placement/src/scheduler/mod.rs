@@ -147,6 +147,12 @@ pub struct SchedulingOutcome {
     pub fulfilled: bool,
     /// The `Scheduled` condition's message.
     pub message: String,
+    /// PickN already has the N clusters it asks for: nothing is picked, so
+    /// nothing is judged (`not_chosen` and `filtered` are empty), and the
+    /// policy snapshot keeps the unchosen clusters the pass that picked
+    /// reported (as KubeFleet's scheduler, whose status comes from its last
+    /// picking cycle).
+    pub settled: bool,
     /// Only real changes: a binding already in the desired state gets no action.
     pub actions: Vec<BindingAction>,
 }

@@ -26,6 +26,7 @@ struct Selection {
     filtered: Vec<ClusterDecision>,
     fulfilled: bool,
     message: String,
+    settled: bool,
 }
 
 /// One pass: sort the clusters, index the bindings, choose, derive actions.
@@ -44,6 +45,7 @@ pub(crate) fn run(fw: &mut Framework, request: &SchedulingRequest) -> Scheduling
         filtered: selection.filtered,
         fulfilled: selection.fulfilled,
         message: selection.message,
+        settled: selection.settled,
         actions,
     }
 }
@@ -88,7 +90,7 @@ fn pick_all(fw: &Framework, table: &ClusterTable, index: &BindingIndex) -> Selec
     }
     let filtered = reported_filtered(clusters, rejected);
     let message = scheduled_message(true, chosen.len());
-    Selection { chosen, not_chosen: Vec::new(), filtered, fulfilled: true, message }
+    Selection { chosen, not_chosen: Vec::new(), filtered, fulfilled: true, message, settled: false }
 }
 
 /// PickFixed: the listed clusters that exist and are eligible or kept.
@@ -120,7 +122,7 @@ fn pick_fixed(fw: &Framework, request: &SchedulingRequest, table: &ClusterTable,
     }
     let fulfilled = rejected.is_empty();
     let message = scheduled_message(fulfilled, chosen.len());
-    Selection { chosen, not_chosen: Vec::new(), filtered: rejected, fulfilled, message }
+    Selection { chosen, not_chosen: Vec::new(), filtered: rejected, fulfilled, message, settled: false }
 }
 
 /// PickN: keep what is placed (dropping the lowest first on scale-in), then
@@ -150,11 +152,12 @@ fn pick_n(fw: &mut Framework, request: &SchedulingRequest, table: &ClusterTable,
     }
     let mut chosen: Vec<(usize, ClusterDecision)> =
         kept.iter().map(|&(i, score, _)| (i, picked(&clusters[i].name, score))).collect();
-    if n == 0 {
-        // As KubeFleet: a policy that asks for no cluster never gets to
-        // judge one; its status lists none.
-        let message = scheduled_message(true, 0);
-        return Selection { chosen, not_chosen: Vec::new(), filtered: Vec::new(), fulfilled: true, message };
+    if kept.len() == n {
+        // As KubeFleet: nothing to pick, so nothing is judged (with N = 0,
+        // no cluster ever is).
+        let message = scheduled_message(true, n);
+        let settled = n > 0;
+        return Selection { chosen, not_chosen: Vec::new(), filtered: Vec::new(), fulfilled: true, message, settled };
     }
 
     // Filters.
@@ -206,6 +209,7 @@ fn pick_n(fw: &mut Framework, request: &SchedulingRequest, table: &ClusterTable,
         filtered: reported_filtered(clusters, rejected),
         fulfilled,
         message,
+        settled: false,
     }
 }
 

@@ -104,7 +104,21 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
     status.observed_placement_generation = Some(generation);
     let condition = Condition::new(CONDITION_SCHEDULED, fulfilled, reason, message.clone()).observing(generation);
     set_condition(&mut status.conditions, condition, now);
-    status.target_clusters = scheduled.outcome.target_clusters();
+    let mut targets = scheduled.outcome.target_clusters();
+    if scheduled.outcome.settled {
+        // Nothing was picked: the unchosen clusters stay as the pass that
+        // picked reported them.
+        let chosen: Vec<&str> = targets.iter().map(|d| d.cluster_name.as_str()).collect();
+        let kept: Vec<ClusterDecision> = before
+            .target_clusters
+            .iter()
+            .filter(|d| !d.selected && !chosen.contains(&d.cluster_name.as_str()))
+            .cloned()
+            .collect();
+        targets.extend(kept);
+        targets.truncate(scheduler::MAX_TARGET_CLUSTERS);
+    }
+    status.target_clusters = targets;
     let status_changed = status != before;
     if writes.is_empty() && !status_changed {
         return None;

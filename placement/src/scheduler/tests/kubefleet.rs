@@ -72,3 +72,24 @@ fn pick_all_scores_zero_and_pick_fixed_does_not_score() {
     assert_eq!(out.chosen[0].cluster_score, None);
     assert_eq!(out.chosen[0].reason, "Successfully scheduled resources for placement in \"a\": picked by scheduling policy");
 }
+
+#[test]
+fn the_last_pick_judges_the_rest_and_a_settled_pass_judges_nothing() {
+    let tiers = [("c1", "gold"), ("c2", "silver"), ("c3", "silver"), ("c5", "silver"), ("c7", "gold"), ("c8", "silver")];
+    let mut clusters: Vec<ClusterInfo> = tiers.iter().map(|(n, t)| cluster(n, &[("tier", t)])).collect();
+    clusters.extend([cluster("c4", &[]), cluster("c6", &[])]);
+    let p = pick_n(6, json!({"topologySpreadConstraints": [{"topologyKey": "tier", "maxSkew": 1}]}));
+    let out = run(&p, None, &clusters, &[]);
+    assert_eq!(names(&out.chosen), ["c1", "c4", "c5", "c6", "c7", "c8"]);
+    // Judged before the last pick (c1): silver at 2, gold at 1.
+    let violated = "ClusterUnschedulable, violated doNotSchedule topology spread constraint \"tier\" (max skew 1)";
+    assert_eq!(reason_of(&out.filtered, "c2"), violated);
+    assert_eq!(reason_of(&out.filtered, "c3"), violated);
+    assert!(!out.settled);
+    // The next pass has the six: nothing to pick, nothing judged.
+    let bindings: Vec<ExistingBinding> =
+        out.chosen.iter().map(|d| binding(&d.cluster_name, STATE_BOUND, SNAP, d.cluster_score)).collect();
+    let again = run(&p, None, &clusters, &bindings);
+    assert!(again.settled && again.not_chosen.is_empty() && again.filtered.is_empty(), "{again:?}");
+    assert_eq!(names(&again.chosen), names(&out.chosen));
+}
