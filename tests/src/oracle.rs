@@ -121,7 +121,9 @@ impl Oracle {
         let started = Instant::now();
         let pool = self.pool();
         assert!(pool.len() >= 4, "the oracle's pool: {pool:?}");
-        let real = std::thread::spawn(move || RealCluster::start_with(other, &ClusterOptions { nodes: 0, ..Default::default() }));
+        let real = std::thread::spawn(move || {
+            RealCluster::start_with(other, &ClusterOptions { nodes: 0, ..Default::default() })
+        });
         let mut kube = KubeHub::start().await;
         for cluster in &pool {
             apply_yaml(

@@ -113,10 +113,8 @@ fn pick_fixed(fw: &Framework, request: &SchedulingRequest, table: &ClusterTable,
         }
         match (fw.filter(table, i), c.ineligible_reason()) {
             (Ok(()), _) => chosen.push((i, picked(name, None))),
-            (Err(_), Some(why)) => rejected.push(filtered(
-                name,
-                format!("Cluster \"{name}\" is not eligible for resource placement yet: {why}"),
-            )),
+            (Err(_), Some(why)) => rejected
+                .push(filtered(name, format!("Cluster \"{name}\" is not eligible for resource placement yet: {why}"))),
             (Err(reason), None) => rejected.push(filtered(name, format!("{FILTERED_PREFIX}{reason}"))),
         }
     }

@@ -181,7 +181,9 @@ impl PickPlugin for TopologySpread<'_> {
 
     fn reject_reason(&self, cluster: usize) -> String {
         match self.constraints.iter().find(|c| c.judge(cluster).is_none()) {
-            Some(c) => format!("violated doNotSchedule topology spread constraint \"{}\" (max skew {})", c.key, c.max_skew),
+            Some(c) => {
+                format!("violated doNotSchedule topology spread constraint \"{}\" (max skew {})", c.key, c.max_skew)
+            }
             None => String::new(),
         }
     }

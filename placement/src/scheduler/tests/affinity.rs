@@ -124,7 +124,10 @@ fn required_terms_are_ored_and_absent_required_matches_all() {
                        {"labelSelector": {"matchLabels": {"env": "dev"}}}]);
     assert_eq!(chosen_by(terms, &clusters), ["a", "b"]);
     let out = run(&required(json!([{"labelSelector": {"matchLabels": {"env": "prod"}}}])), None, &clusters, &[]);
-    assert_eq!(reason_of(&out.filtered, "b"), "ClusterUnschedulable, cluster does not match with any of the required cluster affinity terms");
+    assert_eq!(
+        reason_of(&out.filtered, "b"),
+        "ClusterUnschedulable, cluster does not match with any of the required cluster affinity terms"
+    );
     let all = run(&policy(json!({"placementType": "PickAll"})), None, &clusters, &[]);
     assert_eq!(names(&all.chosen), ["a", "b", "c"]);
 }

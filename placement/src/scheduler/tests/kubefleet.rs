@@ -70,12 +70,16 @@ fn pick_all_scores_zero_and_pick_fixed_does_not_score() {
     );
     let out = run(&policy(json!({"placementType": "PickFixed", "clusterNames": ["a"]})), None, &clusters, &[]);
     assert_eq!(out.chosen[0].cluster_score, None);
-    assert_eq!(out.chosen[0].reason, "Successfully scheduled resources for placement in \"a\": picked by scheduling policy");
+    assert_eq!(
+        out.chosen[0].reason,
+        "Successfully scheduled resources for placement in \"a\": picked by scheduling policy"
+    );
 }
 
 #[test]
 fn the_last_pick_judges_the_rest_and_a_settled_pass_judges_nothing() {
-    let tiers = [("c1", "gold"), ("c2", "silver"), ("c3", "silver"), ("c5", "silver"), ("c7", "gold"), ("c8", "silver")];
+    let tiers =
+        [("c1", "gold"), ("c2", "silver"), ("c3", "silver"), ("c5", "silver"), ("c7", "gold"), ("c8", "silver")];
     let mut clusters: Vec<ClusterInfo> = tiers.iter().map(|(n, t)| cluster(n, &[("tier", t)])).collect();
     clusters.extend([cluster("c4", &[]), cluster("c6", &[])]);
     let p = pick_n(6, json!({"topologySpreadConstraints": [{"topologyKey": "tier", "maxSkew": 1}]}));

@@ -78,7 +78,10 @@ fn pick_n_short_of_candidates_picks_all_and_is_unfulfilled() {
     let out = run(&pick_n(3), None, &clusters, &[]);
     assert_eq!(names(&out.chosen), ["a"]);
     assert!(!out.fulfilled);
-    assert_eq!(out.message, "could not find all clusters needed as specified by the scheduling policy, found 1 cluster(s) instead");
+    assert_eq!(
+        out.message,
+        "could not find all clusters needed as specified by the scheduling policy, found 1 cluster(s) instead"
+    );
     assert_eq!(reason_of(&out.filtered, "b"), "ClusterUnschedulable, cluster is not eligible: cluster has not joined");
 }
 
@@ -226,7 +229,10 @@ fn pick_all_adds_a_joiner_and_does_not_evict_non_matching() {
     assert_eq!(names(&out.chosen), ["a", "b", "c"]);
     assert_eq!(creates(&out), ["c"]);
     assert_eq!(out.actions.len(), 1);
-    assert_eq!(reason_of(&out.filtered, "d"), "ClusterUnschedulable, cluster does not match with any of the required cluster affinity terms");
+    assert_eq!(
+        reason_of(&out.filtered, "d"),
+        "ClusterUnschedulable, cluster does not match with any of the required cluster affinity terms"
+    );
     assert!(out.fulfilled);
 }
 
@@ -241,7 +247,10 @@ fn pick_all_drops_a_leaving_cluster_and_skips_ineligible_ones() {
     let out = run(&policy(json!({"placementType": "PickAll"})), None, &clusters, &bindings);
     assert_eq!(names(&out.chosen), ["c"]);
     assert_eq!(unschedules(&out), ["a"]);
-    assert_eq!(reason_of(&out.filtered, "b"), "ClusterUnschedulable, cluster is not eligible: cluster is not healthy (HeartbeatTimeout)");
+    assert_eq!(
+        reason_of(&out.filtered, "b"),
+        "ClusterUnschedulable, cluster is not eligible: cluster is not healthy (HeartbeatTimeout)"
+    );
     assert_eq!(names(&out.filtered), ["a", "b"]);
 }
 
@@ -258,7 +267,10 @@ fn pick_fixed_reports_missing_and_ineligible_clusters() {
     assert_eq!(names(&out.chosen), ["a", "c"]);
     assert_eq!(names(&out.filtered), ["b", "x"]);
     assert_eq!(reason_of(&out.filtered, "x"), "Specified cluster \"x\" is not found");
-    assert_eq!(reason_of(&out.filtered, "b"), "Cluster \"b\" is not eligible for resource placement yet: cluster has not joined");
+    assert_eq!(
+        reason_of(&out.filtered, "b"),
+        "Cluster \"b\" is not eligible for resource placement yet: cluster has not joined"
+    );
     assert!(!out.fulfilled);
     assert_eq!(
         out.message,
@@ -275,7 +287,10 @@ fn pick_fixed_keeps_an_unhealthy_cluster_but_not_a_leaving_one() {
     let out = run(&p, None, &clusters, &bindings);
     assert_eq!(names(&out.chosen), ["a"]);
     assert_eq!(unschedules(&out), ["b"]);
-    assert_eq!(reason_of(&out.filtered, "b"), "Cluster \"b\" is not eligible for resource placement yet: cluster is leaving");
+    assert_eq!(
+        reason_of(&out.filtered, "b"),
+        "Cluster \"b\" is not eligible for resource placement yet: cluster is leaving"
+    );
 }
 
 #[test]
@@ -300,5 +315,8 @@ fn a_leaving_cluster_is_never_eligible_even_without_a_reason() {
     assert_eq!(reason_of(&out.filtered, "a"), "ClusterUnschedulable, cluster is not eligible: cluster is leaving");
     let fixed = policy(json!({"placementType": "PickFixed", "clusterNames": ["a"]}));
     let out = run(&fixed, None, &[c], &[]);
-    assert_eq!(reason_of(&out.filtered, "a"), "Cluster \"a\" is not eligible for resource placement yet: cluster is leaving");
+    assert_eq!(
+        reason_of(&out.filtered, "a"),
+        "Cluster \"a\" is not eligible for resource placement yet: cluster is leaving"
+    );
 }

@@ -57,7 +57,10 @@ fn do_not_schedule_filters_clusters_that_would_exceed_max_skew() {
     let out = run(&p, None, &clusters, &[]);
     assert_eq!(out.chosen.len(), 3);
     assert!(!out.fulfilled);
-    assert_eq!(out.message, "could not find all clusters needed as specified by the scheduling policy, found 3 cluster(s) instead");
+    assert_eq!(
+        out.message,
+        "could not find all clusters needed as specified by the scheduling policy, found 3 cluster(s) instead"
+    );
     assert_eq!(out.filtered.len(), 1);
     assert_eq!(
         out.filtered[0].reason,
