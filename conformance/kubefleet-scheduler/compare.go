@@ -50,6 +50,43 @@ type subject struct {
 var facts = map[string]func(subject) bool{
 	// Always: the difference is explained whatever the placement.
 	"always": func(subject) bool { return true },
+	// KubeFleet lists the filtered clusters in the order its parallel
+	// filters finished: the ScheduleFailed entries (one per missing
+	// cluster, reasons taken in the policy snapshot's order) agree as far
+	// as that order does not matter: as many on both sides, the same
+	// not-picked ones (those come first, sorted by score), and every other
+	// one the reason of a cluster its side filtered.
+	"filtered-order": func(s subject) bool {
+		if s.kf == nil || s.fleet == nil || len(s.kf.Failed) != len(s.fleet.Failed) {
+			return false
+		}
+		notPicked := func(o *observation) []string {
+			var out []string
+			for _, f := range o.Failed {
+				if strings.Contains(f.Message, "does not score high enough") {
+					out = append(out, f.Message)
+				}
+			}
+			return out
+		}
+		if strings.Join(notPicked(s.kf), "|") != strings.Join(notPicked(s.fleet), "|") {
+			return false
+		}
+		for _, o := range []*observation{s.kf, s.fleet} {
+			reasons := map[string]bool{}
+			for _, d := range o.Decisions {
+				if !d.Selected {
+					reasons[d.Reason] = true
+				}
+			}
+			for _, f := range o.Failed {
+				if !reasons[f.Message] {
+					return false
+				}
+			}
+		}
+		return true
+	},
 }
 
 // loadWrittenDown reads the written-down list and checks every entry

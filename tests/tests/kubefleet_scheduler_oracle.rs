@@ -17,7 +17,7 @@ use fleet_tests::oracle::KUBEFLEET;
 /// The generator's seed for the test suite.
 const SEED: u64 = 1;
 /// How many scenarios the test suite runs.
-const SCENARIOS: u64 = 60;
+const SCENARIOS: u64 = 40;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_schedules_as_kubefleets_own_scheduler() {
