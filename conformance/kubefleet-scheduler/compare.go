@@ -184,10 +184,16 @@ func decisionText(d decision, ok bool) string {
 	return fmt.Sprintf("selected=%v score=%s reason=%q", d.Selected, d.Score, d.Reason)
 }
 
+// bindingsText lists the bindings that are not being removed, with their
+// target cluster and decision. Their state (Scheduled, then Bound) is
+// rollout's, not the scheduler's, and is not compared: KubeFleet's rollout
+// controller binds in its own time.
 func bindingsText(list []binding) string {
 	var parts []string
 	for _, b := range list {
-		parts = append(parts, fmt.Sprintf("{%s %s %s}", b.Cluster, b.State, decisionText(b.Decision, true)))
+		if b.State != "Unscheduled" {
+			parts = append(parts, fmt.Sprintf("{%s %s}", b.Cluster, decisionText(b.Decision, true)))
+		}
 	}
 	return strings.Join(parts, " ")
 }

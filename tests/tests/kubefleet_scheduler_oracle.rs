@@ -17,7 +17,7 @@ use fleet_tests::oracle::KUBEFLEET;
 /// The generator's seed for the test suite.
 const SEED: u64 = 1;
 /// How many scenarios the test suite runs.
-const SCENARIOS: u64 = 40;
+const SCENARIOS: u64 = 60;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_schedules_as_kubefleets_own_scheduler() {
@@ -25,7 +25,8 @@ async fn fleet_schedules_as_kubefleets_own_scheduler() {
     let sides = KUBEFLEET.start_sides("kubefleet").await;
     let (success, stdout, stderr) = KUBEFLEET.run(&sides, "--kubefleet-kubeconfig", SEED, SCENARIOS);
     let differences: Vec<&str> = stdout.split("\ndifference: ").skip(1).collect();
-    assert!(success, "the oracle failed:\n{stdout}\n{stderr}");
+    let tail: Vec<&str> = stdout.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+    assert!(success, "the oracle failed:\n{stderr}\nthe end of its output:\n{}", tail.join("\n"));
     let (scenarios, found, written) =
         KUBEFLEET.summary(&stdout).unwrap_or_else(|| panic!("no summary line:\n{stdout}"));
     for line in stdout.lines().filter(|l| l.starts_with("kubefleet-scheduler: ")) {
