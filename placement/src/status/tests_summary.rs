@@ -130,7 +130,7 @@ fn su_13_external_placements_sum_up_only_clusters_on_one_snapshot() {
     );
     for clusters in [vec![on("0", DONE), on("1", DONE)], vec![on("0", DONE), on("", &["Unknown"])]] {
         let out = fold(&clusters, true);
-        assert_eq!(view(&out)[1..], [external_unknown.clone()], "Scheduled and RolloutStarted alone");
+        assert_eq!(view(&out)[1..], *std::slice::from_ref(&external_unknown), "Scheduled and RolloutStarted alone");
         assert_eq!(out[1].observed_generation, Some(3));
     }
     let out = fold(&[on("1", DONE), on("1", DONE)], true);

@@ -103,6 +103,7 @@ fn snapshot_identifiers(view: &View, index: u64) -> Vec<ResourceIdentifier> {
 /// entry and binding are looked up in maps made once per pass: at 5,000
 /// clusters a scan per cluster (decoding every binding's spec on the way)
 /// made the pass quadratic.
+#[allow(clippy::too_many_arguments)]
 fn per_cluster(
     view: &View,
     scheduled: &Scheduled,
