@@ -43,6 +43,9 @@ start=$(date +%s)
 conformance/ocm-placement/build.sh "$PWD/target/ocm-placement/ocm-placement"
 echo "the OCM oracle built in $(( $(date +%s) - start )) s"
 start=$(date +%s)
+conformance/kubefleet-scheduler/build.sh "$PWD/target/kubefleet-scheduler/kubefleet-scheduler"
+echo "the KubeFleet scheduler oracle built in $(( $(date +%s) - start )) s"
+start=$(date +%s)
 conformance/kubefleet-e2e/build.sh "$PWD/target/kubefleet-e2e/kubefleet-e2e"
 echo "KubeFleet's e2e suite built in $(( $(date +%s) - start )) s"
 

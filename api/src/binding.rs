@@ -49,8 +49,9 @@ pub struct ClusterScore {
     /// Sum of the preferred affinity terms' contributions.
     #[serde(default)]
     pub affinity_score: i64,
-    /// Topology spread score (KubeFleet's older name: `priorityScore`).
-    #[serde(default, alias = "priorityScore")]
+    /// Topology spread score: `priorityScore` in KubeFleet's API (its Go
+    /// field is `TopologySpreadScore`; that spelling is read too).
+    #[serde(default, rename = "priorityScore", alias = "topologySpreadScore")]
     pub topology_spread_score: i64,
 }
 
@@ -171,7 +172,7 @@ mod tests {
     }
 
     #[test]
-    fn accepts_kubefleet_priority_score_and_checks_state() {
+    fn writes_kubefleet_priority_score_and_checks_state() {
         let mut b = binding(json!({
             "state": "Scheduled", "targetCluster": "east-1", "schedulingPolicySnapshotName": "web-0",
             "clusterDecision": {"clusterName": "east-1", "selected": true,
@@ -183,6 +184,11 @@ mod tests {
             spec.cluster_decision.cluster_score,
             Some(ClusterScore { affinity_score: 3, topology_spread_score: -1 })
         );
+        // Written as KubeFleet's API spells it; the Go field's name is read too.
+        let score = ClusterScore { affinity_score: 3, topology_spread_score: -1 };
+        assert_eq!(serde_json::to_value(score).unwrap(), json!({"affinityScore": 3, "priorityScore": -1}));
+        let read: ClusterScore = serde_json::from_value(json!({"topologySpreadScore": 2})).unwrap();
+        assert_eq!(read.topology_spread_score, 2);
         assert!(spec.is_active());
         let mut bad = binding(json!({"state": "Gone"}));
         let e = prepare(&mut bad).unwrap_err().to_string();

@@ -96,7 +96,7 @@ pub fn binding_columns(wide: bool) -> Vec<Column> {
             },
             Column {
                 header: "SPREAD-SCORE",
-                value: |o, _| score(o, &["spec", "clusterDecision", "clusterScore", "topologySpreadScore"]),
+                value: |o, _| score(o, &["spec", "clusterDecision", "clusterScore", "priorityScore"]),
             },
         ]);
     }

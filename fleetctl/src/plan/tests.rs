@@ -92,7 +92,8 @@ fn pick_n_lists_chosen_with_scores_then_the_rest_with_reasons() {
     assert_eq!(
         json["clusters"][0],
         serde_json::json!({
-            "cluster": "east-1", "decision": "Chosen", "scores": [20, 0], "reason": "picked by scheduling policy"
+            "cluster": "east-1", "decision": "Chosen", "scores": [20, 0],
+            "reason": "Successfully scheduled resources for placement in \"east-1\" (affinity score: 20, topology spread score: 0): picked by scheduling policy"
         })
     );
     assert_eq!(json["scoreNames"], serde_json::json!(["affinity", "topologySpread"]));

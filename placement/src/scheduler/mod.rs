@@ -16,14 +16,12 @@
 //!   that cluster are unscheduled, so a cluster never has two;
 //! - a kept binding keeps its stored score in its decision, so it gets no
 //!   action while nothing changes;
-//! - PickAll and PickFixed decisions carry no score (those policies do not
-//!   score);
+//! - PickFixed decisions carry no score; PickAll ones score 0 and 0 (as
+//!   KubeFleet: neither policy scores);
 //! - PickN scale-in drops not-yet-bound (Scheduled) bindings before Bound
 //!   ones, then the lowest stored topology spread score, then the lowest
 //!   stored affinity score, then the smallest name (the mirror of the pick
-//!   tie-break, which prefers the larger name);
-//! - a topology spread placement that lowers the skew is never a violation
-//!   (kept clusters out of balance must not block the pick that improves it).
+//!   tie-break, which prefers the larger name).
 
 mod bindings;
 mod framework;
@@ -41,10 +39,11 @@ pub use framework::{FilterPlugin, Framework, PickPlugin, PickVerdict, ScorePlugi
 
 use crate::cluster::ClusterInfo;
 
-/// The reason of every chosen cluster's decision.
+/// The end of every chosen cluster's reason.
 pub const REASON_PICKED: &str = "picked by scheduling policy";
-/// The message of a fulfilled policy.
-pub const MESSAGE_FULFILLED: &str = "found all the clusters needed as specified by the scheduling policy";
+/// The prefix KubeFleet gives the reason of a filtered cluster (its
+/// status code's name).
+pub const FILTERED_PREFIX: &str = "ClusterUnschedulable, ";
 /// How many not-chosen candidates the policy snapshot's status lists.
 pub const MAX_NOT_CHOSEN_REPORTED: usize = 20;
 /// Most entries in the policy snapshot's `targetClusters`.
@@ -134,19 +133,26 @@ pub enum BindingAction {
 /// The result of one pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SchedulingOutcome {
-    /// Selected, with scores; reason [`REASON_PICKED`]; sorted by cluster name.
+    /// Selected, with scores; reason [`picked_reason`]; sorted by cluster name.
     pub chosen: Vec<ClusterDecision>,
     /// Candidates not picked, best first, with their scores: the best
     /// [`MAX_NOT_CHOSEN_REPORTED`] only (all a status shows; building every
     /// one would dominate a pass over 10,000 clusters).
     pub not_chosen: Vec<ClusterDecision>,
-    /// Filtered, ineligible or missing clusters, sorted by name, with the filter's reason (at most
+    /// Filtered, ineligible or missing clusters, sorted by name, with the
+    /// filter's reason after [`FILTERED_PREFIX`] (at most
     /// [`MAX_TARGET_CLUSTERS`], the first by name: all a status can list).
     pub filtered: Vec<ClusterDecision>,
     /// Whether the policy got every cluster it asks for.
     pub fulfilled: bool,
     /// The `Scheduled` condition's message.
     pub message: String,
+    /// PickN already has the N clusters it asks for: nothing is picked, so
+    /// nothing is judged (`not_chosen` and `filtered` are empty), and the
+    /// policy snapshot keeps the unchosen clusters the pass that picked
+    /// reported (as KubeFleet's scheduler, whose status comes from its last
+    /// picking cycle).
+    pub settled: bool,
     /// Only real changes: a binding already in the desired state gets no action.
     pub actions: Vec<BindingAction>,
 }
@@ -160,12 +166,34 @@ impl SchedulingOutcome {
     }
 }
 
-/// The reason of a candidate that was not picked.
-pub fn not_chosen_reason(score: &ClusterScore) -> String {
+/// The reason of a candidate that was not picked (KubeFleet's text).
+pub fn not_chosen_reason(cluster: &str, score: &ClusterScore) -> String {
     format!(
-        "does not score high enough (affinity score: {}, topology spread score: {})",
+        "Cluster \"{cluster}\" does not score high enough (affinity score: {}, topology spread score: {})",
         score.affinity_score, score.topology_spread_score
     )
+}
+
+/// The reason of a chosen cluster (KubeFleet's text): with the scores when
+/// the policy scores (PickAll's are 0), without for PickFixed.
+pub fn picked_reason(cluster: &str, score: Option<&ClusterScore>) -> String {
+    match score {
+        Some(s) => format!(
+            "Successfully scheduled resources for placement in \"{cluster}\" (affinity score: {}, topology spread score: {}): {REASON_PICKED}",
+            s.affinity_score, s.topology_spread_score
+        ),
+        None => format!("Successfully scheduled resources for placement in \"{cluster}\": {REASON_PICKED}"),
+    }
+}
+
+/// The `Scheduled` condition's message (KubeFleet's text), counting the
+/// clusters chosen.
+pub fn scheduled_message(fulfilled: bool, chosen: usize) -> String {
+    if fulfilled {
+        format!("found all cluster needed as specified by the scheduling policy, found {chosen} cluster(s)")
+    } else {
+        format!("could not find all clusters needed as specified by the scheduling policy, found {chosen} cluster(s) instead")
+    }
 }
 
 /// Runs one scheduling pass with the plugins the request's policy calls for.

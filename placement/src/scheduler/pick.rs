@@ -12,8 +12,8 @@ use super::framework::Framework;
 use super::pick_loop::{pick_best, NameTies};
 use super::table::{name_sorted, ClusterTable};
 use super::{
-    not_chosen_reason, SchedulingOutcome, SchedulingRequest, MAX_NOT_CHOSEN_REPORTED, MAX_TARGET_CLUSTERS,
-    MESSAGE_FULFILLED, REASON_PICKED,
+    not_chosen_reason, picked_reason, scheduled_message, SchedulingOutcome, SchedulingRequest, FILTERED_PREFIX,
+    MAX_NOT_CHOSEN_REPORTED, MAX_TARGET_CLUSTERS,
 };
 use crate::cluster::ClusterInfo;
 
@@ -26,6 +26,7 @@ struct Selection {
     filtered: Vec<ClusterDecision>,
     fulfilled: bool,
     message: String,
+    settled: bool,
 }
 
 /// One pass: sort the clusters, index the bindings, choose, derive actions.
@@ -44,6 +45,7 @@ pub(crate) fn run(fw: &mut Framework, request: &SchedulingRequest) -> Scheduling
         filtered: selection.filtered,
         fulfilled: selection.fulfilled,
         message: selection.message,
+        settled: selection.settled,
         actions,
     }
 }
@@ -53,7 +55,7 @@ fn picked(name: &str, score: Option<ClusterScore>) -> ClusterDecision {
         cluster_name: name.to_string(),
         selected: true,
         cluster_score: score,
-        reason: REASON_PICKED.into(),
+        reason: picked_reason(name, score.as_ref()),
     }
 }
 
@@ -66,11 +68,12 @@ fn not_chosen(name: &str, score: ClusterScore) -> ClusterDecision {
         cluster_name: name.to_string(),
         selected: false,
         cluster_score: Some(score),
-        reason: not_chosen_reason(&score),
+        reason: not_chosen_reason(name, &score),
     }
 }
 
-/// PickAll: the kept clusters and every candidate that passes the filters.
+/// PickAll: the kept clusters and every candidate that passes the filters
+/// (as KubeFleet, each scored 0 and 0: PickAll does not score).
 fn pick_all(fw: &Framework, table: &ClusterTable, index: &BindingIndex) -> Selection {
     let clusters = table.clusters();
     let mut chosen = Vec::new();
@@ -81,12 +84,13 @@ fn pick_all(fw: &Framework, table: &ClusterTable, index: &BindingIndex) -> Selec
             continue;
         }
         match fw.filter(table, i) {
-            Ok(()) => chosen.push((i, picked(&c.name, None))),
+            Ok(()) => chosen.push((i, picked(&c.name, Some(ClusterScore::default())))),
             Err(reason) => rejected.push((i, reason)),
         }
     }
     let filtered = reported_filtered(clusters, rejected);
-    Selection { chosen, not_chosen: Vec::new(), filtered, fulfilled: true, message: MESSAGE_FULFILLED.into() }
+    let message = scheduled_message(true, chosen.len());
+    Selection { chosen, not_chosen: Vec::new(), filtered, fulfilled: true, message, settled: false }
 }
 
 /// PickFixed: the listed clusters that exist and are eligible or kept.
@@ -99,7 +103,7 @@ fn pick_fixed(fw: &Framework, request: &SchedulingRequest, table: &ClusterTable,
     let mut rejected = Vec::new();
     for name in &names {
         let Some(i) = find_cluster(clusters, name) else {
-            rejected.push(filtered(name, format!("cluster \"{name}\" is not found")));
+            rejected.push(filtered(name, format!("Specified cluster \"{name}\" is not found")));
             continue;
         };
         let c = clusters[i];
@@ -109,23 +113,14 @@ fn pick_fixed(fw: &Framework, request: &SchedulingRequest, table: &ClusterTable,
         }
         match (fw.filter(table, i), c.ineligible_reason()) {
             (Ok(()), _) => chosen.push((i, picked(name, None))),
-            (Err(_), Some(why)) => rejected.push(filtered(name, format!("cluster \"{name}\" is not eligible: {why}"))),
-            (Err(reason), None) => rejected.push(filtered(name, format!("cluster \"{name}\": {reason}"))),
+            (Err(_), Some(why)) => rejected
+                .push(filtered(name, format!("Cluster \"{name}\" is not eligible for resource placement yet: {why}"))),
+            (Err(reason), None) => rejected.push(filtered(name, format!("{FILTERED_PREFIX}{reason}"))),
         }
     }
     let fulfilled = rejected.is_empty();
-    let message = if fulfilled {
-        MESSAGE_FULFILLED.to_string()
-    } else {
-        let missing: Vec<&str> = rejected.iter().map(|d| d.reason.as_str()).collect();
-        format!(
-            "could not find all the clusters needed: want {}, found {} ({})",
-            names.len(),
-            chosen.len(),
-            missing.join("; ")
-        )
-    };
-    Selection { chosen, not_chosen: Vec::new(), filtered: rejected, fulfilled, message }
+    let message = scheduled_message(fulfilled, chosen.len());
+    Selection { chosen, not_chosen: Vec::new(), filtered: rejected, fulfilled, message, settled: false }
 }
 
 /// PickN: keep what is placed (dropping the lowest first on scale-in), then
@@ -153,6 +148,15 @@ fn pick_n(fw: &mut Framework, request: &SchedulingRequest, table: &ClusterTable,
     for k in &kept {
         is_kept[k.0] = true;
     }
+    let mut chosen: Vec<(usize, ClusterDecision)> =
+        kept.iter().map(|&(i, score, _)| (i, picked(&clusters[i].name, score))).collect();
+    if kept.len() == n {
+        // As KubeFleet: nothing to pick, so nothing is judged (with N = 0,
+        // no cluster ever is).
+        let message = scheduled_message(true, n);
+        let settled = n > 0;
+        return Selection { chosen, not_chosen: Vec::new(), filtered: Vec::new(), fulfilled: true, message, settled };
+    }
 
     // Filters.
     let mut candidates = Vec::new();
@@ -171,8 +175,6 @@ fn pick_n(fw: &mut Framework, request: &SchedulingRequest, table: &ClusterTable,
     let affinity = |pos: usize| scores[pos].affinity_score;
     let result = pick_best(fw, table, &kept_indices, &candidates, affinity, NameTies::LargerFirst, need);
 
-    let mut chosen: Vec<(usize, ClusterDecision)> =
-        kept.iter().map(|&(i, score, _)| (i, picked(&clusters[i].name, score))).collect();
     for &(pos, spread) in &result.picked {
         let score = ClusterScore { topology_spread_score: spread, ..scores[pos] };
         chosen.push((candidates[pos], picked(&clusters[candidates[pos]].name, Some(score))));
@@ -198,17 +200,14 @@ fn pick_n(fw: &mut Framework, request: &SchedulingRequest, table: &ClusterTable,
     rejected.extend(result.rejected.into_iter().map(|(pos, reason)| (candidates[pos], reason)));
 
     let fulfilled = chosen.len() == n;
-    let message = if fulfilled {
-        MESSAGE_FULFILLED.to_string()
-    } else {
-        format!("could not find all the clusters needed: want {want}, found {}", chosen.len())
-    };
+    let message = scheduled_message(fulfilled, chosen.len());
     Selection {
         chosen,
         not_chosen: not_chosen_list,
         filtered: reported_filtered(clusters, rejected),
         fulfilled,
         message,
+        settled: false,
     }
 }
 
@@ -222,5 +221,5 @@ fn reported_filtered(clusters: &[&ClusterInfo], mut rejected: Vec<(usize, String
         rejected.truncate(MAX_TARGET_CLUSTERS);
     }
     rejected.sort_unstable_by_key(|r| r.0);
-    rejected.into_iter().map(|(i, reason)| filtered(&clusters[i].name, reason)).collect()
+    rejected.into_iter().map(|(i, reason)| filtered(&clusters[i].name, format!("{FILTERED_PREFIX}{reason}"))).collect()
 }

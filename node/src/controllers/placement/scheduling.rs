@@ -31,8 +31,7 @@ pub struct Scheduled {
 
 impl Scheduled {
     /// `(fulfilled, reason, message)` of the `Scheduled` conditions (the
-    /// scheduler's message already says "found all the clusters needed..."
-    /// when fulfilled).
+    /// scheduler's message, KubeFleet's text).
     pub fn verdict(&self) -> (bool, &'static str, String) {
         let reason = if self.outcome.fulfilled { REASON_FULFILLED } else { REASON_UNFULFILLED };
         (self.outcome.fulfilled, reason, self.outcome.message.clone())
@@ -71,16 +70,16 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
             BindingAction::Create { cluster, decision } => {
                 let object = new_binding(placement, binding_kind, cluster, decision, &policy_snapshot.metadata.name);
                 writes.push(Op::Create { object });
-                events.push(EventNote::normal("ClusterScheduled", scheduled_message(cluster, decision)));
+                events.push(EventNote::normal("ClusterScheduled", decision.reason.clone()));
             }
-            BindingAction::Update { binding, cluster, decision, revive } => {
+            BindingAction::Update { binding, decision, revive, .. } => {
                 let Some(&object) = by_name.get(binding.as_str()) else { continue };
                 let mut spec = binding::spec_of(object);
                 spec.scheduling_policy_snapshot_name = policy_snapshot.metadata.name.clone();
                 spec.cluster_decision = decision.clone();
                 if *revive {
                     spec.state = STATE_SCHEDULED.to_string();
-                    events.push(EventNote::normal("ClusterScheduled", scheduled_message(cluster, decision)));
+                    events.push(EventNote::normal("ClusterScheduled", decision.reason.clone()));
                 }
                 let mut updated = object.clone();
                 binding::set_spec(&mut updated, &spec);
@@ -109,7 +108,21 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
     let condition = Condition::new(CONDITION_SCHEDULED, fulfilled, reason, message.clone())
         .observing(policy_snapshot.metadata.generation);
     set_condition(&mut status.conditions, condition, now);
-    status.target_clusters = scheduled.outcome.target_clusters();
+    let mut targets = scheduled.outcome.target_clusters();
+    if scheduled.outcome.settled {
+        // Nothing was picked: the unchosen clusters stay as the pass that
+        // picked reported them.
+        let chosen: Vec<&str> = targets.iter().map(|d| d.cluster_name.as_str()).collect();
+        let kept: Vec<ClusterDecision> = before
+            .target_clusters
+            .iter()
+            .filter(|d| !d.selected && !chosen.contains(&d.cluster_name.as_str()))
+            .cloned()
+            .collect();
+        targets.extend(kept);
+        targets.truncate(scheduler::MAX_TARGET_CLUSTERS);
+    }
+    status.target_clusters = targets;
     let status_changed = status != before;
     if writes.is_empty() && !status_changed {
         return None;
@@ -126,16 +139,6 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
     }
     writes.push(check(placement));
     Some(Step { ops: writes, events, placement: placement.clone() })
-}
-
-/// "scheduled resources for placement in <cluster> (affinity score: A,
-/// topology spread score: T): <reason>".
-pub fn scheduled_message(cluster: &str, decision: &ClusterDecision) -> String {
-    let score = decision.cluster_score.unwrap_or_default();
-    format!(
-        "scheduled resources for placement in {cluster} (affinity score: {}, topology spread score: {}): {}",
-        score.affinity_score, score.topology_spread_score, decision.reason
-    )
 }
 
 /// A binding's name: `<placement>-<cluster>-<8 hex>`, the suffix derived

@@ -19,7 +19,7 @@ use fleet_placement::status::{self as status_fold, ClusterRollout, Rendering};
 
 use super::namespace_status;
 use super::render::{records, Rendered};
-use super::scheduling::{scheduled_message, Scheduled};
+use super::scheduling::Scheduled;
 use super::works::{bound_group, BindingWorks};
 use super::{Step, View};
 use crate::controllers::events::EventNote;
@@ -131,7 +131,8 @@ fn per_cluster(
     for decision in &scheduled.outcome.chosen {
         let cluster = decision.cluster_name.as_str();
         let mut entry = existing(cluster);
-        let message = format!("Successfully {}", scheduled_message(cluster, decision));
+        // As KubeFleet: the decision's reason, which names the cluster.
+        let message = decision.reason.clone();
         let condition = Condition::new(PER_CLUSTER_SCHEDULED, true, "Scheduled", message).observing(generation);
         set_condition(&mut entry.conditions, condition, now);
         if let Some((b, spec)) = active.get(cluster) {
@@ -158,17 +159,18 @@ fn per_cluster(
     }
     // As KubeFleet: one unnamed entry per cluster the policy asked for and
     // did not get (PickN's N, PickFixed's names), each with the reason of
-    // an unchosen cluster.
+    // an unchosen cluster in the policy snapshot's order (not chosen, then
+    // filtered), and never more entries than there are unchosen clusters.
     let wanted = match scheduled.policy.placement_type() {
         PICK_FIXED => scheduled.policy.cluster_names.len(),
         PICK_N => usize::try_from(scheduled.number_of_clusters.unwrap_or(0)).unwrap_or(0),
         _ => 0,
     };
     let missing = wanted.saturating_sub(scheduled.outcome.chosen.len());
-    let reasons = scheduled.outcome.filtered.iter().chain(&scheduled.outcome.not_chosen).map(|d| d.reason.clone());
+    let reasons = scheduled.outcome.target_clusters().into_iter().filter(|d| !d.selected).map(|d| d.reason);
     let unnamed: Vec<&PerClusterStatus> =
         current.placement_statuses.iter().filter(|e| e.cluster_name.is_empty()).collect();
-    for (i, reason) in reasons.chain(std::iter::repeat(String::new())).take(missing).enumerate() {
+    for (i, reason) in reasons.take(missing).enumerate() {
         let mut entry = unnamed.get(i).map(|e| (*e).clone()).unwrap_or_default();
         entry.conditions.retain(|c| c.type_ == PER_CLUSTER_SCHEDULED);
         let condition = Condition::new(PER_CLUSTER_SCHEDULED, false, "ScheduleFailed", reason).observing(generation);

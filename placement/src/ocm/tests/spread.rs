@@ -25,7 +25,7 @@ fn do_not_schedule_stops_at_max_skew() {
     assert!(!e3.chosen);
     assert_eq!(
         e3.left_out.as_deref(),
-        Some("placing on the cluster would violate topology spread constraint (topologyKey \"region\", maxSkew 1)")
+        Some("violated doNotSchedule topology spread constraint \"region\" (max skew 1)")
     );
 }
 

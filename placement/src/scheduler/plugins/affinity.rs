@@ -10,7 +10,7 @@ use crate::scheduler::framework::{FilterPlugin, ScorePlugin};
 use crate::scheduler::table::{ClusterTable, Vocabulary};
 
 /// Why a cluster fails the required affinity.
-pub const REASON_NO_TERM_MATCHES: &str = "cluster does not match any of the required cluster selector terms";
+pub const REASON_NO_TERM_MATCHES: &str = "cluster does not match with any of the required cluster affinity terms";
 
 /// Required affinity: a cluster must match at least one term. No required
 /// selector (or one with no terms) lets every cluster through.
@@ -104,16 +104,22 @@ impl ScorePlugin for PreferredAffinity {
                     }
                 }
                 Some((property, descending)) => {
-                    let values: Vec<Option<Quantity>> = candidates
-                        .iter()
-                        .map(|&c| if p.term.matches(table, c) { table.property(c, property) } else { None })
-                        .collect();
-                    let (Some(min), Some(max)) = (values.iter().flatten().min(), values.iter().flatten().max()) else {
+                    // As KubeFleet: the extremes are over every cluster
+                    // that has the property, candidate or not, matching
+                    // the term's label selector or not.
+                    let all = (0..table.len()).filter_map(|c| table.property(c, property));
+                    let Some((min, max)) = all.fold(None, |acc: Option<(Quantity, Quantity)>, v| match acc {
+                        None => Some((v, v)),
+                        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+                    }) else {
                         continue;
                     };
-                    for (i, v) in values.iter().enumerate() {
-                        if let Some(v) = v {
-                            let share = sorter_share(*v, *min, *max, p.weight, descending);
+                    for (i, &c) in candidates.iter().enumerate() {
+                        if !p.term.matches(table, c) {
+                            continue;
+                        }
+                        if let Some(v) = table.property(c, property) {
+                            let share = sorter_share(v, min, max, p.weight, descending);
                             scores[i].affinity_score = scores[i].affinity_score.saturating_add(share);
                         }
                     }
@@ -123,34 +129,20 @@ impl ScorePlugin for PreferredAffinity {
     }
 }
 
-/// A property sorter's share of `weight` for value `v`, exactly:
-/// Descending `round((v − min) / (max − min) × weight)`, Ascending
+/// A property sorter's share of `weight` for value `v`, computed as
+/// KubeFleet computes it, in float64 on the quantities' values: Descending
+/// `round((v − min) / (max − min) × weight)`, Ascending
 /// `round((1 − (v − min) / (max − min)) × weight)`, rounding half away from
-/// zero; 0 when `max == min`. Integer arithmetic on nano-units; values too
-/// large for it lose their lowest bits first (never a float).
+/// zero; 0 when `max == min`. Float64 is KubeFleet's: an exact half can land
+/// either side (with values 2..8, a 7 Ascending of weight −81 is −13.5
+/// exactly but −13.499999999999997 in float64, so −13).
 pub fn sorter_share(v: Quantity, min: Quantity, max: Quantity, weight: i64, descending: bool) -> i64 {
-    let (v, min, max) = (v.nanos(), min.nanos(), max.nanos());
-    if max <= min {
+    let (f, lo, hi) = (v.as_f64(), min.as_f64(), max.as_f64());
+    if !(lo.is_finite() && hi.is_finite()) || lo >= hi || f < lo || f > hi {
         return 0;
     }
-    let v = v.clamp(min, max);
-    let mut num = if descending { v - min } else { max - v };
-    let mut den = max - min;
-    let w = i128::from(weight.unsigned_abs());
-    // 2 × num × |w| + den must fit; shrink both sides alike until it does.
-    while num.checked_mul(2 * w).and_then(|x| x.checked_add(den)).is_none() {
-        num >>= 1;
-        den >>= 1;
-    }
-    if den == 0 {
-        return 0;
-    }
-    // round(num × w / den), half away from zero, with num, den ≥ 0.
-    let magnitude = (2 * num * w + den) / (2 * den);
-    let magnitude = i64::try_from(magnitude).unwrap_or(i64::MAX);
-    if weight < 0 {
-        -magnitude
-    } else {
-        magnitude
-    }
+    let ratio = (f - lo) / (hi - lo);
+    let share = if descending { ratio * weight as f64 } else { (1.0 - ratio) * weight as f64 };
+    // Within ±|weight| ≤ 100: the cast cannot saturate.
+    share.round() as i64
 }

@@ -40,13 +40,10 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     key && value && effect
 }
 
-/// A taint as written in messages: `key=value:effect` (`key:effect` without a value).
+/// A taint as KubeFleet's scheduler writes it in a reason (Go's `%+v` of
+/// its taint): `&{Key:k Value:v Effect:NoSchedule}`.
 pub fn taint_text(taint: &Taint) -> String {
-    if taint.value.is_empty() {
-        format!("{}:{}", taint.key, taint.effect)
-    } else {
-        format!("{}={}:{}", taint.key, taint.value, taint.effect)
-    }
+    format!("&{{Key:{} Value:{} Effect:{}}}", taint.key, taint.value, taint.effect)
 }
 
 impl FilterPlugin for Taints<'_> {
@@ -58,7 +55,7 @@ impl FilterPlugin for Taints<'_> {
         let untolerated =
             |taint: &&Taint| taint.effect != PREFER_NO_SELECT && !self.tolerations.iter().any(|t| tolerates(t, taint));
         match table.info(cluster).taints.iter().find(untolerated) {
-            Some(taint) => Err(format!("cluster has taint \"{}\" that is not tolerated", taint_text(taint))),
+            Some(taint) => Err(format!("taint {} cannot be tolerated", taint_text(taint))),
             None => Ok(()),
         }
     }

@@ -26,37 +26,45 @@ struct Constraint<'a> {
     counts: Vec<i64>,
     max: i64,
     min: i64,
-    /// How many domains hold `min`.
-    at_min: usize,
+    /// The second smallest count (`min` again when two domains hold it).
+    second_min: i64,
 }
 
 impl Constraint<'_> {
     fn recount(&mut self) {
-        self.max = self.counts.iter().copied().max().unwrap_or(0);
-        self.min = self.counts.iter().copied().min().unwrap_or(0);
-        self.at_min = self.counts.iter().filter(|&&c| c == self.min).count();
+        let mut sorted = self.counts.clone();
+        sorted.sort_unstable();
+        self.min = sorted.first().copied().unwrap_or(0);
+        self.max = sorted.last().copied().unwrap_or(0);
+        // KubeFleet's "second smallest": the second of the sorted counts
+        // (the smallest again when two domains hold it).
+        self.second_min = sorted.get(1).copied().unwrap_or(self.min);
     }
 
-    /// `None` when placing on `cluster` breaks the constraint, else its score.
+    /// `None` when placing on `cluster` breaks the constraint, else its
+    /// score, as KubeFleet judges it: with the counts' smallest, second
+    /// smallest and largest, a placement on a domain at the largest count
+    /// (or on any, when all counts are equal) raises the skew by one (score
+    /// −1), one on the only domain at the smallest count lowers it by one
+    /// (+1), any other leaves it (0); it breaks the constraint when the
+    /// skew it leaves exceeds `maxSkew`.
     fn judge(&self, cluster: usize) -> Option<i64> {
         let Some(&d) = self.domain_of.get(cluster).filter(|&&d| d != NO_DOMAIN) else {
             return Some(0);
         };
         let count = self.counts[d as usize];
         let skew = self.max - self.min;
-        let new_max = self.max.max(count + 1);
-        let new_min = if count == self.min && self.at_min == 1 { self.min + 1 } else { self.min };
-        let new_skew = new_max - new_min;
-        // A placement that lowers the skew is always allowed: otherwise kept
-        // clusters that are already out of balance would block every pick.
-        if new_skew > self.max_skew && new_skew >= skew {
+        let change = if self.max == self.min || (count == self.max && count != self.min) {
+            1
+        } else if count == self.min && self.min != self.second_min {
+            -1
+        } else {
+            0
+        };
+        if skew + change > self.max_skew {
             return if self.hard { None } else { Some(SCHEDULE_ANYWAY_PENALTY) };
         }
-        Some(match new_skew.cmp(&skew) {
-            std::cmp::Ordering::Less => 1,
-            std::cmp::Ordering::Equal => 0,
-            std::cmp::Ordering::Greater => -1,
-        })
+        Some(-change)
     }
 }
 
@@ -115,7 +123,7 @@ impl<'a> TopologySpread<'a> {
                 counts: Vec::new(),
                 max: 0,
                 min: 0,
-                at_min: 0,
+                second_min: 0,
             })
             .collect();
         TopologySpread { constraints }
@@ -127,14 +135,14 @@ impl PickPlugin for TopologySpread<'_> {
         "TopologySpread"
     }
 
-    fn prepare(&mut self, table: &ClusterTable, kept: &[usize], candidates: &[usize]) {
+    fn prepare(&mut self, table: &ClusterTable, kept: &[usize], _candidates: &[usize]) {
         for c in &mut self.constraints {
-            // Domains are the values held by kept clusters and candidates
-            // only, numbered densely in the order first seen.
+            // As KubeFleet: the domains are the values every cluster holds
+            // (filtered ones too), numbered densely in the order first seen.
             let mut domain_of_value = vec![NO_DOMAIN; table.value_count(c.slot)];
             let mut domains = 0u32;
             c.domain_of = vec![NO_DOMAIN; table.len()];
-            for &i in kept.iter().chain(candidates) {
+            for i in 0..table.len() {
                 let value = table.label(i, c.slot);
                 if value == NO_VALUE {
                     continue;
@@ -173,10 +181,9 @@ impl PickPlugin for TopologySpread<'_> {
 
     fn reject_reason(&self, cluster: usize) -> String {
         match self.constraints.iter().find(|c| c.judge(cluster).is_none()) {
-            Some(c) => format!(
-                "placing on the cluster would violate topology spread constraint (topologyKey \"{}\", maxSkew {})",
-                c.key, c.max_skew
-            ),
+            Some(c) => {
+                format!("violated doNotSchedule topology spread constraint \"{}\" (max skew {})", c.key, c.max_skew)
+            }
             None => String::new(),
         }
     }

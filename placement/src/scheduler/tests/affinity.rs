@@ -34,11 +34,11 @@ fn worked_example_descending_cpu_sorter_gives_20_2_0() {
         with_props(cluster("b", &[]), &[(CPU, "20")]),
         with_props(cluster("c", &[]), &[(CPU, "10")]),
     ];
-    let out = run(&sorter_policy(CPU, "Descending", 20), Some(0), &clusters, &[]);
-    assert_eq!(affinity_of(&out.not_chosen, "a"), 20);
+    let out = run(&sorter_policy(CPU, "Descending", 20), Some(1), &clusters, &[]);
+    assert_eq!(affinity_of(&out.chosen, "a"), 20);
     assert_eq!(affinity_of(&out.not_chosen, "b"), 2);
     assert_eq!(affinity_of(&out.not_chosen, "c"), 0);
-    assert_eq!(names(&out.not_chosen), ["a", "b", "c"], "best first");
+    assert_eq!(names(&out.not_chosen), ["b", "c"], "best first");
 }
 
 #[test]
@@ -56,7 +56,7 @@ fn worked_example_ascending_cost_sorter_gives_0_18_20() {
 }
 
 #[test]
-fn sorter_share_rounds_half_away_from_zero_exactly() {
+fn sorter_share_rounds_half_away_from_zero_in_float64_as_kubefleet() {
     let q = |s: &str| Quantity::parse(s).unwrap();
     // 1/8 of 20 = 2.5 → 3; of −20 → −3.
     assert_eq!(sorter_share(q("1"), q("0"), q("8"), 20, true), 3);
@@ -66,13 +66,15 @@ fn sorter_share_rounds_half_away_from_zero_exactly() {
     assert_eq!(sorter_share(q("5"), q("5"), q("5"), 20, true), 0);
     // Huge values do not overflow.
     assert_eq!(sorter_share(q("100E"), q("0"), q("100E"), 100, true), 100);
+    // An exact half that float64 puts below: (1 − 5/6) × −81.
+    assert_eq!(sorter_share(q("7"), q("2"), q("8"), -81, false), -13);
 }
 
 #[test]
-fn sorter_ignores_clusters_without_the_property_or_not_matching_its_label_selector() {
-    let p = policy(json!({"placementType": "PickN", "numberOfClusters": 0, "affinity": {"clusterAffinity": {
+fn sorter_extremes_count_every_cluster_but_only_matching_ones_score() {
+    let p = policy(json!({"placementType": "PickN", "numberOfClusters": 1, "affinity": {"clusterAffinity": {
     "preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 10, "preference": {"labelSelector": {"matchLabels": {"env": "prod"}},
+        {"weight": 98, "preference": {"labelSelector": {"matchLabels": {"env": "prod"}},
             "propertySorter": {"name": CPU, "sortOrder": "Descending"}}}
     ]}}}));
     let clusters = [
@@ -81,8 +83,8 @@ fn sorter_ignores_clusters_without_the_property_or_not_matching_its_label_select
         with_props(cluster("c", &[("env", "dev")]), &[(CPU, "100")]),
         cluster("d", &[("env", "prod")]),
     ];
-    let out = run(&p, Some(0), &clusters, &[]);
-    assert_eq!(affinity_of(&out.not_chosen, "a"), 10, "c's 100 is not part of min/max");
+    let out = run(&p, Some(1), &clusters, &[]);
+    assert_eq!(affinity_of(&out.chosen, "a"), 2, "c's 100 is the maximum: (4 − 2) / (100 − 2) of 98");
     assert_eq!(affinity_of(&out.not_chosen, "b"), 0);
     assert_eq!(affinity_of(&out.not_chosen, "c"), 0);
     assert_eq!(affinity_of(&out.not_chosen, "d"), 0);
@@ -90,7 +92,7 @@ fn sorter_ignores_clusters_without_the_property_or_not_matching_its_label_select
 
 #[test]
 fn preferred_label_terms_add_their_weight_and_weight_zero_is_ignored() {
-    let p = policy(json!({"placementType": "PickN", "numberOfClusters": 0, "affinity": {"clusterAffinity": {
+    let p = policy(json!({"placementType": "PickN", "numberOfClusters": 1, "affinity": {"clusterAffinity": {
     "preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 30, "preference": {"labelSelector": {"matchLabels": {"env": "prod"}}}},
         {"weight": -5, "preference": {"labelSelector": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}}},
@@ -99,20 +101,20 @@ fn preferred_label_terms_add_their_weight_and_weight_zero_is_ignored() {
     ]}}}));
     let clusters =
         [cluster("a", &[("env", "prod")]), cluster("b", &[("env", "prod"), ("gpu", "1")]), cluster("c", &[])];
-    let out = run(&p, Some(0), &clusters, &[]);
-    assert_eq!(affinity_of(&out.not_chosen, "a"), 37);
+    let out = run(&p, Some(1), &clusters, &[]);
+    assert_eq!(affinity_of(&out.chosen, "a"), 37);
     assert_eq!(affinity_of(&out.not_chosen, "b"), 32);
     assert_eq!(affinity_of(&out.not_chosen, "c"), 7, "a term with no selectors matches every cluster");
 }
 
 #[test]
-fn pick_all_ignores_preferred_terms() {
+fn pick_all_ignores_preferred_terms_and_scores_zero() {
     let p = policy(json!({"placementType": "PickAll", "affinity": {"clusterAffinity": {
         "preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 30, "preference": {"labelSelector": {"matchLabels": {"env": "prod"}}}}]}}}));
     let out = run(&p, None, &[cluster("a", &[("env", "prod")]), cluster("b", &[])], &[]);
     assert_eq!(names(&out.chosen), ["a", "b"]);
-    assert!(out.chosen.iter().all(|d| d.cluster_score.is_none()));
+    assert!(out.chosen.iter().all(|d| d.cluster_score == score(0, 0)));
 }
 
 #[test]
@@ -122,7 +124,10 @@ fn required_terms_are_ored_and_absent_required_matches_all() {
                        {"labelSelector": {"matchLabels": {"env": "dev"}}}]);
     assert_eq!(chosen_by(terms, &clusters), ["a", "b"]);
     let out = run(&required(json!([{"labelSelector": {"matchLabels": {"env": "prod"}}}])), None, &clusters, &[]);
-    assert_eq!(reason_of(&out.filtered, "b"), "cluster does not match any of the required cluster selector terms");
+    assert_eq!(
+        reason_of(&out.filtered, "b"),
+        "ClusterUnschedulable, cluster does not match with any of the required cluster affinity terms"
+    );
     let all = run(&policy(json!({"placementType": "PickAll"})), None, &clusters, &[]);
     assert_eq!(names(&all.chosen), ["a", "b", "c"]);
 }

@@ -10,6 +10,7 @@ use super::{schedule, BindingAction, ExistingBinding, SchedulingOutcome, Schedul
 use crate::cluster::ClusterInfo;
 
 mod affinity;
+mod kubefleet;
 mod policies;
 mod properties;
 mod taints;

@@ -37,7 +37,10 @@ fn ties_go_to_the_larger_cluster_name() {
     let out = run(&pick_n(1), None, &fleet(&["a", "b", "c"]), &[]);
     assert_eq!(names(&out.chosen), ["c"]);
     assert_eq!(names(&out.not_chosen), ["b", "a"]);
-    assert_eq!(out.not_chosen[0].reason, "does not score high enough (affinity score: 0, topology spread score: 0)");
+    assert_eq!(
+        out.not_chosen[0].reason,
+        "Cluster \"b\" does not score high enough (affinity score: 0, topology spread score: 0)"
+    );
 }
 
 #[test]
@@ -47,7 +50,10 @@ fn affinity_score_beats_the_name_tie_break() {
             {"weight": 1, "preference": {"labelSelector": {"matchLabels": {"env": "prod"}}}}]}}}));
     let out = run(&p, None, &[cluster("a", &[("env", "prod")]), cluster("z", &[])], &[]);
     assert_eq!(names(&out.chosen), ["a"]);
-    assert_eq!(out.chosen[0].reason, "picked by scheduling policy");
+    assert_eq!(
+        out.chosen[0].reason,
+        "Successfully scheduled resources for placement in \"a\" (affinity score: 1, topology spread score: 0): picked by scheduling policy"
+    );
     assert_eq!(out.chosen[0].cluster_score, score(1, 0));
 }
 
@@ -63,7 +69,7 @@ fn the_result_does_not_depend_on_input_order() {
 fn number_of_clusters_from_the_annotation_wins() {
     let out = run(&pick_n(1), Some(3), &fleet(&["a", "b", "c"]), &[]);
     assert_eq!(out.chosen.len(), 3);
-    assert_eq!(out.message, "found all the clusters needed as specified by the scheduling policy");
+    assert_eq!(out.message, "found all cluster needed as specified by the scheduling policy, found 3 cluster(s)");
 }
 
 #[test]
@@ -72,8 +78,11 @@ fn pick_n_short_of_candidates_picks_all_and_is_unfulfilled() {
     let out = run(&pick_n(3), None, &clusters, &[]);
     assert_eq!(names(&out.chosen), ["a"]);
     assert!(!out.fulfilled);
-    assert_eq!(out.message, "could not find all the clusters needed: want 3, found 1");
-    assert_eq!(reason_of(&out.filtered, "b"), "cluster is not eligible: cluster has not joined");
+    assert_eq!(
+        out.message,
+        "could not find all clusters needed as specified by the scheduling policy, found 1 cluster(s) instead"
+    );
+    assert_eq!(reason_of(&out.filtered, "b"), "ClusterUnschedulable, cluster is not eligible: cluster has not joined");
 }
 
 #[test]
@@ -135,7 +144,7 @@ fn pick_n_replaces_a_leaving_cluster() {
     assert_eq!(names(&out.chosen), ["a", "c"]);
     assert_eq!(creates(&out), ["c"]);
     assert_eq!(unschedules(&out), ["b"]);
-    assert_eq!(reason_of(&out.filtered, "b"), "cluster is not eligible: cluster is leaving");
+    assert_eq!(reason_of(&out.filtered, "b"), "ClusterUnschedulable, cluster is not eligible: cluster is leaving");
 }
 
 #[test]
@@ -220,7 +229,10 @@ fn pick_all_adds_a_joiner_and_does_not_evict_non_matching() {
     assert_eq!(names(&out.chosen), ["a", "b", "c"]);
     assert_eq!(creates(&out), ["c"]);
     assert_eq!(out.actions.len(), 1);
-    assert_eq!(reason_of(&out.filtered, "d"), "cluster does not match any of the required cluster selector terms");
+    assert_eq!(
+        reason_of(&out.filtered, "d"),
+        "ClusterUnschedulable, cluster does not match with any of the required cluster affinity terms"
+    );
     assert!(out.fulfilled);
 }
 
@@ -235,7 +247,10 @@ fn pick_all_drops_a_leaving_cluster_and_skips_ineligible_ones() {
     let out = run(&policy(json!({"placementType": "PickAll"})), None, &clusters, &bindings);
     assert_eq!(names(&out.chosen), ["c"]);
     assert_eq!(unschedules(&out), ["a"]);
-    assert_eq!(reason_of(&out.filtered, "b"), "cluster is not eligible: cluster is not healthy (HeartbeatTimeout)");
+    assert_eq!(
+        reason_of(&out.filtered, "b"),
+        "ClusterUnschedulable, cluster is not eligible: cluster is not healthy (HeartbeatTimeout)"
+    );
     assert_eq!(names(&out.filtered), ["a", "b"]);
 }
 
@@ -251,12 +266,15 @@ fn pick_fixed_reports_missing_and_ineligible_clusters() {
     let out = run(&p, None, &clusters, &[]);
     assert_eq!(names(&out.chosen), ["a", "c"]);
     assert_eq!(names(&out.filtered), ["b", "x"]);
-    assert_eq!(reason_of(&out.filtered, "x"), "cluster \"x\" is not found");
-    assert_eq!(reason_of(&out.filtered, "b"), "cluster \"b\" is not eligible: cluster has not joined");
+    assert_eq!(reason_of(&out.filtered, "x"), "Specified cluster \"x\" is not found");
+    assert_eq!(
+        reason_of(&out.filtered, "b"),
+        "Cluster \"b\" is not eligible for resource placement yet: cluster has not joined"
+    );
     assert!(!out.fulfilled);
     assert_eq!(
         out.message,
-        "could not find all the clusters needed: want 4, found 2 (cluster \"b\" is not eligible: cluster has not joined; cluster \"x\" is not found)"
+        "could not find all clusters needed as specified by the scheduling policy, found 2 cluster(s) instead"
     );
 }
 
@@ -269,7 +287,10 @@ fn pick_fixed_keeps_an_unhealthy_cluster_but_not_a_leaving_one() {
     let out = run(&p, None, &clusters, &bindings);
     assert_eq!(names(&out.chosen), ["a"]);
     assert_eq!(unschedules(&out), ["b"]);
-    assert_eq!(reason_of(&out.filtered, "b"), "cluster \"b\" is not eligible: cluster is leaving");
+    assert_eq!(
+        reason_of(&out.filtered, "b"),
+        "Cluster \"b\" is not eligible for resource placement yet: cluster is leaving"
+    );
 }
 
 #[test]
@@ -291,8 +312,11 @@ fn a_leaving_cluster_is_never_eligible_even_without_a_reason() {
     let mut c = cluster("a", &[]);
     c.leaving = true;
     let out = run(&pick_n(1), None, &[c.clone()], &[]);
-    assert_eq!(reason_of(&out.filtered, "a"), "cluster is not eligible: cluster is leaving");
+    assert_eq!(reason_of(&out.filtered, "a"), "ClusterUnschedulable, cluster is not eligible: cluster is leaving");
     let fixed = policy(json!({"placementType": "PickFixed", "clusterNames": ["a"]}));
     let out = run(&fixed, None, &[c], &[]);
-    assert_eq!(reason_of(&out.filtered, "a"), "cluster \"a\" is not eligible: cluster is leaving");
+    assert_eq!(
+        reason_of(&out.filtered, "a"),
+        "Cluster \"a\" is not eligible for resource placement yet: cluster is leaving"
+    );
 }

@@ -133,12 +133,15 @@ proptest! {
             let i: usize = d.cluster_name[1..].parse().unwrap();
             prop_assert!(candidate(&gens[i], required), "{} is not a candidate", d.cluster_name);
         }
-        // No cluster appears twice in the status lists; only not-chosen ones beyond the reported few are left out.
+        // No cluster appears twice in the status lists; only not-chosen ones beyond the reported few are left out
+        // (and every unchosen one when there is nothing to pick: nothing is judged).
         let listed: BTreeSet<&str> =
             out.chosen.iter().chain(&out.not_chosen).chain(&out.filtered).map(|d| d.cluster_name.as_str()).collect();
         prop_assert_eq!(listed.len(), out.chosen.len() + out.not_chosen.len() + out.filtered.len());
         prop_assert!(out.not_chosen.len() <= crate::scheduler::MAX_NOT_CHOSEN_REPORTED);
-        if out.not_chosen.len() < crate::scheduler::MAX_NOT_CHOSEN_REPORTED {
+        if n == 0 || out.settled {
+            prop_assert_eq!(listed.len(), out.chosen.len());
+        } else if out.not_chosen.len() < crate::scheduler::MAX_NOT_CHOSEN_REPORTED {
             prop_assert_eq!(listed.len(), clusters.len());
         }
     }

@@ -52,7 +52,7 @@ fn untolerated_taint_filters_the_cluster_with_its_text() {
     assert_eq!(names(&out.chosen), ["b", "c"]);
     assert_eq!(
         reason_of(&out.filtered, "a"),
-        "cluster has taint \"maintenance=true:NoSchedule\" that is not tolerated"
+        "ClusterUnschedulable, taint &{Key:maintenance Value:true Effect:NoSchedule} cannot be tolerated"
     );
 }
 
@@ -63,8 +63,14 @@ fn every_taint_must_be_tolerated() {
     let two = with_taint(with_taint(cluster("x", &[]), "a", "1"), "b", "");
     let out = run(&p, None, &[two, with_taint(cluster("y", &[]), "a", "2")], &[]);
     assert_eq!(names(&out.chosen), ["y"]);
-    assert_eq!(reason_of(&out.filtered, "x"), "cluster has taint \"b:NoSchedule\" that is not tolerated");
-    assert_eq!(out.message, "could not find all the clusters needed: want 2, found 1");
+    assert_eq!(
+        reason_of(&out.filtered, "x"),
+        "ClusterUnschedulable, taint &{Key:b Value: Effect:NoSchedule} cannot be tolerated"
+    );
+    assert_eq!(
+        out.message,
+        "could not find all clusters needed as specified by the scheduling policy, found 1 cluster(s) instead"
+    );
 }
 
 #[test]

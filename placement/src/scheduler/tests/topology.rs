@@ -57,11 +57,14 @@ fn do_not_schedule_filters_clusters_that_would_exceed_max_skew() {
     let out = run(&p, None, &clusters, &[]);
     assert_eq!(out.chosen.len(), 3);
     assert!(!out.fulfilled);
-    assert_eq!(out.message, "could not find all the clusters needed: want 4, found 3");
+    assert_eq!(
+        out.message,
+        "could not find all clusters needed as specified by the scheduling policy, found 3 cluster(s) instead"
+    );
     assert_eq!(out.filtered.len(), 1);
     assert_eq!(
         out.filtered[0].reason,
-        "placing on the cluster would violate topology spread constraint (topologyKey \"region\", maxSkew 1)"
+        "ClusterUnschedulable, violated doNotSchedule topology spread constraint \"region\" (max skew 1)"
     );
 }
 
@@ -84,10 +87,11 @@ fn spread_score_is_plus_one_lowering_minus_one_raising_zero_unchanged() {
     let mut spreads: Vec<i64> = out.chosen.iter().map(|d| d.cluster_score.unwrap().topology_spread_score).collect();
     spreads.sort();
     assert_eq!(spreads, [-1, 1]);
-    // A single domain never changes skew: 0.
+    // With a single domain every count is the largest: as KubeFleet, each
+    // placement counts as raising the skew (−1), and is allowed.
     let one = regional(&[("east", 2)]);
     let out = run(&spread(2, json!([{"topologyKey": "region"}])), None, &one, &[]);
-    assert!(out.chosen.iter().all(|d| d.cluster_score.unwrap().topology_spread_score == 0));
+    assert!(out.chosen.iter().all(|d| d.cluster_score.unwrap().topology_spread_score == -1));
 }
 
 #[test]
@@ -114,12 +118,18 @@ fn kept_clusters_count_from_the_start() {
 }
 
 #[test]
-fn an_unbalanced_start_may_still_be_improved() {
-    // Three kept in east (skew 3 already): a west pick lowers the skew and is allowed.
+fn an_unbalanced_start_is_judged_as_kubefleet_judges_it() {
+    // Three kept in east (skew 3): a west pick lowers the skew to 2, still
+    // over maxSkew 1, so DoNotSchedule rejects it (KubeFleet's rule);
+    // ScheduleAnyway scores it −1000 and picks it.
     let clusters = regional(&[("east", 3), ("west", 3)]);
     let bindings: Vec<ExistingBinding> =
         (0..3).map(|i| binding(&format!("east-{i}"), STATE_BOUND, SNAP, score(0, 0))).collect();
     let out = run(&spread(5, json!([{"topologyKey": "region"}])), None, &clusters, &bindings);
+    assert_eq!(names(&out.chosen), ["east-0", "east-1", "east-2"]);
+    assert!(!out.fulfilled);
+    let soft = json!([{"topologyKey": "region", "whenUnsatisfiable": "ScheduleAnyway"}]);
+    let out = run(&spread(5, soft), None, &clusters, &bindings);
     assert_eq!(per_domain(&out, &clusters, "region")["west"], 2);
 }
 
@@ -154,5 +164,8 @@ fn clusters_not_chosen_report_the_scores_of_the_round_they_lost() {
     assert_eq!(out.not_chosen.len(), 1);
     assert_eq!(out.not_chosen[0].cluster_name, "central-0");
     assert_eq!(out.not_chosen[0].cluster_score, score(0, 0));
-    assert_eq!(out.not_chosen[0].reason, "does not score high enough (affinity score: 0, topology spread score: 0)");
+    assert_eq!(
+        out.not_chosen[0].reason,
+        "Cluster \"central-0\" does not score high enough (affinity score: 0, topology spread score: 0)"
+    );
 }

@@ -1,0 +1,294 @@
+// Command kubefleet-scheduler runs KubeFleet's own hub agent
+// (github.com/kubefleet-dev/kubefleet, pinned in go.mod: its placement
+// controller, which makes the policy snapshots, and its scheduler) in this
+// process against a real kube-apiserver holding KubeFleet's CRDs, and
+// compares it with Fleet on random but valid scenarios: each is applied to
+// both, and the policy snapshots' cluster decisions, the bindings, the
+// placement's Scheduled condition and its per-cluster ScheduleFailed
+// entries are compared. It ends with one line:
+//
+//	kubefleet-scheduler: S scenarios, D differences, W written down
+//
+// where W counts differences that match an entry of the written-down list
+// (written-down.json) and D the others. See docs/conformance.md.
+//
+// Usage:
+//
+//	kubefleet-scheduler --pool
+//	    prints the pool clusters, one per line: name, then fleet-agent flags
+//	kubefleet-scheduler --kubefleet-kubeconfig K --fleet-kubeconfig K --written-down F [--seed N] [--scenarios M] [--only I]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// config is what a run is told.
+type config struct {
+	kfKubeconfig, fleetKubeconfig, crds, listPath string
+	seed                                          int64
+	scenarios                                     int
+	only                                          string
+	quiet                                         time.Duration
+	verbose                                       bool
+}
+
+func main() {
+	var c config
+	showPool := flag.Bool("pool", false, "print the pool clusters (name, then fleet-agent flags) and exit")
+	flag.StringVar(&c.kfKubeconfig, "kubefleet-kubeconfig", "", "kubeconfig of the kube-apiserver KubeFleet's hub agent runs against")
+	flag.StringVar(&c.fleetKubeconfig, "fleet-kubeconfig", "", "kubeconfig of Fleet's Kubernetes API")
+	flag.Int64Var(&c.seed, "seed", 1, "the generator's seed")
+	flag.IntVar(&c.scenarios, "scenarios", 100, "how many scenarios to run")
+	flag.StringVar(&c.only, "only", "", "run only these scenarios of the seed (comma-separated indexes)")
+	flag.DurationVar(&c.quiet, "quiet", 300*time.Millisecond, "how long both sides must stay unchanged to count as settled")
+	exe, _ := os.Executable()
+	flag.StringVar(&c.crds, "crds", filepath.Join(filepath.Dir(exe), "crds"), "directory of KubeFleet's CRD files")
+	flag.StringVar(&c.listPath, "written-down", "", "the written-down list (JSON)")
+	flag.BoolVar(&c.verbose, "verbose", false, "print each scenario and what both sides showed")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	_ = klogFlags.Set("v", "0")
+	_ = klogFlags.Set("logtostderr", "false")
+	_ = klogFlags.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(discard{})
+	ctrl.SetLogger(logr.Discard())
+	flag.Parse()
+
+	if *showPool {
+		printPool()
+		return
+	}
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "kubefleet-scheduler:", err)
+		os.Exit(2)
+	}
+}
+
+// discard drops the hub agent's logs.
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func run(c config) error {
+	if c.kfKubeconfig == "" || c.fleetKubeconfig == "" || c.listPath == "" {
+		return fmt.Errorf("--kubefleet-kubeconfig, --fleet-kubeconfig and --written-down are required")
+	}
+	list, err := loadWrittenDown(c.listPath)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kf, kfConfig, err := newSide("kubefleet", c.kfKubeconfig)
+	if err != nil {
+		return err
+	}
+	fleet, _, err := newSide("fleet", c.fleetKubeconfig)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	if err := installCRDs(ctx, kfConfig, c.crds); err != nil {
+		return err
+	}
+	if err := kf.ensureNamespace(ctx, "fleet-system"); err != nil {
+		return err
+	}
+	props, err := mirrorPool(ctx, fleet, kf)
+	if err != nil {
+		return err
+	}
+	if hubCache, err = startHubAgent(ctx, kfConfig); err != nil {
+		return err
+	}
+	fmt.Printf("kubefleet-scheduler: pool of %d clusters ready in %.1fs; seed %d\n", len(pool), time.Since(started).Seconds(), c.seed)
+
+	g := &generator{seed: c.seed, props: props}
+	var indexes []int
+	for i := 0; i < c.scenarios && c.only == ""; i++ {
+		indexes = append(indexes, i)
+	}
+	for _, item := range strings.Split(c.only, ",") {
+		if i, err := strconv.Atoi(strings.TrimSpace(item)); err == nil {
+			indexes = append(indexes, i)
+		} else if item != "" {
+			return fmt.Errorf("--only: %q is not a scenario index", item)
+		}
+	}
+	runs, found, written := 0, 0, 0
+	lastBeat := time.Now()
+	for _, i := range indexes {
+		// KubeFleet counts a member silent for five minutes as gone.
+		if time.Since(lastBeat) > time.Minute {
+			if err := heartbeat(ctx, kf); err != nil {
+				return err
+			}
+			lastBeat = time.Now()
+		}
+		s := g.scenario(i)
+		diffs, err := runScenario(ctx, s, kf, fleet, list, c.quiet, c.verbose)
+		if err != nil {
+			return fmt.Errorf("scenario %d: %w", i, err)
+		}
+		runs++
+		for _, d := range diffs {
+			fmt.Println(d)
+			if d.WrittenDown != "" {
+				written++
+			} else {
+				found++
+			}
+		}
+	}
+	fmt.Printf("kubefleet-scheduler: compared %d placements: %d selecting %d clusters in all, %d unfulfilled, %d with spread constraints\n",
+		tally.placements, tally.selecting, tally.clusters, tally.unfulfilled, tally.spread)
+	fmt.Printf("kubefleet-scheduler: ran in %.1fs\n", time.Since(started).Seconds())
+	fmt.Printf("kubefleet-scheduler: %d scenarios, %d differences, %d written down\n", runs, found, written)
+	return nil
+}
+
+// tally counts what was compared, so a run shows it compared something.
+var tally struct{ placements, selecting, clusters, unfulfilled, spread int }
+
+func count(p obj, o *observation) {
+	tally.placements++
+	if n := len(o.selected()); n > 0 {
+		tally.selecting++
+		tally.clusters += n
+	}
+	if o.Scheduled != nil && o.Scheduled.Status == "False" {
+		tally.unfulfilled++
+	}
+	if spec, _ := p["spec"].(obj); spec != nil {
+		if policy, _ := spec["policy"].(obj); policy != nil && policy["topologySpreadConstraints"] != nil {
+			tally.spread++
+		}
+	}
+}
+
+func jsonIndent(v interface{}) string {
+	text, _ := json.MarshalIndent(v, "", "  ")
+	return string(text)
+}
+
+// hubCache is KubeFleet's hub agent's cache, once started.
+var hubCache *agentCache
+
+// runScenario applies a scenario to both sides, compares its placements
+// once settled, and cleans up.
+
+func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writtenDown, quiet time.Duration, verbose bool) ([]difference, error) {
+	if verbose {
+		fmt.Printf("scenario %d:\n%s\n", s.Index, jsonIndent(s))
+	}
+	var written map[string]string
+	err := applyBoth(kf, fleet, func(sd *side) error {
+		versions, err := setUp(ctx, s, sd)
+		if sd == kf {
+			written = versions
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	diffs, err := clustersAlike(ctx, s, kf, fleet, list)
+	if err != nil {
+		return nil, err
+	}
+	// KubeFleet's scheduler reads the clusters from its manager's cache:
+	// they must be as set up there before a placement is made.
+	if err := hubCache.caughtUp(ctx, written); err != nil {
+		return nil, err
+	}
+	// A placement one side refuses is a difference; the other side's is
+	// removed again and neither is compared.
+	var refused [2]map[string]string
+	_ = applyBoth(kf, fleet, func(sd *side) error {
+		i := sideIndex(sd, kf)
+		refused[i] = map[string]string{}
+		for _, p := range s.Placements {
+			if err := sd.create(ctx, gvrPlacement, p); err != nil {
+				refused[i][name(p)] = err.Error()
+			}
+		}
+		return nil
+	})
+	var placements []obj
+	for _, p := range s.Placements {
+		a, b := refused[0][name(p)], refused[1][name(p)]
+		if a == "" && b == "" {
+			placements = append(placements, p)
+			continue
+		}
+		diffs = append(diffs, matched(difference{Scenario: s.Index, Placement: name(p), Field: "created",
+			KubeFleet: orText(a, "created"), Fleet: orText(b, "created")}, subject{placement: p}, list))
+		for _, sd := range []*side{kf, fleet} {
+			if err := sd.remove(ctx, gvrPlacement, "", name(p)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var seen [2]map[string]*observation
+	var errs [2]error
+	_ = applyBoth(kf, fleet, func(sd *side) error {
+		i := sideIndex(sd, kf)
+		seen[i], errs[i] = settle(ctx, sd, placements, quiet)
+		return nil
+	})
+	for i, err := range errs {
+		if err != nil {
+			d := difference{Scenario: s.Index, Placement: "*", Field: "settled", KubeFleet: "settled", Fleet: "settled"}
+			if i == 0 {
+				d.KubeFleet = err.Error()
+			} else {
+				d.Fleet = err.Error()
+			}
+			diffs = append(diffs, d)
+		}
+	}
+	for _, p := range placements {
+		a, b := seen[0][name(p)], seen[1][name(p)]
+		if a == nil || b == nil {
+			continue
+		}
+		if verbose {
+			fmt.Println(jsonIndent(map[string]interface{}{"placement": name(p), "kubefleet": a, "fleet": b}))
+		}
+		count(p, a)
+		diffs = append(diffs, compare(s.Index, p, a, b, list)...)
+	}
+	if err := applyBoth(kf, fleet, func(sd *side) error { return tearDown(ctx, s, sd) }); err != nil {
+		return nil, err
+	}
+	return diffs, nil
+}
+
+// sideIndex is 0 for KubeFleet's side, 1 for Fleet's.
+func sideIndex(sd, kf *side) int {
+	if sd == kf {
+		return 0
+	}
+	return 1
+}
+
+// orText is text, or `otherwise` when text is empty.
+func orText(text, otherwise string) string {
+	if text == "" {
+		return otherwise
+	}
+	return text
+}

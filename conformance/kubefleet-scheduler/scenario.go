@@ -1,0 +1,267 @@
+package main
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+)
+
+// obj is an object as JSON (what both sides are sent).
+type obj = map[string]interface{}
+
+// clusterSetup is what a scenario sets on one pool cluster.
+type clusterSetup struct {
+	Labels map[string]string
+	Taints []interface{}
+}
+
+// scenario is one random but valid KubeFleet situation: the pool
+// clusters' labels and taints, a namespace to place, and 1-3
+// ClusterResourcePlacements of it, created together.
+type scenario struct {
+	Index      int
+	Namespace  string
+	Clusters   map[string]clusterSetup
+	Placements []obj
+}
+
+// The label vocabulary of the generated clusters and selectors.
+var labelValues = map[string][]string{
+	"env":  {"prod", "dev", "test"},
+	"tier": {"gold", "silver"},
+	"zone": {"a", "b", "c"},
+}
+
+var labelKeys = []string{"env", "tier", "zone"}
+
+var taintKeys = []string{"maintenance", "gpu", "spot"}
+
+// generator draws scenarios from a seed; scenario i depends only on the
+// seed and i, so any one can be run again alone.
+type generator struct {
+	seed  int64
+	props properties
+}
+
+func (g *generator) scenario(index int) *scenario {
+	r := rand.New(rand.NewSource(g.seed*1_000_003 + int64(index)))
+	s := &scenario{Index: index, Namespace: fmt.Sprintf("kf-oracle-%d-%d", g.seed, index), Clusters: map[string]clusterSetup{}}
+	for _, c := range pool {
+		labels := map[string]string{}
+		for _, k := range labelKeys {
+			if r.Intn(10) < 7 {
+				labels[k] = pick(r, labelValues[k])
+			}
+		}
+		var taints []interface{}
+		if r.Intn(10) < 3 {
+			seen := map[string]bool{}
+			for i := 0; i < 1+r.Intn(2); i++ {
+				taint := obj{"key": pick(r, taintKeys), "effect": "NoSchedule"}
+				if r.Intn(2) == 0 {
+					taint["value"] = pick(r, []string{"true", "soon"})
+				}
+				if !seen[taint["key"].(string)] {
+					seen[taint["key"].(string)] = true
+					taints = append(taints, taint)
+				}
+			}
+		}
+		s.Clusters[c.Name] = clusterSetup{Labels: labels, Taints: taints}
+	}
+	for i := 0; i < 1+r.Intn(3); i++ {
+		name := fmt.Sprintf("s%d-%d-p%d", g.seed, index, i+1)
+		s.Placements = append(s.Placements, g.placement(r, name, s.Namespace))
+	}
+	return s
+}
+
+// placement draws a ClusterResourcePlacement of the scenario's namespace
+// with a policy valid under KubeFleet's validation (what its webhook
+// accepts): PickAll with required affinity and tolerations, PickFixed with
+// names only, PickN with all of affinity, spread and tolerations.
+func (g *generator) placement(r *rand.Rand, name, namespace string) obj {
+	policy := obj{}
+	kind := r.Intn(20)
+	switch {
+	case kind < 1:
+		policy = nil
+	case kind < 6:
+		policy["placementType"] = "PickAll"
+	case kind < 9:
+		policy["placementType"] = "PickFixed"
+		chosen := map[string]bool{}
+		var names []interface{}
+		for i := 0; i < 1+r.Intn(4); i++ {
+			n := pick(r, append(poolNames(), "c9"))
+			if !chosen[n] {
+				chosen[n] = true
+				names = append(names, n)
+			}
+		}
+		policy["clusterNames"] = names
+	default:
+		policy["placementType"] = "PickN"
+		policy["numberOfClusters"] = int64(r.Intn(len(pool) + 2))
+	}
+	if policy != nil && policy["placementType"] != "PickFixed" {
+		affinity := obj{}
+		if r.Intn(10) < 6 {
+			var terms []interface{}
+			for i := 0; i < 1+r.Intn(2); i++ {
+				// A term has a label selector, a property selector or
+				// both (Fleet refuses a term with neither).
+				term := obj{}
+				if r.Intn(10) < 5 {
+					term["propertySelector"] = obj{"matchExpressions": g.propertyExpressions(r)}
+				}
+				if r.Intn(10) < 7 || term["propertySelector"] == nil {
+					term["labelSelector"] = labelSelector(r)
+				}
+				terms = append(terms, term)
+			}
+			affinity["requiredDuringSchedulingIgnoredDuringExecution"] = obj{"clusterSelectorTerms": terms}
+		}
+		if policy["placementType"] == "PickN" && r.Intn(10) < 7 {
+			var terms []interface{}
+			for i := 0; i < 1+r.Intn(3); i++ {
+				preference := obj{}
+				if r.Intn(10) < 4 {
+					preference["labelSelector"] = labelSelector(r)
+				}
+				if r.Intn(10) < 7 {
+					preference["propertySorter"] = obj{
+						"name":      pick(r, append(g.props.names(), "example.com/absent")),
+						"sortOrder": pick(r, []string{"Ascending", "Descending"}),
+					}
+				}
+				terms = append(terms, obj{"weight": int64(r.Intn(201) - 100), "preference": preference})
+			}
+			affinity["preferredDuringSchedulingIgnoredDuringExecution"] = terms
+		}
+		if len(affinity) > 0 {
+			policy["affinity"] = obj{"clusterAffinity": affinity}
+		}
+		if policy["placementType"] == "PickN" && r.Intn(10) < 3 {
+			var constraints []interface{}
+			used := map[string]bool{}
+			for i := 0; i < 1+r.Intn(2); i++ {
+				key := pick(r, labelKeys)
+				if used[key] {
+					continue
+				}
+				used[key] = true
+				c := obj{"topologyKey": key}
+				if r.Intn(2) == 0 {
+					c["maxSkew"] = int64(1 + r.Intn(2))
+				}
+				if r.Intn(3) != 0 {
+					c["whenUnsatisfiable"] = pick(r, []string{"DoNotSchedule", "ScheduleAnyway"})
+				}
+				constraints = append(constraints, c)
+			}
+			policy["topologySpreadConstraints"] = constraints
+		}
+		if r.Intn(10) < 4 {
+			var tolerations []interface{}
+			seen := map[string]bool{}
+			for i := 0; i < 1+r.Intn(2); i++ {
+				t := obj{}
+				if r.Intn(6) != 0 {
+					t["key"] = pick(r, taintKeys)
+				}
+				if t["key"] == nil || r.Intn(2) == 0 {
+					t["operator"] = "Exists"
+				} else {
+					if r.Intn(2) == 0 {
+						t["operator"] = "Equal"
+					}
+					t["value"] = pick(r, []string{"true", "soon"})
+				}
+				if r.Intn(3) == 0 {
+					t["effect"] = "NoSchedule"
+				}
+				key := fmt.Sprint(t)
+				if !seen[key] {
+					seen[key] = true
+					tolerations = append(tolerations, t)
+				}
+			}
+			policy["tolerations"] = tolerations
+		}
+	}
+	spec := obj{"resourceSelectors": []interface{}{obj{"group": "", "version": "v1", "kind": "Namespace", "name": namespace}}}
+	if policy != nil {
+		spec["policy"] = policy
+	}
+	return obj{
+		"apiVersion": placementGroup + "/v1beta1", "kind": "ClusterResourcePlacement",
+		"metadata": obj{"name": name}, "spec": spec,
+	}
+}
+
+// propertyExpressions draws 1-2 requirements over the pool's property
+// names (and one no cluster has), each with one value the property takes
+// or a value next to them.
+func (g *generator) propertyExpressions(r *rand.Rand) []interface{} {
+	var out []interface{}
+	names := append(g.props.names(), "example.com/absent")
+	for i := 0; i < 1+r.Intn(2); i++ {
+		name := pick(r, names)
+		values := append(g.props.values(name), "1", "3", "8Gi")
+		out = append(out, obj{
+			"name":     name,
+			"operator": pick(r, []string{"Gt", "Ge", "Eq", "Ne", "Lt", "Le"}),
+			"values":   []interface{}{pick(r, values)},
+		})
+	}
+	return out
+}
+
+// labelSelector draws a selector over the label vocabulary (maybe empty).
+func labelSelector(r *rand.Rand) obj {
+	selector := obj{}
+	if r.Intn(2) == 0 {
+		k := pick(r, labelKeys)
+		selector["matchLabels"] = obj{k: pick(r, labelValues[k])}
+	}
+	if r.Intn(2) == 0 {
+		k := pick(r, labelKeys)
+		selector["matchExpressions"] = []interface{}{expression(r, k, labelValues[k])}
+	}
+	return selector
+}
+
+func expression(r *rand.Rand, key string, values []string) obj {
+	op := pick(r, []string{"In", "NotIn", "Exists", "DoesNotExist"})
+	e := obj{"key": key, "operator": op}
+	if op == "In" || op == "NotIn" {
+		chosen := map[string]bool{}
+		for i := 0; i < 1+r.Intn(2); i++ {
+			chosen[pick(r, values)] = true
+		}
+		var list []string
+		for v := range chosen {
+			list = append(list, v)
+		}
+		sort.Strings(list)
+		var vs []interface{}
+		for _, v := range list {
+			vs = append(vs, v)
+		}
+		e["values"] = vs
+	}
+	return e
+}
+
+func poolNames() []string {
+	var out []string
+	for _, c := range pool {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+func pick[T any](r *rand.Rand, from []T) T {
+	return from[r.Intn(len(from))]
+}
