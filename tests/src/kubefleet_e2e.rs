@@ -280,7 +280,17 @@ fn regex_quote(text: &str) -> String {
 /// spec counts as not applicable only if the run's `focus` selected it.
 pub fn summarize(report: &str, listed: &[NotApplicable], focus: Option<&regex::Regex>) -> Summary {
     let mut summary = Summary::default();
-    let suites: Vec<Value> = serde_json::from_str(report).unwrap_or_default();
+    let suites: Vec<Value> = match serde_json::from_str(report) {
+        Ok(suites) => suites,
+        Err(e) => {
+            // Never a silent "0 passed": say the report is unreadable.
+            summary.suite_failure = Some(format!("the suite's JSON report does not parse: {e}"));
+            return summary;
+        }
+    };
+    if suites.is_empty() {
+        summary.suite_failure = Some("the suite's JSON report holds no suite".to_string());
+    }
     for spec in suites.iter().flat_map(|s| s["SpecReports"].as_array().cloned().unwrap_or_default()) {
         let state = spec["State"].as_str().unwrap_or_default();
         let kind = spec["LeafNodeType"].as_str().unwrap_or_default();
@@ -324,6 +334,14 @@ fn first_line(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unreadable_report_is_a_suite_failure() {
+        let summary = summarize("[{\"SpecReports\": [", &[], None);
+        assert!(summary.suite_failure.is_some_and(|f| f.contains("does not parse")));
+        assert!(summarize("[]", &[], None).suite_failure.is_some_and(|f| f.contains("no suite")));
+        assert!(summary.passed.is_empty() && summary.failed.is_empty());
+    }
 
     #[test]
     fn specs_are_counted_by_state_and_listing() {
