@@ -88,7 +88,6 @@ func stagesFor(unpullable []string) ([]string, error) {
 	if len(unpullable) == 0 {
 		return kwokStages, nil
 	}
-	images := map[string]any{"key": ".spec.containers.[].image", "values": unpullable}
 	out := make([]string, 0, len(kwokStages)+1)
 	for _, stage := range append(append([]string{}, kwokStages...), imagePullFailureStage) {
 		var doc map[string]any
@@ -106,10 +105,7 @@ func stagesFor(unpullable []string) ([]string, error) {
 		if operator != "" {
 			selector := doc["spec"].(map[string]any)["selector"].(map[string]any)
 			expressions, _ := selector["matchExpressions"].([]any)
-			expression := map[string]any{"operator": operator}
-			for k, v := range images {
-				expression[k] = v
-			}
+			expression := map[string]any{"key": ".spec.containers.[].image", "operator": operator, "values": unpullable}
 			selector["matchExpressions"] = append(expressions, expression)
 		}
 		text, err := yaml.Marshal(doc)

@@ -32,13 +32,13 @@ pub const ROLLED_OUT_UNDER_ANNOTATION: &str = "kubernetes-fleet.io/rolled-out-un
 /// Whether a Bound binding's rollout by a staged update run predates its
 /// current scheduling policy snapshot ([`ROLLED_OUT_UNDER_ANNOTATION`]). A
 /// binding without the annotation was not rolled out by a run of this
-/// kind and is not stale.
-pub fn rollout_predates_policy(binding: &Object) -> bool {
+/// kind and is not stale. `spec` is the binding's, already decoded.
+pub fn rollout_predates_policy(binding: &Object, spec: &BindingSpec) -> bool {
     binding
         .metadata
         .annotations
         .get(ROLLED_OUT_UNDER_ANNOTATION)
-        .is_some_and(|under| *under != spec_of(binding).scheduling_policy_snapshot_name)
+        .is_some_and(|under| *under != spec.scheduling_policy_snapshot_name)
 }
 const STATES: &[&str] = &[STATE_SCHEDULED, STATE_BOUND, STATE_UNSCHEDULED];
 

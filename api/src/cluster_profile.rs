@@ -76,7 +76,7 @@ pub fn profile_of(member: &Object) -> Object {
         })
         .collect();
     let mut profile_status = json!({
-        "conditions": [fleet_condition_json(&control_plane_healthy(&status))],
+        "conditions": [crate::typed::encode(&control_plane_healthy(&status))],
         "accessProviders": [{"name": CLUSTER_MANAGER, "cluster": cluster}],
     });
     if let Some(version) = property(K8S_VERSION_PROPERTY) {
@@ -140,10 +140,6 @@ pub fn control_plane_healthy(status: &MemberClusterStatus) -> Condition {
             "The Fleet member agent reports that the API server is healthy",
         ),
     }
-}
-
-fn fleet_condition_json(condition: &Condition) -> Value {
-    crate::typed::encode(condition)
 }
 
 #[cfg(test)]

@@ -3,9 +3,12 @@
 //! what it mirrors changes, deleted with the member (its owner reference)
 //! or, for a profile whose member is gone, here.
 
-use fleet_api::cluster_profile::{profile_of, CLUSTER_INVENTORY_GROUP, CLUSTER_PROFILE, PROFILE_NAMESPACE};
+use fleet_api::cluster_profile::{
+    control_plane_healthy, profile_of, CLUSTER_INVENTORY_GROUP, CLUSTER_PROFILE, PROFILE_NAMESPACE,
+};
 use fleet_api::conditions::{set_condition, Condition};
 use fleet_api::kinds::FLEET_CLUSTER_GROUP;
+use fleet_api::member::status_of as member_status_of;
 use fleet_api::{Object, ObjectKey};
 use fleet_statemachine::{Op, Store};
 use serde_json::Value;
@@ -52,15 +55,7 @@ fn writes(member: &Object, existing: Option<&Object>, now: &str) -> Option<Vec<O
         .and_then(|c| serde_json::from_value(c.clone()).ok())
         .unwrap_or_default();
     let mut conditions = old_conditions;
-    let new_conditions: Vec<Condition> = desired
-        .rest
-        .get("status")
-        .and_then(|s| s.get("conditions"))
-        .and_then(|c| serde_json::from_value(c.clone()).ok())
-        .unwrap_or_default();
-    for condition in new_conditions {
-        set_condition(&mut conditions, condition, now);
-    }
+    set_condition(&mut conditions, control_plane_healthy(&member_status_of(member)), now);
     if let Some(Value::Object(status)) = desired.rest.get_mut("status") {
         status.insert("conditions".into(), fleet_api::typed::encode(&conditions));
     }

@@ -1,6 +1,6 @@
 //! One chosen cluster's entry in `status.placementStatuses`.
 
-use fleet_api::binding::{rollout_predates_policy, spec_of as binding_spec_of, STATE_BOUND};
+use fleet_api::binding::{rollout_predates_policy, spec_of as binding_spec_of, BindingSpec, STATE_BOUND};
 use fleet_api::conditions::{find, Condition};
 use fleet_api::envelope::{ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL};
 use fleet_api::placement::{PerClusterStatus, PER_CLUSTER_SCHEDULED};
@@ -112,12 +112,6 @@ fn detail_placements(works: &[&Object], drift: bool) -> Vec<Value> {
         .collect()
 }
 
-/// Whether the binding records any override snapshot.
-fn has_overrides(binding: &Object) -> bool {
-    let spec = binding_spec_of(binding);
-    !spec.cluster_resource_override_snapshots.is_empty() || !spec.resource_override_snapshots.is_empty()
-}
-
 /// The binding's Works rendered for its bound resource index.
 fn current_works<'a>(facts: &ClusterRollout<'a>, bound: Option<u64>) -> Vec<&'a Object> {
     let Some(index) = bound.map(|i| i.to_string()) else { return Vec::new() };
@@ -135,12 +129,13 @@ fn current_works<'a>(facts: &ClusterRollout<'a>, bound: Option<u64>) -> Vec<&'a 
 /// apply strategy is `ReportDiff`.
 fn conditions(
     facts: &ClusterRollout,
+    spec: &BindingSpec,
     bound: Option<u64>,
     report_diff: bool,
     generation: i64,
 ) -> (Vec<Condition>, Vec<Value>) {
     let mut out = Vec::new();
-    if facts.external && (bound.is_none() || rollout_predates_policy(facts.binding)) {
+    if facts.external && (bound.is_none() || rollout_predates_policy(facts.binding, spec)) {
         // No staged update run has reached this cluster yet, or not since
         // the scheduler moved it to a new policy snapshot (SU-13).
         let message = "In the process of deciding whether to roll out some version of the resources or not";
@@ -174,7 +169,9 @@ fn conditions(
         }
         // A Work that could not be made after overrides applied (EN-8, or
         // an overridden object left invalid) still reports them applied.
-        Rendering::WorkFailed(_) if has_overrides(facts.binding) => {
+        Rendering::WorkFailed(_)
+            if !spec.cluster_resource_override_snapshots.is_empty() || !spec.resource_override_snapshots.is_empty() =>
+        {
             let message = "Successfully applied the override rules on the resources";
             out.push(Condition::new(OVERRIDDEN, true, REASON_OVERRIDDEN, message));
         }
@@ -294,7 +291,7 @@ pub fn fold_cluster(entry: &mut PerClusterStatus, facts: &ClusterRollout, genera
     entry.observed_resource_index = observed.map(|i| i.to_string()).unwrap_or_default();
     let strategy = spec.apply_strategy.as_ref();
     let report_diff = strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some(APPLY_TYPE_REPORT_DIFF);
-    let (computed, failed) = conditions(facts, bound, report_diff, generation);
+    let (computed, failed) = conditions(facts, &spec, bound, report_diff, generation);
     let old = std::mem::take(&mut entry.conditions);
     entry.conditions.extend(find(&old, PER_CLUSTER_SCHEDULED).cloned());
     entry.conditions.extend(computed.into_iter().map(|c| carried(&old, c, now)));

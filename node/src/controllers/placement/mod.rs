@@ -117,6 +117,12 @@ impl View {
         })
     }
 
+    /// Whether staged update runs roll the placement out (`strategy.type:
+    /// External`).
+    pub fn is_external(&self) -> bool {
+        self.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(fleet_api::placement::EXTERNAL)
+    }
+
     /// The bindings by name, for the steps that look many of them up (a
     /// scan each would be quadratic in the clusters).
     pub fn bindings_by_name(&self) -> HashMap<&str, &Object> {

@@ -3,7 +3,6 @@
 //! `maxUnavailable` and `maxSurge`.
 
 use fleet_api::binding::{self, STATE_BOUND, STATE_SCHEDULED};
-use fleet_api::placement::EXTERNAL;
 use fleet_api::snapshot as snapshot_api;
 use fleet_placement::rollout::{self as rollout_plan, Readiness, RolloutAction, RolloutBinding, RolloutInput};
 use fleet_placement::snapshot;
@@ -131,7 +130,7 @@ pub fn plan(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
 /// External placements: their bindings carry the apply strategy their
 /// staged update run froze (a changed one abandons the run, SU-11).
 fn apply_strategy_step(view: &View, apply_strategy: &Option<serde_json::Value>) -> Option<Step> {
-    if view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL) {
+    if view.is_external() {
         return None;
     }
     let mut ops = Vec::new();

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use fleet_api::binding::{self, BindingSpec};
 use fleet_api::conditions::{find, set_condition, Condition};
 use fleet_api::placement::{
-    self as placement_api, scheduled_condition_type, PerClusterStatus, PlacementStatus, ResourceIdentifier, EXTERNAL,
+    self as placement_api, scheduled_condition_type, PerClusterStatus, PlacementStatus, ResourceIdentifier,
     PER_CLUSTER_SCHEDULED, PICK_FIXED, PICK_N,
 };
 use fleet_api::snapshot::{self as snapshot_api, RESOURCE_INDEX_LABEL};
@@ -40,7 +40,7 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
     let generation = placement.metadata.generation;
     let current = placement_api::status_of(placement);
     let mut status = current.clone();
-    let external = is_external(view);
+    let external = view.is_external();
     let latest = snapshot::latest_resource_index(&view.resource_snapshots);
     status.placement_statuses = per_cluster(view, scheduled, works, rendered, &current, latest, now);
     if external {
@@ -81,11 +81,6 @@ pub fn step(view: &View, scheduled: &Scheduled, works: &BindingWorks, rendered: 
     Some(step)
 }
 
-/// Whether staged update runs roll the placement out (`strategy.type: External`).
-fn is_external(view: &View) -> bool {
-    view.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some(EXTERNAL)
-}
-
 /// The identifiers of the resources in snapshot group `index` (an older
 /// snapshot a staged update run rolled out everywhere), in their stored
 /// order; none when history no longer keeps it.
@@ -115,7 +110,7 @@ fn per_cluster(
     now: &str,
 ) -> Vec<PerClusterStatus> {
     let generation = view.placement.metadata.generation;
-    let external = is_external(view);
+    let external = view.is_external();
     let mut current_entries: HashMap<&str, &PerClusterStatus> = HashMap::new();
     for entry in &current.placement_statuses {
         current_entries.entry(entry.cluster_name.as_str()).or_insert(entry);
