@@ -16,6 +16,7 @@
 //!   and a Service's allocated `clusterIP`/`clusterIPs` (kept when `None`:
 //!   headless), all of which are specific to the cluster they came from.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use fleet_api::envelope::{CLUSTER_RESOURCE_ENVELOPE, RESOURCE_ENVELOPE};
@@ -86,10 +87,47 @@ pub fn is_fleet_kind(group: &str, kind: &str) -> bool {
         || (kind == "Event" && (group.is_empty() || group == "events.k8s.io"))
 }
 
+/// Built-in kinds KubeFleet never selects: a cluster's own Pods, Nodes,
+/// Leases, Events and metrics, which only make sense where they were made.
+fn is_cluster_local_kind(group: &str, kind: &str) -> bool {
+    (group.is_empty() && matches!(kind, "Pod" | "Node"))
+        || matches!(group, "events.k8s.io" | "coordination.k8s.io" | "metrics.k8s.io")
+}
+
+/// Objects a hub's own controllers make, which KubeFleet leaves behind
+/// because each member's controllers make their own: ReplicaSets and
+/// ControllerRevisions owned by a workload, a namespace's `kube-root-ca.crt`
+/// ConfigMap and `default` ServiceAccount, service-account token Secrets,
+/// PersistentVolumeClaims (a StatefulSet makes its own on each member) and
+/// EndpointSlices a controller manages. (Endpoints named after a Service
+/// are the other case; that needs the hub, see [`Selected::add`].)
+fn made_by_hub_controllers(object: &Object) -> bool {
+    let owned = !object.metadata.owner_references.is_empty();
+    let name = object.metadata.name.as_str();
+    match (object.group(), object.kind.as_str()) {
+        ("apps", "ReplicaSet" | "ControllerRevision") => owned,
+        ("", "ConfigMap") => name == "kube-root-ca.crt",
+        ("", "ServiceAccount") => name == "default",
+        ("", "Secret") => {
+            object.rest.get("type").and_then(Value::as_str) == Some("kubernetes.io/service-account-token")
+        }
+        ("", "PersistentVolumeClaim") => true,
+        ("discovery.k8s.io", "EndpointSlice") => {
+            object.metadata.labels.contains_key("endpointslice.kubernetes.io/managed-by")
+        }
+        _ => false,
+    }
+}
+
 /// Whether an object may ever be selected, whatever the selector: not a Fleet
-/// kind, not being deleted, not in (or being) a reserved namespace.
+/// kind or a cluster-local one, not made by the hub's controllers, not being
+/// deleted, not in (or being) a reserved namespace.
 fn selectable(object: &Object) -> bool {
-    if is_fleet_kind(object.group(), &object.kind) || object.metadata.deletion_timestamp.is_some() {
+    if is_fleet_kind(object.group(), &object.kind)
+        || is_cluster_local_kind(object.group(), &object.kind)
+        || made_by_hub_controllers(object)
+        || object.metadata.deletion_timestamp.is_some()
+    {
         return false;
     }
     if let Some(ns) = object.metadata.namespace.as_deref().filter(|ns| !ns.is_empty()) {
@@ -203,16 +241,55 @@ fn order_key(object: &Object) -> OrderKey {
     (rank.unwrap_or(APPLY_ORDER.len()), type_, name, key)
 }
 
-/// Collects selected objects, deduplicated by identity (first one wins).
-#[derive(Default)]
-struct Selected(BTreeMap<OrderKey, Object>);
+/// Collects selected objects by identity, and the first reason KubeFleet
+/// would refuse the selectors: an object selected twice, or a reserved
+/// namespace asked for with its contents.
+struct Selected<'a> {
+    source: &'a dyn ResourceSource,
+    objects: BTreeMap<OrderKey, Object>,
+    problem: Option<String>,
+}
 
-impl Selected {
+impl<'a> Selected<'a> {
+    fn new(source: &'a dyn ResourceSource) -> Self {
+        Selected { source, objects: BTreeMap::new(), problem: None }
+    }
+
     fn add(&mut self, object: Object) {
-        if selectable(&object) {
-            self.0.entry(order_key(&object)).or_insert_with(|| clean(&object));
+        if !selectable(&object) || self.is_service_endpoints(&object) {
+            return;
+        }
+        match self.objects.entry(order_key(&object)) {
+            Entry::Vacant(slot) => {
+                slot.insert(clean(&object));
+            }
+            Entry::Occupied(_) => self.refuse(format!("found duplicate resource {}", described(&object))),
         }
     }
+
+    fn refuse(&mut self, problem: String) {
+        self.problem.get_or_insert(problem);
+    }
+
+    /// Endpoints named after a Service of their namespace: the Service's
+    /// controller made them, and makes them again on each member.
+    fn is_service_endpoints(&self, object: &Object) -> bool {
+        object.group().is_empty()
+            && object.kind == "Endpoints"
+            && self.source.get("", "Service", namespace_of(object), &object.metadata.name).is_some()
+    }
+}
+
+/// An object's identity as KubeFleet prints a resource identifier.
+fn described(object: &Object) -> String {
+    let version = object.api_version.rsplit_once('/').map_or(object.api_version.as_str(), |(_, v)| v);
+    format!(
+        "{{Group:{} Version:{version} Kind:{} Name:{} Namespace:{}}}",
+        object.group(),
+        object.kind,
+        object.metadata.name,
+        namespace_of(object).unwrap_or("")
+    )
 }
 
 /// Whether a kind is known (registry) to have `scope`.
@@ -230,8 +307,22 @@ fn select_cluster_scoped(selector: &ResourceSelector, source: &dyn ResourceSourc
     }
     let with_contents =
         !matches!(selector.selection_scope.as_deref(), Some(NAMESPACE_ONLY | NAMESPACE_WITH_RESOURCE_SELECTORS));
+    let names_namespace = selector.group.is_empty() && selector.kind == "Namespace";
+    if let Some(name) =
+        selector.name.as_deref().filter(|n| names_namespace && with_contents && is_reserved_namespace(n))
+    {
+        out.refuse(format!("namespace {name} is not allowed to propagate"));
+        return;
+    }
     for object in candidates(selector, None, source) {
-        if namespace_of(&object).is_some() || !matches_selector(selector, &object) || !selectable(&object) {
+        if namespace_of(&object).is_some() || !matches_selector(selector, &object) {
+            continue;
+        }
+        if is_namespace(&object) && with_contents && is_reserved_namespace(&object.metadata.name) {
+            out.refuse(format!("namespace {} is not allowed to propagate", object.metadata.name));
+            continue;
+        }
+        if !selectable(&object) {
             continue;
         }
         if is_namespace(&object) && with_contents {
@@ -260,6 +351,17 @@ fn select_namespaced(selector: &ResourceSelector, namespace: &str, source: &dyn 
     }
 }
 
+/// What a placement's selectors pick.
+#[derive(Debug, Default)]
+pub struct Selection {
+    /// The selected resources: cleaned, deduplicated, in stable order.
+    pub resources: Vec<Object>,
+    /// Why KubeFleet would refuse these selectors (`InvalidResourceSelectors`):
+    /// one object selected more than once, or a reserved namespace selected
+    /// with its contents. The placement then takes no new snapshot.
+    pub problem: Option<String>,
+}
+
 /// The selected resources of a placement: cleaned, deduplicated, in stable order.
 ///
 /// `placement_kind` is `ClusterResourcePlacement` or `ResourcePlacement`;
@@ -271,7 +373,18 @@ pub fn select_resources(
     spec: &PlacementSpec,
     source: &dyn ResourceSource,
 ) -> Vec<Object> {
-    let mut out = Selected::default();
+    select(placement_kind, placement_namespace, spec, source).resources
+}
+
+/// A placement's selection with the problem KubeFleet would report, as
+/// [`select_resources`] describes it.
+pub fn select(
+    placement_kind: &str,
+    placement_namespace: Option<&str>,
+    spec: &PlacementSpec,
+    source: &dyn ResourceSource,
+) -> Selection {
+    let mut out = Selected::new(source);
     // A CRP's NamespaceWithResourceSelectors namespace: its other selectors
     // pick namespaced objects in it (nothing when it is not there).
     let picked_namespace = if placement_kind == RESOURCE_PLACEMENT { None } else { selected_namespace(spec, source) };
@@ -282,7 +395,7 @@ pub fn select_resources(
         if placement_kind == RESOURCE_PLACEMENT {
             match placement_namespace.filter(|ns| !ns.is_empty() && !is_reserved_namespace(ns)) {
                 Some(ns) => select_namespaced(selector, ns, source, &mut out),
-                None => return Vec::new(),
+                None => return Selection::default(),
             }
         } else {
             select_cluster_scoped(selector, source, &mut out);
@@ -291,7 +404,7 @@ pub fn select_resources(
             }
         }
     }
-    out.0.into_values().collect()
+    Selection { resources: out.objects.into_values().collect(), problem: out.problem }
 }
 
 /// The namespace a ClusterResourcePlacement's `NamespaceWithResourceSelectors`

@@ -167,6 +167,111 @@ fn reserved_namespaces_and_their_contents_are_skipped() {
 }
 
 #[test]
+fn a_reserved_namespace_selected_with_its_contents_is_a_problem() {
+    let hub = Hub(vec![ns("kube-system"), ns_labelled("default", "team", "a"), ns_labelled("app", "team", "a")]);
+    let problem = |selectors| select(CLUSTER_RESOURCE_PLACEMENT, None, &spec(selectors), &hub).problem;
+    assert_eq!(
+        problem(vec![named("", "Namespace", "kube-system")]).as_deref(),
+        Some("namespace kube-system is not allowed to propagate")
+    );
+    let by_label =
+        ResourceSelector { label_selector: Some(LabelSelector::parse("team=a").unwrap()), ..sel("", "Namespace") };
+    assert_eq!(problem(vec![by_label]).as_deref(), Some("namespace default is not allowed to propagate"));
+    // Without its contents a reserved namespace is only left out, as KubeFleet does.
+    let only =
+        ResourceSelector { selection_scope: Some(NAMESPACE_ONLY.into()), ..named("", "Namespace", "kube-system") };
+    assert_eq!(problem(vec![only]), None);
+    assert_eq!(problem(vec![named("", "Namespace", "app")]), None);
+    // Named, it is refused even when the hub has no such namespace.
+    assert_eq!(
+        problem(vec![named("", "Namespace", "fleet-system")]).as_deref(),
+        Some("namespace fleet-system is not allowed to propagate")
+    );
+}
+
+#[test]
+fn what_the_hubs_controllers_make_is_left_behind() {
+    let owner = json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u1"}]);
+    let hub = Hub(vec![
+        ns("app"),
+        obj(
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-1", "namespace": "app", "ownerReferences": owner}}),
+        ),
+        obj(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "alone", "namespace": "app"}})),
+        obj(
+            json!({"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": "rev", "namespace": "app", "ownerReferences": owner}}),
+        ),
+        cm("app", "kube-root-ca.crt"),
+        cm("app", "settings"),
+        obj(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "app"}})),
+        obj(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder", "namespace": "app"}})),
+        obj(
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tok", "namespace": "app"}, "type": "kubernetes.io/service-account-token"}),
+        ),
+        obj(
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "namespace": "app"}, "type": "Opaque"}),
+        ),
+        obj(
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "app"}}),
+        ),
+        obj(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "app"}})),
+        obj(json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web", "namespace": "app"}})),
+        obj(json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "external", "namespace": "app"}})),
+        obj(
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "web-x", "namespace": "app", "labels": {"endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}}}),
+        ),
+        obj(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "app"}})),
+        obj(
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l", "namespace": "app"}}),
+        ),
+    ]);
+    let mut got = names(&crp(&hub, vec![named("", "Namespace", "app")]));
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "ConfigMap/app/settings",
+            "Endpoints/app/external",
+            "Namespace/app",
+            "ReplicaSet/app/alone",
+            "Secret/app/creds",
+            "Service/app/web",
+            "ServiceAccount/app/builder",
+        ]
+    );
+}
+
+#[test]
+fn an_object_selected_twice_is_a_problem() {
+    let hub = Hub(vec![ns("app"), cm("app", "a"), cluster_role("admin")]);
+    let twice = vec![named("", "Namespace", "app"), named("", "Namespace", "app")];
+    let got = select(CLUSTER_RESOURCE_PLACEMENT, None, &spec(twice), &hub);
+    assert_eq!(names(&got.resources), ["Namespace/app", "ConfigMap/app/a"]);
+    assert!(
+        got.problem.as_deref().is_some_and(|p| p.starts_with("found duplicate resource {Group: Version:v1 Kind:")),
+        "{:?}",
+        got.problem
+    );
+    let by_name_and_kind = vec![
+        named("rbac.authorization.k8s.io", "ClusterRole", "admin"),
+        sel("rbac.authorization.k8s.io", "ClusterRole"),
+    ];
+    let problem = select(CLUSTER_RESOURCE_PLACEMENT, None, &spec(by_name_and_kind), &hub).problem;
+    assert_eq!(
+        problem.as_deref(),
+        Some("found duplicate resource {Group:rbac.authorization.k8s.io Version:v1 Kind:ClusterRole Name:admin Namespace:}")
+    );
+    let in_rp = vec![named("", "ConfigMap", "a"), sel("", "ConfigMap")];
+    let problem = select(RESOURCE_PLACEMENT, Some("app"), &spec(in_rp), &hub).problem;
+    assert_eq!(
+        problem.as_deref(),
+        Some("found duplicate resource {Group: Version:v1 Kind:ConfigMap Name:a Namespace:app}")
+    );
+    let distinct = vec![named("", "ConfigMap", "a"), named("", "Secret", "a")];
+    assert_eq!(select(RESOURCE_PLACEMENT, Some("app"), &spec(distinct), &hub).problem, None);
+}
+
+#[test]
 fn fleet_kinds_are_never_selected() {
     let crp_obj = obj(
         json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourcePlacement", "metadata": {"name": "p"}}),

@@ -95,9 +95,10 @@ impl View {
         let mut view = View::children_of(store, placement)?;
         let source = StoreSource::new(store);
         let placement = &view.placement;
-        view.selected =
-            selection::select_resources(&placement.kind, placement.metadata.namespace.as_deref(), &view.spec, &source);
-        view.mirror = namespace_status::MirrorView::read(store, placement, &source)?;
+        let selection =
+            selection::select(&placement.kind, placement.metadata.namespace.as_deref(), &view.spec, &source);
+        view.selected = selection.resources;
+        view.mirror = namespace_status::MirrorView::read(store, placement, &source, selection.problem)?;
         source.finish()?;
         Ok(view)
     }

@@ -39,16 +39,23 @@ pub struct MirrorView {
 }
 
 impl MirrorView {
-    /// Reads the mirror of `placement` and checks its selectors.
-    pub fn read(store: &Store, placement: &Object, source: &dyn ResourceSource) -> Result<MirrorView, ControllerError> {
+    /// Reads the mirror of `placement` and checks its selectors
+    /// (`selection_problem`: what selecting its resources found wrong).
+    pub fn read(
+        store: &Store,
+        placement: &Object,
+        source: &dyn ResourceSource,
+        selection_problem: Option<String>,
+    ) -> Result<MirrorView, ControllerError> {
+        let invalid = |p: String| format!("The resource selectors are invalid: {p}");
         if placement.kind != CLUSTER_RESOURCE_PLACEMENT {
-            return Ok(MirrorView::default());
+            return Ok(MirrorView { problem: selection_problem.map(invalid), ..Default::default() });
         }
         let spec = placement_api::spec_of(placement);
         let status = placement_api::status_of(placement);
         let name = &placement.metadata.name;
-        let mut problem = selection::selector_problem(&placement.kind, name, &spec, source)
-            .map(|p| format!("The resource selectors are invalid: {p}"));
+        let mut problem =
+            selection::selector_problem(&placement.kind, name, &spec, source).or(selection_problem).map(invalid);
         let namespace = mirror_namespace(&spec).map(str::to_string);
         if is_namespace_accessible(&placement.kind, &spec) {
             problem = namespace_problem(namespace.as_deref(), &status).or(problem);
