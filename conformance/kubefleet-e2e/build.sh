@@ -30,9 +30,17 @@ mkdir -p "$out/kubefleet/hack/tools/bin"
 go test -c -o "$binary" "$module/test/e2e"
 go build -o "$out/kubefleet/hack/tools/bin/kubectl-fleet" "$module/tools/fleet"
 go build -o "$out/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
-# The module cache is read-only; the copy is made writable so that the next
-# build can replace it.
-rm -rf "$out/kubefleet/test"
-cp -r "$src/test" "$out/kubefleet/test"
-chmod -R u+w "$out/kubefleet/test"
+# The sources are copied once per pinned release: a suite already running
+# from this directory (the whole suite takes most of an hour) reads its
+# manifests by relative path, so a rebuild must not take them away under it.
+# A new release's copy is made aside and swapped in; the module cache is
+# read-only, so the copy is made writable for the next swap to remove.
+if [ "$(cat "$out/kubefleet/test/.source" 2>/dev/null)" != "$src" ]; then
+  rm -rf "$out/kubefleet/test.new"
+  cp -r "$src/test" "$out/kubefleet/test.new"
+  chmod -R u+w "$out/kubefleet/test.new"
+  echo "$src" >"$out/kubefleet/test.new/.source"
+  rm -rf "$out/kubefleet/test"
+  mv "$out/kubefleet/test.new" "$out/kubefleet/test"
+fi
 ln -sf "$(cd "$out" && pwd)/$(basename "$binary")" "$out/kubefleet/test/e2e/kubefleet-e2e.test"
