@@ -8,9 +8,11 @@
 //! - **Ignored everywhere**: `status`; the server-managed
 //!   `metadata.{uid, resourceVersion, generation, creationTimestamp,
 //!   managedFields, ownerReferences, selfLink, deletionTimestamp,
-//!   deletionGracePeriodSeconds}`; Fleet's own
-//!   [`OWNER_ANNOTATION`]; empty `labels`/`annotations` maps count as absent,
-//!   and so does an empty `metadata.namespace`.
+//!   deletionGracePeriodSeconds, finalizers}` and the `creationTimestamp`
+//!   of a pod template; labels and annotations of the `kubernetes.io/`,
+//!   `k8s.io/` and `kubernetes-fleet.io/` domains (Fleet's own
+//!   [`crate::targets::OWNER_ANNOTATION`] among them); absent `labels`/`annotations` maps
+//!   count as empty ones, and an empty `metadata.namespace` as absent.
 //! - **Maps** are compared key by key, recursively. Under
 //!   [`Comparison::Partial`] only the keys the hub side sets count; under
 //!   [`Comparison::Full`] a key only the member side has is a difference too
@@ -33,7 +35,6 @@
 use serde_json::{json, Map, Value};
 
 use super::redact::redact_differences;
-use crate::targets::OWNER_ANNOTATION;
 
 /// The most differences reported for one object.
 pub const MAX_DIFFERENCES: usize = 100;
@@ -49,6 +50,7 @@ const SERVER_METADATA: &[&str] = &[
     "selfLink",
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
+    "finalizers",
 ];
 
 /// `comparisonOption` of an apply strategy.
@@ -117,21 +119,37 @@ pub fn comparable(object: &Value) -> Value {
         for field in SERVER_METADATA {
             meta.remove(*field);
         }
-        if let Some(Value::Object(annotations)) = meta.get_mut("annotations") {
-            annotations.remove(OWNER_ANNOTATION);
-        }
+        // Both sides always have the two maps, so a key only one side has
+        // is reported at its own path (`/metadata/labels/team`), as KubeFleet
+        // reports it.
         for field in ["annotations", "labels"] {
-            if matches!(meta.get(field), Some(Value::Object(m)) if m.is_empty())
-                || meta.get(field) == Some(&Value::Null)
-            {
-                meta.remove(field);
-            }
+            let kept = match meta.remove(field) {
+                Some(Value::Object(m)) => m.into_iter().filter(|(k, _)| !is_reserved_key(k)).collect(),
+                _ => Map::new(),
+            };
+            meta.insert(field.to_string(), Value::Object(kept));
         }
         if matches!(meta.get("namespace"), Some(Value::String(s)) if s.is_empty()) {
             meta.remove("namespace");
         }
     }
+    for template in [&["spec", "template"][..], &["spec", "jobTemplate", "spec", "template"][..]] {
+        let mut at = Some(&mut v);
+        for key in template.iter().chain(&["metadata"]) {
+            at = at.and_then(|x| x.get_mut(*key));
+        }
+        if let Some(Value::Object(meta)) = at {
+            meta.remove("creationTimestamp");
+        }
+    }
     v
+}
+
+/// Labels and annotations of Kubernetes' and Fleet's own domains, which
+/// servers, controllers and Fleet set (`kubernetes.io/metadata.name`,
+/// Fleet's owner annotation): never compared, as in KubeFleet.
+fn is_reserved_key(key: &str) -> bool {
+    ["kubernetes.io/", "k8s.io/", "kubernetes-fleet.io/"].iter().any(|domain| key.contains(domain))
 }
 
 /// A value as reported: strings as they are, anything else as compact JSON.
@@ -221,6 +239,7 @@ fn walk_maps(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::targets::OWNER_ANNOTATION;
 
     fn d(path: &str, hub: Option<&str>, member: Option<&str>) -> Difference {
         Difference { path: path.into(), value_in_hub: hub.map(Into::into), value_in_member: member.map(Into::into) }
@@ -297,8 +316,25 @@ mod tests {
         member["metadata"]["annotations"]["other"] = json!("x");
         assert_eq!(
             differences(&hub, &member, Comparison::Full),
-            vec![d("/metadata/annotations", None, Some(r#"{"other":"x"}"#))]
+            vec![d("/metadata/annotations/other", None, Some("x"))]
         );
+        // Kubernetes' and Fleet's own keys are not compared; the maps are
+        // there on both sides, so a user's key is reported by itself.
+        member["metadata"]["labels"] = json!({"kubernetes.io/metadata.name": "n", "team": "a"});
+        member["metadata"]["annotations"] =
+            json!({"deployment.kubernetes.io/revision": "3", "kubernetes-fleet.io/x": "y"});
+        member["metadata"]["finalizers"] = json!(["example.com/keep"]);
+        assert_eq!(differences(&hub, &member, Comparison::Full), vec![d("/metadata/labels/team", None, Some("a"))]);
+    }
+
+    #[test]
+    fn a_pod_templates_creation_timestamp_is_ignored() {
+        let hub = json!({"spec": {"template": {"metadata": {"labels": {"app": "web"}}}}});
+        let member = json!({"spec": {"template": {"metadata": {"creationTimestamp": null, "labels": {"app": "web"}}}}});
+        assert!(differences(&hub, &member, Comparison::Full).is_empty());
+        let cron = json!({"spec": {"jobTemplate": {"spec": {"template": {"metadata": {"creationTimestamp": "t"}}}}}});
+        let bare = json!({"spec": {"jobTemplate": {"spec": {"template": {"metadata": {}}}}}});
+        assert!(differences(&bare, &cron, Comparison::Full).is_empty());
     }
 
     #[test]
