@@ -223,11 +223,19 @@ pub async fn apply_work<T: Target>(
                 let last = previous.and_then(|p| p.last_applied(&id));
                 let p = process(target, &strategy, object, &owner, last, reapply).await;
                 match &p.result {
-                    Ok(live) if p.written => last_applied.push(LastApplied {
-                        id,
-                        manifest: serde_json::to_value(object).unwrap_or(Value::Null),
-                        written: serde_json::to_value(live).ok(),
-                    }),
+                    Ok(live) if p.written => {
+                        let manifest = serde_json::to_value(object).unwrap_or(Value::Null);
+                        // A write that only put the same manifest back (a
+                        // drift corrected, an object re-created) keeps the
+                        // baseline: what the member added beside Fleet's
+                        // fields stays a drift under full comparison, as
+                        // KubeFleet reports it after every apply.
+                        let written = match last {
+                            Some(l) if l.manifest == manifest && l.written.is_some() => l.written.clone(),
+                            _ => serde_json::to_value(live).ok(),
+                        };
+                        last_applied.push(LastApplied { id, manifest, written })
+                    }
                     Ok(_) => last_applied.extend(last.cloned()),
                     Err(_) => {}
                 }

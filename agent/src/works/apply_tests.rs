@@ -353,6 +353,34 @@ async fn full_comparison_drift_ignores_server_defaults_but_not_added_fields() {
     assert_eq!(drift["observedDrifts"], json!([{"path": "/data/added", "valueInMember": "x"}]));
 }
 
+#[tokio::test]
+async fn always_with_full_comparison_keeps_reporting_what_the_member_added() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    let strategy = json!({"comparisonOption": "FullComparison"});
+    let w = work(1, strategy, vec![cm("c", json!({"a": "1"}))]);
+    let first = apply_work(&target, &w, None, true, "t0").await;
+    assert!(first.settled, "{:?}", first.status);
+    let mut labelled = cm("c", json!({"a": "edited"}));
+    labelled["metadata"]["labels"] = json!({"team": "x"});
+    target.edit(&Edit::Apply { object: Box::new(object(labelled)) }).unwrap();
+
+    let out = apply_work(&target, &w, Some(&first.entry), false, "t1").await;
+    assert_eq!(applied(&out.status, 0), ("True", "ManifestApplied"));
+    assert_eq!(data(&target, "c").await, json!({"a": "1"}), "the managed field is put back");
+    let reported = |status: &WorkStatus| manifest(status, 0).drift_details.clone().map(|d| d["observedDrifts"].clone());
+    assert_eq!(
+        reported(&out.status),
+        Some(json!([
+            {"path": "/data/a", "valueInHub": "1", "valueInMember": "edited"},
+            {"path": "/metadata/labels/team", "valueInMember": "x"}
+        ]))
+    );
+    // The write left the label, so the next check still reports it alone.
+    let next = apply_work(&target, &w, Some(&out.entry), false, "t2").await;
+    assert_eq!(reported(&next.status), Some(json!([{"path": "/metadata/labels/team", "valueInMember": "x"}])));
+}
+
 /// Secret `name` in namespace `app` with `data` (base64 values).
 fn secret(name: &str, data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "app"}, "data": data})

@@ -50,9 +50,11 @@ pub struct LastApplied {
     /// The manifest as the Work held it when Fleet last wrote the object
     /// (the baseline under `PartialComparison`).
     pub manifest: serde_json::Value,
-    /// The object as the cluster returned it right after that write, server
-    /// defaults included (the baseline under `FullComparison`, so that
-    /// fields the API server filled in do not count as drift).
+    /// The object as the cluster returned it right after the first write of
+    /// this manifest, server defaults included (the baseline under
+    /// `FullComparison`, so that fields the API server filled in do not
+    /// count as drift, while fields added on the member since do, even
+    /// after a write that corrected the others).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written: Option<serde_json::Value>,
 }

@@ -22,8 +22,10 @@
 //!    ([`super::ledger::LastApplied::baseline`]): under `PartialComparison`
 //!    the manifest as last applied (only the fields it sets count), under
 //!    `FullComparison` the object as the cluster returned it right after
-//!    that write (so server-defaulted fields are not drift, but any field
-//!    changed or added since is). `valueInHub` is the baseline's value.
+//!    the first write of this manifest (so server-defaulted fields are not
+//!    drift, but any field changed or added since is; a field the member
+//!    added beside Fleet's stays a drift after `Always` rewrites the
+//!    object, as in KubeFleet). `valueInHub` is the baseline's value.
 //!    Without a record (a ledger from before this rule, or an object never
 //!    written by this Work), nothing counts as drift.
 //! 4. **Not created by Fleet** (no annotation), by `whenToTakeOver`:
