@@ -1,8 +1,8 @@
 //! Apply strategies end to end on a real trio with real agents on embedded
 //! members, objects changed behind Fleet's back with `fleet-agent
 //! apply|patch|delete` while the agents run: ReportDiff (conditions and
-//! diffs, nothing applied), drift under `whenToApply: Always` (reported,
-//! then overwritten) and `IfNotDrifted` (reported, kept), `whenToTakeOver`
+//! diffs, nothing applied), drift under `whenToApply: Always` (overwritten;
+//! what the write leaves reported) and `IfNotDrifted` (reported, kept), `whenToTakeOver`
 //! `Never` / `IfNoDiff` / `Always`, and `allowCoOwnership`.
 
 use fleet_api::Object;
@@ -238,39 +238,45 @@ async fn report_diff_applies_nothing_and_reports_diffs_on_an_empty_and_a_changed
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn drift_is_reported_and_overwritten_under_always_and_reported_and_kept_under_if_not_drifted() {
+async fn drift_is_overwritten_under_always_and_reported_and_kept_under_if_not_drifted() {
     let hub = fleet_with(&[&EAST], DRIFT_CHECK).await;
     apply_yaml(&hub, &objects("always", &[("cfg", "hub")]));
     apply_yaml(&hub, &objects("kept", &[("cfg", "hub")]));
-    apply_yaml(&hub, &crp_yaml("always", "always", "{whenToApply: Always}"));
+    apply_yaml(&hub, &crp_yaml("always", "always", "{whenToApply: Always, comparisonOption: FullComparison}"));
     apply_yaml(&hub, &crp_yaml("kept", "kept", "{whenToApply: IfNotDrifted}"));
     wait_condition(&hub, "always", "Available", "True").await;
     wait_condition(&hub, "kept", "Available", "True").await;
 
     // Someone changes both on the member (kubectl patch) while the agent runs.
     let mut watch = watch_placements(&hub).await;
-    for namespace in ["always", "kept"] {
-        let out = edit(
-            &hub,
-            "east-1",
-            "patch",
-            &["configmap", "cfg", "-n", namespace, "-p", r#"{"data":{"k":"member"}}"#],
-            None,
-        );
+    // On "always" the member also adds a label Fleet does not set.
+    for (namespace, patch) in [
+        ("always", r#"{"metadata":{"labels":{"team":"x"}},"data":{"k":"member"}}"#),
+        ("kept", r#"{"data":{"k":"member"}}"#),
+    ] {
+        let out = edit(&hub, "east-1", "patch", &["configmap", "cfg", "-n", namespace, "-p", patch], None);
         assert_eq!(out, "configmap/cfg patched\n");
     }
     let drift = json!([{"path": "/data/k", "valueInHub": "hub", "valueInMember": "member"}]);
 
-    // Always: reported at the next drift check, and overwritten in the same pass.
+    // Always: the next drift check overwrites the value; what the write
+    // leaves (the added label, under full comparison) is reported.
     let drifted = |crp: &Object| listed(&entry(crp, "east-1"), "driftedPlacements", "ConfigMap", "cfg").cloned();
-    let reported = seen(&mut watch, "always", "the drift reported", |crp| drifted(crp).is_some()).await;
+    let reported = seen(&mut watch, "always", "the added label reported", |crp| drifted(crp).is_some()).await;
     let report = drifted(&reported).unwrap_or_default();
-    assert_eq!(report["observedDrifts"], drift, "{report}");
+    assert_eq!(report["observedDrifts"], json!([{"path": "/metadata/labels/team", "valueInMember": "x"}]), "{report}");
     assert!(report["observationTime"].is_string() && report["firstDriftedObservedTime"].is_string(), "{report}");
     assert_eq!(member_value(&hub, "east-1", "always", "cfg").as_deref(), Some("hub"), "overwritten");
     let applied = conditions_of(&entry(&reported, "east-1"));
     assert!(applied.contains(&c("Applied", "True", "AllWorkHaveBeenApplied")), "{applied:?}");
-    // ... and the report is cleared by the next check, which finds no drift.
+    // ... and the report goes once the label is removed on the member.
+    edit(
+        &hub,
+        "east-1",
+        "patch",
+        &["cm", "cfg", "-n", "always", "-p", r#"{"metadata":{"labels":{"team":null}}}"#],
+        None,
+    );
     let cleared = seen(&mut watch, "always", "the drift report cleared", |crp| drifted(crp).is_none()).await;
     assert!(entry(&cleared, "east-1").get("driftedPlacements").is_none());
 

@@ -34,7 +34,7 @@ use fleet_api::Object;
 
 use serde_json::Value;
 
-use super::compare::Difference;
+use super::compare::{differences, Comparison, Difference};
 use super::details::{details, Report};
 use super::ledger::{Entry, LastApplied};
 use super::redact::scrub_message;
@@ -142,6 +142,26 @@ fn non_empty(list: Vec<Difference>) -> Option<Vec<Difference>> {
     (!list.is_empty()).then_some(list)
 }
 
+/// The drifts a write leaves, as KubeFleet reports them after applying:
+/// under `FullComparison`, what the member added beside Fleet's fields
+/// since this manifest was first written (the write does not remove it);
+/// under `PartialComparison`, none (the write put every field back).
+fn remaining_drifts(
+    strategy: &Strategy,
+    manifest: &Object,
+    last_applied: Option<&LastApplied>,
+    live: &Object,
+) -> Vec<Difference> {
+    if strategy.comparison != Comparison::Full {
+        return Vec::new();
+    }
+    let manifest = serde_json::to_value(manifest).unwrap_or(Value::Null);
+    let Some(baseline) = last_applied.filter(|l| l.manifest == manifest).and_then(|l| l.written.as_ref()) else {
+        return Vec::new();
+    };
+    differences(baseline, &serde_json::to_value(live).unwrap_or(Value::Null), Comparison::Full)
+}
+
 /// Reads the live object and, by the strategy's decision, writes the manifest
 /// or only looks at it (when `reapply` is false and nothing is amiss).
 async fn process<T: Target>(
@@ -171,12 +191,14 @@ async fn process<T: Target>(
             // drifts are reported with the generation that drifted).
             _ => {
                 let request = ApplyRequest { manifest: object, mode: strategy.mode, owner, take_over };
-                let drifts = non_empty(drifts);
                 match target.apply(request).await {
-                    Ok(a) => processed(Ok(a.live), drifts, None, true),
+                    Ok(a) => {
+                        let remaining = remaining_drifts(strategy, object, last_applied, &a.live);
+                        processed(Ok(a.live), non_empty(remaining), None, true)
+                    }
                     Err(e) => {
                         let message = failure_message(&e, object, live.as_ref());
-                        processed(Err((failure_reason(&e).to_string(), message)), drifts, None, false)
+                        processed(Err((failure_reason(&e).to_string(), message)), non_empty(drifts), None, false)
                     }
                 }
             }

@@ -16,7 +16,8 @@
 //! 3. Placed by **this Work**: the live object is compared with what Fleet
 //!    last wrote; differences are *drifts* (someone changed a managed field
 //!    on the member). With `whenToApply: Always` (the default) it is applied
-//!    — the drifts are reported and overwritten in the same pass —, with
+//!    — the drifts are overwritten, and only what the write leaves is
+//!    reported (see `remaining_drifts` in [`super::apply`]) —, with
 //!    `IfNotDrifted` a drift stops it — `FoundDrifts`, with the drifts, the
 //!    object left as it is. The baseline is kept in the ledger
 //!    ([`super::ledger::LastApplied::baseline`]): under `PartialComparison`
@@ -117,8 +118,9 @@ pub enum Decision {
     Apply {
         /// Pass as [`crate::targets::ApplyRequest::take_over`].
         take_over: bool,
-        /// Drifts the write overwrites (`whenToApply: Always`): reported,
-        /// and a reason to write even when the Work did not change.
+        /// Drifts the write overwrites (`whenToApply: Always`): a reason to
+        /// write even when the Work did not change (reported only if the
+        /// write fails).
         drifts: Vec<Difference>,
     },
     /// Leave it alone and report why.
