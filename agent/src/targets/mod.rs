@@ -165,6 +165,18 @@ pub trait Target: Send + Sync + 'static {
     /// The live object, if it exists.
     fn get(&self, id: &ResourceId) -> impl Future<Output = Result<Option<Object>, TargetError>> + Send;
 
+    /// The live object, read for Work `work` (`<namespace>/<name>`): a
+    /// target that watches also brings `work` back when the object changes
+    /// while it does not carry the Work's annotation (a difference reported,
+    /// a take-over refused), as it does for the objects it placed.
+    fn get_for(
+        &self,
+        id: &ResourceId,
+        _work: &str,
+    ) -> impl Future<Output = Result<Option<Object>, TargetError>> + Send {
+        self.get(id)
+    }
+
     /// Whether the cluster serves the object's kind at its version: a
     /// report of differences must tell a kind it cannot read (KubeFleet's
     /// `DecodingErred`) from an object that is not there. A target that

@@ -173,7 +173,7 @@ async fn process<T: Target>(
     reapply: bool,
 ) -> Processed {
     let id = ResourceId::of(object);
-    let live = match target.get(&id).await {
+    let live = match target.get_for(&id, owner).await {
         Ok(live) => live,
         Err(e) => return Processed::failed(failure_reason(&e), failure_message(&e, object, None)),
     };
@@ -222,8 +222,7 @@ pub async fn apply_work<T: Target>(
         return report_work(target, work_object, &strategy, previous, now).await;
     }
     let generation = work_object.metadata.generation;
-    let owner =
-        format!("{}/{}", work_object.metadata.namespace.as_deref().unwrap_or_default(), work_object.metadata.name);
+    let owner = super::work_owner(work_object);
     let mut items = manifests(&spec);
     items.sort_by_key(|m| {
         let id = &m.identifier;

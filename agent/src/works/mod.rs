@@ -194,6 +194,12 @@ impl State {
 /// Whether `new` differs from `old` in nothing the agent acts on: same
 /// generation (spec), labels, annotations and deletion state — typically
 /// the agent's own status report coming back through the watch.
+/// `<namespace>/<name>` of a Work: how its objects' owner annotation and
+/// the targets name it.
+fn work_owner(work: &Object) -> String {
+    format!("{}/{}", work.metadata.namespace.as_deref().unwrap_or_default(), work.metadata.name)
+}
+
 fn only_status_changed(old: &Object, new: &Object) -> bool {
     let (a, b) = (&old.metadata, &new.metadata);
     a.generation == b.generation

@@ -84,6 +84,7 @@ pub async fn report_work<T: Target>(
 ) -> WorkOutcome {
     let spec = work::spec_of(work_object);
     let generation = work_object.metadata.generation;
+    let owner = super::work_owner(work_object);
     let old = work::status_of(work_object);
     let mut failed = 0usize;
     let mut manifest_conditions = Vec::new();
@@ -100,7 +101,7 @@ pub async fn report_work<T: Target>(
                 ));
                 Err(format!("{}: {}", failure_reason(&e), failure_message(&e, object, None)))
             }
-            (None, Some(object)) => match target.get(&ResourceId::of(object)).await {
+            (None, Some(object)) => match target.get_for(&ResourceId::of(object), &owner).await {
                 Ok(live) => {
                     let g = live.as_ref().map(|l| l.metadata.generation);
                     Ok((report_diff(object, live.as_ref(), strategy.comparison), g))

@@ -11,6 +11,9 @@
 //! - Every event of an object carrying [`OWNER_ANNOTATION`] is a
 //!   [`Change::Work`] naming that Work, except the agent's own writes: the
 //!   version each apply produced is remembered, and its echo is skipped.
+//!   An object without the annotation that a Work looked at (a difference
+//!   reported, a take-over refused) names that Work: the last one to look
+//!   at it, one entry per object.
 //! - Whenever events may have been missed (a watch that failed or expired),
 //!   a [`Change::Resync`] asks for every Work to be checked.
 
@@ -44,12 +47,20 @@ pub(crate) struct Changes {
     followed: Mutex<HashSet<(String, String, String)>>,
     /// The `resourceVersion` each object had after the agent last wrote it.
     written: Mutex<HashMap<ResourceId, String>>,
+    /// The Work that last looked at each object it does not hold.
+    looked_at: Mutex<HashMap<ResourceId, String>>,
 }
 
 impl Default for Changes {
     fn default() -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
-        Changes { sender, receiver: Mutex::new(Some(receiver)), followed: Mutex::default(), written: Mutex::default() }
+        Changes {
+            sender,
+            receiver: Mutex::new(Some(receiver)),
+            followed: Mutex::default(),
+            written: Mutex::default(),
+            looked_at: Mutex::default(),
+        }
     }
 }
 
@@ -68,6 +79,14 @@ impl Changes {
         lock(&self.written).insert(id, resource_version.to_string());
     }
 
+    /// Remembers that Work `work` looked at `id`, which it may not hold.
+    pub(crate) fn look_after(&self, id: ResourceId, work: &str) {
+        let mut looked_at = lock(&self.looked_at);
+        if looked_at.get(&id).map(String::as_str) != Some(work) {
+            looked_at.insert(id, work.to_string());
+        }
+    }
+
     /// Follows `resource`'s kind from now on (once; later calls do nothing).
     pub(crate) fn follow(self: &Arc<Self>, client: &kube::Client, resource: &ApiResource) {
         let key = (resource.group.clone(), resource.version.clone(), resource.plural.clone());
@@ -81,8 +100,10 @@ impl Changes {
     /// Whether an event of `object` is news to the agent, and if so the
     /// Work that placed it.
     fn owner_of_news(&self, object: &Object) -> Option<String> {
-        let owner = object.metadata.annotations.get(OWNER_ANNOTATION)?;
         let id = ResourceId::of(object);
+        let Some(owner) = object.metadata.annotations.get(OWNER_ANNOTATION) else {
+            return lock(&self.looked_at).get(&id).cloned();
+        };
         let own_echo = lock(&self.written).get(&id).is_some_and(|v| *v == object.metadata.resource_version);
         (!own_echo).then(|| owner.clone())
     }
@@ -207,6 +228,19 @@ mod tests {
             changes.owner_of_news(&config_map("8", Some("fleet-member-a/w"))).as_deref(),
             Some("fleet-member-a/w")
         );
+    }
+
+    #[test]
+    fn a_change_to_an_object_a_work_only_looked_at_brings_that_work_back() {
+        let changes = Changes::default();
+        let theirs = config_map("5", None);
+        changes.look_after(ResourceId::of(&theirs), "fleet-member-a/diff");
+        assert_eq!(changes.owner_of_news(&theirs).as_deref(), Some("fleet-member-a/diff"));
+        changes.look_after(ResourceId::of(&theirs), "fleet-member-a/other");
+        assert_eq!(changes.owner_of_news(&theirs).as_deref(), Some("fleet-member-a/other"), "the last to look");
+        // Once placed, the annotation speaks.
+        let placed = config_map("6", Some("fleet-member-a/w"));
+        assert_eq!(changes.owner_of_news(&placed).as_deref(), Some("fleet-member-a/w"));
     }
 
     #[test]

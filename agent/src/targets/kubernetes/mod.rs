@@ -268,6 +268,14 @@ impl Target for KubernetesTarget {
         }
     }
 
+    async fn get_for(&self, id: &ResourceId, work: &str) -> Result<Option<Object>, TargetError> {
+        let Some(located) = self.locate(id, "get").await? else { return Ok(None) };
+        let live = self.read(&located, id).await?;
+        self.changes.look_after(id.clone(), work);
+        self.changes.follow(&self.client, &located.resource);
+        Ok(live)
+    }
+
     async fn serves(&self, id: &ResourceId) -> Result<bool, TargetError> {
         Ok(self.discovery.resolve(&self.client, &id.group, &id.version, &id.kind).await?.is_some())
     }
