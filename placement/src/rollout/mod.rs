@@ -11,32 +11,33 @@
 //! - *ready*: Bound or Unscheduled bindings whose readiness is
 //!   [`Readiness::Ready`], or [`Readiness::NotTrackable`] whose
 //!   `unavailablePeriodSeconds` has passed;
+//! - *failed*: [`Readiness::Failed`] (not applied) or
+//!   [`Readiness::Unavailable`] (applied, Available False), as KubeFleet
+//!   counts a binding with a False condition: it will not become ready by
+//!   waiting, so it does not hold back new clusters;
 //! - *in progress*: Bound or Unscheduled bindings that are neither ready nor
-//!   [`Readiness::Failed`] (a failed binding will not become ready by
-//!   waiting, so — as in KubeFleet — it does not hold back new clusters);
+//!   failed;
 //! - Scheduled bindings count as neither (they have no Work yet).
 //!
 //! Decisions beyond the spec's wording:
 //! - `maxUnavailable` is at least 1 whenever N > 0, so a rollout always makes
 //!   progress (KubeFleet's rule); percentages round up, so this matters only
 //!   for a written `0`;
-//! - taking down a binding that is not ready costs nothing: it is not in the
-//!   ready count, so the ready count cannot drop because of it. Unscheduled
-//!   bindings that are not ready are therefore deleted at once, and stale Bound
-//!   bindings that are not ready (still rolling out an older snapshot, or
-//!   untrackable within their period) are moved to the latest snapshot at
-//!   once. Only ready bindings spend `maxToRemove`: ready Unscheduled ones
-//!   are deleted first, then ready stale Bound ones are updated, by cluster
-//!   name. So the plan never takes the ready count below
-//!   `N − maxUnavailable` (nor lower than it already was);
+//! - as in KubeFleet, every Unscheduled binding to delete and every stale
+//!   Bound binding to move (but failed ones) spends `maxToRemove`, whatever
+//!   its readiness: deletes first, then updates, each by cluster name. So
+//!   the plan never takes the ready count below `N − maxUnavailable`, and a
+//!   binding still in progress (or untrackable within its
+//!   `unavailablePeriodSeconds`) is not moved again before the ready ones
+//!   allow it;
 //! - `maxToRemove = ready − (min(N, active) − maxUnavailable)`, active being
 //!   the Scheduled and Bound bindings: while the scheduler cannot find N
 //!   clusters (PickN unfulfilled, PickFixed naming absent clusters) the
 //!   rollout does not insist on N ready ones, so ready Unscheduled bindings
 //!   are not kept forever for clusters that will never come; when N are
 //!   chosen this is the spec's formula;
-//! - failed stale Bound bindings are always updated (rule 1) — a special case
-//!   of the previous rule, listed first;
+//! - failed stale Bound bindings are always updated (rule 1), without
+//!   spending the budget;
 //! - both budgets are computed from the counts before this pass's actions
 //!   (a deleted Unscheduled binding still counts until it is gone), which
 //!   is the conservative reading;
@@ -201,8 +202,7 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
 
     let (mut ready, mut in_progress) = (0usize, 0usize);
     let mut requeue_at: Option<i64> = None;
-    let (mut failed_updates, mut free_deletes, mut paid_deletes) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut free_updates, mut paid_updates, mut to_bind) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut failed_updates, mut deletes, mut updates, mut to_bind) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for b in sorted {
         if b.state == STATE_SCHEDULED {
             to_bind.push(b);
@@ -212,7 +212,7 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
             continue;
         }
         let is_ready = b.readiness.is_ready(input.now, limits.unavailable_period_seconds);
-        let failed = b.readiness == Readiness::Failed;
+        let failed = matches!(b.readiness, Readiness::Failed | Readiness::Unavailable);
         if is_ready {
             ready += 1;
         } else if !failed {
@@ -222,13 +222,11 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
             let at = available_since.saturating_add(limits.unavailable_period_seconds);
             requeue_at = Some(requeue_at.map_or(at, |r| r.min(at)));
         }
-        match (b.state == STATE_UNSCHEDULED, b.resource_snapshot == latest && b.overrides_current, is_ready, failed) {
-            (true, _, true, _) => paid_deletes.push(b),
-            (true, _, false, _) => free_deletes.push(b),
-            (false, true, _, _) => {}
-            (false, false, _, true) => failed_updates.push(b),
-            (false, false, true, _) => paid_updates.push(b),
-            (false, false, false, _) => free_updates.push(b),
+        match (b.state == STATE_UNSCHEDULED, b.resource_snapshot == latest && b.overrides_current, failed) {
+            (true, _, _) => deletes.push(b),
+            (false, true, _) => {}
+            (false, false, true) => failed_updates.push(b),
+            (false, false, false) => updates.push(b),
         }
     }
 
@@ -239,12 +237,10 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
         |b: &RolloutBinding| RolloutAction::Update { binding: b.name.clone(), resource_snapshot: latest.into() };
     let delete = |b: &RolloutBinding| RolloutAction::Delete { binding: b.name.clone() };
     let mut actions: Vec<RolloutAction> = failed_updates.into_iter().map(update).collect();
-    actions.extend(free_deletes.into_iter().map(delete));
-    let paid_deletes: Vec<_> = paid_deletes.into_iter().take(max_to_remove).collect();
-    max_to_remove -= paid_deletes.len();
-    actions.extend(paid_deletes.into_iter().map(delete));
-    actions.extend(free_updates.into_iter().map(update));
-    actions.extend(paid_updates.into_iter().take(max_to_remove).map(update));
+    let deletes: Vec<_> = deletes.into_iter().take(max_to_remove).collect();
+    max_to_remove -= deletes.len();
+    actions.extend(deletes.into_iter().map(delete));
+    actions.extend(updates.into_iter().take(max_to_remove).map(update));
     actions.extend(
         to_bind
             .into_iter()

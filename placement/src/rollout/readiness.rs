@@ -25,6 +25,12 @@ pub enum Readiness {
     },
     /// Some Work's Applied=False (`ReportDiff`: `DiffReported=False`) at its current generation.
     Failed,
+    /// Applied, but some Work's Available=False at its current generation:
+    /// the workload runs and is not available (a Deployment whose pods do
+    /// not start). KubeFleet counts such a binding as failed: it is not
+    /// ready and does not hold back the others, and a new snapshot reaches
+    /// it at once.
+    Unavailable,
     /// Anything else: no Work yet, Works for an older snapshot, not yet
     /// applied or available, observedGeneration behind.
     InProgress,
@@ -38,7 +44,7 @@ impl Readiness {
             Readiness::NotTrackable { available_since } => {
                 now >= available_since.saturating_add(unavailable_period_seconds)
             }
-            Readiness::Failed | Readiness::InProgress => false,
+            Readiness::Failed | Readiness::Unavailable | Readiness::InProgress => false,
         }
     }
 }
@@ -76,20 +82,25 @@ pub fn readiness(expected_resource_index: u64, works: &[Object], expected_work_c
         return Readiness::InProgress;
     }
     let mut untrackable_since: Option<i64> = None;
+    let (mut pending, mut unavailable) = (false, false);
     for (work, status) in matching.iter().zip(&statuses) {
         if reports_diff(work) {
-            if !current(work, &status.conditions, CONDITION_DIFF_REPORTED).is_some_and(Condition::is_true) {
-                return Readiness::InProgress;
-            }
+            pending |= !current(work, &status.conditions, CONDITION_DIFF_REPORTED).is_some_and(Condition::is_true);
             continue;
         }
         let applied = current(work, &status.conditions, CONDITION_APPLIED);
         let available = current(work, &status.conditions, CONDITION_AVAILABLE);
         let (Some(applied), Some(available)) = (applied, available) else {
-            return Readiness::InProgress;
+            pending = true;
+            continue;
         };
+        if applied.is_true() && available.status == "False" {
+            unavailable = true;
+            continue;
+        }
         if !applied.is_true() || !available.is_true() {
-            return Readiness::InProgress;
+            pending = true;
+            continue;
         }
         if available.reason == REASON_NOT_TRACKABLE {
             let since = unix_seconds(&available.last_transition_time)
@@ -98,8 +109,10 @@ pub fn readiness(expected_resource_index: u64, works: &[Object], expected_work_c
             untrackable_since = Some(untrackable_since.map_or(since, |s| s.max(since)));
         }
     }
-    match untrackable_since {
-        Some(available_since) => Readiness::NotTrackable { available_since },
-        None => Readiness::Ready,
+    match (unavailable, pending, untrackable_since) {
+        (true, _, _) => Readiness::Unavailable,
+        (false, true, _) => Readiness::InProgress,
+        (false, false, Some(available_since)) => Readiness::NotTrackable { available_since },
+        (false, false, None) => Readiness::Ready,
     }
 }

@@ -242,12 +242,17 @@ fn failed_stale_bindings_are_always_updated() {
 }
 
 #[test]
-fn not_ready_stale_bindings_are_updated_without_spending_the_budget() {
+fn stale_bindings_spend_the_budget_unless_they_failed_or_are_unavailable() {
     let mut bindings = eight_on_old();
     bindings[5].readiness = Readiness::InProgress;
     let s = strategy(pct(25), pct(25), 60);
     let p = plan(&policy("PickN", Some(8), 0), &s, &bindings, 0);
-    // ready 7 → maxToRemove 1: c5 (free) and c0 (paid).
+    // ready 7 → maxToRemove 1, spent on the first stale one by cluster: c0.
+    // c5 has no verdict yet: it waits, as in KubeFleet.
+    assert_eq!(updated(&p), vec!["web-c0"]);
+    // Unavailable (Available False) counts as failed: updated at once.
+    bindings[5].readiness = Readiness::Unavailable;
+    let p = plan(&policy("PickN", Some(8), 0), &s, &bindings, 0);
     assert_eq!(updated(&p), vec!["web-c5", "web-c0"]);
 }
 
@@ -273,14 +278,21 @@ fn unscheduled_deletion_is_bounded_by_max_to_remove_and_comes_first() {
 }
 
 #[test]
-fn not_ready_unscheduled_bindings_are_deleted_freely() {
+fn unscheduled_bindings_are_deleted_within_the_budget_whatever_their_readiness() {
     let mut bindings: Vec<_> =
-        (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::InProgress)).collect();
+        (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::Ready)).collect();
     bindings.push(b("u1", STATE_UNSCHEDULED, "web-0-snapshot", Readiness::Failed));
     bindings.push(b("u2", STATE_UNSCHEDULED, "web-0-snapshot", Readiness::InProgress));
     let s = strategy(IntOrString::Int(1), IntOrString::Int(1), 60);
+    // ready 4, min available 3: one removal, the first by cluster.
     let p = plan(&policy("PickN", Some(4), 0), &s, &bindings, 0);
-    assert_eq!(deleted(&p), vec!["web-u1", "web-u2"]);
+    assert_eq!(deleted(&p), vec!["web-u1"]);
+    // With nothing ready there is no budget: they wait, as in KubeFleet.
+    for binding in &mut bindings[..4] {
+        binding.readiness = Readiness::InProgress;
+    }
+    let p = plan(&policy("PickN", Some(4), 0), &s, &bindings, 0);
+    assert!(deleted(&p).is_empty());
 }
 
 #[test]
@@ -290,10 +302,11 @@ fn not_trackable_counts_as_ready_after_the_unavailable_period() {
     bindings[6].readiness = Readiness::NotTrackable { available_since: 1010 };
     let s = strategy(pct(25), pct(25), 60);
     let pick = policy("PickN", Some(8), 0);
-    // At 1030 neither has waited 60 s: ready 6 → nothing paid; the two untrackable are
-    // not ready, so (stale) they are updated freely. Requeue at the first period end.
+    // At 1030 neither has waited 60 s: ready 6 → no budget, and nothing
+    // moves (the untrackable two wait out their period first, as in
+    // KubeFleet). Requeue at the first period end.
     let p = plan(&pick, &s, &bindings, 1030);
-    assert_eq!(updated(&p), vec!["web-c6", "web-c7"]);
+    assert!(p.actions.is_empty());
     assert_eq!(p.requeue_at, Some(1060));
     // Make them current: the ready count alone then decides.
     for binding in &mut bindings[6..8] {

@@ -65,8 +65,8 @@ fn conditions_of_an_older_generation_do_not_count() {
 }
 
 #[test]
-fn not_available_yet_is_in_progress() {
-    let w = work(
+fn available_false_is_unavailable_and_no_verdict_yet_is_in_progress() {
+    let unavailable = work(
         "w",
         3,
         2,
@@ -75,9 +75,11 @@ fn not_available_yet_is_in_progress() {
             ("Available", "False", "SomeManifestsAreNotAvailable", 2, T0),
         ],
     );
-    assert_eq!(readiness(3, &[w], 1), Readiness::InProgress);
-    let w = work("w", 3, 2, &[("Applied", "True", "AllManifestsApplied", 2, T0)]);
-    assert_eq!(readiness(3, &[w], 1), Readiness::InProgress);
+    assert_eq!(readiness(3, &[unavailable.clone()], 1), Readiness::Unavailable);
+    let pending = work("w2", 3, 2, &[("Applied", "True", "AllManifestsApplied", 2, T0)]);
+    assert_eq!(readiness(3, &[pending.clone()], 1), Readiness::InProgress);
+    // One Work unavailable makes the binding unavailable, whatever its siblings.
+    assert_eq!(readiness(3, &[pending, unavailable], 2), Readiness::Unavailable);
 }
 
 #[test]
