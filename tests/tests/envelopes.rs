@@ -59,7 +59,15 @@ async fn work_sync_failed(hub: &Hub, kind: &str, namespace: &str, name: &str, me
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn envelopes_are_unwrapped_on_members_and_follow_their_contents() {
     let hub = fleet(&[&EAST, &WEST]).await;
-    apply_yaml(&hub, EXAMPLE);
+    // The webhook configuration is not trackable: a short unavailable
+    // period lets each change reach both clusters within the test's wait
+    // (with the default, the rollout waits a minute per cluster).
+    let example = EXAMPLE.replace(
+        "  policy: {placementType: PickAll}\n",
+        "  policy: {placementType: PickAll}\n  strategy: {rollingUpdate: {unavailablePeriodSeconds: 1}}\n",
+    );
+    assert_ne!(example, EXAMPLE);
+    apply_yaml(&hub, &example);
     for cluster in ["east-1", "west-1"] {
         eventually(&format!("four Works for {cluster}"), WAIT, || async {
             let names = work_names(&hub, "ops", cluster).await?;
@@ -125,7 +133,7 @@ async fn envelopes_are_unwrapped_on_members_and_follow_their_contents() {
     );
 
     // A bad entry is refused at apply with the spec's message.
-    let bad = EXAMPLE.replace(
+    let bad = example.replace(
         "    metadata: {name: ops-reader, namespace: ops}\n",
         "    metadata: {name: ops-reader, namespace: ops}\n    rules: []\n  \"role2.yaml\":\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: Role\n    metadata: {name: other, namespace: app}\n",
     );
@@ -141,11 +149,11 @@ async fn envelopes_are_unwrapped_on_members_and_follow_their_contents() {
     );
 
     // Removing role.yaml deletes Role ops-reader from the members; the other Works stay.
-    let without_role = EXAMPLE.replace(
+    let without_role = example.replace(
         "  \"role.yaml\":\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: Role\n    metadata: {name: ops-reader, namespace: ops}\n    rules: [{apiGroups: [\"\"], resources: [pods], verbs: [get, list]}]\n",
         "",
     );
-    assert_ne!(without_role, EXAMPLE);
+    assert_ne!(without_role, example);
     apply_yaml(&hub, &without_role);
     for cluster in ["east-1", "west-1"] {
         wait_member(&hub, cluster, "role", "ops", "ops-reader", false).await;
