@@ -1,8 +1,9 @@
 //! Envelopes on a real trio with real agents (docs/spec/envelopes.md): the worked
 //! example's four Works per cluster and what lands on each member; an
 //! envelope entry removed and an envelope unselected taken off the members;
-//! a cluster-scoped object in an envelope ConfigMap refused for an RP; a
-//! CRD stored after an envelope declaring a wrapped kind's scope (EN-8).
+//! a ConfigMap with the old envelope annotation placed as a ConfigMap
+//! (EN-3); a CRD stored after an envelope declaring a wrapped kind's scope
+//! (EN-8).
 
 use fleet_api::Object;
 use fleet_tests::fleet::{apply_yaml, fleet, list, member_has, wait_member, Member, WAIT};
@@ -72,9 +73,9 @@ async fn envelopes_are_unwrapped_on_members_and_follow_their_contents() {
         eventually(&format!("four Works for {cluster}"), WAIT, || async {
             let names = work_names(&hub, "ops", cluster).await?;
             let want = [
-                "ops-configmap-f04560b583227939",
                 "ops-envelope-a3f995da6aee5302",
                 "ops-envelope-b1a37da808567140",
+                "ops-envelope-c14720d4333f6111",
                 "ops-work",
             ];
             if names == want {
@@ -95,7 +96,6 @@ async fn envelopes_are_unwrapped_on_members_and_follow_their_contents() {
         ] {
             wait_member(&hub, cluster, kind, namespace, name, true).await;
         }
-        assert!(!member_has(&hub, cluster, "configmap", "ops", "legacy"), "the envelope ConfigMap stays on the hub");
         assert!(!member_has(&hub, cluster, "resourceenvelope", "ops", "quota"));
         assert!(!member_has(&hub, cluster, "clusterresourceenvelope", "", "guard"));
     }
@@ -120,9 +120,9 @@ async fn envelopes_are_unwrapped_on_members_and_follow_their_contents() {
         selected,
         [
             "Namespace/ops",
-            "ConfigMap/legacy",
             "ConfigMap/settings",
             "ClusterResourceEnvelope/guard",
+            "ResourceEnvelope/limits",
             "ResourceEnvelope/quota"
         ]
     );
@@ -175,16 +175,12 @@ async fn envelopes_are_unwrapped_on_members_and_follow_their_contents() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_rp_cannot_place_a_cluster_scoped_object_from_an_envelope_configmap() {
+async fn a_config_map_with_the_old_envelope_annotation_is_placed_as_it_is() {
     let hub = fleet(&[&EAST]).await;
-    let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: legacy\n  namespace: team\n  annotations: {kubernetes-fleet.io/envelope-configmap: \"true\"}\ndata:\n  clusterrole.yaml: |\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: ClusterRole\n    metadata: {name: pod-reader}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourcePlacement\nmetadata: {name: team, namespace: team}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: ConfigMap, name: legacy}\n  policy: {placementType: PickAll}\n";
+    let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: legacy\n  namespace: team\n  annotations: {kubernetes-fleet.io/envelope-configmap: \"true\"}\ndata:\n  fielda: one\n  clusterrole.yaml: |\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: ClusterRole\n    metadata: {name: pod-reader}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacement\nmetadata: {name: team}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: Namespace, name: team}\n  policy: {placementType: PickAll}\n";
     apply_yaml(&hub, text);
-    let want = "Failed to synchronize the work to the latest: cluster-scoped object clusterrole.yaml (ClusterRole pod-reader) in envelope ConfigMap team/legacy can only be placed by a ClusterResourcePlacement";
-    eventually("WorkSynchronized False with SyncWorkFailed", WAIT, || {
-        work_sync_failed(&hub, "rp", "team", "team", want)
-    })
-    .await;
-    assert!(!member_has(&hub, "east-1", "clusterrole", "", "pod-reader"));
+    wait_member(&hub, "east-1", "configmap", "team", "legacy", true).await;
+    assert!(!member_has(&hub, "east-1", "clusterrole", "", "pod-reader"), "nothing is unwrapped");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,8 @@
-//! Envelopes (docs/spec/envelopes.md): `ClusterResourceEnvelope`, `ResourceEnvelope`
-//! and the ConfigMap annotated `kubernetes-fleet.io/envelope-configmap`.
-//! The hub stores them as written; their wrapped objects are placed on
-//! member clusters, never on the hub.
+//! Envelopes (docs/spec/envelopes.md): `ClusterResourceEnvelope` and
+//! `ResourceEnvelope`. The hub stores them as written; their wrapped
+//! objects are placed on member clusters, never on the hub. A ConfigMap
+//! annotated `kubernetes-fleet.io/envelope-configmap` is an ordinary
+//! ConfigMap, as in KubeFleet's current release.
 //!
 //! [`wrapped_objects`] is the one reading of an envelope's contents: it is
 //! used by admission (every problem listed, nothing stored) and by Work
@@ -16,14 +17,14 @@
 //! - an envelope kind carries `data` only: any other top-level field is
 //!   refused (`Forbidden`), as typed kinds refuse unknown fields;
 //! - the value shown for an entry that is not one object is its JSON type
-//!   (`"a string"`, `"a list"`, `"a mapping"`, ...) or, for a ConfigMap, the parse error.
+//!   (`"a string"`, `"a list"`, `"a mapping"`, ...).
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::kinds::{DeclaredScopes, Scope};
-use crate::parse::{parse_documents, type_name};
+use crate::parse::type_name;
 use crate::validation::{join_path, quote, FieldError, ValidationError};
 use crate::Object;
 
@@ -31,8 +32,6 @@ use crate::Object;
 pub const CLUSTER_RESOURCE_ENVELOPE: &str = "ClusterResourceEnvelope";
 /// Kind of the namespaced envelope.
 pub const RESOURCE_ENVELOPE: &str = "ResourceEnvelope";
-/// Annotation that makes a ConfigMap an envelope (any non-empty value).
-pub const ENVELOPE_CONFIGMAP_ANNOTATION: &str = "kubernetes-fleet.io/envelope-configmap";
 /// Annotation on the first resource snapshot of a group: how many envelopes it holds (EN-2).
 pub const NUMBER_OF_ENVELOPED_OBJECT_ANNOTATION: &str = "kubernetes-fleet.io/number-of-enveloped-object";
 /// Work label: the envelope type a Work unwraps (EN-4).
@@ -44,11 +43,9 @@ pub const ENVELOPE_NAMESPACE_LABEL: &str = "kubernetes-fleet.io/envelope-namespa
 /// Most manifests in one envelope.
 pub const MAX_WRAPPED: usize = 50;
 
-/// The three forms of envelope.
+/// The two forms of envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum EnvelopeType {
-    /// A ConfigMap with the envelope annotation.
-    ConfigMap,
     /// A namespaced `ResourceEnvelope`.
     ResourceEnvelope,
     /// A cluster-scoped `ClusterResourceEnvelope`.
@@ -59,7 +56,6 @@ impl EnvelopeType {
     /// The type's name as status and Work labels show it.
     pub fn as_str(&self) -> &'static str {
         match self {
-            EnvelopeType::ConfigMap => "ConfigMap",
             EnvelopeType::ResourceEnvelope => RESOURCE_ENVELOPE,
             EnvelopeType::ClusterResourceEnvelope => CLUSTER_RESOURCE_ENVELOPE,
         }
@@ -80,11 +76,6 @@ pub fn envelope_type(object: &Object) -> Option<EnvelopeType> {
     match (object.group(), object.kind.as_str()) {
         (crate::kinds::FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_ENVELOPE) => Some(EnvelopeType::ClusterResourceEnvelope),
         (crate::kinds::FLEET_PLACEMENT_GROUP, RESOURCE_ENVELOPE) => Some(EnvelopeType::ResourceEnvelope),
-        ("", "ConfigMap")
-            if object.metadata.annotations.get(ENVELOPE_CONFIGMAP_ANNOTATION).is_some_and(|v| !v.is_empty()) =>
-        {
-            Some(EnvelopeType::ConfigMap)
-        }
         _ => None,
     }
 }
@@ -102,20 +93,10 @@ pub fn describe_object(object: &Object) -> String {
 const NOT_ONE_OBJECT: &str = "must be exactly one Kubernetes object with apiVersion, kind and metadata.name";
 
 /// Reads one entry into an object, or says why it is not one.
-fn entry_object(kind: EnvelopeType, path: &str, value: &Value) -> Result<Object, FieldError> {
-    let parsed = match (kind, value) {
-        (EnvelopeType::ConfigMap, Value::String(text)) => match parse_documents(path, text) {
-            Ok(mut objects) if objects.len() == 1 => objects.pop().ok_or(()),
-            Ok(objects) => {
-                return Err(FieldError::invalid(path, format!("{} documents", objects.len()), NOT_ONE_OBJECT))
-            }
-            Err(e) => return Err(FieldError::invalid(path, e.to_string(), NOT_ONE_OBJECT)),
-        },
-        (EnvelopeType::ConfigMap, other) => {
-            return Err(FieldError::invalid(path, type_name(other), NOT_ONE_OBJECT));
-        }
-        (_, Value::Object(_)) => serde_json::from_value::<Object>(value.clone()).map_err(|_| ()),
-        (_, other) => return Err(FieldError::invalid(path, type_name(other), NOT_ONE_OBJECT)),
+fn entry_object(path: &str, value: &Value) -> Result<Object, FieldError> {
+    let parsed = match value {
+        Value::Object(_) => serde_json::from_value::<Object>(value.clone()).map_err(|_| ()),
+        other => return Err(FieldError::invalid(path, type_name(other), NOT_ONE_OBJECT)),
     };
     match parsed {
         Ok(o) if !o.api_version.is_empty() && !o.kind.is_empty() && !o.metadata.name.is_empty() => Ok(o),
@@ -144,15 +125,10 @@ fn check_scope(
         return errors;
     }
     match namespace {
-        None if kind == EnvelopeType::ResourceEnvelope => errors.push(FieldError::required(
+        None => errors.push(FieldError::required(
             ns_path,
             format!("a ResourceEnvelope may only wrap namespaced objects of namespace {}", quote(envelope_namespace)),
         )),
-        None if known == Some(Scope::Namespaced) => errors.push(FieldError::required(
-            ns_path,
-            format!("{} is namespaced: it must be in namespace {}", object.kind, quote(envelope_namespace)),
-        )),
-        None => {}
         Some(ns) if ns != envelope_namespace => errors.push(FieldError::invalid(
             ns_path,
             quote(ns),
@@ -169,8 +145,7 @@ fn check_scope(
 /// The objects an envelope wraps, in `data` key order, or every problem
 /// (docs/spec/envelopes.md "Validation"): 1..50 entries, each exactly one object, in
 /// the right scope and namespace, with a fixed name, not an envelope, no
-/// object twice; a ConfigMap carries no `binaryData`. Scopes are the
-/// registry's only; see [`wrapped_objects_in`].
+/// object twice. Scopes are the registry's only; see [`wrapped_objects_in`].
 pub fn wrapped_objects(envelope: &Object) -> Result<Vec<Wrapped>, Vec<FieldError>> {
     wrapped_objects_in(envelope, &DeclaredScopes::default())
 }
@@ -181,13 +156,8 @@ pub fn wrapped_objects_in(envelope: &Object, scopes: &DeclaredScopes) -> Result<
     let Some(kind) = envelope_type(envelope) else { return Ok(Vec::new()) };
     let envelope_namespace = envelope.metadata.namespace.clone().unwrap_or_default();
     let mut errors = Vec::new();
-    if kind == EnvelopeType::ConfigMap && envelope.rest.contains_key("binaryData") {
-        errors.push(FieldError::forbidden("binaryData", "an envelope ConfigMap carries manifests in data only"));
-    }
-    if kind != EnvelopeType::ConfigMap {
-        for field in envelope.rest.keys().filter(|k| k.as_str() != "data") {
-            errors.push(FieldError::forbidden(field.as_str(), "an envelope carries its manifests in data only"));
-        }
+    for field in envelope.rest.keys().filter(|k| k.as_str() != "data") {
+        errors.push(FieldError::forbidden(field.as_str(), "an envelope carries its manifests in data only"));
     }
     let empty = serde_json::Map::new();
     let data = match envelope.rest.get("data") {
@@ -208,7 +178,7 @@ pub fn wrapped_objects_in(envelope: &Object, scopes: &DeclaredScopes) -> Result<
     let mut out = Vec::new();
     for (key, value) in data {
         let path = format!("data[{key}]");
-        let object = match entry_object(kind, &path, value) {
+        let object = match entry_object(&path, value) {
             Ok(o) => o,
             Err(e) => {
                 errors.push(e);
@@ -243,8 +213,7 @@ pub fn wrapped_objects_in(envelope: &Object, scopes: &DeclaredScopes) -> Result<
     }
 }
 
-/// Validates an envelope (either kind, or an annotated ConfigMap); any other
-/// object passes.
+/// Validates an envelope (either kind); any other object passes.
 pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     check(object, &DeclaredScopes::default())
 }

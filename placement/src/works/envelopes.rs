@@ -1,4 +1,4 @@
-//! EN-3, EN-4, EN-5: one Work per envelope, named after the envelope, with
+//! EN-4, EN-5: one Work per envelope, named after the envelope, with
 //! its wrapped objects (cleaned, overridden, in a stable order) as
 //! manifests.
 //!
@@ -12,7 +12,6 @@ use fleet_api::envelope::{
     wrapped_objects_in, EnvelopeType, ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL,
 };
 use fleet_api::kinds::DeclaredScopes;
-use fleet_api::placement::RESOURCE_PLACEMENT;
 use fleet_api::typed::encode;
 use fleet_api::Object;
 use serde_json::Value;
@@ -23,13 +22,11 @@ use super::work_prefix;
 use crate::overrides::ResourceId;
 use crate::selection::clean;
 
-/// `<prefix>-envelope-<h>` (`ResourceEnvelope`, `ClusterResourceEnvelope`)
-/// or `<prefix>-configmap-<h>`, `<h>` the first 16 hex digits of sha256 of
+/// `<prefix>-envelope-<h>`, `<h>` the first 16 hex digits of sha256 of
 /// `<Type>/<namespace>/<name>`.
 pub fn envelope_work_name(placement: &Object, kind: EnvelopeType, namespace: &str, name: &str) -> String {
     let digest = hex::encode(Sha256::digest(format!("{}/{namespace}/{name}", kind.as_str()).as_bytes()));
-    let form = if kind == EnvelopeType::ConfigMap { "configmap" } else { "envelope" };
-    format!("{}-{form}-{}", work_prefix(placement), &digest[..16])
+    format!("{}-envelope-{}", work_prefix(placement), &digest[..16])
 }
 
 /// One envelope of a prepared group: its identity and its wrapped objects,
@@ -39,10 +36,9 @@ pub(super) struct PreparedEnvelope {
     kind: EnvelopeType,
     namespace: String,
     name: String,
-    /// (data key, cleaned object as JSON, cluster-scoped), or why the
-    /// envelope cannot be read (admission refuses such envelopes; kept for
-    /// the status all the same).
-    wrapped: Result<Vec<(String, Value, bool)>, String>,
+    /// The cleaned objects as JSON, or why the envelope cannot be read
+    /// (admission refuses such envelopes; kept for the status all the same).
+    wrapped: Result<Vec<Value>, String>,
 }
 
 impl PreparedEnvelope {
@@ -51,20 +47,12 @@ impl PreparedEnvelope {
     pub(super) fn new(kind: EnvelopeType, envelope: Object, scopes: &DeclaredScopes) -> PreparedEnvelope {
         let namespace = envelope.metadata.namespace.clone().unwrap_or_default();
         let wrapped = wrapped_objects_in(&envelope, scopes)
-            .map(|objects| {
-                objects
-                    .into_iter()
-                    .map(|w| {
-                        let cluster_scoped = w.object.metadata.namespace.as_deref().is_none_or(str::is_empty);
-                        (w.key, encode(&clean(&w.object)), cluster_scoped)
-                    })
-                    .collect()
-            })
+            .map(|objects| objects.into_iter().map(|w| encode(&clean(&w.object))).collect())
             .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
         PreparedEnvelope { kind, namespace, name: envelope.metadata.name, wrapped }
     }
 
-    /// `envelope ConfigMap ops/legacy`, for messages.
+    /// `envelope ResourceEnvelope ops/quota`, for messages.
     fn describe(&self) -> String {
         let ns = if self.namespace.is_empty() { String::new() } else { format!("{}/", self.namespace) };
         format!("envelope {} {ns}{}", self.kind.as_str(), self.name)
@@ -89,27 +77,14 @@ impl PreparedEnvelope {
 
     /// The manifests of this envelope's Work for one cluster: its wrapped
     /// objects overridden (a Delete rule drops one), ordered by group, kind,
-    /// namespace, name; EN-3 for an RP.
-    pub(super) fn manifests(
-        &self,
-        placement: &Object,
-        overrides: &ClusterOverrides,
-    ) -> Result<Vec<Value>, RenderError> {
+    /// namespace, name.
+    pub(super) fn manifests(&self, overrides: &ClusterOverrides) -> Result<Vec<Value>, RenderError> {
         let wrapped = self
             .wrapped
             .as_ref()
             .map_err(|why| RenderError::Envelope(format!("{} is invalid: {why}", self.describe())))?;
         let mut objects = Vec::with_capacity(wrapped.len());
-        for (key, object, cluster_scoped) in wrapped {
-            if self.kind == EnvelopeType::ConfigMap && *cluster_scoped && placement.kind == RESOURCE_PLACEMENT {
-                let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
-                return Err(RenderError::Envelope(format!(
-                    "cluster-scoped object {key} ({} {}) in {} can only be placed by a ClusterResourcePlacement",
-                    text("/kind"),
-                    text("/metadata/name"),
-                    self.describe()
-                )));
-            }
+        for object in wrapped {
             objects.extend(render_value(object, overrides)?);
         }
         objects.sort_by_cached_key(|o| {

@@ -216,7 +216,7 @@ pub fn desired_works_prepared(
         works.push(shape.work(work_name(placement, *part), BTreeMap::new(), manifests));
     }
     for envelope in &group.envelopes {
-        let manifests = envelope.manifests(placement, overrides)?;
+        let manifests = envelope.manifests(overrides)?;
         works.push(shape.work(envelope.work_name(placement), envelope.labels(), manifests));
     }
     Ok(works)

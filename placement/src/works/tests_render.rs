@@ -70,9 +70,9 @@ fn en_4_en_5_the_worked_example_makes_four_works() {
         works.iter().map(|w| (w.metadata.name.clone(), manifest_names(w))).collect();
     got.sort();
     let want = [
-        ("ops-configmap-f04560b583227939", vec!["LimitRange/ops-limits"]),
         ("ops-envelope-a3f995da6aee5302", vec!["ValidatingWebhookConfiguration/guard", "ClusterRole/pod-reader"]),
         ("ops-envelope-b1a37da808567140", vec!["ResourceQuota/ops-quota", "Role/ops-reader"]),
+        ("ops-envelope-c14720d4333f6111", vec!["LimitRange/ops-limits"]),
         ("ops-work", vec!["Namespace/ops", "ConfigMap/settings"]),
     ];
     let want: Vec<(String, Vec<String>)> =
@@ -89,26 +89,20 @@ fn en_4_en_5_the_worked_example_makes_four_works() {
 }
 
 #[test]
-fn en_3_an_rp_cannot_place_cluster_scoped_objects_from_an_envelope_configmap() {
-    let mut selection = example_selection();
-    let legacy = selection.iter_mut().find(|v| v["metadata"]["name"] == "legacy").unwrap();
-    legacy["data"]["clusterrole.yaml"] =
-        json!("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: pod-reader}\n");
-    let crp = desired_works(
-        &placement("ClusterResourcePlacement"),
+fn an_annotated_config_map_is_placed_as_it_is() {
+    // KubeFleet's current release no longer unwraps ConfigMaps.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "legacy", "namespace": "ops", "annotations": {"kubernetes-fleet.io/envelope-configmap": "true"}},
+        "data": {"fielda": "one"}});
+    let works = desired_works(
+        &placement("ResourcePlacement"),
         &binding(),
-        &group(selection.clone()),
+        &group(vec![cm.clone()]),
         &ClusterOverrides::default(),
-    );
-    assert!(crp.is_ok());
-    let rp_selection: Vec<Value> = selection.into_iter().filter(|v| v["metadata"]["namespace"] == "ops").collect();
-    let err =
-        desired_works(&placement("ResourcePlacement"), &binding(), &group(rp_selection), &ClusterOverrides::default())
-            .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "cluster-scoped object clusterrole.yaml (ClusterRole pod-reader) in envelope ConfigMap ops/legacy can only be placed by a ClusterResourcePlacement"
-    );
+    )
+    .unwrap();
+    assert_eq!(works.len(), 1);
+    assert_eq!(work_spec_of(&works[0]).workload.manifests, [cm]);
 }
 
 fn override_of(kind: &str, name: &str, namespace: &str, spec: Value) -> OverrideSnapshot {
@@ -168,8 +162,8 @@ fn en_6_overrides_target_wrapped_objects_and_a_delete_leaves_the_work() {
         quota_object["metadata"]["labels"]["on"], "east-1",
         "a CRO naming the namespace reaches wrapped objects"
     );
-    let legacy = works.iter().find(|w| w.metadata.name == "ops-configmap-f04560b583227939").unwrap();
-    assert!(manifest_names(legacy).is_empty(), "its only object deleted; the Work stays, empty");
+    let limits = works.iter().find(|w| w.metadata.name == "ops-envelope-c14720d4333f6111").unwrap();
+    assert!(manifest_names(limits).is_empty(), "its only object deleted; the Work stays, empty");
     let main = works.iter().find(|w| w.metadata.name == "ops-work").unwrap();
     assert_eq!(work_spec_of(main).workload.manifests[1]["metadata"]["labels"]["on"], "east-1");
 }
