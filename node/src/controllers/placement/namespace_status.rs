@@ -36,6 +36,11 @@ pub struct MirrorView {
     pub existing: Option<Object>,
     /// Why the placement's selectors cannot be resolved now, if they cannot.
     pub problem: Option<String>,
+    /// Whether that problem is the namespace-accessible check's (no
+    /// Namespace selector, or a moved one): as in KubeFleet, the placement
+    /// then gets its `Scheduled` condition and nothing else, its mirror and
+    /// `ClusterResourcePlacementStatusSynced` left as they were.
+    pub namespace_problem: bool,
 }
 
 impl MirrorView {
@@ -57,17 +62,21 @@ impl MirrorView {
         let mut problem =
             selection::selector_problem(&placement.kind, name, &spec, source).or(selection_problem).map(invalid);
         let namespace = mirror_namespace(&spec).map(str::to_string);
+        let mut from_namespace_check = false;
         if is_namespace_accessible(&placement.kind, &spec) {
-            problem = namespace_problem(namespace.as_deref(), &status).or(problem);
+            if let Some(p) = namespace_problem(namespace.as_deref(), &status) {
+                problem = Some(p);
+                from_namespace_check = true;
+            }
         }
         let Some(ns) = namespace.clone() else {
-            return Ok(MirrorView { problem, ..Default::default() });
+            return Ok(MirrorView { problem, namespace_problem: from_namespace_check, ..Default::default() });
         };
         let ns_key = ObjectKey::new("", "Namespace", "", &ns);
         let namespace_live = store.get(&ns_key)?.0.is_some_and(|n| n.metadata.deletion_timestamp.is_none());
         let key = ObjectKey::new(fleet_api::kinds::FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT_STATUS, &ns, name);
         let existing = store.get(&key)?.0;
-        Ok(MirrorView { namespace, namespace_live, existing, problem })
+        Ok(MirrorView { namespace, namespace_live, existing, problem, namespace_problem: from_namespace_check })
     }
 }
 
@@ -103,7 +112,7 @@ pub fn blocked(view: &View, now: &str) -> Option<Next> {
     let condition = Condition::new(&type_, false, REASON_INVALID_RESOURCE_SELECTORS, problem.clone())
         .observing(placement.metadata.generation);
     set_condition(&mut status.conditions, condition, now);
-    let ops = sync(view, &mut status, &current, now);
+    let ops = if view.mirror.namespace_problem { Vec::new() } else { sync(view, &mut status, &current, now) };
     Some(match write(placement, &current, &status, ops) {
         Some(step) => Next::Write(Box::new(step)),
         None => Next::Done { recheck_after: None },
