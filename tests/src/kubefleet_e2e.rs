@@ -14,6 +14,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -151,8 +152,10 @@ impl Environment {
     /// texts; all specs when empty) and `label_filter`, skipping the
     /// not-applicable specs, in `procs` Ginkgo processes (more than one
     /// through the Ginkgo CLI, as KubeFleet's CI runs it); the suite's
-    /// output goes to `log`.
-    pub fn run(&mut self, focus: &str, label_filter: &str, procs: usize, log: &Path) -> Summary {
+    /// output goes to `log`. When `stop` is set (the harness was
+    /// interrupted) the suite is killed and the summary says so, so that
+    /// the caller drops the environment and leaves nothing behind.
+    pub fn run(&mut self, focus: &str, label_filter: &str, procs: usize, log: &Path, stop: &AtomicBool) -> Summary {
         let dir = build();
         let listed = not_applicable();
         let skip: Vec<String> = listed.iter().map(|n| regex_quote(&n.spec)).collect();
@@ -195,6 +198,12 @@ impl Environment {
         let status = loop {
             if let Some(status) = child.try_wait().expect("wait for the suite") {
                 break status;
+            }
+            if stop.load(Ordering::Relaxed) {
+                let _ = child.kill();
+                let _ = child.wait();
+                let suite_failure = Some("interrupted: the suite was stopped before it ended".to_string());
+                return Summary { suite_failure, elapsed: started.elapsed(), ..Summary::default() };
             }
             self.rejoin_members();
             std::thread::sleep(Duration::from_millis(250));

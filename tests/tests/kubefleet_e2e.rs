@@ -3,6 +3,8 @@
 //! `fleet_tests::kubefleet_e2e`; the whole suite runs with
 //! `conformance/kubefleet-e2e.sh`). Every selected spec must pass.
 
+use std::sync::atomic::AtomicBool;
+
 use fleet_tests::kubefleet_e2e::Environment;
 
 /// Placements of each type, their statuses and what lands on the members,
@@ -16,7 +18,7 @@ const SELECTION: &str = "placing resources using a CRP with no placement policy 
 async fn kubefleet_end_to_end_selection_passes() {
     let mut environment = Environment::start().await;
     let log = environment.hub.hub.dir.path().join("kubefleet-e2e.log");
-    let summary = tokio::task::block_in_place(|| environment.run(SELECTION, "", 1, &log));
+    let summary = tokio::task::block_in_place(|| environment.run(SELECTION, "", 1, &log, &AtomicBool::new(false)));
     eprintln!("{}", summary.line());
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(summary.suite_failure.is_none(), "{:?}\n{log_text}", summary.suite_failure);

@@ -14,6 +14,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use fleet_tests::kubefleet_e2e::Environment;
 
@@ -55,7 +57,26 @@ async fn main() -> ExitCode {
     eprintln!("kubefleet-e2e: starting a Fleet hub and three real member clusters");
     let mut environment = Environment::start().await;
     eprintln!("kubefleet-e2e: running the suite (its output: {})", log.display());
-    let summary = environment.run(&focus, &label_filter, procs, &log);
+    // An interrupt or a TERM stops the suite; the environment is then
+    // dropped, which stops its processes and removes its files.
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopper = Arc::clone(&stop);
+    tokio::spawn(async move {
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut term) => {
+                    term.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate => {}
+        }
+        stopper.store(true, Ordering::Relaxed);
+    });
+    let summary = tokio::task::block_in_place(|| environment.run(&focus, &label_filter, procs, &log, &stop));
     for spec in &summary.not_applicable {
         println!("not applicable: {spec}");
     }
