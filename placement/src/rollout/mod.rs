@@ -24,8 +24,8 @@
 //!   progress (KubeFleet's rule); percentages round up, so this matters only
 //!   for a written `0`;
 //! - as in KubeFleet, every Unscheduled binding to delete and every stale
-//!   Bound binding to move (but failed ones) spends `maxToRemove`, whatever
-//!   its readiness: deletes first, then updates, each by cluster name. So
+//!   Bound binding to move (but failed ones) spends `maxToRemove`, whether
+//!   ready or still in progress: deletes first, then updates, each by cluster name. So
 //!   the plan never takes the ready count below `N − maxUnavailable`, and a
 //!   binding still in progress (or untrackable within its
 //!   `unavailablePeriodSeconds`) is not moved again before the ready ones
@@ -36,12 +36,15 @@
 //!   rollout does not insist on N ready ones, so ready Unscheduled bindings
 //!   are not kept forever for clusters that will never come; when N are
 //!   chosen this is the spec's formula;
-//! - failed stale Bound bindings are always updated (rule 1), without
-//!   spending the budget;
+//! - failed stale Bound bindings are always updated (rule 1), and failed
+//!   Unscheduled ones deleted, without spending the budget: they take
+//!   nothing down, and a budget that may never come (nothing ready) would
+//!   keep them forever;
 //! - both budgets are computed from the counts before this pass's actions
 //!   (a deleted Unscheduled binding still counts until it is gone), which
 //!   is the conservative reading;
-//! - actions come in this order: failed updates, deletes, updates, binds;
+//! - actions come in this order: failed updates, failed deletes, deletes,
+//!   updates, binds;
 //!   within each, by cluster name then binding name;
 //! - a Bound binding is stale when it is bound to an older snapshot *or*
 //!   records other override snapshots than those that apply now (OV-8);
@@ -202,7 +205,8 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
 
     let (mut ready, mut in_progress) = (0usize, 0usize);
     let mut requeue_at: Option<i64> = None;
-    let (mut failed_updates, mut deletes, mut updates, mut to_bind) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut failed_updates, mut failed_deletes) = (Vec::new(), Vec::new());
+    let (mut deletes, mut updates, mut to_bind) = (Vec::new(), Vec::new(), Vec::new());
     for b in sorted {
         if b.state == STATE_SCHEDULED {
             to_bind.push(b);
@@ -223,7 +227,8 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
             requeue_at = Some(requeue_at.map_or(at, |r| r.min(at)));
         }
         match (b.state == STATE_UNSCHEDULED, b.resource_snapshot == latest && b.overrides_current, failed) {
-            (true, _, _) => deletes.push(b),
+            (true, _, true) => failed_deletes.push(b),
+            (true, _, false) => deletes.push(b),
             (false, true, _) => {}
             (false, false, true) => failed_updates.push(b),
             (false, false, false) => updates.push(b),
@@ -237,6 +242,7 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
         |b: &RolloutBinding| RolloutAction::Update { binding: b.name.clone(), resource_snapshot: latest.into() };
     let delete = |b: &RolloutBinding| RolloutAction::Delete { binding: b.name.clone() };
     let mut actions: Vec<RolloutAction> = failed_updates.into_iter().map(update).collect();
+    actions.extend(failed_deletes.into_iter().map(delete));
     let deletes: Vec<_> = deletes.into_iter().take(max_to_remove).collect();
     max_to_remove -= deletes.len();
     actions.extend(deletes.into_iter().map(delete));

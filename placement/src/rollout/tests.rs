@@ -278,21 +278,23 @@ fn unscheduled_deletion_is_bounded_by_max_to_remove_and_comes_first() {
 }
 
 #[test]
-fn unscheduled_bindings_are_deleted_within_the_budget_whatever_their_readiness() {
+fn unscheduled_bindings_are_deleted_within_the_budget_unless_they_failed() {
     let mut bindings: Vec<_> =
         (0..4).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::Ready)).collect();
-    bindings.push(b("u1", STATE_UNSCHEDULED, "web-0-snapshot", Readiness::Failed));
+    bindings.push(b("u1", STATE_UNSCHEDULED, "web-0-snapshot", Readiness::InProgress));
     bindings.push(b("u2", STATE_UNSCHEDULED, "web-0-snapshot", Readiness::InProgress));
+    bindings.push(b("u3", STATE_UNSCHEDULED, "web-0-snapshot", Readiness::Unavailable));
     let s = strategy(IntOrString::Int(1), IntOrString::Int(1), 60);
-    // ready 4, min available 3: one removal, the first by cluster.
+    // ready 4, min available 3: one removal, the first by cluster; the
+    // failed one goes at once, taking nothing down.
     let p = plan(&policy("PickN", Some(4), 0), &s, &bindings, 0);
-    assert_eq!(deleted(&p), vec!["web-u1"]);
-    // With nothing ready there is no budget: they wait, as in KubeFleet.
+    assert_eq!(deleted(&p), vec!["web-u3", "web-u1"]);
+    // With nothing ready there is no budget: the others wait, as in KubeFleet.
     for binding in &mut bindings[..4] {
         binding.readiness = Readiness::InProgress;
     }
     let p = plan(&policy("PickN", Some(4), 0), &s, &bindings, 0);
-    assert!(deleted(&p).is_empty());
+    assert_eq!(deleted(&p), vec!["web-u3"]);
 }
 
 #[test]

@@ -2,10 +2,11 @@
 //! onto) the latest resource snapshot, and which unscheduled ones go, within
 //! `maxUnavailable` and `maxSurge`.
 
-use fleet_api::binding::{self, STATE_BOUND, STATE_SCHEDULED};
+use fleet_api::binding::{self, STATE_BOUND, STATE_SCHEDULED, STATE_UNSCHEDULED};
 use fleet_api::snapshot as snapshot_api;
 use fleet_placement::rollout::{self as rollout_plan, Readiness, RolloutAction, RolloutBinding, RolloutInput};
 use fleet_placement::snapshot;
+use fleet_placement::works::PARENT_RESOURCE_INDEX_LABEL;
 use fleet_statemachine::Op;
 
 use fleet_api::Object;
@@ -29,13 +30,26 @@ pub struct Rollout {
 /// whose rendering failed keeps its previous Works but counts as failed
 /// (OV-7), as KubeFleet counts it: it holds the rollout of the others back
 /// within `maxUnavailable`, so a broken override stops at the first
-/// clusters it reaches.
+/// clusters it reaches. An Unscheduled binding is judged by the Works it
+/// still has (nothing is rendered for it): its deletion spends the budget
+/// only when it is ready, as in KubeFleet.
 pub fn binding_readiness(view: &View, b: &Object, works: &BindingWorks, rendered: &Rendered) -> Readiness {
     let spec = binding::spec_of(b);
     if spec.state == STATE_SCHEDULED {
         return Readiness::InProgress;
     }
     let stored = works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default();
+    if spec.state == STATE_UNSCHEDULED {
+        // The index its Works were made for (its snapshot may be gone).
+        let index = bound_group(view, &spec).map(|(index, _)| index).or_else(|| {
+            stored.iter().filter_map(|w| w.metadata.labels.get(PARENT_RESOURCE_INDEX_LABEL)?.parse().ok()).max()
+        });
+        return match index {
+            Some(index) => rollout_plan::readiness(index, stored, 1),
+            // Nothing placed there: deleting it takes nothing down.
+            None => Readiness::Failed,
+        };
+    }
     match rendered.bound.get(&b.metadata.name) {
         Some(r) if r.works.is_none() => Readiness::Failed,
         Some(r) if !r.in_sync => Readiness::InProgress,
