@@ -55,6 +55,13 @@ pub struct WorkOutcome {
     pub settled: bool,
 }
 
+/// Reason of a manifest that does not read as an object.
+const REASON_DECODING_ERRED: &str = "DecodingErred";
+/// Reason of a manifest with `generateName` and no name.
+const REASON_FOUND_GENERATE_NAME: &str = "FoundGenerateName";
+/// Reason of a manifest naming the same object as an earlier one.
+const REASON_DUPLICATED: &str = "Duplicated";
+
 /// One manifest of a Work, read.
 pub(super) struct Manifest {
     ordinal: usize,
@@ -95,14 +102,16 @@ pub(super) fn manifests(spec: &work::WorkSpec) -> Vec<Manifest> {
         .map(|(ordinal, value)| {
             let identifier = identifier(ordinal, value);
             let parsed: Result<Object, _> = serde_json::from_value(value.clone());
+            // KubeFleet's work applier's reasons for manifests it cannot
+            // process at all.
             let refusal = match &parsed {
-                Err(e) => Some(("ManifestInvalid".to_string(), format!("manifest {ordinal} is not an object: {e}"))),
+                Err(e) => Some((REASON_DECODING_ERRED.to_string(), format!("manifest {ordinal} is not an object: {e}"))),
                 Ok(o) if o.metadata.generate_name.is_some() && o.metadata.name.is_empty() => Some((
-                    "GenerateNameNotSupported".to_string(),
+                    REASON_FOUND_GENERATE_NAME.to_string(),
                     format!("manifest {ordinal} uses metadata.generateName: Fleet places objects by name, give it metadata.name"),
                 )),
                 Ok(o) if !seen.insert(ResourceId::of(o)) => Some((
-                    "DuplicateManifest".to_string(),
+                    REASON_DUPLICATED.to_string(),
                     format!("manifest {ordinal} is the same object as an earlier manifest ({})", ResourceId::of(o)),
                 )),
                 Ok(_) => None,
@@ -262,7 +271,7 @@ pub async fn apply_work<T: Target>(
                 }
                 p
             }
-            (None, None) => Processed::failed("ManifestInvalid", "manifest could not be read".into()),
+            (None, None) => Processed::failed(REASON_DECODING_ERRED, "manifest could not be read".into()),
         };
         // As the Work API defines it, a manifest condition observes the
         // generation of the object on the member (0 when there is none),
@@ -484,8 +493,8 @@ mod tests {
         let out = apply_work(&target, &w, None, true, "t").await;
         assert_eq!(applied(&out.status, 0), ("True".into(), "ManifestApplied".into()));
         assert_eq!(applied(&out.status, 1), ("True".into(), "ManifestApplied".into()));
-        assert_eq!(applied(&out.status, 2), ("False".into(), "GenerateNameNotSupported".into()));
-        assert_eq!(applied(&out.status, 3), ("False".into(), "DuplicateManifest".into()));
+        assert_eq!(applied(&out.status, 2), ("False".into(), "FoundGenerateName".into()));
+        assert_eq!(applied(&out.status, 3), ("False".into(), "Duplicated".into()));
         let work_applied = out.status.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).unwrap();
         assert_eq!((work_applied.status.as_str(), work_applied.reason.as_str()), ("False", REASON_SOME_NOT_APPLIED));
         assert!(!out.settled);

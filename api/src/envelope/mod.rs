@@ -19,8 +19,6 @@
 //! - the value shown for an entry that is not one object is its JSON type
 //!   (`"a string"`, `"a list"`, `"a mapping"`, ...).
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 use crate::kinds::{DeclaredScopes, Scope};
@@ -99,7 +97,16 @@ fn entry_object(path: &str, value: &Value) -> Result<Object, FieldError> {
         other => return Err(FieldError::invalid(path, type_name(other), NOT_ONE_OBJECT)),
     };
     match parsed {
-        Ok(o) if !o.api_version.is_empty() && !o.kind.is_empty() && !o.metadata.name.is_empty() => Ok(o),
+        // An object with only `generateName` is accepted here, as KubeFleet
+        // accepts it; the member agent refuses it (`FoundGenerateName`).
+        Ok(o)
+            if !o.api_version.is_empty()
+                && !o.kind.is_empty()
+                && (!o.metadata.name.is_empty()
+                    || o.metadata.generate_name.as_deref().is_some_and(|g| !g.is_empty())) =>
+        {
+            Ok(o)
+        }
         Ok(o) => Err(FieldError::invalid(path, describe_object(&o), NOT_ONE_OBJECT)),
         Err(()) => Err(FieldError::invalid(path, type_name(value), NOT_ONE_OBJECT)),
     }
@@ -144,8 +151,10 @@ fn check_scope(
 
 /// The objects an envelope wraps, in `data` key order, or every problem
 /// (docs/spec/envelopes.md "Validation"): 1..50 entries, each exactly one object, in
-/// the right scope and namespace, with a fixed name, not an envelope, no
-/// object twice. Scopes are the registry's only; see [`wrapped_objects_in`].
+/// the right scope and namespace, not an envelope. An object wrapped twice,
+/// or with only `generateName`, passes: as in KubeFleet, the member agent
+/// refuses that manifest (`Duplicated`, `FoundGenerateName`) and applies
+/// the others. Scopes are the registry's only; see [`wrapped_objects_in`].
 pub fn wrapped_objects(envelope: &Object) -> Result<Vec<Wrapped>, Vec<FieldError>> {
     wrapped_objects_in(envelope, &DeclaredScopes::default())
 }
@@ -174,7 +183,6 @@ pub fn wrapped_objects_in(envelope: &Object, scopes: &DeclaredScopes) -> Result<
     if data.len() > MAX_WRAPPED {
         errors.push(FieldError::too_many("data", data.len(), MAX_WRAPPED));
     }
-    let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut out = Vec::new();
     for (key, value) in data {
         let path = format!("data[{key}]");
@@ -188,22 +196,7 @@ pub fn wrapped_objects_in(envelope: &Object, scopes: &DeclaredScopes) -> Result<
         if envelope_type(&object).is_some() {
             errors.push(FieldError::forbidden(path.as_str(), "envelopes cannot be nested"));
         }
-        if object.metadata.generate_name.is_some() {
-            errors.push(FieldError::forbidden(
-                join_path(&path, "metadata.generateName"),
-                "wrapped objects must have a fixed name",
-            ));
-        }
         errors.extend(check_scope(kind, &envelope_namespace, &path, &object, scopes));
-        let identity = describe_object(&object);
-        if let Some(first) = seen.get(&identity) {
-            errors.push(FieldError {
-                detail: format!("also wrapped as {first}"),
-                ..FieldError::duplicate(path.as_str(), quote(&identity))
-            });
-        } else {
-            seen.insert(identity, path.clone());
-        }
         out.push(Wrapped { key: key.clone(), object });
     }
     if errors.is_empty() {

@@ -154,23 +154,23 @@ fn a_resource_envelope_wraps_objects_of_its_namespace_only() {
 }
 
 #[test]
-fn wrapped_objects_have_fixed_names() {
-    let mut r = role(Some("ops"));
-    r["metadata"]["generateName"] = json!("x-");
-    let e = err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"r.yaml": r})));
-    has(&e, "data[r.yaml].metadata.generateName: Forbidden: wrapped objects must have a fixed name");
-}
-
-#[test]
-fn the_same_object_cannot_be_wrapped_twice() {
-    let e = err(envelope(
-        RESOURCE_ENVELOPE,
-        Some("ops"),
-        json!({"a.yaml": role(Some("ops")), "b.yaml": role(Some("ops"))}),
-    ));
+fn a_generated_name_and_an_object_wrapped_twice_are_left_to_the_member() {
+    // KubeFleet accepts both and its member agent refuses that manifest
+    // (FoundGenerateName, Duplicated); so does Fleet's.
+    let mut generated = role(Some("ops"));
+    generated["metadata"] = json!({"generateName": "x-", "namespace": "ops"});
+    let mut e = envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"r.yaml": generated}));
+    crate::typed::prepare(&mut e).unwrap();
+    let mut twice =
+        envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"a.yaml": role(Some("ops")), "b.yaml": role(Some("ops"))}));
+    crate::typed::prepare(&mut twice).unwrap();
+    assert_eq!(wrapped_objects(&twice).unwrap().len(), 2);
+    // Neither a name nor a generated one: not an object.
+    let mut unnamed = role(Some("ops"));
+    unnamed["metadata"] = json!({"namespace": "ops"});
     has(
-        &e,
-        r#"data[b.yaml]: Duplicate value: "rbac.authorization.k8s.io/v1, Kind=Role ops/ops-reader": also wrapped as data[a.yaml]"#,
+        &err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"r.yaml": unnamed}))),
+        "must be exactly one Kubernetes object",
     );
 }
 
