@@ -75,9 +75,9 @@ fn available_false_is_unavailable_and_no_verdict_yet_is_in_progress() {
             ("Available", "False", "SomeManifestsAreNotAvailable", 2, T0),
         ],
     );
-    assert_eq!(readiness(3, &[unavailable.clone()], 1), Readiness::Unavailable);
+    assert_eq!(readiness(3, std::slice::from_ref(&unavailable), 1), Readiness::Unavailable);
     let pending = work("w2", 3, 2, &[("Applied", "True", "AllManifestsApplied", 2, T0)]);
-    assert_eq!(readiness(3, &[pending.clone()], 1), Readiness::InProgress);
+    assert_eq!(readiness(3, std::slice::from_ref(&pending), 1), Readiness::InProgress);
     // One Work unavailable makes the binding unavailable, whatever its siblings.
     assert_eq!(readiness(3, &[pending, unavailable], 2), Readiness::Unavailable);
 }
