@@ -63,6 +63,29 @@ pub struct Args {
     /// Validity of member agent certificates (agents renew at two thirds).
     #[arg(long, default_value = "30d", value_parser = humantime::parse_duration)]
     pub member_cert_validity: std::time::Duration,
+    /// Record every write and every refused request, as Kubernetes audit
+    /// Events (`audit.k8s.io/v1`, one JSON object a line), to this file.
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+    /// How much an audit Event holds: None (nothing is recorded), Metadata
+    /// (who, what, when, which node, the outcome) or Request (and the
+    /// object written; a Secret's contents never).
+    #[arg(long, value_enum, default_value_t = crate::audit::Level::Metadata)]
+    pub audit_level: crate::audit::Level,
+    /// Rotate the audit log when it would grow past this many megabytes
+    /// (0: never).
+    #[arg(long, default_value_t = 100)]
+    pub audit_log_maxsize: u64,
+    /// Rotated audit logs kept (FILE.1 the newest).
+    #[arg(long, default_value_t = 10)]
+    pub audit_log_maxbackup: u32,
+}
+
+/// The audit log's configuration.
+#[derive(Debug, Clone)]
+pub struct AuditConfig {
+    pub file: crate::audit::file::FileOptions,
+    pub level: crate::audit::Level,
 }
 
 /// A validated node configuration.
@@ -80,6 +103,8 @@ pub struct NodeConfig {
     pub kube_listen: Option<SocketAddr>,
     pub tuning: RaftTuning,
     pub member_cert_validity: std::time::Duration,
+    /// `None` without `--audit-log`.
+    pub audit: Option<AuditConfig>,
 }
 
 impl Args {
@@ -113,6 +138,14 @@ impl Args {
             http_listen: self.http_listen,
             kube_listen: self.kube_listen,
             member_cert_validity: self.member_cert_validity.max(std::time::Duration::from_secs(10)),
+            audit: self.audit_log.map(|path| AuditConfig {
+                file: crate::audit::file::FileOptions {
+                    path,
+                    max_bytes: self.audit_log_maxsize.saturating_mul(1024 * 1024),
+                    max_backups: self.audit_log_maxbackup,
+                },
+                level: self.audit_level,
+            }),
             tuning: RaftTuning {
                 heartbeat_ms: self.heartbeat_ms,
                 election_min_ms: self.election_timeout_ms,

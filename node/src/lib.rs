@@ -4,6 +4,7 @@
 //! its own (see [`listener`]).
 
 pub mod admission;
+pub mod audit;
 pub mod auth;
 pub mod backup;
 pub mod config;
@@ -121,6 +122,10 @@ pub async fn run(
     tokio::spawn(members::health::run(consensus.clone(), member_service.arrivals.clone(), stop_rx.clone()));
     metrics::register_node(consensus.clone(), member_service.arrivals.clone(), config.data_dir.clone());
     tokio::spawn(controllers::run(consensus.clone(), stop_rx.clone()));
+    let auditor = match &config.audit {
+        Some(audit) => audit::Auditor::new(audit.level, config.id, audit::file::start(audit.file.clone())?),
+        None => audit::Auditor::disabled(),
+    };
     // One set of object operations (and one RBAC policy cache) for both APIs.
     let objects = objects::Objects::new(consensus.clone());
     let fleet = FleetServer::new(service::FleetService::new(objects.clone(), member_service.clone(), stop_rx.clone()))
@@ -150,6 +155,7 @@ pub async fn run(
         Server::builder()
             .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESETS))
             .layer(metrics::grpc::GrpcMetricsLayer)
+            .layer(audit::AuditLayer::new(auditor.clone()))
             .add_service(fleet.clone())
             .add_service(peer.clone())
     };
@@ -192,6 +198,7 @@ pub async fn run(
             objects: objects.clone(),
             stopping: stop_rx.clone(),
             advertise: advertise.clone(),
+            auditor: auditor.clone(),
         });
         tokio::spawn(kube::advertise::run(consensus.clone(), config.id, advertise.clone(), stop_rx.clone()));
         let stop = wait_stop(stop_rx.clone());

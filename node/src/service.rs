@@ -133,6 +133,7 @@ impl FleetService {
             let namespace = object.metadata.namespace.clone().unwrap_or_default();
             let name = if exists { object.metadata.name.as_str() } else { "" };
             self.objects.authorize(caller, verb, &kind, &namespace, name, "").await?;
+            crate::audit::note_object(object);
             self.objects.authorizer().check_rbac_write(caller, object).await?;
         }
         Ok(())
@@ -213,6 +214,7 @@ impl Fleet for FleetService {
         crate::metrics::note_kind(&kind.kind);
         let namespace = object.metadata.namespace.clone().unwrap_or_default();
         self.objects.authorize(&caller, "update", &kind, &namespace, &object.metadata.name, "status").await?;
+        crate::audit::note_object(&object);
         self.objects.member_scope(&caller, &kind, &namespace, "UpdateStatus").await?;
         let (index, outcomes) = self.objects.propose(vec![Op::UpdateStatus { object }]).await?;
         let object = outcomes.into_iter().next().map(|o| o.object.to_json()).unwrap_or_default();
