@@ -18,6 +18,7 @@ pub mod members;
 pub mod metrics;
 pub mod objects;
 pub mod rbac;
+pub mod reach;
 pub mod restore;
 pub mod service;
 pub mod watch;

@@ -135,6 +135,7 @@ impl FleetService {
             self.objects.authorize(caller, verb, &kind, &namespace, name, "").await?;
             crate::audit::note_object(object);
             self.objects.authorizer().check_rbac_write(caller, object).await?;
+            crate::reach::check(self.objects.authorizer(), self.store(), caller, object).await?;
         }
         Ok(())
     }

@@ -120,7 +120,7 @@ pub fn note_object(object: &fleet_api::Object) {
 }
 
 /// Notes that the request's last write was refused after RBAC allowed it
-/// (admission's checks of the author), and why.
+/// (admission's checks of the author, [`crate::reach`]), and why.
 pub fn note_refusal(reason: &str) {
     let _ = NOTE.try_with(|note| {
         let mut note = note.borrow_mut();

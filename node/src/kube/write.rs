@@ -133,6 +133,10 @@ pub async fn admit(ctx: &Ctx, value: &Value) -> Result<Object, KubeError> {
         .check_rbac_write(&ctx.caller, &object)
         .await
         .map_err(|s| KubeError::from_status(&s, &subject))?;
+    // A placement or override selects only what its author may read.
+    crate::reach::check(ctx.api.objects.authorizer(), ctx.api.objects.store(), &ctx.caller, &object)
+        .await
+        .map_err(|s| KubeError::from_status(&s, &subject))?;
     Ok(object)
 }
 
