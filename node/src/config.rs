@@ -79,6 +79,17 @@ pub struct Args {
     /// Rotated audit logs kept (FILE.1 the newest).
     #[arg(long, default_value_t = 10)]
     pub audit_log_maxbackup: u32,
+    /// Requests of one user handled at once (system:masters, member agents
+    /// and nodes are not limited).
+    #[arg(long, default_value_t = 8)]
+    pub max_requests_per_user: usize,
+    /// Requests of one user waiting for one of its seats, at most; more are
+    /// refused at once with 429 Too Many Requests.
+    #[arg(long, default_value_t = 32)]
+    pub max_queued_per_user: usize,
+    /// Longest a request waits for a seat before it is refused with 429.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub max_queue_wait: std::time::Duration,
 }
 
 /// The audit log's configuration.
@@ -105,6 +116,8 @@ pub struct NodeConfig {
     pub member_cert_validity: std::time::Duration,
     /// `None` without `--audit-log`.
     pub audit: Option<AuditConfig>,
+    /// Each user's share of the node.
+    pub limits: crate::fairness::Limits,
 }
 
 impl Args {
@@ -120,6 +133,11 @@ impl Args {
                 "--peers: must include this node ({}) when --init is given, got {:?}",
                 self.id, self.peers
             )));
+        }
+        if self.max_requests_per_user == 0 {
+            return Err(Error::Config(
+                "--max-requests-per-user: Invalid value: 0: must be at least 1 (a user needs a seat)".into(),
+            ));
         }
         if self.election_timeout_ms <= self.heartbeat_ms {
             return Err(Error::Config(format!(
@@ -146,6 +164,11 @@ impl Args {
                 },
                 level: self.audit_level,
             }),
+            limits: crate::fairness::Limits {
+                seats: self.max_requests_per_user,
+                queue: self.max_queued_per_user,
+                wait: self.max_queue_wait,
+            },
             tuning: RaftTuning {
                 heartbeat_ms: self.heartbeat_ms,
                 election_min_ms: self.election_timeout_ms,

@@ -11,6 +11,7 @@ pub mod config;
 pub mod controllers;
 pub mod crd_status;
 pub mod error;
+pub mod fairness;
 pub mod http;
 pub mod kube;
 pub mod listener;
@@ -128,7 +129,7 @@ pub async fn run(
         None => audit::Auditor::disabled(),
     };
     // One set of object operations (and one RBAC policy cache) for both APIs.
-    let objects = objects::Objects::new(consensus.clone());
+    let objects = objects::Objects::new(consensus.clone(), config.limits);
     let fleet = FleetServer::new(service::FleetService::new(objects.clone(), member_service.clone(), stop_rx.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);

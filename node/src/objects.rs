@@ -31,13 +31,27 @@ pub type View = fn(&Object) -> Object;
 pub struct Objects {
     consensus: Arc<Consensus>,
     authorizer: Arc<Authorizer>,
+    fairness: Arc<crate::fairness::Fairness>,
 }
 
 impl Objects {
-    /// Operations over `consensus`.
-    pub fn new(consensus: Arc<Consensus>) -> Objects {
+    /// Operations over `consensus`, each user's requests limited by `limits`.
+    pub fn new(consensus: Arc<Consensus>, limits: crate::fairness::Limits) -> Objects {
         let authorizer = Arc::new(Authorizer::new(consensus.store().clone()));
-        Objects { consensus, authorizer }
+        Objects { consensus, authorizer, fairness: crate::fairness::Fairness::new(limits) }
+    }
+
+    /// A seat for a request of `caller` ([`crate::fairness`]), or 429's
+    /// `ResourceExhausted` with `retry-after`.
+    pub async fn seat(&self, caller: &Caller) -> Result<crate::fairness::Seat, Status> {
+        self.fairness.seat(&caller.identity).await.map_err(|refused| {
+            let mut status = Status::resource_exhausted(refused.message);
+            let after = crate::fairness::RETRY_AFTER_SECONDS.to_string();
+            if let Ok(value) = after.parse() {
+                status.metadata_mut().insert("retry-after", value);
+            }
+            status
+        })
     }
 
     /// The RBAC decisions of users' requests.

@@ -111,6 +111,8 @@ async fn dispatch(
             ))
         }
     };
+    // Each user's share of the node, before anything else is done for it.
+    let _seat = api.objects.seat(&caller).await.map_err(|s| KubeError::too_many_requests(s.message()))?;
     let accept = header_text(&request, header::ACCEPT);
     let is_read = matches!(*request.method(), Method::GET | Method::HEAD);
     let resource_route = matches!(route, Route::Resource(_));
