@@ -199,3 +199,66 @@ impl Auditor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(verb: &str) -> Request {
+        Request {
+            uri: format!("/test/{verb}"),
+            verb: verb.into(),
+            write: false,
+            source_ip: None,
+            user_agent: None,
+            received: SystemTime::now(),
+        }
+    }
+
+    /// Runs one request that notes `attributes` (refused when `denied`)
+    /// and ends with `code`.
+    async fn serve(auditor: &Auditor, attributes: Attributes, denied: Option<&str>, code: u16) {
+        let verb = attributes.verb.clone();
+        let ((), note) = auditor.scope(async { note_decision(&attributes, denied) }).await;
+        let user = UserInfo { name: "alice".into(), groups: vec!["team-a".into()] };
+        auditor.finish(&request(&verb), Some(&user), note, &Outcome { code, message: None, reason: None }).await;
+    }
+
+    #[tokio::test]
+    async fn writes_and_refusals_are_recorded_and_allowed_reads_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let sink = file::start(file::FileOptions { path: path.clone(), max_bytes: 0, max_backups: 0 }).unwrap();
+        let auditor = Auditor::new(Level::Metadata, 2, sink);
+        let cm = |verb: &str, name: &str| Attributes::resource(verb, "", "configmaps", "team-a", name);
+        serve(&auditor, cm("get", "app"), None, 200).await;
+        serve(&auditor, cm("list", ""), None, 200).await;
+        serve(&auditor, cm("create", "app"), None, 201).await;
+        serve(&auditor, cm("get", "other"), Some("alice may not"), 403).await;
+        drop(auditor);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let lines = loop {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if text.lines().count() >= 2 || std::time::Instant::now() > deadline {
+                break text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).collect::<Vec<_>>();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        };
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!((lines[0]["verb"].as_str(), lines[0]["objectRef"]["name"].as_str()), (Some("create"), Some("app")));
+        assert_eq!(lines[0]["responseStatus"]["code"], 201);
+        assert!(lines[0].get("requestObject").is_none(), "Metadata holds no object");
+        assert_eq!(lines[1]["annotations"]["authorization.k8s.io/decision"], "forbid");
+        assert_eq!(lines[1]["annotations"]["audit.kubernetes-fleet.io/node"], "2");
+        assert_eq!(lines[1]["user"]["groups"][0], "team-a");
+    }
+
+    #[tokio::test]
+    async fn level_none_records_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink =
+            file::start(file::FileOptions { path: dir.path().join("a.log"), max_bytes: 0, max_backups: 0 }).unwrap();
+        assert!(!Auditor::new(Level::None, 1, sink).enabled());
+        assert!(!Auditor::disabled().enabled());
+    }
+}
