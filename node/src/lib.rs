@@ -233,6 +233,7 @@ pub async fn run(
         }
     };
     tracing::info!(id = config.id, "shutting down");
+    auditor.sync().await;
     consensus.shutdown().await;
     match served {
         Ok(result) => result,
