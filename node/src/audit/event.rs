@@ -112,7 +112,11 @@ pub(super) fn build(parts: &Parts<'_>) -> Vec<u8> {
     status.insert("code".into(), json!(outcome.code));
     if outcome.code >= 400 {
         status.insert("status".into(), json!("Failure"));
-        if let Some(message) = &outcome.message {
+        let resource = match parts.entry.map(|e| &e.attributes.target) {
+            Some(Target::Resource { resource, .. }) => resource.as_str(),
+            _ => "",
+        };
+        if let Some(message) = outcome.message.as_ref().filter(|_| !may_quote_secret(outcome.code, resource)) {
             status.insert("message".into(), json!(message));
         }
         if let Some(reason) = &outcome.reason {
@@ -143,6 +147,18 @@ pub(super) fn build(parts: &Parts<'_>) -> Vec<u8> {
     let mut line = serde_json::to_vec(&Value::Object(event)).unwrap_or_default();
     line.push(b'\n');
     line
+}
+
+/// Whether a failure's message may quote a Secret's values: a refusal of
+/// an object's contents (400, 422: validation quotes the values it
+/// refuses) of a kind that holds or wraps Secrets. Authorization and
+/// other refusals name kinds and names only.
+fn may_quote_secret(code: u16, resource: &str) -> bool {
+    matches!(code, 400 | 422)
+        && matches!(
+            resource,
+            "secrets" | "configmaps" | "resourceenvelopes" | "clusterresourceenvelopes" | "works" | "manifestworks"
+        )
 }
 
 /// `object` with every Secret's contents taken out, wherever it is: a
@@ -201,6 +217,47 @@ fn looks_like_secret(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_of_what_may_hold_a_secret_keep_no_message() {
+        let refusal = |resource: &str, code: u16| {
+            let entry = Entry {
+                attributes: fleet_rbac::Attributes::resource("create", "", resource, "a", "s"),
+                denied: None,
+                object: None,
+            };
+            let request = Request {
+                uri: "/api/v1/namespaces/a/secrets".into(),
+                verb: "create".into(),
+                write: false,
+                source_ip: None,
+                user_agent: None,
+                received: SystemTime::now(),
+            };
+            let outcome = Outcome {
+                code,
+                message: Some("data: Invalid value: \"c2VjcmV0\"".into()),
+                reason: Some("Invalid".into()),
+            };
+            let line = build(&Parts {
+                id: "x",
+                level: Level::Metadata,
+                node: 1,
+                request: &request,
+                user: None,
+                entry: Some(&entry),
+                outcome: &outcome,
+                received: SystemTime::now(),
+                completed: SystemTime::now(),
+            });
+            serde_json::from_slice::<Value>(&line).unwrap()
+        };
+        let secret = refusal("secrets", 422);
+        assert!(secret["responseStatus"].get("message").is_none(), "{secret}");
+        assert_eq!(secret["responseStatus"]["reason"], "Invalid");
+        assert!(refusal("deployments", 422)["responseStatus"]["message"].is_string());
+        assert!(refusal("secrets", 403)["responseStatus"]["message"].is_string());
+    }
 
     #[test]
     fn secrets_lose_their_contents_wherever_they_are() {
