@@ -90,6 +90,10 @@ pub struct Args {
     /// Longest a request waits for a seat before it is refused with 429.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub max_queue_wait: std::time::Duration,
+    /// Watches one user may keep open at once on this node; more are
+    /// refused with 429.
+    #[arg(long, default_value_t = 100)]
+    pub max_watches_per_user: usize,
 }
 
 /// The audit log's configuration.
@@ -168,6 +172,7 @@ impl Args {
                 seats: self.max_requests_per_user,
                 queue: self.max_queued_per_user,
                 wait: self.max_queue_wait,
+                watches: self.max_watches_per_user,
             },
             tuning: RaftTuning {
                 heartbeat_ms: self.heartbeat_ms,

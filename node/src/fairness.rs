@@ -9,7 +9,8 @@
 //! Exempt, as Kubernetes exempts `system:masters`: the `system:masters`
 //! group (admin), member agents (their heartbeats and Work) and hub nodes.
 //! A request holds its seat while it is handled; a watch, until its stream
-//! has started (an open watch holds no seat).
+//! has started (an open watch holds no seat, but each user keeps a bounded
+//! number of watches open: [`Fairness::watch`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,6 +30,8 @@ pub struct Limits {
     pub queue: usize,
     /// Longest wait for a seat.
     pub wait: Duration,
+    /// Watches of one user open at once.
+    pub watches: usize,
 }
 
 /// Seconds a refused client is told to wait before retrying.
@@ -38,6 +41,8 @@ pub const RETRY_AFTER_SECONDS: u64 = 1;
 struct Lane {
     seats: Arc<Semaphore>,
     waiting: AtomicUsize,
+    /// Watches open.
+    watches: AtomicUsize,
 }
 
 /// The per-user lanes of one node.
@@ -48,6 +53,18 @@ pub struct Fairness {
 
 /// A seat: released when dropped. Exempt requests hold none.
 pub struct Seat(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+
+/// An open watch of a limited user: counted until dropped (the watch's
+/// stream holds it).
+pub struct WatchSlot(Option<Arc<Lane>>);
+
+impl Drop for WatchSlot {
+    fn drop(&mut self) {
+        if let Some(lane) = &self.0 {
+            lane.watches.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
 
 /// Why a request got no seat.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +86,7 @@ impl Fairness {
                 Arc::new(Lane {
                     seats: Arc::new(Semaphore::new(self.limits.seats.max(1))),
                     waiting: AtomicUsize::new(0),
+                    watches: AtomicUsize::new(0),
                 })
             })
             .clone()
@@ -109,6 +127,29 @@ impl Fairness {
     }
 }
 
+impl Fairness {
+    /// A slot for one more open watch of `identity`, or a refusal when its
+    /// user has as many open as it may.
+    pub fn watch(&self, identity: &Identity) -> Result<WatchSlot, TooMany> {
+        let Some(user) = crate::rbac::user_of(identity) else { return Ok(WatchSlot(None)) };
+        if user.groups.iter().any(|g| g == MASTERS_GROUP) {
+            return Ok(WatchSlot(None));
+        }
+        let lane = self.lane(&user.name);
+        let limit = self.limits.watches;
+        match lane.watches.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1)) {
+            Ok(_) => Ok(WatchSlot(Some(lane))),
+            Err(_) => Err(TooMany {
+                message: format!(
+                    "too many watches from user {:?}: it has {limit} open, as many as a user may; end one, or retry \
+                     after {RETRY_AFTER_SECONDS}s",
+                    user.name
+                ),
+            }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,7 +160,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_user_waits_behind_itself_not_behind_others() {
-        let fairness = Fairness::new(Limits { seats: 2, queue: 1, wait: Duration::from_millis(50) });
+        let fairness = Fairness::new(Limits { seats: 2, queue: 1, wait: Duration::from_millis(50), watches: 2 });
         let (bob, alice) = (user("bob"), user("alice"));
         let held = [fairness.seat(&bob).await.unwrap(), fairness.seat(&bob).await.unwrap()];
         // bob's third waits and then gives up; his fourth, with the queue full, is refused at once.
@@ -138,5 +179,18 @@ mod tests {
         // A seat given back is bob's again.
         drop(held);
         assert!(fairness.seat(&bob).await.is_ok());
+    }
+
+    #[test]
+    fn a_user_keeps_a_bounded_number_of_watches_open() {
+        let limits = Limits { seats: 1, queue: 1, wait: Duration::from_millis(1), watches: 2 };
+        let fairness = Fairness::new(limits);
+        let bob = user("bob");
+        let open = [fairness.watch(&bob).unwrap(), fairness.watch(&bob).unwrap()];
+        assert!(fairness.watch(&bob).is_err_and(|e| e.message.contains("2 open")));
+        assert!(fairness.watch(&user("alice")).is_ok());
+        assert!(fairness.watch(&Identity::Member("m".into())).is_ok());
+        drop(open);
+        assert!(fairness.watch(&bob).is_ok());
     }
 }

@@ -282,6 +282,7 @@ impl Fleet for FleetService {
             fleet_proto::tls::Identity::Member(c) => Some((c.clone(), caller.serial.clone())),
             _ => None,
         };
+        let slot = self.objects.watch_slot(&caller)?;
         let stream = crate::watch::start_with_bookmarks(
             self.store(),
             query,
@@ -292,7 +293,12 @@ impl Fleet for FleetService {
             None,
         )
         .await?;
-        Ok(Response::new(stream))
+        // The slot is given back when the stream ends.
+        let stream = futures::StreamExt::map(stream, move |event| {
+            let _open = &slot;
+            event
+        });
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn cluster_status(

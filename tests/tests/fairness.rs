@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fleet_proto::fleet::{ApplyRequest, KindRef, ListRequest, MemberHeartbeatsRequest};
+use fleet_proto::fleet::{ApplyRequest, KindRef, ListRequest, MemberHeartbeatsRequest, WatchRequest};
 use fleet_tests::fleet::{apply_yaml, start_member, wait_joined, Member};
 use fleet_tests::hub::{Hub, HubOptions};
 use tonic::Code;
@@ -86,7 +86,16 @@ fn summary(took: &[Duration]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looping_tenant_does_not_starve_others_or_heartbeats() {
-    let limits = ["--max-requests-per-user", "2", "--max-queued-per-user", "2", "--max-queue-wait", "1s"];
+    let limits = [
+        "--max-requests-per-user",
+        "2",
+        "--max-queued-per-user",
+        "2",
+        "--max-queue-wait",
+        "1s",
+        "--max-watches-per-user",
+        "3",
+    ];
     let options = HubOptions { node_args: limits.iter().map(|s| s.to_string()).collect(), ..HubOptions::default() };
     let mut hub = Hub::start(options).await;
     let member = Member { name: "m1", labels: &[], nodes: 1, cpu: 4 };
@@ -179,4 +188,25 @@ async fn a_looping_tenant_does_not_starve_others_or_heartbeats() {
     assert!(oldest_heartbeat < HEARTBEAT_BOUND_MS, "a heartbeat was {oldest_heartbeat} ms old during bob's flood");
     // admin is not limited: its reads during all this were never refused (above), and it can still write.
     admin.apply(apply(vec![configmap("team-a", "after")])).await.expect("admin's write");
+
+    // A storm of watches: bob keeps 3 open, the 4th is refused until one ends.
+    let watch = || WatchRequest {
+        kind: Some(KindRef { kind: "ConfigMap".into(), api_version: "v1".into() }),
+        namespace: "team-b".into(),
+        ..WatchRequest::default()
+    };
+    let mut bob = bob.clone();
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        open.push(bob.watch(watch()).await.expect("one of bob's 3 watches").into_inner());
+    }
+    let refused = bob.watch(watch()).await.expect_err("bob's 4th watch");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused}");
+    assert!(refused.message().contains("3 open"), "{refused}");
+    open.pop();
+    fleet_tests::eventually("bob may watch again once one of his watches ended", Duration::from_secs(20), || {
+        let mut bob = bob.clone();
+        async move { bob.watch(watch()).await.map(|_| ()).map_err(|e| e.to_string()) }
+    })
+    .await;
 }
