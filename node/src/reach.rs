@@ -177,3 +177,87 @@ fn needs(store: &Store, object: &Object) -> Result<Vec<Need>, Status> {
     }
     Ok(needs)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleet_statemachine::{Command, Op, Proposal};
+    use openraft::{CommittedLeaderId, EntryPayload, LogId};
+    use serde_json::json;
+
+    fn store(objects: Vec<serde_json::Value>) -> (tempfile::TempDir, Arc<Store>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("sm.redb")).unwrap();
+        let ops = objects
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| Op::Apply { object: serde_json::from_value(v).unwrap(), uid: format!("uid-{i}") })
+            .collect();
+        let command = Command { now: "2026-11-27T00:00:00Z".into(), ops };
+        let entry = openraft::Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), 1),
+            payload: EntryPayload::Normal(Proposal::new(vec![command]).unwrap()),
+        };
+        store.apply_entries(vec![entry], false).unwrap();
+        (dir, store)
+    }
+
+    fn asked(needs: &[Need]) -> Vec<String> {
+        needs
+            .iter()
+            .map(|n| match &n.attributes.target {
+                fleet_rbac::Target::Resource { resource, namespace, name, .. } => {
+                    format!("{} {resource} {namespace}/{name}", n.attributes.verb)
+                }
+                fleet_rbac::Target::NonResource { path } => path.clone(),
+            })
+            .collect()
+    }
+
+    fn object(value: serde_json::Value) -> Object {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_placement_needs_what_its_selectors_and_selection_read() {
+        let (_dir, store) = store(vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "b"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app", "namespace": "a"}}),
+        ]);
+        // A ResourcePlacement: list by kind, get by name, in its namespace;
+        // a cluster-scoped kind and the hub's own kinds select nothing there.
+        let rp = object(json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ResourcePlacement",
+            "metadata": {"name": "web", "namespace": "a"},
+            "spec": {"resourceSelectors": [
+                {"group": "", "version": "v1", "kind": "ConfigMap"},
+                {"group": "", "version": "v1", "kind": "Secret", "name": "s"},
+                {"group": "", "version": "v1", "kind": "Namespace", "name": "b"},
+                {"group": "placement.kubernetes-fleet.io", "version": "v1beta1", "kind": "ResourcePlacement"},
+            ]},
+        }));
+        assert_eq!(
+            asked(&needs(&store, &rp).unwrap()),
+            ["list configmaps a/", "get secrets a/s", "get configmaps a/app"]
+        );
+        // A ClusterResourcePlacement of a namespace with its contents: the
+        // namespace, then every object in it.
+        let crp = object(json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourcePlacement",
+            "metadata": {"name": "b"},
+            "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "b"}]},
+        }));
+        let crp_needs = asked(&needs(&store, &crp).unwrap());
+        assert_eq!(crp_needs[0], "get namespaces /b");
+        assert!(crp_needs.contains(&"get secrets b/db".to_string()), "{crp_needs:?}");
+        // An override by label lists; by name gets.
+        let ro = object(json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1alpha1", "kind": "ResourceOverride",
+            "metadata": {"name": "o", "namespace": "a"},
+            "spec": {"resourceSelectors": [{"group": "", "version": "v1", "kind": "Secret", "name": "s"}],
+                     "policy": {"overrideRules": []}},
+        }));
+        assert_eq!(asked(&needs(&store, &ro).unwrap()), ["get secrets a/s"]);
+    }
+}
