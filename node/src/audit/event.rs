@@ -197,13 +197,13 @@ fn scrub(value: &mut Value) {
             map.values_mut().for_each(scrub);
         }
         Value::Array(items) => items.iter_mut().for_each(scrub),
-        // An envelope ConfigMap wraps manifests as YAML or JSON text.
+        // A Secret's manifest held as text (a ConfigMap's entry, for one).
         Value::String(text) if looks_like_secret(text) => *text = "<redacted: a wrapped Secret>".into(),
         _ => {}
     }
 }
 
-/// Whether a string is a manifest of a Secret (an envelope ConfigMap's entry).
+/// Whether a string is a whole manifest of a Secret.
 fn looks_like_secret(text: &str) -> bool {
     if !text.contains("Secret") {
         return false;
@@ -272,9 +272,9 @@ mod tests {
         let text = redact(&object).to_string();
         assert!(!text.contains("c2VjcmV0") && !text.contains("\"secret\""), "{text}");
         assert!(text.contains("visible") && text.contains("\"k\":\"<redacted>\""), "{text}");
-        let configmap_envelope = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "e"},
+        let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "e"},
             "data": {"s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {k: c2VjcmV0}\n", "note": "a Secret's name"}});
-        let text = redact(&configmap_envelope).to_string();
+        let text = redact(&configmap).to_string();
         assert!(!text.contains("c2VjcmV0") && text.contains("a Secret's name"), "{text}");
         let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": "not a map"});
         assert_eq!(redact(&secret)["data"], json!("<redacted>"));
