@@ -47,6 +47,47 @@ pub enum Command {
     /// The Kubernetes-compatible API next to gRPC on one node: list
     /// throughput and latency, and watch fan-out while placements change.
     KubeCompare(KubeCompareArgs),
+    /// What authorization costs end to end: the same write and list load as
+    /// admin and as a tenant bound by RBAC, in one run, with the ratio.
+    RbacCost(RbacCostArgs),
+}
+
+/// Flags of `fleet-bench rbac-cost`.
+#[derive(Debug, Clone, Args)]
+pub struct RbacCostArgs {
+    /// Every hub node, `host:port[,host:port...]`; clients are spread over all of them.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub endpoints: Vec<String>,
+    /// PKI dir with ca.pem, admin.pem, admin-key.pem and the tenant's
+    /// `<user>.pem` and `<user>-key.pem` (`fleetctl pki issue-user`).
+    #[arg(long, env = "FLEET_TLS_DIR")]
+    pub tls_dir: Option<PathBuf>,
+    /// The tenant: bound to the `edit` ClusterRole in namespace `bench`.
+    #[arg(long, default_value = "fleet-bench-tenant")]
+    pub user: String,
+    /// RoleBindings of other users beside the tenant's, so the policy is not trivial.
+    #[arg(long, default_value_t = 200)]
+    pub other_bindings: usize,
+    /// Concurrent clients, each with one request in flight (keep it at or
+    /// below the hub's --max-requests-per-user).
+    #[arg(long, default_value_t = 4)]
+    pub clients: usize,
+    /// Seconds each of the four measurements runs.
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+    /// Unmeasured load before each measurement.
+    #[arg(long, default_value_t = 1)]
+    pub warmup_seconds: u64,
+    /// Bytes of each ConfigMap's value.
+    #[arg(long, default_value_t = 1024)]
+    pub value_size: usize,
+    /// Distinct ConfigMaps each client writes (the lists return all of them).
+    #[arg(long, default_value_t = 25)]
+    pub keys_per_client: u64,
+    /// Rounds of the four measurements, alternating whether admin or the
+    /// tenant goes first; the report sums them.
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
 }
 
 /// Flags of `fleet-bench kube-compare`.

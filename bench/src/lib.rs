@@ -11,6 +11,7 @@ pub mod load;
 pub mod members;
 pub mod payload;
 pub mod placement_latency;
+pub mod rbac_cost;
 pub mod report;
 pub mod rollout_latency;
 pub mod scale;

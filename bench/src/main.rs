@@ -35,6 +35,7 @@ fn main() -> anyhow::Result<()> {
                     OutputFormat::Json => println!("{}", report.json()),
                 }
             }
+            Command::RbacCost(args) => print!("{}", fleet_bench::rbac_cost::run(&args).await?.text()),
             Command::KubeCompare(args) => print!("{}", fleet_bench::kube_compare::run(&args).await?.text()),
             Command::Probe(args) => {
                 let endpoints = fleet_bench::probe(&args).await?;

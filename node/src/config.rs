@@ -63,6 +63,44 @@ pub struct Args {
     /// Validity of member agent certificates (agents renew at two thirds).
     #[arg(long, default_value = "30d", value_parser = humantime::parse_duration)]
     pub member_cert_validity: std::time::Duration,
+    /// Record every write and every refused request, as Kubernetes audit
+    /// Events (`audit.k8s.io/v1`, one JSON object a line), to this file.
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+    /// How much an audit Event holds: None (nothing is recorded), Metadata
+    /// (who, what, when, which node, the outcome) or Request (and the
+    /// object written; a Secret's contents never).
+    #[arg(long, value_enum, default_value_t = crate::audit::Level::Metadata)]
+    pub audit_level: crate::audit::Level,
+    /// Rotate the audit log when it would grow past this many megabytes
+    /// (0: never).
+    #[arg(long, default_value_t = 100)]
+    pub audit_log_maxsize: u64,
+    /// Rotated audit logs kept (FILE.1 the newest).
+    #[arg(long, default_value_t = 10)]
+    pub audit_log_maxbackup: u32,
+    /// Requests of one user handled at once (system:masters, member agents
+    /// and nodes are not limited).
+    #[arg(long, default_value_t = 8)]
+    pub max_requests_per_user: usize,
+    /// Requests of one user waiting for one of its seats, at most; more are
+    /// refused at once with 429 Too Many Requests.
+    #[arg(long, default_value_t = 32)]
+    pub max_queued_per_user: usize,
+    /// Longest a request waits for a seat before it is refused with 429.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub max_queue_wait: std::time::Duration,
+    /// Watches one user may keep open at once on this node; more are
+    /// refused with 429.
+    #[arg(long, default_value_t = 100)]
+    pub max_watches_per_user: usize,
+}
+
+/// The audit log's configuration.
+#[derive(Debug, Clone)]
+pub struct AuditConfig {
+    pub file: crate::audit::file::FileOptions,
+    pub level: crate::audit::Level,
 }
 
 /// A validated node configuration.
@@ -80,6 +118,10 @@ pub struct NodeConfig {
     pub kube_listen: Option<SocketAddr>,
     pub tuning: RaftTuning,
     pub member_cert_validity: std::time::Duration,
+    /// `None` without `--audit-log`.
+    pub audit: Option<AuditConfig>,
+    /// Each user's share of the node.
+    pub limits: crate::fairness::Limits,
 }
 
 impl Args {
@@ -95,6 +137,11 @@ impl Args {
                 "--peers: must include this node ({}) when --init is given, got {:?}",
                 self.id, self.peers
             )));
+        }
+        if self.max_requests_per_user == 0 {
+            return Err(Error::Config(
+                "--max-requests-per-user: Invalid value: 0: must be at least 1 (a user needs a seat)".into(),
+            ));
         }
         if self.election_timeout_ms <= self.heartbeat_ms {
             return Err(Error::Config(format!(
@@ -113,6 +160,20 @@ impl Args {
             http_listen: self.http_listen,
             kube_listen: self.kube_listen,
             member_cert_validity: self.member_cert_validity.max(std::time::Duration::from_secs(10)),
+            audit: self.audit_log.map(|path| AuditConfig {
+                file: crate::audit::file::FileOptions {
+                    path,
+                    max_bytes: self.audit_log_maxsize.saturating_mul(1024 * 1024),
+                    max_backups: self.audit_log_maxbackup,
+                },
+                level: self.audit_level,
+            }),
+            limits: crate::fairness::Limits {
+                seats: self.max_requests_per_user,
+                queue: self.max_queued_per_user,
+                wait: self.max_queue_wait,
+                watches: self.max_watches_per_user,
+            },
             tuning: RaftTuning {
                 heartbeat_ms: self.heartbeat_ms,
                 election_min_ms: self.election_timeout_ms,

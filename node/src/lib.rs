@@ -4,12 +4,14 @@
 //! its own (see [`listener`]).
 
 pub mod admission;
+pub mod audit;
 pub mod auth;
 pub mod backup;
 pub mod config;
 pub mod controllers;
 pub mod crd_status;
 pub mod error;
+pub mod fairness;
 pub mod http;
 pub mod kube;
 pub mod listener;
@@ -17,6 +19,7 @@ pub mod members;
 pub mod metrics;
 pub mod objects;
 pub mod rbac;
+pub mod reach;
 pub mod restore;
 pub mod service;
 pub mod watch;
@@ -121,8 +124,12 @@ pub async fn run(
     tokio::spawn(members::health::run(consensus.clone(), member_service.arrivals.clone(), stop_rx.clone()));
     metrics::register_node(consensus.clone(), member_service.arrivals.clone(), config.data_dir.clone());
     tokio::spawn(controllers::run(consensus.clone(), stop_rx.clone()));
+    let auditor = match &config.audit {
+        Some(audit) => audit::Auditor::new(audit.level, config.id, audit::file::start(audit.file.clone())?),
+        None => audit::Auditor::disabled(),
+    };
     // One set of object operations (and one RBAC policy cache) for both APIs.
-    let objects = objects::Objects::new(consensus.clone());
+    let objects = objects::Objects::new(consensus.clone(), config.limits);
     let fleet = FleetServer::new(service::FleetService::new(objects.clone(), member_service.clone(), stop_rx.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
@@ -150,6 +157,7 @@ pub async fn run(
         Server::builder()
             .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESETS))
             .layer(metrics::grpc::GrpcMetricsLayer)
+            .layer(audit::AuditLayer::new(auditor.clone()))
             .add_service(fleet.clone())
             .add_service(peer.clone())
     };
@@ -192,6 +200,7 @@ pub async fn run(
             objects: objects.clone(),
             stopping: stop_rx.clone(),
             advertise: advertise.clone(),
+            auditor: auditor.clone(),
         });
         tokio::spawn(kube::advertise::run(consensus.clone(), config.id, advertise.clone(), stop_rx.clone()));
         let stop = wait_stop(stop_rx.clone());
@@ -224,6 +233,7 @@ pub async fn run(
         }
     };
     tracing::info!(id = config.id, "shutting down");
+    auditor.sync().await;
     consensus.shutdown().await;
     match served {
         Ok(result) => result,

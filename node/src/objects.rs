@@ -20,6 +20,16 @@ use crate::rbac::Authorizer;
 use crate::service::{blocking, now_rfc3339};
 use fleet_rbac::Attributes;
 
+/// A refusal of [`crate::fairness`] as gRPC says it: `ResourceExhausted`
+/// with `retry-after`.
+fn too_many(refused: crate::fairness::TooMany) -> Status {
+    let mut status = Status::resource_exhausted(refused.message);
+    if let Ok(value) = crate::fairness::RETRY_AFTER_SECONDS.to_string().parse() {
+        status.metadata_mut().insert("retry-after", value);
+    }
+    status
+}
+
 /// How long a read waits for this node to catch up with what the client has seen.
 const CATCH_UP: Duration = Duration::from_secs(5);
 
@@ -31,13 +41,26 @@ pub type View = fn(&Object) -> Object;
 pub struct Objects {
     consensus: Arc<Consensus>,
     authorizer: Arc<Authorizer>,
+    fairness: Arc<crate::fairness::Fairness>,
 }
 
 impl Objects {
-    /// Operations over `consensus`.
-    pub fn new(consensus: Arc<Consensus>) -> Objects {
+    /// Operations over `consensus`, each user's requests limited by `limits`.
+    pub fn new(consensus: Arc<Consensus>, limits: crate::fairness::Limits) -> Objects {
         let authorizer = Arc::new(Authorizer::new(consensus.store().clone()));
-        Objects { consensus, authorizer }
+        Objects { consensus, authorizer, fairness: crate::fairness::Fairness::new(limits) }
+    }
+
+    /// A slot for one more open watch of `caller` ([`crate::fairness`]),
+    /// or 429's `ResourceExhausted` with `retry-after`.
+    pub fn watch_slot(&self, caller: &Caller) -> Result<crate::fairness::WatchSlot, Status> {
+        self.fairness.watch(&caller.identity).map_err(too_many)
+    }
+
+    /// A seat for a request of `caller` ([`crate::fairness`]), or 429's
+    /// `ResourceExhausted` with `retry-after`.
+    pub async fn seat(&self, caller: &Caller) -> Result<crate::fairness::Seat, Status> {
+        self.fairness.seat(&caller.identity).await.map_err(too_many)
     }
 
     /// The RBAC decisions of users' requests.

@@ -41,6 +41,12 @@ pub fn user_of(identity: &Identity) -> Option<UserInfo> {
     Some(UserInfo { name, groups })
 }
 
+/// Who `identity` is in the audit log: the RBAC user, or (for member
+/// agents and nodes) the certificate's name in no group.
+pub fn audit_user(identity: &Identity) -> UserInfo {
+    user_of(identity).unwrap_or_else(|| UserInfo { name: identity.to_string(), groups: Vec::new() })
+}
+
 /// Whether `identity` is in the superuser group (reads the hub's internal kinds).
 pub fn is_master(identity: &Identity) -> bool {
     user_of(identity).is_some_and(|u| u.groups.iter().any(|g| g == MASTERS_GROUP))
@@ -126,6 +132,12 @@ impl Authorizer {
     /// scope is checked by [`crate::members::authz`]); nodes and unknown
     /// certificates do not.
     pub async fn check(self: &Arc<Self>, caller: &Caller, attributes: &Attributes) -> Result<(), Status> {
+        let decided = self.decide(caller, attributes).await;
+        crate::audit::note_decision(attributes, decided.as_ref().err().map(Status::message));
+        decided
+    }
+
+    async fn decide(self: &Arc<Self>, caller: &Caller, attributes: &Attributes) -> Result<(), Status> {
         let Some(user) = user_of(&caller.identity) else {
             return match caller.identity {
                 Identity::Member(_) => Ok(()),

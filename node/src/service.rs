@@ -133,7 +133,9 @@ impl FleetService {
             let namespace = object.metadata.namespace.clone().unwrap_or_default();
             let name = if exists { object.metadata.name.as_str() } else { "" };
             self.objects.authorize(caller, verb, &kind, &namespace, name, "").await?;
+            crate::audit::note_object(object);
             self.objects.authorizer().check_rbac_write(caller, object).await?;
+            crate::reach::check(self.objects.authorizer(), self.store(), caller, object).await?;
         }
         Ok(())
     }
@@ -167,6 +169,7 @@ type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, Status>> + Send>
 impl Fleet for FleetService {
     async fn apply(&self, request: Request<ApplyRequest>) -> Result<Response<ApplyResponse>, Status> {
         let caller = authorize(&request, "Apply", Access::Write, false)?;
+        let _seat = self.objects.seat(&caller).await?;
         let req = request.into_inner();
         if req.documents.is_empty() {
             return Err(Status::invalid_argument("documents: Required value: nothing to apply"));
@@ -198,6 +201,7 @@ impl Fleet for FleetService {
 
     async fn update_status(&self, request: Request<UpdateStatusRequest>) -> Result<Response<WriteResponse>, Status> {
         let caller = authorize(&request, "UpdateStatus", Access::Write, true)?;
+        let _seat = self.objects.seat(&caller).await?;
         let bytes = request.into_inner().object;
         // Size-limited like any write, before decoding anything.
         if bytes.len() > fleet_api::validation::MAX_OBJECT_BYTES {
@@ -213,6 +217,7 @@ impl Fleet for FleetService {
         crate::metrics::note_kind(&kind.kind);
         let namespace = object.metadata.namespace.clone().unwrap_or_default();
         self.objects.authorize(&caller, "update", &kind, &namespace, &object.metadata.name, "status").await?;
+        crate::audit::note_object(&object);
         self.objects.member_scope(&caller, &kind, &namespace, "UpdateStatus").await?;
         let (index, outcomes) = self.objects.propose(vec![Op::UpdateStatus { object }]).await?;
         let object = outcomes.into_iter().next().map(|o| o.object.to_json()).unwrap_or_default();
@@ -221,6 +226,7 @@ impl Fleet for FleetService {
 
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
         let caller = authorize(&request, "Get", Access::Read, true)?;
+        let _seat = self.objects.seat(&caller).await?;
         let req = request.into_inner();
         let (kind, view) = self.resolve_authorized(&caller, "get", req.kind, &req.namespace, &req.name).await?;
         self.objects.member_scope(&caller, &kind, &kind.namespace_or_default(&req.namespace), "Get").await?;
@@ -231,6 +237,7 @@ impl Fleet for FleetService {
 
     async fn list(&self, request: Request<ListRequest>) -> Result<Response<ListResponse>, Status> {
         let caller = authorize(&request, "List", Access::Read, true)?;
+        let _seat = self.objects.seat(&caller).await?;
         let req = request.into_inner();
         let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
         let (kind, view) = self.resolve_authorized(&caller, "list", req.kind, &scope_ns, "").await?;
@@ -245,6 +252,7 @@ impl Fleet for FleetService {
 
     async fn delete(&self, request: Request<DeleteRequest>) -> Result<Response<WriteResponse>, Status> {
         let caller = authorize(&request, "Delete", Access::Write, false)?;
+        let _seat = self.objects.seat(&caller).await?;
         let req = request.into_inner();
         // Deleting a ManagedCluster deletes its MemberCluster: one inventory.
         let (kind, _) = self.resolve_authorized(&caller, "delete", req.kind, &req.namespace, &req.name).await?;
@@ -258,6 +266,7 @@ impl Fleet for FleetService {
 
     async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
         let caller = authorize(&request, "Watch", Access::Read, true)?;
+        let _seat = self.objects.seat(&caller).await?;
         let req = request.into_inner();
         let scope_ns = if req.all_namespaces { String::new() } else { req.namespace.clone() };
         let (kind, view) = self.resolve_authorized(&caller, "watch", req.kind.clone(), &scope_ns, "").await?;
@@ -273,6 +282,7 @@ impl Fleet for FleetService {
             fleet_proto::tls::Identity::Member(c) => Some((c.clone(), caller.serial.clone())),
             _ => None,
         };
+        let slot = self.objects.watch_slot(&caller)?;
         let stream = crate::watch::start_with_bookmarks(
             self.store(),
             query,
@@ -283,7 +293,12 @@ impl Fleet for FleetService {
             None,
         )
         .await?;
-        Ok(Response::new(stream))
+        // The slot is given back when the stream ends.
+        let stream = futures::StreamExt::map(stream, move |event| {
+            let _open = &slot;
+            event
+        });
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn cluster_status(
@@ -291,12 +306,14 @@ impl Fleet for FleetService {
         request: Request<ClusterStatusRequest>,
     ) -> Result<Response<ClusterStatusResponse>, Status> {
         let caller = authorize(&request, "ClusterStatus", Access::Read, false)?;
+        let _seat = self.objects.seat(&caller).await?;
         self.authorize_path(&caller, "get", bootstrap::PATH_CLUSTER_STATUS).await?;
         Ok(Response::new(self.status(request.get_ref().digest).await))
     }
 
     async fn add_node(&self, request: Request<AddNodeRequest>) -> Result<Response<ClusterStatusResponse>, Status> {
         let caller = authorize(&request, "AddNode", Access::Write, false)?;
+        let _seat = self.objects.seat(&caller).await?;
         self.authorize_path(&caller, "create", bootstrap::PATH_NODES).await?;
         let req = request.into_inner();
         if req.id == 0 || req.address.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).is_none() {
@@ -318,6 +335,7 @@ impl Fleet for FleetService {
         request: Request<RemoveNodeRequest>,
     ) -> Result<Response<ClusterStatusResponse>, Status> {
         let caller = authorize(&request, "RemoveNode", Access::Write, false)?;
+        let _seat = self.objects.seat(&caller).await?;
         self.authorize_path(&caller, "delete", bootstrap::PATH_NODES).await?;
         let id = request.into_inner().id;
         self.objects.consensus().change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;
@@ -332,6 +350,7 @@ impl Fleet for FleetService {
     ) -> Result<Response<Self::SaveSnapshotStream>, Status> {
         // Every object, internal ones (tokens, credentials) included: admin only.
         let caller = authorize(&request, "SaveSnapshot", Access::Write, false)?;
+        let _seat = self.objects.seat(&caller).await?;
         self.authorize_path(&caller, "create", bootstrap::PATH_SNAPSHOT).await?;
         if !crate::rbac::is_master(&caller.identity) {
             return Err(Status::permission_denied(format!(
@@ -348,6 +367,7 @@ impl Fleet for FleetService {
         request: Request<CreateTokenRequest>,
     ) -> Result<Response<CreateTokenResponse>, Status> {
         let caller = authorize(&request, "CreateToken", Access::Write, false)?;
+        let _seat = self.objects.seat(&caller).await?;
         self.authorize_path(&caller, "create", bootstrap::PATH_TOKENS).await?;
         let req = request.into_inner();
         // 0: the default hour; over a day is refused by create_token.
@@ -399,6 +419,7 @@ impl Fleet for FleetService {
         request: Request<MemberHeartbeatsRequest>,
     ) -> Result<Response<MemberHeartbeatsResponse>, Status> {
         let caller = authorize(&request, "MemberHeartbeats", Access::Read, false)?;
+        let _seat = self.objects.seat(&caller).await?;
         self.authorize_path(&caller, "get", bootstrap::PATH_HEARTBEATS).await?;
         match self.members.call(MemberCall::Ages).await? {
             MemberReply::Ages(age_millis) => {

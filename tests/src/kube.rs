@@ -38,9 +38,16 @@ impl KubeHub {
     /// Starts a trio serving the API and writes both kubeconfigs (once every
     /// node has recorded its address).
     pub async fn start() -> KubeHub {
+        KubeHub::start_with(|_| Vec::new()).await
+    }
+
+    /// [`KubeHub::start`], node `id` also given `extra(id)`'s flags.
+    pub async fn start_with(extra: impl Fn(u64) -> Vec<String>) -> KubeHub {
         let mut hub = Hub::prepare(HubOptions::default());
         for id in 1..=3 {
-            hub.set_node_args(id, vec!["--kube-listen".into(), format!("127.0.0.1:{}", free_port())]);
+            let mut args = vec!["--kube-listen".into(), format!("127.0.0.1:{}", free_port())];
+            args.extend(extra(id));
+            hub.set_node_args(id, args);
         }
         hub.launch().await;
         let admin = hub.dir.path().join("kubeconfig-admin");

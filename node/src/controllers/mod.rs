@@ -27,7 +27,7 @@ mod profiles;
 pub mod queue;
 mod runs;
 pub mod status_pacer;
-mod view;
+pub(crate) mod view;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -179,6 +179,12 @@ impl KubeError {
         KubeError::new(503, "ServiceUnavailable", message)
     }
 
+    /// 429 TooManyRequests: the user's seats and queue are full
+    /// ([`crate::fairness`]); `Retry-After` says when to retry.
+    pub fn too_many_requests(message: impl Into<String>) -> KubeError {
+        KubeError::new(429, "TooManyRequests", message)
+    }
+
     /// The error a gRPC-style refusal from the shared object operations is.
     pub fn from_status(status: &tonic::Status, subject: &Subject) -> KubeError {
         use tonic::Code;
@@ -193,6 +199,7 @@ impl KubeError {
             Code::Unauthenticated => KubeError::unauthorized(message),
             Code::FailedPrecondition => KubeError::expired(message),
             Code::Unavailable => KubeError::unavailable(message),
+            Code::ResourceExhausted => KubeError::too_many_requests(message),
             _ => KubeError::internal(message),
         }
     }
@@ -227,6 +234,9 @@ impl KubeError {
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }
+        if self.code == 429 {
+            details.insert("retryAfterSeconds".into(), json!(crate::fairness::RETRY_AFTER_SECONDS));
+        }
         if !details.is_empty() {
             status["details"] = Value::Object(details);
         }
@@ -238,9 +248,12 @@ impl IntoResponse for KubeError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = super::respond::json(code, &self.to_json());
-        if code == StatusCode::SERVICE_UNAVAILABLE {
-            // client-go (kubectl) retries a 503 that says when.
-            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+        if code == StatusCode::SERVICE_UNAVAILABLE || code == StatusCode::TOO_MANY_REQUESTS {
+            // client-go (kubectl) retries a 503 or 429 that says when.
+            let after = crate::fairness::RETRY_AFTER_SECONDS.to_string();
+            if let Ok(value) = axum::http::HeaderValue::from_str(&after) {
+                response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
+            }
         }
         response
     }

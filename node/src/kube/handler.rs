@@ -11,23 +11,58 @@ use super::errors::KubeError;
 use super::query::Query;
 use super::route::{self, ResourcePath, Route};
 use super::{discovery, openapi, patch, read, resources, respond, review, watch, write, KubeApi};
+use crate::audit;
 use crate::auth::{permit, Access, Caller};
 use crate::service::blocking;
 
 /// Largest request body read (objects are limited to 1.5 MiB by admission).
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
-/// Handles one request from a connection whose client certificate made `caller`.
-pub async fn handle(api: Arc<KubeApi>, caller: Option<Result<Caller, String>>, request: Request) -> Response {
+/// Handles one request from a connection whose client certificate made
+/// `caller`, from `peer`.
+pub async fn handle(
+    api: Arc<KubeApi>,
+    caller: Option<Result<Caller, String>>,
+    peer: std::net::SocketAddr,
+    request: Request,
+) -> Response {
     let started = std::time::Instant::now();
     let verb = verb_of(&request);
-    let (response, kind) = crate::metrics::grpc::noting_kind(async {
-        match dispatch(api, caller, request).await {
-            Ok(response) => response,
-            Err(error) => error.into_response(),
-        }
-    })
-    .await;
+    let audited = audit::Request {
+        uri: request.uri().path_and_query().map_or_else(|| request.uri().path().to_string(), |p| p.to_string()),
+        verb: verb.to_ascii_lowercase(),
+        write: false,
+        source_ip: Some(peer.ip().to_string()),
+        user_agent: Some(header_text(&request, header::USER_AGENT)).filter(|a| !a.is_empty()),
+        received: std::time::SystemTime::now(),
+    };
+    let user = match &caller {
+        Some(Ok(caller)) => Some(crate::rbac::audit_user(&caller.identity)),
+        _ => None,
+    };
+    let auditor = api.auditor.clone();
+    let ((response, outcome), kind, note) = {
+        let ((output, kind), note) = auditor
+            .scope(crate::metrics::grpc::noting_kind(async {
+                match dispatch(api, caller, request).await {
+                    Ok(response) => {
+                        let code = response.status().as_u16();
+                        (response, audit::Outcome { code, message: None, reason: None })
+                    }
+                    Err(error) => {
+                        let outcome = audit::Outcome {
+                            code: error.code,
+                            message: Some(error.message.clone()),
+                            reason: Some(error.reason.to_string()),
+                        };
+                        (error.into_response(), outcome)
+                    }
+                }
+            }))
+            .await;
+        (output, kind, note)
+    };
+    auditor.finish(&audited, user.as_ref(), note, &outcome).await;
     let code = response.status().as_u16();
     crate::metrics::record_request(crate::metrics::Api::Kube, verb, &kind, code, started.elapsed());
     response
@@ -76,6 +111,8 @@ async fn dispatch(
             ))
         }
     };
+    // Each user's share of the node, before anything else is done for it.
+    let _seat = api.objects.seat(&caller).await.map_err(|s| KubeError::too_many_requests(s.message()))?;
     let accept = header_text(&request, header::ACCEPT);
     let is_read = matches!(*request.method(), Method::GET | Method::HEAD);
     let resource_route = matches!(route, Route::Resource(_));

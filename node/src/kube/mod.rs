@@ -43,4 +43,6 @@ pub struct KubeApi {
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// `host:port` clients reach this API at (discovery names it).
     pub advertise: String,
+    /// Records writes and refusals (`--audit-log`).
+    pub auditor: std::sync::Arc<crate::audit::Auditor>,
 }

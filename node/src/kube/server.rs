@@ -56,7 +56,7 @@ pub async fn serve(
                 .map(|cert| caller_of_certificate(cert.as_ref()).map_err(|s| s.message().to_string()));
             let router = axum::Router::new().fallback(move |request: axum::extract::Request| {
                 let (api, caller) = (api.clone(), caller.clone());
-                async move { handler::handle(api, caller, request).await }
+                async move { handler::handle(api, caller, peer, request).await }
             });
             let served = Builder::new(TokioExecutor::new())
                 .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(router))

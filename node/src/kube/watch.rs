@@ -44,6 +44,7 @@ fn line(value: &Value) -> Result<Bytes, Infallible> {
 pub async fn watch(ctx: Ctx) -> Result<Response, KubeError> {
     let (kind, view) = ctx.read_kind();
     let namespace = ctx.namespace.clone().unwrap_or_default();
+    let slot = ctx.api.objects.watch_slot(&ctx.caller).map_err(|s| KubeError::too_many_requests(s.message()))?;
     ctx.api.objects.member_scope(&ctx.caller, &kind, &namespace, "Watch").await.map_err(|s| ctx.fail(s))?;
     let labels = parse_selector(ctx.query.get("labelSelector").unwrap_or_default())
         .map_err(|s| KubeError::bad_request(format!("labelSelector: {}", s.message())))?;
@@ -134,7 +135,14 @@ pub async fn watch(ctx: Ctx) -> Result<Response, KubeError> {
                 .filter_map(|v| futures::future::ready(v.filter(|v| !v.is_null())))
                 .map(|v| line(&v));
             let deadline = tokio::time::sleep(timeout);
-            events.take_until(deadline).boxed()
+            // The watch slot is given back when the stream ends.
+            events
+                .take_until(deadline)
+                .map(move |line| {
+                    let _open = &slot;
+                    line
+                })
+                .boxed()
         }
     };
     let mut response = Response::new(Body::from_stream(events));

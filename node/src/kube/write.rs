@@ -125,11 +125,16 @@ pub async fn admit(ctx: &Ctx, value: &Value) -> Result<Object, KubeError> {
         .await
         .map_err(|s| ctx.fail(s))?
         .map_err(|text| KubeError::invalid(&subject, &text))?;
+    crate::audit::note_object(&object);
     // A Role or binding must grant no more than its author holds.
     ctx.api
         .objects
         .authorizer()
         .check_rbac_write(&ctx.caller, &object)
+        .await
+        .map_err(|s| KubeError::from_status(&s, &subject))?;
+    // A placement or override selects only what its author may read.
+    crate::reach::check(ctx.api.objects.authorizer(), ctx.api.objects.store(), &ctx.caller, &object)
         .await
         .map_err(|s| KubeError::from_status(&s, &subject))?;
     Ok(object)
@@ -231,6 +236,7 @@ pub async fn update_status_value(ctx: &Ctx, value: Value) -> Result<Response, Ku
     let object = Object::from_json(&serde_json::to_vec(&value).unwrap_or_default())
         .map_err(|e| KubeError::bad_request(format!("not a valid object: {e}")))?;
     let (object, kind) = ctx.api.objects.prepare_status(object).await.map_err(|s| ctx.fail(s))?;
+    crate::audit::note_object(&object);
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     ctx.api.objects.member_scope(&ctx.caller, &kind, &namespace, "UpdateStatus").await.map_err(|s| ctx.fail(s))?;
     if ctx.query.dry_run() {
