@@ -19,7 +19,6 @@ use sha2::{Digest, Sha256};
 
 use super::render::{render_value, ClusterOverrides, RenderError};
 use super::work_prefix;
-use crate::overrides::ResourceId;
 use crate::selection::clean;
 
 /// `<prefix>-envelope-<h>`, `<h>` the first 16 hex digits of sha256 of
@@ -47,7 +46,13 @@ impl PreparedEnvelope {
     pub(super) fn new(kind: EnvelopeType, envelope: Object, scopes: &DeclaredScopes) -> PreparedEnvelope {
         let namespace = envelope.metadata.namespace.clone().unwrap_or_default();
         let wrapped = wrapped_objects_in(&envelope, scopes)
-            .map(|objects| objects.into_iter().map(|w| encode(&clean(&w.object))).collect())
+            .map(|objects| {
+                // KubeFleet's order: by the objects' JSON text, descending
+                // (which of two copies of one object applies follows it).
+                let mut values: Vec<Value> = objects.into_iter().map(|w| encode(&clean(&w.object))).collect();
+                values.sort_by_cached_key(|v| std::cmp::Reverse(v.to_string()));
+                values
+            })
             .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
         PreparedEnvelope { kind, namespace, name: envelope.metadata.name, wrapped }
     }
@@ -76,8 +81,8 @@ impl PreparedEnvelope {
     }
 
     /// The manifests of this envelope's Work for one cluster: its wrapped
-    /// objects overridden (a Delete rule drops one), ordered by group, kind,
-    /// namespace, name.
+    /// objects overridden (a Delete rule drops one), in KubeFleet's order
+    /// (see [`PreparedEnvelope::new`]).
     pub(super) fn manifests(&self, overrides: &ClusterOverrides) -> Result<Vec<Value>, RenderError> {
         let wrapped = self
             .wrapped
@@ -87,10 +92,6 @@ impl PreparedEnvelope {
         for object in wrapped {
             objects.extend(render_value(object, overrides)?);
         }
-        objects.sort_by_cached_key(|o| {
-            let id = ResourceId::of_value(o);
-            (id.group.to_string(), id.kind.to_string(), id.namespace.to_string(), id.name.to_string())
-        });
         Ok(objects)
     }
 }

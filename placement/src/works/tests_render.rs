@@ -70,7 +70,8 @@ fn en_4_en_5_the_worked_example_makes_four_works() {
         works.iter().map(|w| (w.metadata.name.clone(), manifest_names(w))).collect();
     got.sort();
     let want = [
-        ("ops-envelope-a3f995da6aee5302", vec!["ValidatingWebhookConfiguration/guard", "ClusterRole/pod-reader"]),
+        // KubeFleet's order: by JSON text, descending ("rbac…" before "admissionregistration…").
+        ("ops-envelope-a3f995da6aee5302", vec!["ClusterRole/pod-reader", "ValidatingWebhookConfiguration/guard"]),
         ("ops-envelope-b1a37da808567140", vec!["ResourceQuota/ops-quota", "Role/ops-reader"]),
         ("ops-envelope-c14720d4333f6111", vec!["LimitRange/ops-limits"]),
         ("ops-work", vec!["Namespace/ops", "ConfigMap/settings"]),
