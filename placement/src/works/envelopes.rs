@@ -28,6 +28,17 @@ pub fn envelope_work_name(placement: &Object, kind: EnvelopeType, namespace: &st
     format!("{}-envelope-{}", work_prefix(placement), &digest[..16])
 }
 
+/// A wrapped object as its Work carries it: cleaned like any selected
+/// object, but an object with only `generateName` keeps it, so that the
+/// member agent refuses it as KubeFleet's does (`FoundGenerateName`).
+fn wrapped_manifest(object: &Object) -> Value {
+    let mut cleaned = clean(object);
+    if cleaned.metadata.name.is_empty() {
+        cleaned.metadata.generate_name = object.metadata.generate_name.clone();
+    }
+    encode(&cleaned)
+}
+
 /// One envelope of a prepared group: its identity and its wrapped objects,
 /// cleaned, read once for every binding.
 #[derive(Debug, Clone)]
@@ -49,7 +60,7 @@ impl PreparedEnvelope {
             .map(|objects| {
                 // KubeFleet's order: by the objects' JSON text, descending
                 // (which of two copies of one object applies follows it).
-                let mut values: Vec<Value> = objects.into_iter().map(|w| encode(&clean(&w.object))).collect();
+                let mut values: Vec<Value> = objects.into_iter().map(|w| wrapped_manifest(&w.object)).collect();
                 values.sort_by_cached_key(|v| std::cmp::Reverse(v.to_string()));
                 values
             })

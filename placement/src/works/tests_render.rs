@@ -106,6 +106,26 @@ fn an_annotated_config_map_is_placed_as_it_is() {
     assert_eq!(work_spec_of(&works[0]).workload.manifests, [cm]);
 }
 
+#[test]
+fn a_wrapped_object_with_only_a_generated_name_keeps_it_for_the_member_to_refuse() {
+    let envelope = json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ResourceEnvelope",
+        "metadata": {"name": "w", "namespace": "ops"},
+        "data": {"a.yaml": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cm-", "namespace": "ops"}},
+                 "b.yaml": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "generateName": "x-", "namespace": "ops"}}}});
+    let works = desired_works(
+        &placement("ResourcePlacement"),
+        &binding(),
+        &group(vec![envelope]),
+        &ClusterOverrides::default(),
+    )
+    .unwrap();
+    let envelope_work = works.iter().find(|w| w.metadata.name.contains("-envelope-")).unwrap();
+    let manifests = &work_spec_of(envelope_work).workload.manifests;
+    let generated: Vec<_> = manifests.iter().map(|m| m["metadata"].get("generateName").cloned()).collect();
+    assert!(generated.contains(&Some(json!("cm-"))), "{manifests:?}");
+    assert!(generated.contains(&None), "a named object drops its generateName: {manifests:?}");
+}
+
 fn override_of(kind: &str, name: &str, namespace: &str, spec: Value) -> OverrideSnapshot {
     OverrideSnapshot {
         cluster_scoped: kind == "ClusterResourceOverride",
