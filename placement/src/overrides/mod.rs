@@ -29,7 +29,6 @@ use fleet_api::overrides::{
 };
 use fleet_api::Object;
 
-pub(crate) use applicable::ResourceId;
 pub use applicable::{applicable, Applicable, NamespacedName};
 pub use index::OverrideIndex;
 pub use render::{render, render_value, substitute_variables, OverrideFailure};

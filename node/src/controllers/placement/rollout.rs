@@ -30,34 +30,39 @@ pub struct Rollout {
 /// whose rendering failed keeps its previous Works but counts as failed
 /// (OV-7), as KubeFleet counts it: it holds the rollout of the others back
 /// within `maxUnavailable`, so a broken override stops at the first
-/// clusters it reaches. An Unscheduled binding is judged by the Works it
-/// still has (nothing is rendered for it): its deletion spends the budget
-/// only when it is ready, as in KubeFleet.
+/// clusters it reaches. A binding with nothing rendered for it (an
+/// Unscheduled one, or one whose snapshot the revision limit removed) is
+/// judged by the Works it still has: moving or deleting it spends the
+/// budget only when it is ready, as in KubeFleet.
 pub fn binding_readiness(view: &View, b: &Object, works: &BindingWorks, rendered: &Rendered) -> Readiness {
     let spec = binding::spec_of(b);
     if spec.state == STATE_SCHEDULED {
         return Readiness::InProgress;
     }
     let stored = works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default();
-    if spec.state == STATE_UNSCHEDULED {
-        // The index its Works were made for (its snapshot may be gone).
-        let index = bound_group(view, &spec).map(|(index, _)| index).or_else(|| {
-            stored.iter().filter_map(|w| w.metadata.labels.get(PARENT_RESOURCE_INDEX_LABEL)?.parse().ok()).max()
-        });
-        return match index {
-            Some(index) => rollout_plan::readiness(index, stored, 1),
-            // Nothing placed there: deleting it takes nothing down.
-            None => Readiness::Failed,
-        };
-    }
-    match rendered.bound.get(&b.metadata.name) {
+    let rendering = if spec.state == STATE_UNSCHEDULED { None } else { rendered.bound.get(&b.metadata.name) };
+    match rendering {
         Some(r) if r.works.is_none() => Readiness::Failed,
         Some(r) if !r.in_sync => Readiness::InProgress,
         Some(r) => match bound_group(view, &spec) {
             Some((index, _)) => rollout_plan::readiness(index, stored, r.works.as_ref().map_or(1, Vec::len)),
             None => Readiness::InProgress,
         },
-        None => Readiness::InProgress,
+        None => by_stored_works(view, &spec, stored),
+    }
+}
+
+/// The readiness of a binding's stored Works, for the index they were
+/// made for (from its snapshot, or their own label once the snapshot is
+/// gone). With no Works nothing is placed there, so taking it down takes
+/// nothing down: it counts as failed.
+fn by_stored_works(view: &View, spec: &binding::BindingSpec, stored: &[Object]) -> Readiness {
+    let index = bound_group(view, spec).map(|(index, _)| index).or_else(|| {
+        stored.iter().filter_map(|w| w.metadata.labels.get(PARENT_RESOURCE_INDEX_LABEL)?.parse().ok()).max()
+    });
+    match index {
+        Some(index) => rollout_plan::readiness(index, stored, 1),
+        None => Readiness::Failed,
     }
 }
 
