@@ -2,7 +2,6 @@
 //! kind and scope resolved (registry, then CRDs stored on the hub), generic
 //! validation with every problem listed, server-set fields dropped.
 
-use fleet_api::envelope;
 use fleet_api::kinds::{self, DeclaredScopes, KindInfo, Scope, FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::member;
 use fleet_api::ocm::managed_cluster;
@@ -253,10 +252,6 @@ pub fn admit_one(store: &Store, bytes: &[u8]) -> Result<Object, String> {
     validate_generic(&object, kind.scope).map_err(|e| e.to_string())?;
     fleet_api::typed::prepare(&mut object).map_err(|e| e.to_string())?;
     fleet_api::defaults::apply(&mut object);
-    if envelope::envelope_type(&object).is_some() {
-        let scopes = declared_scopes(store).map_err(|e| e.to_string())?;
-        envelope::check(&object, &scopes).map_err(|e| e.to_string())?;
-    }
     if object.group() == FLEET_CLUSTER_GROUP && object.kind == "MemberCluster" {
         stamp_taint_times(store, &mut object)?;
     }

@@ -8,7 +8,8 @@
 //! whoever changes a placement must be able to read what it then selects.
 //!
 //! Envelopes need no check of their own: a ResourceEnvelope wraps objects
-//! of its own namespace only (admission refuses others), written by its
+//! of its own namespace only (admission refuses others; one of the wrong
+//! scope stops Work generation, EN-8), written by its
 //! author, and a placement that selects an envelope is checked like any
 //! selection.
 

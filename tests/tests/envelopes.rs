@@ -132,7 +132,7 @@ async fn envelopes_are_unwrapped_on_members_and_follow_their_contents() {
         Some("3")
     );
 
-    // A bad entry is refused at apply with the spec's message.
+    // An entry in another namespace is refused at apply with the spec's message.
     let bad = example.replace(
         "    metadata: {name: ops-reader, namespace: ops}\n",
         "    metadata: {name: ops-reader, namespace: ops}\n    rules: []\n  \"role2.yaml\":\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: Role\n    metadata: {name: other, namespace: app}\n",
@@ -147,6 +147,34 @@ async fn envelopes_are_unwrapped_on_members_and_follow_their_contents() {
             ),
         "{stderr}"
     );
+
+    // An entry of the wrong scope is accepted at apply, as KubeFleet
+    // accepts it, and stops the placement's Work when it is generated
+    // (EN-8): the first cluster the snapshot reaches fails, and the
+    // rollout stops there.
+    let scoped = example.replace(
+        "    metadata: {name: ops-reader, namespace: ops}\n",
+        "    metadata: {name: ops-reader, namespace: ops}\n    rules: []\n  \"role2.yaml\":\n    apiVersion: rbac.authorization.k8s.io/v1\n    kind: ClusterRole\n    metadata: {name: other}\n",
+    );
+    apply_yaml(&hub, &scoped);
+    let want = "Failed to synchronize the work to the latest: envelope ResourceEnvelope ops/quota is invalid: data[role2.yaml].metadata.namespace: Required value: a ResourceEnvelope may only wrap namespaced objects of namespace \"ops\"";
+    eventually("a cluster with WorkSynchronized False SyncWorkFailed", WAIT, || async {
+        let status = crp(&hub, "ops").await.status().cloned().unwrap_or_default();
+        let clusters = status["placementStatuses"].as_array().cloned().unwrap_or_default();
+        let failed = clusters
+            .iter()
+            .flat_map(|c| c["conditions"].as_array().cloned().unwrap_or_default())
+            .any(|c| c["type"] == "WorkSynchronized" && c["reason"] == "SyncWorkFailed" && c["message"] == want);
+        if failed {
+            Ok(())
+        } else {
+            Err(status.to_string())
+        }
+    })
+    .await;
+    for cluster in ["east-1", "west-1"] {
+        assert!(!member_has(&hub, cluster, "clusterrole", "", "other"), "nothing of the bad envelope is placed");
+    }
 
     // Removing role.yaml deletes Role ops-reader from the members; the other Works stay.
     let without_role = example.replace(
@@ -198,15 +226,10 @@ async fn a_scope_declared_after_the_envelope_stops_its_work_until_the_crd_goes()
     eventually("WorkSynchronized False with SyncWorkFailed", WAIT, || work_sync_failed(&hub, "crp", "", "team", want))
         .await;
 
-    // With the CRD stored, such an envelope is refused at apply.
+    // Such an envelope is accepted at apply even with the CRD stored, as
+    // KubeFleet accepts it: only Work generation judges scopes.
     let late = "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourceEnvelope\nmetadata: {name: more, namespace: team}\ndata:\n  w.yaml: {apiVersion: example.com/v1, kind: Widget, metadata: {name: w2, namespace: team}}\n";
-    let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(late));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success()
-            && stderr.contains("data[w.yaml].metadata.namespace: Invalid value: \"team\": Widget is cluster-scoped"),
-        "{stderr}"
-    );
+    apply_yaml(&hub, late);
 
     // The CRD goes: the Work is synchronized again.
     let out = hub.fleetctl(&["delete", "crd", "widgets.example.com"]);

@@ -112,6 +112,20 @@ fn entry_object(path: &str, value: &Value) -> Result<Object, FieldError> {
     }
 }
 
+/// The rule admission keeps for a wrapped object: a ResourceEnvelope's
+/// object names no other namespace than the envelope's, so that whoever
+/// may write in one namespace cannot store objects meant for another.
+fn check_namespace(kind: EnvelopeType, envelope_namespace: &str, path: &str, object: &Object) -> Option<FieldError> {
+    let namespace = object.metadata.namespace.as_deref().filter(|n| !n.is_empty())?;
+    (kind == EnvelopeType::ResourceEnvelope && namespace != envelope_namespace).then(|| {
+        FieldError::invalid(
+            join_path(path, "metadata.namespace"),
+            quote(namespace),
+            format!("must be {}, the envelope's namespace", quote(envelope_namespace)),
+        )
+    })
+}
+
 /// The scope rules of one wrapped object (docs/spec/envelopes.md "Validation").
 fn check_scope(
     kind: EnvelopeType,
@@ -160,8 +174,15 @@ pub fn wrapped_objects(envelope: &Object) -> Result<Vec<Wrapped>, Vec<FieldError
 }
 
 /// [`wrapped_objects`], with the scopes of kinds that CRDs stored on the hub
-/// declare checked too.
+/// declare checked too: what Work generation unwraps (a scope problem stops
+/// the placement's Work, EN-8).
 pub fn wrapped_objects_in(envelope: &Object, scopes: &DeclaredScopes) -> Result<Vec<Wrapped>, Vec<FieldError>> {
+    read_wrapped(envelope, Some(scopes))
+}
+
+/// Reads an envelope's entries; with `scopes`, also checks each object's
+/// scope and namespace.
+fn read_wrapped(envelope: &Object, scopes: Option<&DeclaredScopes>) -> Result<Vec<Wrapped>, Vec<FieldError>> {
     let Some(kind) = envelope_type(envelope) else { return Ok(Vec::new()) };
     let envelope_namespace = envelope.metadata.namespace.clone().unwrap_or_default();
     let mut errors = Vec::new();
@@ -196,7 +217,10 @@ pub fn wrapped_objects_in(envelope: &Object, scopes: &DeclaredScopes) -> Result<
         if envelope_type(&object).is_some() {
             errors.push(FieldError::forbidden(path.as_str(), "envelopes cannot be nested"));
         }
-        errors.extend(check_scope(kind, &envelope_namespace, &path, &object, scopes));
+        match scopes {
+            Some(scopes) => errors.extend(check_scope(kind, &envelope_namespace, &path, &object, scopes)),
+            None => errors.extend(check_namespace(kind, &envelope_namespace, &path, &object)),
+        }
         out.push(Wrapped { key: key.clone(), object });
     }
     if errors.is_empty() {
@@ -206,14 +230,19 @@ pub fn wrapped_objects_in(envelope: &Object, scopes: &DeclaredScopes) -> Result<
     }
 }
 
-/// Validates an envelope (either kind); any other object passes.
+/// Validates an envelope (either kind) at apply; any other object passes.
+/// Its form is checked here (entries that are objects, no nesting, 1..50
+/// of them, a ResourceEnvelope's objects in its own namespace): as in
+/// KubeFleet, an object in the wrong scope is accepted and stops the
+/// placement's Work when it is generated (EN-8), where the hub's CRDs of
+/// that moment decide the scope.
 pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
-    check(object, &DeclaredScopes::default())
+    check(object)
 }
 
-/// Validates an envelope against the registry's and the declared scopes.
-pub fn check(object: &Object, scopes: &DeclaredScopes) -> Result<(), ValidationError> {
-    match wrapped_objects_in(object, scopes) {
+/// [`prepare`] for an envelope that is not to be changed.
+pub fn check(object: &Object) -> Result<(), ValidationError> {
+    match read_wrapped(object, None) {
         Ok(_) => Ok(()),
         Err(errors) => ValidationError::check(&object.kind, &object.metadata.name, errors),
     }

@@ -77,6 +77,13 @@ fn err(mut o: Object) -> String {
     crate::typed::prepare(&mut o).unwrap_err().to_string()
 }
 
+/// What Work generation says of an envelope admission accepted (scope and
+/// namespace problems, EN-8).
+fn unwrap_err(mut o: Object) -> String {
+    crate::typed::prepare(&mut o).unwrap_or_else(|e| panic!("admission accepts it: {e}"));
+    wrapped_objects(&o).unwrap_err().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+}
+
 fn has(e: &str, want: &str) {
     assert!(e.contains(want), "missing {want:?} in:\n{e}");
 }
@@ -133,22 +140,24 @@ fn each_entry_is_exactly_one_object() {
 
 #[test]
 fn a_cluster_envelope_wraps_cluster_scoped_objects_only() {
-    let e = err(envelope(CLUSTER_RESOURCE_ENVELOPE, None, json!({"r.yaml": role(Some("ops"))})));
+    let e = unwrap_err(envelope(CLUSTER_RESOURCE_ENVELOPE, None, json!({"r.yaml": role(Some("ops"))})));
     has(
         &e,
         "data[r.yaml].metadata.namespace: Forbidden: a ClusterResourceEnvelope may only wrap cluster-scoped objects",
     );
-    let e = err(envelope(CLUSTER_RESOURCE_ENVELOPE, None, json!({"r.yaml": role(None)})));
+    let e = unwrap_err(envelope(CLUSTER_RESOURCE_ENVELOPE, None, json!({"r.yaml": role(None)})));
     has(&e, "data[r.yaml].metadata.namespace: Forbidden");
 }
 
 #[test]
 fn a_resource_envelope_wraps_objects_of_its_namespace_only() {
-    let e = err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"r.yaml": role(None)})));
+    let e = unwrap_err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"r.yaml": role(None)})));
     has(
         &e,
         r#"data[r.yaml].metadata.namespace: Required value: a ResourceEnvelope may only wrap namespaced objects of namespace "ops""#,
     );
+    // Another namespace is refused at apply already: writing in one
+    // namespace must not store objects meant for another.
     let e = err(envelope(RESOURCE_ENVELOPE, Some("ops"), json!({"role2.yaml": role(Some("app"))})));
     has(&e, r#"data[role2.yaml].metadata.namespace: Invalid value: "app": must be "ops", the envelope's namespace"#);
 }
