@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use fleet_tests::fleet::{apply_yaml, bindings, fleet, list, member_yaml, Member, WAIT};
+use fleet_tests::fleet::{apply_yaml, bindings, fleet, list, member_yaml, wait_member, Member, WAIT};
 use fleet_tests::objects::{condition, get};
 use fleet_tests::{eventually, Hub};
 
@@ -213,4 +213,34 @@ async fn a_new_leader_finishes_scheduling_with_the_same_result() {
     for i in 0..8 {
         wait_chosen(&hub, &format!("p{i}"), &["central-1", "east-2", "west-1"], true).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pick_fixed_placement_scales_to_zero_and_back() {
+    let hub = fleet(&[&FLEET[0], &FLEET[3]]).await;
+    apply_yaml(&hub, NAMESPACE);
+    apply_yaml(&hub, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata: {k: v}\n");
+    let fixed = |names: &str| crp("fixed", &format!("    placementType: PickFixed\n    clusterNames: [{names}]\n"));
+    apply_yaml(&hub, &fixed("east-1, west-2"));
+    wait_chosen(&hub, "fixed", &["east-1", "west-2"], true).await;
+    for cluster in ["east-1", "west-2"] {
+        wait_member(&hub, cluster, "configmap", "app", "settings", true).await;
+    }
+
+    // No names: the resources leave every cluster, the placement stays.
+    apply_yaml(&hub, &fixed(""));
+    wait_chosen(&hub, "fixed", &[], true).await;
+    for cluster in ["east-1", "west-2"] {
+        wait_member(&hub, cluster, "configmap", "app", "settings", false).await;
+        wait_member(&hub, cluster, "namespace", "", "app", false).await;
+    }
+    let mut admin = hub.client(hub.running()[0]).await;
+    let placement = get(&mut admin, "crp", "", "fixed").await.expect("the placement stays");
+    assert!(placement.metadata.deletion_timestamp.is_none(), "{placement:?}");
+
+    // A name again: placed there again, and only there.
+    apply_yaml(&hub, &fixed("west-2"));
+    wait_chosen(&hub, "fixed", &["west-2"], true).await;
+    wait_member(&hub, "west-2", "configmap", "app", "settings", true).await;
+    assert!(!fleet_tests::fleet::member_has(&hub, "east-1", "configmap", "app", "settings"));
 }

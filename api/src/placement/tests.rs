@@ -189,13 +189,9 @@ fn placement_type_values() {
 #[test]
 fn cluster_names_only_with_pick_fixed() {
     ok(with_policy(json!({"placementType": "PickFixed", "clusterNames": ["a", "b"]})));
-    has(&err(with_policy(json!({"placementType": "PickFixed"}))), "spec.policy.clusterNames: Required value");
-    // An empty list is no way to scale a PickFixed placement to zero:
-    // KubeFleet's webhook refuses it on create and on update alike.
-    has(
-        &err(with_policy(json!({"placementType": "PickFixed", "clusterNames": []}))),
-        "spec.policy.clusterNames: Required value: required when placementType is PickFixed",
-    );
+    // No names (absent or empty) scales a PickFixed placement to zero.
+    ok(with_policy(json!({"placementType": "PickFixed"})));
+    ok(with_policy(json!({"placementType": "PickFixed", "clusterNames": []})));
     has(
         &err(with_policy(json!({"clusterNames": ["a"]}))),
         "spec.policy.clusterNames: Forbidden: only allowed with placementType PickFixed",
