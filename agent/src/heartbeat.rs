@@ -1,6 +1,8 @@
 //! Heartbeats: every `heartbeatPeriodSeconds` (as the hub tells it), with a
 //! little jitter so a fleet of agents does not beat in lockstep, carrying the
-//! target's properties and resource usage, to any hub node.
+//! target's properties, resource usage and namespaces, to any hub node. A
+//! nudge (a namespace Fleet placed came or went) beats at once, at most once
+//! per [`MIN_NUDGED_GAP`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +15,9 @@ use crate::AgentError;
 
 /// Until the hub says otherwise.
 const INITIAL_PERIOD: Duration = Duration::from_secs(5);
+/// The shortest time between two heartbeats when nudged: a burst of
+/// namespace changes costs one heartbeat a second at most.
+pub const MIN_NUDGED_GAP: Duration = Duration::from_secs(1);
 
 /// `period` ± 10 %, from a random draw.
 pub fn jittered(period: Duration) -> Duration {
@@ -21,7 +26,12 @@ pub fn jittered(period: Duration) -> Duration {
 }
 
 /// Heartbeats until the cluster leaves the fleet.
-pub async fn run<T: Target>(cluster: String, hub: Arc<Hub>, target: Arc<T>) -> Result<(), AgentError> {
+pub async fn run<T: Target>(
+    cluster: String,
+    hub: Arc<Hub>,
+    target: Arc<T>,
+    nudge: Arc<tokio::sync::Notify>,
+) -> Result<(), AgentError> {
     let mut period = INITIAL_PERIOD;
     loop {
         let report = match target.report().await {
@@ -44,7 +54,11 @@ pub async fn run<T: Target>(cluster: String, hub: Arc<Hub>, target: Arc<T>) -> R
             Err(AgentError::Left(why)) => return Err(AgentError::Left(why)),
             Err(e) => tracing::warn!("heartbeat failed: {e}"),
         }
-        tokio::time::sleep(jittered(period)).await;
+        let next = jittered(period);
+        tokio::select! {
+            _ = tokio::time::sleep(next) => {}
+            _ = nudge.notified() => tokio::time::sleep(MIN_NUDGED_GAP.min(next)).await,
+        }
     }
 }
 

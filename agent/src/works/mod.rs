@@ -63,6 +63,7 @@ use fleet_api::member::member_namespace;
 use fleet_api::{work, Object};
 use fleet_proto::fleet::{KindRef, UpdateStatusRequest, WatchRequest};
 use futures::StreamExt;
+use serde_json::Value;
 use tokio::sync::{Mutex, Notify};
 
 use crate::hub::Hub;
@@ -212,6 +213,7 @@ pub async fn run<T: Target>(
     target: Arc<T>,
     data_dir: std::path::PathBuf,
     drift_check_interval: Option<Duration>,
+    namespaces_moved: Arc<Notify>,
 ) -> Result<(), AgentError> {
     let changes = target.take_changes();
     let watching = changes.is_some();
@@ -230,7 +232,7 @@ pub async fn run<T: Target>(
     let follower = changes.map(|changes| tokio::spawn(follow_changes(changes, state.clone(), wake.clone())));
     // Whichever ends first ends the loop, with its own reason (e.g. the cluster left).
     let result = tokio::select! {
-        r = reconcile_forever(&hub, target.as_ref(), &mut ledger, &state, &wake, watching) => r,
+        r = reconcile_forever(&hub, target.as_ref(), &mut ledger, &state, &wake, watching, &namespaces_moved) => r,
         r = &mut watcher => match r {
             Ok(r) => r,
             Err(e) => Err(AgentError::Hub(format!("the Work watch failed: {e}"))),
@@ -277,6 +279,7 @@ async fn reconcile_forever<T: Target>(
     state: &Arc<Mutex<State>>,
     wake: &Arc<Notify>,
     watching: bool,
+    namespaces_moved: &Notify,
 ) -> Result<(), AgentError> {
     loop {
         let next = state.lock().await.next();
@@ -292,8 +295,17 @@ async fn reconcile_forever<T: Target>(
             (s.works.get(&name).cloned(), s.deleted.remove(&name))
         };
         let settled = match work {
-            Some(work) => reconcile(hub, target, ledger, &name, &work).await?,
-            None => forget_work(target, ledger, &name, abandon).await?,
+            Some(work) => {
+                let (settled, status_changed) = reconcile(hub, target, ledger, &name, &work).await?;
+                if status_changed && places_namespace(&work) {
+                    namespaces_moved.notify_one();
+                }
+                settled
+            }
+            None => {
+                namespaces_moved.notify_one();
+                forget_work(target, ledger, &name, abandon).await?
+            }
         };
         let delay = state.lock().await.recheck_after(&name, settled, watching);
         if !settled {
@@ -363,15 +375,24 @@ async fn apply_and_record<T: Target>(
 }
 
 /// Reconciles one existing Work and reports its status. Returns whether it is settled.
+/// Whether the Work places a Namespace (its coming or going is news for the
+/// heartbeat).
+fn places_namespace(work: &Object) -> bool {
+    let manifests = work.spec().and_then(|s| s.pointer("/workload/manifests")).and_then(Value::as_array);
+    manifests.into_iter().flatten().any(|m| m["apiVersion"] == "v1" && m["kind"] == "Namespace")
+}
+
+/// Applies a Work and reports its status: `(settled, status changed)`.
 async fn reconcile<T: Target>(
     hub: &Hub,
     target: &T,
     ledger: &mut Ledger,
     name: &str,
     work: &Object,
-) -> Result<bool, AgentError> {
+) -> Result<(bool, bool), AgentError> {
     let outcome = apply_and_record(target, ledger, name, work).await?;
-    if work::status_of(work) != outcome.status {
+    let status_changed = work::status_of(work) != outcome.status;
+    if status_changed {
         let mut updated = work.clone();
         work::set_status(&mut updated, &outcome.status);
         let request = UpdateStatusRequest { object: updated.to_json() };
@@ -388,7 +409,7 @@ async fn reconcile<T: Target>(
             Err(e) => return Err(e),
         }
     }
-    Ok(outcome.settled)
+    Ok((outcome.settled, status_changed))
 }
 
 /// Keeps `state` equal to the Works of the cluster's namespace.

@@ -55,6 +55,11 @@ pub fn after_heartbeat(
             Some(ResourceUsage { observation_time: now.to_string(), ..report.resource_usage.clone() });
         changed = true;
     }
+    // Only when the list changes: namespaces come and go rarely.
+    if report.namespaces != current.namespaces {
+        next.namespaces = report.namespaces.clone();
+        changed = true;
+    }
     let mut agent = current
         .agent_status
         .iter()
@@ -129,6 +134,20 @@ mod tests {
         let mut b = report("4");
         b.resource_usage.observation_time = "t2".into();
         assert!(after_heartbeat(&first, &b, "t2").is_none());
+    }
+
+    #[test]
+    fn namespaces_are_written_when_the_list_changes_only() {
+        let with = |names: &[&str]| {
+            let mut r = report("4");
+            r.namespaces = Some(names.iter().map(|n| (n.to_string(), String::new())).collect());
+            r
+        };
+        let first = after_heartbeat(&MemberClusterStatus::default(), &with(&["default"]), "t1").unwrap();
+        assert!(after_heartbeat(&first, &with(&["default"]), "t2").is_none());
+        let more = after_heartbeat(&first, &with(&["app", "default"]), "t3").expect("a new namespace writes");
+        let listed: Vec<&String> = more.namespaces.as_ref().unwrap().keys().collect();
+        assert_eq!(listed, ["app", "default"]);
     }
 
     #[test]
