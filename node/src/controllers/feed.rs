@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use fleet_api::eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION;
+use fleet_api::eviction::is_eviction_kind;
 use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::overrides as overrides_api;
 use fleet_api::placement::{
@@ -267,7 +267,7 @@ impl Feed {
             }
         } else if group == FLEET_PLACEMENT_GROUP && staged_api::is_approval_request(object) {
             self.on_approval_request(object);
-        } else if group == FLEET_PLACEMENT_GROUP && kind == CLUSTER_RESOURCE_PLACEMENT_EVICTION {
+        } else if group == FLEET_PLACEMENT_GROUP && is_eviction_kind(kind) {
             if event.event_type != EventType::Deleted {
                 self.queue.add(evictions_key());
             }
