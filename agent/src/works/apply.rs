@@ -37,6 +37,7 @@ use serde_json::Value;
 use super::compare::Difference;
 use super::details::{details, Report};
 use super::ledger::{Entry, LastApplied};
+use super::provenance::{stamped, Provenance};
 use super::redact::scrub_message;
 use super::report::report_work;
 use super::strategy::{decide, Decision, Strategy};
@@ -149,6 +150,7 @@ async fn process<T: Target>(
     strategy: &Strategy,
     object: &Object,
     owner: &str,
+    provenance: Option<&Provenance>,
     last_applied: Option<&LastApplied>,
     reapply: bool,
 ) -> Processed {
@@ -170,7 +172,8 @@ async fn process<T: Target>(
             // member (deleted there: re-created) and when it drifted (the
             // drifts are reported with the generation that drifted).
             _ => {
-                let request = ApplyRequest { manifest: object, mode: strategy.mode, owner, take_over };
+                let manifest = stamped(object, provenance);
+                let request = ApplyRequest { manifest: &manifest, mode: strategy.mode, owner, take_over };
                 let drifts = non_empty(drifts);
                 match target.apply(request).await {
                     Ok(a) => processed(Ok(a.live), drifts, None, true),
@@ -202,6 +205,7 @@ pub async fn apply_work<T: Target>(
     let generation = work_object.metadata.generation;
     let owner =
         format!("{}/{}", work_object.metadata.namespace.as_deref().unwrap_or_default(), work_object.metadata.name);
+    let provenance = Provenance::of_work(work_object);
     let mut items = manifests(&spec);
     items.sort_by_key(|m| {
         let id = &m.identifier;
@@ -221,7 +225,7 @@ pub async fn apply_work<T: Target>(
             (None, Some(object)) => {
                 let id = ResourceId::of(object);
                 let last = previous.and_then(|p| p.last_applied(&id));
-                let p = process(target, &strategy, object, &owner, last, reapply).await;
+                let p = process(target, &strategy, object, &owner, provenance.as_ref(), last, reapply).await;
                 match &p.result {
                     Ok(live) if p.written => last_applied.push(LastApplied {
                         id,

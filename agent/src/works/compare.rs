@@ -8,8 +8,8 @@
 //! - **Ignored everywhere**: `status`; the server-managed
 //!   `metadata.{uid, resourceVersion, generation, creationTimestamp,
 //!   managedFields, ownerReferences, selfLink, deletionTimestamp,
-//!   deletionGracePeriodSeconds}`; Fleet's own
-//!   [`OWNER_ANNOTATION`]; empty `labels`/`annotations` maps count as absent,
+//!   deletionGracePeriodSeconds}`; Fleet's own annotations
+//!   ([`FLEET_ANNOTATIONS`]: the Work and the placement); empty `labels`/`annotations` maps count as absent,
 //!   and so does an empty `metadata.namespace`.
 //! - **Maps** are compared key by key, recursively. Under
 //!   [`Comparison::Partial`] only the keys the hub side sets count; under
@@ -32,7 +32,9 @@
 
 use serde_json::{json, Map, Value};
 
+use super::provenance::FLEET_ANNOTATIONS;
 use super::redact::redact_differences;
+#[cfg(test)]
 use crate::targets::OWNER_ANNOTATION;
 
 /// The most differences reported for one object.
@@ -118,7 +120,9 @@ pub fn comparable(object: &Value) -> Value {
             meta.remove(*field);
         }
         if let Some(Value::Object(annotations)) = meta.get_mut("annotations") {
-            annotations.remove(OWNER_ANNOTATION);
+            for key in FLEET_ANNOTATIONS {
+                annotations.remove(key);
+            }
         }
         for field in ["annotations", "labels"] {
             if matches!(meta.get(field), Some(Value::Object(m)) if m.is_empty())

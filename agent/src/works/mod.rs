@@ -50,6 +50,7 @@ pub mod apply;
 pub mod compare;
 pub mod details;
 pub mod ledger;
+pub mod provenance;
 pub mod redact;
 pub mod report;
 pub mod strategy;
