@@ -289,6 +289,8 @@ async fn kubectl_explains_validates_pages_reviews_and_resumes_watches() {
     );
     let rpe = explain(&["resourceplacementeviction.spec"]);
     assert!(rpe.contains("placementName <string>") && rpe.contains("clusterName <string>"), "{rpe}");
+    let report_back = explain(&["crp.spec.strategy.reportBackStrategy"]);
+    assert!(report_back.contains("destination <string>") && report_back.contains("WorkAPI"), "{report_back}");
     let rpdb = explain(&["rpdb.spec"]);
     assert!(rpdb.contains("minAvailable <IntOrString>") && rpdb.contains("maxUnavailable <IntOrString>"), "{rpdb}");
 

@@ -40,6 +40,7 @@ use super::ledger::{Entry, LastApplied};
 use super::provenance::{stamped, Provenance};
 use super::redact::scrub_message;
 use super::report::report_work;
+use super::report_back::{self, observed_status};
 use super::strategy::{decide, Decision, Strategy};
 use super::waves::wave;
 use crate::targets::availability::{availability, Availability};
@@ -206,6 +207,8 @@ pub async fn apply_work<T: Target>(
     let owner =
         format!("{}/{}", work_object.metadata.namespace.as_deref().unwrap_or_default(), work_object.metadata.name);
     let provenance = Provenance::of_work(work_object);
+    let mirror = spec.report_back_strategy.as_ref().is_some_and(|r| r.mirrors());
+    let mut observed = std::collections::BTreeMap::new();
     let mut items = manifests(&spec);
     items.sort_by_key(|m| {
         let id = &m.identifier;
@@ -246,6 +249,9 @@ pub async fn apply_work<T: Target>(
             Ok(live) => {
                 let generation = live.metadata.generation;
                 placed.push(ResourceId::of(live));
+                if let Some(status) = observed_status(live).filter(|_| mirror) {
+                    observed.insert(m.ordinal, status);
+                }
                 set_condition(
                     &mut conditions,
                     Condition::new(CONDITION_APPLIED, true, "ManifestApplied", "applied").observing(generation),
@@ -292,6 +298,7 @@ pub async fn apply_work<T: Target>(
             diff_details: processed
                 .diffs
                 .map(|d| details(Report::Diff, &d, old_condition.and_then(|c| c.diff_details.as_ref()), g, now)),
+            back_reported_status: None,
         });
     }
     manifest_conditions.sort_by_key(|c| c.identifier.ordinal);
@@ -350,6 +357,16 @@ pub async fn apply_work<T: Target>(
     } else {
         conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
     }
+    // Back-reports last: whether the status is written anyway decides
+    // whether a changed report may go out before its interval.
+    let written_anyway = report_back::changed_besides_reports(&old, &conditions, &manifest_conditions);
+    let back_reports = report_back::fill(&mut manifest_conditions, &observed, &old, written_anyway, now);
+    conditions.retain(|c| c.type_ != report_back::CONDITION_STATUS_TRIMMED);
+    if let Some(trimmed) = report_back::trimmed_condition(back_reports.trimmed) {
+        let previous = old.conditions.iter().find(|c| c.type_ == report_back::CONDITION_STATUS_TRIMMED);
+        conditions.extend(previous.cloned());
+        set_condition(&mut conditions, trimmed.observing(generation), now);
+    }
     WorkOutcome {
         status: WorkStatus { conditions, manifest_conditions },
         entry: Entry {
@@ -358,7 +375,7 @@ pub async fn apply_work<T: Target>(
             abandon_on_delete: spec.abandons_on_delete(),
             last_applied,
         },
-        settled: applied_all && !any_pending,
+        settled: applied_all && !any_pending && !back_reports.held_back,
     }
 }
 

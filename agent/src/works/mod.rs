@@ -53,6 +53,7 @@ pub mod ledger;
 pub mod provenance;
 pub mod redact;
 pub mod report;
+pub mod report_back;
 pub mod strategy;
 pub mod waves;
 

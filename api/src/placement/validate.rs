@@ -356,4 +356,7 @@ fn validate_strategy(errors: &mut Vec<FieldError>, strategy: &RolloutStrategy) {
             PROPAGATION_POLICIES,
         );
     }
+    if let Some(r) = &strategy.report_back_strategy {
+        errors.extend(r.validate("spec.strategy.reportBackStrategy"));
+    }
 }
