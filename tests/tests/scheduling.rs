@@ -234,9 +234,23 @@ async fn a_pick_fixed_placement_scales_to_zero_and_back() {
         wait_member(&hub, cluster, "configmap", "app", "settings", false).await;
         wait_member(&hub, cluster, "namespace", "", "app", false).await;
     }
+    // The placement stays, with only its Scheduled condition, as KubeFleet
+    // keeps a placement that selects no cluster.
     let mut admin = hub.client(hub.running()[0]).await;
     let placement = get(&mut admin, "crp", "", "fixed").await.expect("the placement stays");
     assert!(placement.metadata.deletion_timestamp.is_none(), "{placement:?}");
+    let types: Vec<String> = placement
+        .status()
+        .and_then(|s| s.get("conditions"))
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["type"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(types, ["ClusterResourcePlacementScheduled"], "{:?}", placement.status());
+    let entries =
+        placement.status().and_then(|s| s.get("placementStatuses")).and_then(|p| p.as_array()).map_or(0, Vec::len);
+    assert_eq!(entries, 0, "no per-cluster entries: {:?}", placement.status());
 
     // A name again: placed there again, and only there.
     apply_yaml(&hub, &fixed("west-2"));
