@@ -234,7 +234,15 @@ pub async fn run<T: Target>(
     let follower = changes.map(|changes| tokio::spawn(follow_changes(changes, state.clone(), wake.clone())));
     // Whichever ends first ends the loop, with its own reason (e.g. the cluster left).
     let result = tokio::select! {
-        r = reconcile_forever(&hub, target.as_ref(), &mut ledger, &state, &wake, watching, &namespaces_moved) => r,
+        r = reconcile_forever(
+            &hub,
+            target.as_ref(),
+            &mut ledger,
+            &state,
+            &wake,
+            watching,
+            Heartbeats { cluster: &cluster, withdrawn: &namespaces_moved },
+        ) => r,
         r = &mut watcher => match r {
             Ok(r) => r,
             Err(e) => Err(AgentError::Hub(format!("the Work watch failed: {e}"))),
@@ -271,6 +279,14 @@ async fn check_periodically(interval: Duration, state: Arc<Mutex<State>>, wake: 
     }
 }
 
+/// How the Work loop tells the hub about namespaces: the cluster to beat
+/// for, and the heartbeat loop's nudge for withdrawn ones.
+#[derive(Clone, Copy)]
+struct Heartbeats<'a> {
+    cluster: &'a str,
+    withdrawn: &'a Notify,
+}
+
 /// Reconciles queued Works one at a time, for ever. A Work that is not
 /// settled is queued again [`RECHECK`] later without holding up the others
 /// (an envelope's Work may wait for the namespace another Work creates).
@@ -281,7 +297,7 @@ async fn reconcile_forever<T: Target>(
     state: &Arc<Mutex<State>>,
     wake: &Arc<Notify>,
     watching: bool,
-    namespaces_moved: &Notify,
+    heartbeats: Heartbeats<'_>,
 ) -> Result<(), AgentError> {
     loop {
         let next = state.lock().await.next();
@@ -297,15 +313,9 @@ async fn reconcile_forever<T: Target>(
             (s.works.get(&name).cloned(), s.deleted.remove(&name))
         };
         let settled = match work {
-            Some(work) => {
-                let (settled, status_changed) = reconcile(hub, target, ledger, &name, &work).await?;
-                if status_changed && places_namespace(&work) {
-                    namespaces_moved.notify_one();
-                }
-                settled
-            }
+            Some(work) => reconcile(heartbeats.cluster, hub, target, ledger, &name, &work).await?,
             None => {
-                namespaces_moved.notify_one();
+                heartbeats.withdrawn.notify_one();
                 forget_work(target, ledger, &name, abandon).await?
             }
         };
@@ -384,17 +394,27 @@ fn places_namespace(work: &Object) -> bool {
     manifests.into_iter().flatten().any(|m| m["apiVersion"] == "v1" && m["kind"] == "Namespace")
 }
 
-/// Applies a Work and reports its status: `(settled, status changed)`.
+/// Applies a Work and reports its status; whether it is settled.
 async fn reconcile<T: Target>(
+    cluster: &str,
     hub: &Hub,
     target: &T,
     ledger: &mut Ledger,
     name: &str,
     work: &Object,
-) -> Result<(bool, bool), AgentError> {
+) -> Result<bool, AgentError> {
     let outcome = apply_and_record(target, ledger, name, work).await?;
-    let status_changed = work::status_of(work) != outcome.status;
-    if status_changed {
+    if work::status_of(work) != outcome.status {
+        // A namespace it placed must be known to the hub (the cluster's
+        // status.namespaces, read by ResourcePlacements' namespace affinity)
+        // before the Work says it is applied.
+        if places_namespace(work) {
+            match crate::heartbeat::beat(cluster, hub, target).await {
+                Err(AgentError::Left(why)) => return Err(AgentError::Left(why)),
+                Err(e) => tracing::warn!("heartbeat before reporting {name} failed: {e}"),
+                Ok(_) => {}
+            }
+        }
         let mut updated = work.clone();
         work::set_status(&mut updated, &outcome.status);
         let request = UpdateStatusRequest { object: updated.to_json() };
@@ -411,7 +431,7 @@ async fn reconcile<T: Target>(
             Err(e) => return Err(e),
         }
     }
-    Ok((outcome.settled, status_changed))
+    Ok(outcome.settled)
 }
 
 /// Keeps `state` equal to the Works of the cluster's namespace.
