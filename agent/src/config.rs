@@ -147,7 +147,9 @@ pub struct InspectArgs {
     /// All namespaces.
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
-    /// Output format: json, or a table when omitted.
+    /// Output format: json; origin (where one object came from: the Work
+    /// and the placement that put it there; needs KIND and NAME); a table
+    /// when omitted.
     #[arg(short = 'o', long)]
     pub output: Option<String>,
 }

@@ -1,6 +1,10 @@
 //! Heartbeats: every `heartbeatPeriodSeconds` (as the hub tells it), with a
 //! little jitter so a fleet of agents does not beat in lockstep, carrying the
-//! target's properties and resource usage, to any hub node.
+//! target's properties, resource usage and namespaces, to any hub node. A
+//! nudge (a namespace Fleet withdrew) beats at once, at most once per
+//! [`MIN_NUDGED_GAP`]; the Work loop also beats itself ([`beat`]) before it
+//! reports a Work that placed a namespace, so the hub knows the namespace
+//! is there by the time the placement shows it applied.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +17,9 @@ use crate::AgentError;
 
 /// Until the hub says otherwise.
 const INITIAL_PERIOD: Duration = Duration::from_secs(5);
+/// The shortest time between two heartbeats when nudged: a burst of
+/// namespace changes costs one heartbeat a second at most.
+pub const MIN_NUDGED_GAP: Duration = Duration::from_secs(1);
 
 /// `period` ± 10 %, from a random draw.
 pub fn jittered(period: Duration) -> Duration {
@@ -21,31 +28,47 @@ pub fn jittered(period: Duration) -> Duration {
 }
 
 /// Heartbeats until the cluster leaves the fleet.
-pub async fn run<T: Target>(cluster: String, hub: Arc<Hub>, target: Arc<T>) -> Result<(), AgentError> {
+pub async fn run<T: Target>(
+    cluster: String,
+    hub: Arc<Hub>,
+    target: Arc<T>,
+    nudge: Arc<tokio::sync::Notify>,
+) -> Result<(), AgentError> {
     let mut period = INITIAL_PERIOD;
     loop {
-        let report = match target.report().await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!("collecting properties failed: {e}");
-                fleet_api::member::HeartbeatReport::default()
-            }
-        };
-        let request =
-            HeartbeatRequest { cluster: cluster.clone(), report: serde_json::to_vec(&report).unwrap_or_default() };
-        match hub
-            .call(|mut c| {
-                let request = request.clone();
-                async move { c.heartbeat(request).await }
-            })
-            .await
-        {
-            Ok(reply) => period = Duration::from_secs(reply.heartbeat_period_seconds.max(1)),
+        match beat(&cluster, &hub, target.as_ref()).await {
+            Ok(seconds) => period = Duration::from_secs(seconds.max(1)),
             Err(AgentError::Left(why)) => return Err(AgentError::Left(why)),
             Err(e) => tracing::warn!("heartbeat failed: {e}"),
         }
-        tokio::time::sleep(jittered(period)).await;
+        let next = jittered(period);
+        let sent = tokio::time::Instant::now();
+        tokio::select! {
+            _ = tokio::time::sleep(next) => {}
+            _ = nudge.notified() => tokio::time::sleep_until(sent + MIN_NUDGED_GAP.min(next)).await,
+        }
     }
+}
+
+/// One heartbeat with the target's current report; the hub's heartbeat
+/// period in seconds. The hub has recorded the report when this returns.
+pub async fn beat<T: Target>(cluster: &str, hub: &Hub, target: &T) -> Result<u64, AgentError> {
+    let report = match target.report().await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!("collecting properties failed: {e}");
+            fleet_api::member::HeartbeatReport::default()
+        }
+    };
+    let request =
+        HeartbeatRequest { cluster: cluster.to_string(), report: serde_json::to_vec(&report).unwrap_or_default() };
+    let reply = hub
+        .call(|mut c| {
+            let request = request.clone();
+            async move { c.heartbeat(request).await }
+        })
+        .await?;
+    Ok(reply.heartbeat_period_seconds)
 }
 
 #[cfg(test)]

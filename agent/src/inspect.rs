@@ -1,5 +1,6 @@
-//! `fleet-agent inspect --data-dir DIR [KIND [NAME]] [-n NS|-A] [-o json]`:
-//! what the embedded target of an agent holds, rendered like `fleetctl get`.
+//! `fleet-agent inspect --data-dir DIR [KIND [NAME]] [-n NS|-A] [-o json|origin]`:
+//! what the embedded target of an agent holds, rendered like `fleetctl get`;
+//! with `-o origin`, where one object came from (its Work and placement).
 //! It reads the store's files without any lock, so it works while the agent
 //! runs, and shows status as the agent would report it at this moment.
 
@@ -15,6 +16,7 @@ use crate::targets::embedded::print;
 use crate::targets::embedded::simulate::live_view;
 use crate::targets::embedded::store::Store;
 use crate::targets::TargetError;
+use crate::works::provenance::origin_text;
 
 /// The kind a user named, resolved against the registry and the cluster's CRDs.
 pub(crate) struct Kind {
@@ -107,6 +109,24 @@ pub fn inspect(
         let columns = print::columns_for(&kind.group, &kind.kind, namespaced && all_namespaces);
         Ok(print::render(&columns, &objects, now))
     }
+}
+
+/// "Where did this come from" for one object of the embedded target: the
+/// Work and the placement its annotations name ([`origin_text`]).
+pub fn origin(
+    dir: &Path,
+    kind: Option<&str>,
+    name: Option<&str>,
+    namespace: Option<&str>,
+) -> Result<String, TargetError> {
+    let (Some(kind), Some(name)) = (kind, name) else {
+        return Err(TargetError::Invalid(
+            "-o origin needs a KIND and a NAME (for example: inspect cm settings -n team -o origin)".to_string(),
+        ));
+    };
+    let text = inspect(dir, Some(kind), Some(name), namespace, false, true)?;
+    let object: Object = serde_json::from_str(&text).map_err(render_error)?;
+    Ok(origin_text(&object))
 }
 
 fn sort_key(o: &Object) -> (String, String, String, String) {

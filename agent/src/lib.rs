@@ -37,13 +37,17 @@ pub async fn run<T: Target>(
     let hub = Arc::new(Hub::new(config.hub.clone(), identity.tls()));
     let target = Arc::new(target);
     tracing::info!(cluster = %config.cluster, target = target.name(), "fleet-agent running");
-    let heartbeats = heartbeat::run(config.cluster.clone(), hub.clone(), target.clone());
+    // The Work loop nudges the heartbeat when a namespace it placed comes or
+    // goes, so ResourcePlacements into it need not wait a heartbeat period.
+    let nudge = Arc::new(tokio::sync::Notify::new());
+    let heartbeats = heartbeat::run(config.cluster.clone(), hub.clone(), target.clone(), nudge.clone());
     let works = works::run(
         config.cluster.clone(),
         hub.clone(),
         target.clone(),
         config.data_dir.clone(),
         config.drift_check_interval,
+        nudge,
     );
     let renewals = renew_forever(config.data_dir.clone(), hub.clone(), identity);
     let outcome = tokio::select! {

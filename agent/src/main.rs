@@ -19,6 +19,11 @@ async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     match &cli.command {
+        Some(Command::Inspect(args)) if args.output.as_deref() == Some("origin") => {
+            let (kind, name, namespace) = (args.kind.as_deref(), args.name.as_deref(), args.namespace.as_deref());
+            print!("{}", fleet_agent::inspect::origin(&args.data_dir, kind, name, namespace)?);
+            return Ok(());
+        }
         Some(Command::Inspect(args)) => {
             let text = fleet_agent::inspect::inspect(
                 &args.data_dir,

@@ -103,6 +103,8 @@ pub static KINDS: &[KindInfo] = &[
     kind!(FLEET_PLACEMENT, "ApprovalRequest", "approvalrequests", ["areq"], Namespaced, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ClusterResourcePlacementEviction", "clusterresourceplacementevictions", ["crpe"], Cluster, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ClusterResourcePlacementDisruptionBudget", "clusterresourceplacementdisruptionbudgets", ["crpdb"], Cluster, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ResourcePlacementEviction", "resourceplacementevictions", ["rpe"], Namespaced, true, PLACEMENT_VERSIONS),
+    kind!(FLEET_PLACEMENT, "ResourcePlacementDisruptionBudget", "resourceplacementdisruptionbudgets", ["rpdb"], Namespaced, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ClusterResourceEnvelope", "clusterresourceenvelopes", [], Cluster, true, PLACEMENT_VERSIONS),
     kind!(FLEET_PLACEMENT, "ResourceEnvelope", "resourceenvelopes", [], Namespaced, true, PLACEMENT_VERSIONS),
     // Open Cluster Management kinds.
@@ -311,6 +313,8 @@ mod tests {
             ("areq", "ApprovalRequest"),
             ("crpe", "ClusterResourcePlacementEviction"),
             ("crpdb", "ClusterResourcePlacementDisruptionBudget"),
+            ("rpe", "ResourcePlacementEviction"),
+            ("rpdb", "ResourcePlacementDisruptionBudget"),
             ("placement", "Placement"),
             ("placementdecision", "PlacementDecision"),
             ("pd", "PlacementDecision"),
@@ -394,7 +398,7 @@ mod tests {
         for k in kinds_in_group(FLEET_PLACEMENT_GROUP) {
             assert!(text.contains(k.kind), "{text} lacks {}", k.kind);
         }
-        assert!(check_own_group("placement.kubernetes-fleet.io/v1beta1", "ResourcePlacementEviction", "e").is_err());
+        assert!(check_own_group("placement.kubernetes-fleet.io/v1beta1", "AppliedWork", "w").is_err());
         let text =
             check_own_group("cluster.kubernetes-fleet.io/v1", "InternalMemberCluster", "m").unwrap_err().to_string();
         assert!(text.contains("only these kinds in it: MemberCluster"), "{text}");

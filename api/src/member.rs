@@ -155,6 +155,12 @@ pub struct MemberClusterStatus {
     pub properties: BTreeMap<String, PropertyValue>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_usage: Option<ResourceUsage>,
+    /// The namespaces that exist on the cluster (name → the Work that
+    /// placed it, empty when Fleet did not), at most
+    /// [`MAX_REPORTED_NAMESPACES`]: a ResourcePlacement is scheduled only
+    /// onto clusters listing its namespace. Absent until the agent reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_status: Vec<AgentStatus>,
 }
@@ -263,7 +269,23 @@ pub struct HeartbeatReport {
     /// The agent's own conditions (e.g. whether it applies Work).
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// Namespaces on the cluster (name → placing Work's name, or empty),
+    /// at most [`MAX_REPORTED_NAMESPACES`]; `None` from an agent that does
+    /// not report them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<BTreeMap<String, String>>,
 }
+
+/// Most namespaces a MemberCluster's status lists. KubeFleet's namespace
+/// tracker stops at the same number; it keeps a cluster with thousands of
+/// namespaces from turning its MemberCluster into a large object that every
+/// heartbeat change and every scheduling pass reads (200 names of at most
+/// 63 characters, each with a Work name, stay under about 25 KiB).
+pub const MAX_REPORTED_NAMESPACES: usize = 200;
+
+/// Agent condition saying whether every namespace fit in the report
+/// (KubeFleet's type, reasons `Succeeded` and `Degraded`).
+pub const CONDITION_NAMESPACES: &str = "NamespaceCollectionSucceeded";
 
 #[cfg(test)]
 mod tests {

@@ -187,12 +187,14 @@ pub fn kind_schemas(generator: &mut SchemaGenerator, group: &str, kind: &str) ->
         (FLEET_PLACEMENT_GROUP, staged::CLUSTER_APPROVAL_REQUEST | staged::APPROVAL_REQUEST) => {
             parts::<staged::ApprovalRequestSpec, staged::ApprovalRequestStatus>(g)
         }
-        (FLEET_PLACEMENT_GROUP, eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION) => {
-            parts::<eviction::EvictionSpec, eviction::EvictionStatus>(g)
-        }
-        (FLEET_PLACEMENT_GROUP, eviction::CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET) => {
-            spec_only::<eviction::DisruptionBudgetSpec>(g)
-        }
+        (
+            FLEET_PLACEMENT_GROUP,
+            eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION | eviction::RESOURCE_PLACEMENT_EVICTION,
+        ) => parts::<eviction::EvictionSpec, eviction::EvictionStatus>(g),
+        (
+            FLEET_PLACEMENT_GROUP,
+            eviction::CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET | eviction::RESOURCE_PLACEMENT_DISRUPTION_BUDGET,
+        ) => spec_only::<eviction::DisruptionBudgetSpec>(g),
         (CLUSTER_GROUP, ocm::managed_cluster::KIND) => spec_only::<ocm::managed_cluster::ManagedClusterSpec>(g),
         (CLUSTER_GROUP, ocm::placement::KIND) => {
             parts::<ocm::placement::PlacementSpec, ocm::placement::PlacementStatus>(g)

@@ -108,7 +108,10 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
         ) => staged::prepare(object),
         (
             crate::kinds::FLEET_PLACEMENT_GROUP,
-            eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION | eviction::CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET,
+            eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION
+            | eviction::CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET
+            | eviction::RESOURCE_PLACEMENT_EVICTION
+            | eviction::RESOURCE_PLACEMENT_DISRUPTION_BUDGET,
         ) => eviction::prepare(object),
         (CLUSTER_GROUP, ocm::placement::KIND) => ocm::placement::prepare(object),
         (CLUSTER_GROUP, decision::KIND) => decision::prepare(object),

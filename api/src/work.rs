@@ -138,6 +138,86 @@ pub struct WorkSpec {
     /// What happens to the applied objects when the Work is deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_options: Option<DeleteOptions>,
+    /// Whether the agent reports the applied objects' status back
+    /// (`backReportedStatus` of each manifest condition); from the
+    /// placement's `strategy.reportBackStrategy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_back_strategy: Option<ReportBackStrategy>,
+}
+
+/// `reportBackStrategy` of a placement's strategy and of a Work (KubeFleet's):
+/// whether the member's status of each placed object is mirrored to the hub.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReportBackStrategy {
+    /// `Disabled` (the default: nothing is reported back) or `Mirror` (the
+    /// status is copied verbatim to `destination`).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    /// With `Mirror`, required: `WorkAPI` (into each manifest condition's
+    /// `backReportedStatus` of the Work on the hub). KubeFleet's
+    /// `OriginalResource` (onto the hub object's status) is refused: Fleet
+    /// does not write it yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+}
+
+/// Report-back strategy types.
+pub const REPORT_BACK_TYPES: &[&str] = &[REPORT_BACK_DISABLED, REPORT_BACK_MIRROR];
+/// Nothing is reported back (the default).
+pub const REPORT_BACK_DISABLED: &str = "Disabled";
+/// The member's status is mirrored to the hub.
+pub const REPORT_BACK_MIRROR: &str = "Mirror";
+/// Report-back destinations.
+pub const REPORT_BACK_DESTINATIONS: &[&str] = &[DESTINATION_ORIGINAL_RESOURCE, DESTINATION_WORK_API];
+/// Onto the hub's original object's status.
+pub const DESTINATION_ORIGINAL_RESOURCE: &str = "OriginalResource";
+/// Into the Work's manifest conditions.
+pub const DESTINATION_WORK_API: &str = "WorkAPI";
+
+impl ReportBackStrategy {
+    /// Whether statuses are mirrored at all.
+    pub fn mirrors(&self) -> bool {
+        self.type_.as_deref() == Some(REPORT_BACK_MIRROR)
+    }
+
+    /// The field errors of a strategy at `path`: known type and
+    /// destination, and a destination with `Mirror` (KubeFleet's rule and
+    /// message).
+    pub fn validate(&self, path: &str) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        check_enum(&mut errors, &format!("{path}.type"), self.type_.as_deref(), REPORT_BACK_TYPES);
+        check_enum(&mut errors, &format!("{path}.destination"), self.destination.as_deref(), REPORT_BACK_DESTINATIONS);
+        if self.mirrors() && self.destination.as_deref().unwrap_or("").is_empty() {
+            errors.push(FieldError::required(
+                format!("{path}.destination"),
+                "when reportBackStrategy.type is 'Mirror', a destination must be specified",
+            ));
+        }
+        // Refused rather than accepted and left undone: nothing writes the
+        // hub objects' status yet.
+        if self.mirrors() && self.destination.as_deref() == Some(DESTINATION_ORIGINAL_RESOURCE) {
+            errors.push(FieldError::forbidden(
+                format!("{path}.destination"),
+                "Fleet does not mirror statuses onto the original resources yet; use WorkAPI (the status shows in \
+                 each Work's manifest conditions, backReportedStatus)",
+            ));
+        }
+        errors
+    }
+}
+
+/// `backReportedStatus` of a manifest condition: the member's status of the
+/// applied object, as `{apiVersion, kind, status}`, and when it was observed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackReportedStatus {
+    /// `{apiVersion, kind, status}` of the object on the member.
+    #[serde(default)]
+    pub observed_status: Value,
+    /// When the agent observed it (RFC 3339).
+    #[serde(default)]
+    pub observation_time: String,
 }
 
 /// `spec.deleteOptions` of a Work (from the placement's `deleteStrategy`).
@@ -186,6 +266,9 @@ pub struct ManifestCondition {
     pub drift_details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff_details: Option<Value>,
+    /// The member's status of the object, with `reportBackStrategy` Mirror.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub back_reported_status: Option<BackReportedStatus>,
 }
 
 /// `status` of a Work.
@@ -291,6 +374,9 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
             d.propagation_policy.as_deref(),
             &["Delete", "Abandon"],
         );
+    }
+    if let Some(r) = &spec.report_back_strategy {
+        errors.extend(r.validate("spec.reportBackStrategy"));
     }
     ValidationError::check(&object.kind, &object.metadata.name, errors)
 }

@@ -56,6 +56,7 @@ fn pick_n(c: &mut Criterion) {
                     policy_snapshot: "bench-0",
                     clusters,
                     bindings: &[],
+                    namespace: None,
                 };
                 black_box(schedule(black_box(&request)))
             })
@@ -80,6 +81,7 @@ fn fleet_reschedule(c: &mut Criterion) {
                     policy_snapshot: &snapshot,
                     clusters: &clusters,
                     bindings: &[],
+                    namespace: None,
                 };
                 black_box(schedule(black_box(&request)));
             }

@@ -206,3 +206,97 @@ async fn drain_evicts_what_budgets_allow_and_uncordon_lets_placements_back() {
     let mc = get(&mut admin, "mc", "", "x").await.expect("mc x");
     assert!(fleet_api::member::spec_of(&mc).taints.is_empty());
 }
+
+/// A namespaced eviction's (Valid, Executed) statuses and Executed's message.
+async fn judged_in(hub: &Hub, namespace: &str, name: &str) -> Result<(String, String, String), String> {
+    let mut admin = hub.client(hub.running()[0]).await;
+    let e = get(&mut admin, "rpe", namespace, name).await.map_err(|e| e.to_string())?;
+    let find = |t: &str| fleet_tests::objects::condition(&e, t).map(|c| c.0).unwrap_or_default();
+    let executed = e.status().and_then(|s| s.get("conditions")).and_then(|c| c.as_array()).and_then(|cs| {
+        cs.iter().find(|c| c["type"] == "Executed").map(|c| (c["reason"].clone(), c["message"].clone()))
+    });
+    let Some((reason, message)) = executed else { return Err("not judged yet".into()) };
+    let (reason, message) = (reason.as_str().unwrap_or_default(), message.as_str().unwrap_or_default());
+    Ok((find("Valid"), reason.to_string(), message.to_string()))
+}
+
+/// The clusters a ResourcePlacement's bindings target, sorted.
+async fn rp_clusters(hub: &Hub, namespace: &str, placement: &str) -> Vec<String> {
+    let selector = format!("kubernetes-fleet.io/parent-CRP={placement}");
+    let objects = fleet_tests::fleet::list(hub, "rb", &selector).await.unwrap_or_default();
+    let mut clusters: Vec<String> = objects
+        .iter()
+        .filter(|b| b.metadata.namespace.as_deref() == Some(namespace))
+        .map(|b| fleet_api::binding::spec_of(b).target_cluster)
+        .collect();
+    clusters.sort();
+    clusters
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespaced_eviction_is_blocked_and_allowed_by_its_namespaced_budget() {
+    let member = |name: &'static str| Member { name, labels: &[], nodes: 1, cpu: 2 };
+    let (a, b, c) = (member("a"), member("b"), member("c"));
+    let hub = fleet(&[&a, &b, &c]).await;
+    let team = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team}\ndata: {version: \"1\"}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacement\nmetadata: {name: team-ns}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: Namespace, name: team, selectionScope: NamespaceOnly}\n  policy: {placementType: PickAll}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourcePlacement\nmetadata: {name: web, namespace: team}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: ConfigMap, name: settings}\n  policy: {placementType: PickN, numberOfClusters: 2}\n  strategy:\n    rollingUpdate: {unavailablePeriodSeconds: 0}\n";
+    apply_yaml(&hub, team);
+    let chosen = eventually("web on two clusters, available", WAIT, || async {
+        let out = hub.fleetctl(&["rollout", "status", "rp", "web", "-n", "team"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let clusters = rp_clusters(&hub, "team", "web").await;
+        if out.status.success() && text.contains("(2/2 clusters available)") && clusters.len() == 2 {
+            Ok(clusters)
+        } else {
+            Err(format!("{clusters:?} {text} {}", String::from_utf8_lossy(&out.stderr)))
+        }
+    })
+    .await;
+    let members = [&a, &b, &c];
+    let victim = members.iter().find(|m| m.name == chosen[0]).expect("a chosen member");
+    let kept = chosen[1].clone();
+    let spare = members.iter().map(|m| m.name).find(|n| !chosen.iter().any(|c| c == n)).expect("an unchosen member");
+    let budget = |min: u32| {
+        format!(
+            "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourcePlacementDisruptionBudget\nmetadata: {{name: web, namespace: team}}\nspec: {{minAvailable: {min}}}\n"
+        )
+    };
+    let evict = |name: &str| {
+        format!(
+            "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourcePlacementEviction\nmetadata: {{name: {name}, namespace: team}}\nspec: {{placementName: web, clusterName: {}}}\n",
+            victim.name
+        )
+    };
+    // A cluster-scoped budget of the same name guards nothing here.
+    apply_yaml(
+        &hub,
+        "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacementDisruptionBudget\nmetadata: {name: web}\nspec: {minAvailable: 0}\n",
+    );
+    apply_yaml(&hub, &budget(2));
+    let taint = "  taints: [{key: maintenance, value: \"true\", effect: NoSchedule}]\n";
+    apply_yaml(&hub, &member_yaml(victim, taint));
+
+    // minAvailable 2 of 2 available: blocked, nothing moves.
+    apply_yaml(&hub, &evict("evict-1"));
+    let first = eventually("evict-1 judged", WAIT, || judged_in(&hub, "team", "evict-1")).await;
+    let blocked = "Eviction is blocked by specified ResourcePlacementDisruptionBudget, availablePlacements: 2, totalPlacements: 2";
+    assert_eq!(first, ("True".into(), "ResourcePlacementEvictionNotExecuted".into(), blocked.into()));
+    assert!(member_has(&hub, victim.name, "configmap", "team", "settings"), "a blocked eviction changes nothing");
+    let out = hub.fleetctl(&["get", "rpe", "-n", "team"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows, [vec!["NAME", "VALID", "EXECUTED"], vec!["evict-1", "True", "False"]], "{text}");
+
+    // minAvailable 1: a new eviction executes; the victim's copy goes and
+    // the scheduler replaces it with the spare cluster (the victim is tainted).
+    apply_yaml(&hub, &budget(1));
+    apply_yaml(&hub, &evict("evict-2"));
+    let second = eventually("evict-2 judged", WAIT, || judged_in(&hub, "team", "evict-2")).await;
+    let allowed = "Eviction is allowed by specified ResourcePlacementDisruptionBudget, availablePlacements: 2, totalPlacements: 2";
+    assert_eq!(second, ("True".into(), "ResourcePlacementEvictionExecuted".into(), allowed.into()));
+    wait_member(&hub, victim.name, "configmap", "team", "settings", false).await;
+    wait_member(&hub, spare, "configmap", "team", "settings", true).await;
+    let mut want = vec![kept, spare.to_string()];
+    want.sort();
+    assert_eq!(rp_clusters(&hub, "team", "web").await, want);
+    assert!(member_has(&hub, victim.name, "namespace", "", "team"), "the ClusterResourcePlacement's namespace stays");
+}

@@ -282,6 +282,17 @@ async fn kubectl_explains_validates_pages_reviews_and_resumes_watches() {
         delete_options.contains("validationMode <string>") && delete_options.contains("Strict"),
         "{delete_options}"
     );
+    let namespaces = explain(&["membercluster.status.namespaces"]);
+    assert!(
+        namespaces.contains("namespaces <map[string]string>") && namespaces.contains("ResourcePlacement"),
+        "{namespaces}"
+    );
+    let rpe = explain(&["resourceplacementeviction.spec"]);
+    assert!(rpe.contains("placementName <string>") && rpe.contains("clusterName <string>"), "{rpe}");
+    let report_back = explain(&["crp.spec.strategy.reportBackStrategy"]);
+    assert!(report_back.contains("destination <string>") && report_back.contains("WorkAPI"), "{report_back}");
+    let rpdb = explain(&["rpdb.spec"]);
+    assert!(rpdb.contains("minAvailable <IntOrString>") && rpdb.contains("maxUnavailable <IntOrString>"), "{rpdb}");
 
     // fieldValidation: Strict refuses an unknown field, Warn drops it with a warning, Ignore drops it.
     // kubectl create NAMESPACE|CONFIGMAP sends protobuf, which the hub reads.

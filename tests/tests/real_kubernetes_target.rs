@@ -355,6 +355,11 @@ async fn the_report_sums_real_nodes_and_the_pods_that_hold_resources() {
     let usage = &report.resource_usage;
     assert_eq!((q(&usage.capacity["cpu"]), q(&usage.capacity["memory"])), (q("8"), q("16Gi")));
     assert_eq!(q(&usage.available["cpu"]), q("8"));
+    // The namespaces, for ResourcePlacements' namespace affinity.
+    let namespaces = report.namespaces.clone().expect("namespaces reported");
+    assert!(namespaces.contains_key("default") && namespaces.contains_key("kube-system"), "{namespaces:?}");
+    let condition = report.conditions.iter().find(|c| c.type_ == "NamespaceCollectionSucceeded").expect("condition");
+    assert_eq!(condition.status, "True", "{condition:?}");
 
     // Two running Pods of 250m and a finished Job's Pod: only the running count.
     apply(&target, &namespace()).await;
@@ -364,10 +369,12 @@ async fn the_report_sums_real_nodes_and_the_pods_that_hold_resources() {
         let done = cluster.get("job", "demo", "once").is_some_and(|j| j["status"]["succeeded"] == 1);
         let report = target.report().await.map_err(|e| e.to_string())?;
         let available = q(&report.resource_usage.available["cpu"]);
-        if done && available == q("7500m") {
+        // The namespace Fleet placed names its Work.
+        let placed_by = report.namespaces.as_ref().and_then(|n| n.get("demo")).cloned().unwrap_or_default();
+        if done && available == q("7500m") && !placed_by.is_empty() {
             Ok(())
         } else {
-            Err(format!("job done {done}, available cpu {available:?}"))
+            Err(format!("job done {done}, available cpu {available:?}, demo placed by {placed_by:?}"))
         }
     })
     .await;

@@ -221,8 +221,10 @@ async fn scale_out_replacement_unselection_deletion_and_abandon() {
         }
     })
     .await;
+    // The ResourcePlacement reaches each cluster once it reports the
+    // namespace (namespace affinity), so its rollout may finish before.
     for cluster in ["west-1", "east-1", "west-2"] {
-        assert!(member_has(&hub, cluster, "configmap", "team", "settings"), "{cluster} has the RP's object");
+        wait_member(&hub, cluster, "configmap", "team", "settings", true).await;
         assert!(
             !member_has(&hub, cluster, "configmap", "team", "other"),
             "NamespaceOnly and the RP's selector bring nothing else"

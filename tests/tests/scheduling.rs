@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use fleet_tests::fleet::{apply_yaml, bindings, fleet, list, member_yaml, Member, WAIT};
+use fleet_tests::fleet::{apply_yaml, bindings, fleet, list, member_yaml, wait_member, Member, WAIT};
 use fleet_tests::objects::{condition, get};
 use fleet_tests::{eventually, Hub};
 
@@ -213,4 +213,118 @@ async fn a_new_leader_finishes_scheduling_with_the_same_result() {
     for i in 0..8 {
         wait_chosen(&hub, &format!("p{i}"), &["central-1", "east-2", "west-1"], true).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pick_fixed_placement_scales_to_zero_and_back() {
+    let hub = fleet(&[&FLEET[0], &FLEET[3]]).await;
+    apply_yaml(&hub, NAMESPACE);
+    apply_yaml(&hub, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata: {k: v}\n");
+    let fixed = |names: &str| crp("fixed", &format!("    placementType: PickFixed\n    clusterNames: [{names}]\n"));
+    apply_yaml(&hub, &fixed("east-1, west-2"));
+    wait_chosen(&hub, "fixed", &["east-1", "west-2"], true).await;
+    for cluster in ["east-1", "west-2"] {
+        wait_member(&hub, cluster, "configmap", "app", "settings", true).await;
+    }
+
+    // No names: the resources leave every cluster, the placement stays.
+    apply_yaml(&hub, &fixed(""));
+    wait_chosen(&hub, "fixed", &[], true).await;
+    for cluster in ["east-1", "west-2"] {
+        wait_member(&hub, cluster, "configmap", "app", "settings", false).await;
+        wait_member(&hub, cluster, "namespace", "", "app", false).await;
+    }
+    // The placement stays, with only its Scheduled condition, as KubeFleet
+    // keeps a placement that selects no cluster.
+    let mut admin = hub.client(hub.running()[0]).await;
+    let placement = get(&mut admin, "crp", "", "fixed").await.expect("the placement stays");
+    assert!(placement.metadata.deletion_timestamp.is_none(), "{placement:?}");
+    let types: Vec<String> = placement
+        .status()
+        .and_then(|s| s.get("conditions"))
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["type"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(types, ["ClusterResourcePlacementScheduled"], "{:?}", placement.status());
+    let entries =
+        placement.status().and_then(|s| s.get("placementStatuses")).and_then(|p| p.as_array()).map_or(0, Vec::len);
+    assert_eq!(entries, 0, "no per-cluster entries: {:?}", placement.status());
+
+    // A name again: placed there again, and only there.
+    apply_yaml(&hub, &fixed("west-2"));
+    wait_chosen(&hub, "fixed", &["west-2"], true).await;
+    wait_member(&hub, "west-2", "configmap", "app", "settings", true).await;
+    assert!(!fleet_tests::fleet::member_has(&hub, "east-1", "configmap", "app", "settings"));
+}
+
+/// The clusters of a ResourcePlacement's active bindings, sorted.
+async fn rp_clusters(hub: &Hub, namespace: &str, placement: &str) -> Result<Vec<String>, String> {
+    let objects = list(hub, "rb", &format!("kubernetes-fleet.io/parent-CRP={placement}")).await?;
+    let mut clusters: Vec<String> = objects
+        .iter()
+        .filter(|b| b.metadata.namespace.as_deref() == Some(namespace))
+        .map(fleet_api::binding::spec_of)
+        .filter(|s| s.state != "Unscheduled")
+        .map(|s| s.target_cluster)
+        .collect();
+    clusters.sort();
+    Ok(clusters)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_placement_goes_only_where_its_namespace_is() {
+    let hub = fleet(&[&FLEET[0], &FLEET[3]]).await;
+    apply_yaml(
+        &hub,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team}\ndata: {a: \"1\"}\n",
+    );
+    let namespace_on = |names: &str| {
+        format!(
+            "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacement\nmetadata: {{name: team-ns}}\nspec:\n  resourceSelectors:\n    - {{group: \"\", version: v1, kind: Namespace, name: team, selectionScope: NamespaceOnly}}\n  policy: {{placementType: PickFixed, clusterNames: [{names}]}}\n"
+        )
+    };
+    apply_yaml(&hub, &namespace_on("east-1"));
+    apply_yaml(
+        &hub,
+        "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourcePlacement\nmetadata: {name: team-rp, namespace: team}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: ConfigMap, name: settings}\n  policy: {placementType: PickAll}\n",
+    );
+
+    // Only east-1 has the namespace: the ResourcePlacement goes there alone,
+    // and says why west-2 was left out.
+    eventually("team-rp on east-1 only, west-2 filtered", WAIT, || async {
+        let clusters = rp_clusters(&hub, "team", "team-rp").await?;
+        let snapshots = list(&hub, "sps", "kubernetes-fleet.io/parent-CRP=team-rp").await?;
+        let reasons =
+            serde_json::to_string(&snapshots.iter().map(|s| s.status()).collect::<Vec<_>>()).unwrap_or_default();
+        if clusters == ["east-1"] && reasons.contains("target namespace does not exist on cluster") {
+            Ok(())
+        } else {
+            Err(format!("{clusters:?} {reasons}"))
+        }
+    })
+    .await;
+    wait_member(&hub, "east-1", "configmap", "team", "settings", true).await;
+    assert!(!fleet_tests::fleet::member_has(&hub, "west-2", "configmap", "team", "settings"));
+
+    // The member's status lists the namespace with the Work that placed it.
+    let mc = fleet_tests::fleet::get_object(&hub, "mc", "", "east-1").await.expect("east-1");
+    let work = mc.status().and_then(|s| s.pointer("/namespaces/team")).and_then(|v| v.as_str()).unwrap_or_default();
+    assert_eq!(work, "team-ns-work", "{:?}", mc.status());
+    let out = hub.fleetctl(&["describe", "mc", "east-1"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("team-ns-work"), "{}", String::from_utf8_lossy(&out.stdout));
+
+    // Once the namespace reaches west-2, the ResourcePlacement follows.
+    apply_yaml(&hub, &namespace_on("east-1, west-2"));
+    eventually("team-rp on both", WAIT, || async {
+        let clusters = rp_clusters(&hub, "team", "team-rp").await?;
+        if clusters == ["east-1", "west-2"] {
+            Ok(())
+        } else {
+            Err(format!("{clusters:?}"))
+        }
+    })
+    .await;
+    wait_member(&hub, "west-2", "configmap", "team", "settings", true).await;
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use fleet_api::staged::{run_status_of, UpdateRunStatus};
-use fleet_tests::fleet::{apply_yaml, fleet, member_yaml, Member, WAIT};
+use fleet_tests::fleet::{apply_yaml, fleet, list, member_yaml, Member, WAIT};
 use fleet_tests::members::{configmap_value, Arrivals};
 use fleet_tests::objects::get;
 use fleet_tests::{eventually, Hub};
@@ -409,6 +409,17 @@ async fn a_namespaced_run_rolls_out_a_resource_placement_after_its_approval() {
     let hub = fleet(&[&ONE, &TWO]).await;
     let team = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team}\ndata: {version: \"1\"}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacement\nmetadata: {name: team-ns}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: Namespace, name: team, selectionScope: NamespaceOnly}\n  policy: {placementType: PickAll}\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ResourcePlacement\nmetadata: {name: team-rp, namespace: team}\nspec:\n  resourceSelectors:\n    - {group: \"\", version: v1, kind: ConfigMap, name: settings}\n  policy: {placementType: PickAll}\n  strategy: {type: External}\n";
     apply_yaml(&hub, team);
+    // The ResourcePlacement is scheduled once both clusters report its
+    // namespace (namespace affinity); the run starts from there.
+    eventually("team-rp scheduled on both clusters", WAIT, || async {
+        let bindings = list(&hub, "rb", "kubernetes-fleet.io/parent-CRP=team-rp").await?;
+        if bindings.len() == 2 {
+            Ok(())
+        } else {
+            Err(format!("{} bindings", bindings.len()))
+        }
+    })
+    .await;
     let run = "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: StagedUpdateStrategy\nmetadata: {name: gated, namespace: team}\nspec:\n  stages:\n    - name: all\n      labelSelector: {}\n      maxConcurrency: 100%\n      beforeStageTasks: [{type: Approval}]\n---\napiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: StagedUpdateRun\nmetadata: {name: r1, namespace: team}\nspec:\n  placementName: team-rp\n  stagedRolloutStrategyName: gated\n";
     apply_yaml(&hub, run);
     eventually("ApprovalRequest team/r1-before-all created", WAIT, || async {

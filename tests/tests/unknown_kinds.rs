@@ -19,8 +19,8 @@ kind: MetricCollector
 metadata: {name: web-status}
 ---
 apiVersion: placement.kubernetes-fleet.io/v1beta1
-kind: ResourcePlacementEviction
-metadata: {name: evict-web, namespace: team-a}
+kind: AppliedWork
+metadata: {name: web-work}
 ---
 apiVersion: placement.kubefleet.dev/v1alpha1
 kind: PlacementPolicy
@@ -82,8 +82,8 @@ async fn fleetctl_apply_refuses_unknown_kinds_of_fleets_groups_and_stores_nothin
     }
     assert!(
         stderr.contains(
-            "(document 3): ResourcePlacementEviction \"evict-web\" is invalid:\n  kind: Unsupported value: \
-             \"ResourcePlacementEviction\": no matches for kind \"ResourcePlacementEviction\" in version \
+            "(document 3): AppliedWork \"web-work\" is invalid:\n  kind: Unsupported value: \
+             \"AppliedWork\": no matches for kind \"AppliedWork\" in version \
              \"placement.kubernetes-fleet.io/v1beta1\""
         ),
         "{stderr}"
@@ -113,7 +113,7 @@ async fn fleetctl_apply_refuses_unknown_kinds_of_fleets_groups_and_stores_nothin
 
     // Nothing of it was stored.
     assert_eq!(stored(&hub, "placement.kubernetes-fleet.io/v1", "MetricCollector").await, 0);
-    assert_eq!(stored(&hub, "placement.kubernetes-fleet.io/v1beta1", "ResourcePlacementEviction").await, 0);
+    assert_eq!(stored(&hub, "placement.kubernetes-fleet.io/v1beta1", "AppliedWork").await, 0);
     assert_eq!(stored(&hub, "placement.kubefleet.dev/v1alpha1", "PlacementPolicy").await, 0);
     assert_eq!(stored(&hub, "example.com/v1", "Widget").await, 0);
     let out = hub.fleetctl(&["get", "crp"]);
@@ -199,7 +199,7 @@ async fn kubectl_gets_no_matches_and_every_write_of_an_unknown_kind_is_refused()
     assert!(!out.status.success(), "unknown kinds were applied");
     for (kind, version) in [
         ("MetricCollector", "placement.kubernetes-fleet.io/v1"),
-        ("ResourcePlacementEviction", "placement.kubernetes-fleet.io/v1beta1"),
+        ("AppliedWork", "placement.kubernetes-fleet.io/v1beta1"),
         ("PlacementPolicy", "placement.kubefleet.dev/v1alpha1"),
     ] {
         assert!(stderr.contains(&format!("no matches for kind \"{kind}\" in version \"{version}\"")), "{stderr}");

@@ -6,6 +6,7 @@
 pub mod availability;
 pub mod embedded;
 pub mod kubernetes;
+pub mod namespaces;
 
 use std::future::Future;
 

@@ -37,8 +37,10 @@ use serde_json::Value;
 use super::compare::{differences, Comparison, Difference};
 use super::details::{details, Report};
 use super::ledger::{Entry, LastApplied};
+use super::provenance::{stamped, Provenance};
 use super::redact::scrub_message;
 use super::report::report_work;
+use super::report_back::{self, observed_status};
 use super::strategy::{decide, Decision, Strategy};
 use super::waves::wave;
 use crate::targets::availability::{availability, Availability};
@@ -178,6 +180,7 @@ async fn process<T: Target>(
     strategy: &Strategy,
     object: &Object,
     owner: &str,
+    provenance: Option<&Provenance>,
     last_applied: Option<&LastApplied>,
     reapply: bool,
 ) -> Processed {
@@ -199,7 +202,8 @@ async fn process<T: Target>(
             // member (deleted there: re-created) and when it drifted (the
             // drifts are reported with the generation that drifted).
             _ => {
-                let request = ApplyRequest { manifest: object, mode: strategy.mode, owner, take_over };
+                let manifest = stamped(object, provenance);
+                let request = ApplyRequest { manifest: &manifest, mode: strategy.mode, owner, take_over };
                 match target.apply(request).await {
                     Ok(a) => {
                         let remaining = remaining_drifts(strategy, object, last_applied, &a.live);
@@ -232,6 +236,9 @@ pub async fn apply_work<T: Target>(
     }
     let generation = work_object.metadata.generation;
     let owner = super::work_owner(work_object);
+    let provenance = Provenance::of_work(work_object);
+    let mirror = spec.report_back_strategy.as_ref().is_some_and(|r| r.mirrors());
+    let mut observed = std::collections::BTreeMap::new();
     let mut items = manifests(&spec);
     items.sort_by_key(|m| {
         let id = &m.identifier;
@@ -251,7 +258,7 @@ pub async fn apply_work<T: Target>(
             (None, Some(object)) => {
                 let id = ResourceId::of(object);
                 let last = previous.and_then(|p| p.last_applied(&id));
-                let p = process(target, &strategy, object, &owner, last, reapply).await;
+                let p = process(target, &strategy, object, &owner, provenance.as_ref(), last, reapply).await;
                 match &p.result {
                     Ok(live) if p.written => {
                         let manifest = serde_json::to_value(object).unwrap_or(Value::Null);
@@ -280,6 +287,9 @@ pub async fn apply_work<T: Target>(
             Ok(live) => {
                 let generation = live.metadata.generation;
                 placed.push(ResourceId::of(live));
+                if let Some(status) = observed_status(live).filter(|_| mirror) {
+                    observed.insert(m.ordinal, status);
+                }
                 set_condition(
                     &mut conditions,
                     Condition::new(CONDITION_APPLIED, true, "ManifestApplied", "applied").observing(generation),
@@ -326,6 +336,7 @@ pub async fn apply_work<T: Target>(
             diff_details: processed
                 .diffs
                 .map(|d| details(Report::Diff, &d, old_condition.and_then(|c| c.diff_details.as_ref()), g, now)),
+            back_reported_status: None,
         });
     }
     manifest_conditions.sort_by_key(|c| c.identifier.ordinal);
@@ -384,6 +395,16 @@ pub async fn apply_work<T: Target>(
     } else {
         conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
     }
+    // Back-reports last: whether the status is written anyway decides
+    // whether a changed report may go out before its interval.
+    let written_anyway = report_back::changed_besides_reports(&old, &conditions, &manifest_conditions);
+    let back_reports = report_back::fill(&mut manifest_conditions, &observed, &old, written_anyway, now);
+    conditions.retain(|c| c.type_ != report_back::CONDITION_STATUS_TRIMMED);
+    if let Some(trimmed) = report_back::trimmed_condition(back_reports.trimmed) {
+        let previous = old.conditions.iter().find(|c| c.type_ == report_back::CONDITION_STATUS_TRIMMED);
+        conditions.extend(previous.cloned());
+        set_condition(&mut conditions, trimmed.observing(generation), now);
+    }
     WorkOutcome {
         status: WorkStatus { conditions, manifest_conditions },
         entry: Entry {
@@ -392,7 +413,7 @@ pub async fn apply_work<T: Target>(
             abandon_on_delete: spec.abandons_on_delete(),
             last_applied,
         },
-        settled: applied_all && !any_pending,
+        settled: applied_all && !any_pending && !back_reports.held_back,
     }
 }
 

@@ -50,8 +50,10 @@ pub mod apply;
 pub mod compare;
 pub mod details;
 pub mod ledger;
+pub mod provenance;
 pub mod redact;
 pub mod report;
+pub mod report_back;
 pub mod strategy;
 pub mod waves;
 
@@ -63,6 +65,7 @@ use fleet_api::member::member_namespace;
 use fleet_api::{work, Object};
 use fleet_proto::fleet::{KindRef, UpdateStatusRequest, WatchRequest};
 use futures::StreamExt;
+use serde_json::Value;
 use tokio::sync::{Mutex, Notify};
 
 use crate::hub::Hub;
@@ -218,6 +221,7 @@ pub async fn run<T: Target>(
     target: Arc<T>,
     data_dir: std::path::PathBuf,
     drift_check_interval: Option<Duration>,
+    namespaces_moved: Arc<Notify>,
 ) -> Result<(), AgentError> {
     let changes = target.take_changes();
     let watching = changes.is_some();
@@ -236,7 +240,15 @@ pub async fn run<T: Target>(
     let follower = changes.map(|changes| tokio::spawn(follow_changes(changes, state.clone(), wake.clone())));
     // Whichever ends first ends the loop, with its own reason (e.g. the cluster left).
     let result = tokio::select! {
-        r = reconcile_forever(&hub, target.as_ref(), &mut ledger, &state, &wake, watching) => r,
+        r = reconcile_forever(
+            &hub,
+            target.as_ref(),
+            &mut ledger,
+            &state,
+            &wake,
+            watching,
+            Heartbeats { cluster: &cluster, withdrawn: &namespaces_moved },
+        ) => r,
         r = &mut watcher => match r {
             Ok(r) => r,
             Err(e) => Err(AgentError::Hub(format!("the Work watch failed: {e}"))),
@@ -273,6 +285,14 @@ async fn check_periodically(interval: Duration, state: Arc<Mutex<State>>, wake: 
     }
 }
 
+/// How the Work loop tells the hub about namespaces: the cluster to beat
+/// for, and the heartbeat loop's nudge for withdrawn ones.
+#[derive(Clone, Copy)]
+struct Heartbeats<'a> {
+    cluster: &'a str,
+    withdrawn: &'a Notify,
+}
+
 /// Reconciles queued Works one at a time, for ever. A Work that is not
 /// settled is queued again [`RECHECK`] later without holding up the others
 /// (an envelope's Work may wait for the namespace another Work creates).
@@ -283,6 +303,7 @@ async fn reconcile_forever<T: Target>(
     state: &Arc<Mutex<State>>,
     wake: &Arc<Notify>,
     watching: bool,
+    heartbeats: Heartbeats<'_>,
 ) -> Result<(), AgentError> {
     loop {
         let next = state.lock().await.next();
@@ -298,8 +319,11 @@ async fn reconcile_forever<T: Target>(
             (s.works.get(&name).cloned(), s.deleted.remove(&name))
         };
         let settled = match work {
-            Some(work) => reconcile(hub, target, ledger, &name, &work).await?,
-            None => forget_work(target, ledger, &name, abandon).await?,
+            Some(work) => reconcile(heartbeats.cluster, hub, target, ledger, &name, &work).await?,
+            None => {
+                heartbeats.withdrawn.notify_one();
+                forget_work(target, ledger, &name, abandon).await?
+            }
         };
         let delay = state.lock().await.recheck_after(&name, settled, watching);
         if !settled {
@@ -369,7 +393,16 @@ async fn apply_and_record<T: Target>(
 }
 
 /// Reconciles one existing Work and reports its status. Returns whether it is settled.
+/// Whether the Work places a Namespace (its coming or going is news for the
+/// heartbeat).
+fn places_namespace(work: &Object) -> bool {
+    let manifests = work.spec().and_then(|s| s.pointer("/workload/manifests")).and_then(Value::as_array);
+    manifests.into_iter().flatten().any(|m| m["apiVersion"] == "v1" && m["kind"] == "Namespace")
+}
+
+/// Applies a Work and reports its status; whether it is settled.
 async fn reconcile<T: Target>(
+    cluster: &str,
     hub: &Hub,
     target: &T,
     ledger: &mut Ledger,
@@ -378,6 +411,16 @@ async fn reconcile<T: Target>(
 ) -> Result<bool, AgentError> {
     let outcome = apply_and_record(target, ledger, name, work).await?;
     if work::status_of(work) != outcome.status {
+        // A namespace it placed must be known to the hub (the cluster's
+        // status.namespaces, read by ResourcePlacements' namespace affinity)
+        // before the Work says it is applied.
+        if places_namespace(work) {
+            match crate::heartbeat::beat(cluster, hub, target).await {
+                Err(AgentError::Left(why)) => return Err(AgentError::Left(why)),
+                Err(e) => tracing::warn!("heartbeat before reporting {name} failed: {e}"),
+                Ok(_) => {}
+            }
+        }
         let mut updated = work.clone();
         work::set_status(&mut updated, &outcome.status);
         let request = UpdateStatusRequest { object: updated.to_json() };

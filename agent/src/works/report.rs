@@ -119,6 +119,8 @@ pub async fn report_work<T: Target>(
             conditions,
             drift_details: None,
             diff_details: compared.ok().map(|(diffs, g)| details(Report::Diff, &diffs, previous_details, g, now)),
+            // ReportDiff applies nothing, so there is nothing to report back.
+            back_reported_status: None,
         });
     }
     let mut conditions = old.conditions.clone();

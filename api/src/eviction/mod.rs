@@ -1,8 +1,12 @@
 //! `ClusterResourcePlacementEviction` (remove one cluster's placement of a
 //! ClusterResourcePlacement) and `ClusterResourcePlacementDisruptionBudget`
 //! (how many of a placement's clusters voluntary evictions may take down),
-//! docs/spec/eviction.md. Shapes, validation and the checks made at apply against the
-//! named placement; the evaluation itself is in `fleet_placement::eviction`.
+//! docs/spec/eviction.md, and their namespaced twins for ResourcePlacements,
+//! `ResourcePlacementEviction` and `ResourcePlacementDisruptionBudget` (same
+//! shapes and rules, in the placement's namespace; every reason and message
+//! names the namespaced kinds, see [`namespaced_text`]). Shapes, validation
+//! and the checks made at apply against the named placement; the evaluation
+//! itself is in `fleet_placement::eviction`.
 //!
 //! Decisions beyond the spec's wording:
 //! - `placementName` and `clusterName` longer than 255 are `Too long`;
@@ -25,6 +29,54 @@ mod tests;
 pub const CLUSTER_RESOURCE_PLACEMENT_EVICTION: &str = "ClusterResourcePlacementEviction";
 /// Kind of a disruption budget (named like its placement).
 pub const CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET: &str = "ClusterResourcePlacementDisruptionBudget";
+/// Kind of a namespaced eviction: removes one cluster's placement of a
+/// ResourcePlacement of its namespace.
+pub const RESOURCE_PLACEMENT_EVICTION: &str = "ResourcePlacementEviction";
+/// Kind of a namespaced disruption budget (named like its ResourcePlacement,
+/// in its namespace).
+pub const RESOURCE_PLACEMENT_DISRUPTION_BUDGET: &str = "ResourcePlacementDisruptionBudget";
+
+/// Whether `kind` is one of the two eviction kinds.
+pub fn is_eviction_kind(kind: &str) -> bool {
+    kind == CLUSTER_RESOURCE_PLACEMENT_EVICTION || kind == RESOURCE_PLACEMENT_EVICTION
+}
+
+/// Whether `kind` is one of the two budget kinds.
+pub fn is_budget_kind(kind: &str) -> bool {
+    kind == CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET || kind == RESOURCE_PLACEMENT_DISRUPTION_BUDGET
+}
+
+/// Whether `kind` is a namespaced eviction or budget kind.
+pub fn is_namespaced_kind(kind: &str) -> bool {
+    kind == RESOURCE_PLACEMENT_EVICTION || kind == RESOURCE_PLACEMENT_DISRUPTION_BUDGET
+}
+
+/// The budget kind that guards the placements an eviction kind evicts from.
+pub fn budget_kind_for(eviction_kind: &str) -> &'static str {
+    if is_namespaced_kind(eviction_kind) {
+        RESOURCE_PLACEMENT_DISRUPTION_BUDGET
+    } else {
+        CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET
+    }
+}
+
+/// The placement kind an eviction or budget kind refers to.
+pub fn placement_kind_for(kind: &str) -> &'static str {
+    if is_namespaced_kind(kind) {
+        placement_api::RESOURCE_PLACEMENT
+    } else {
+        placement_api::CLUSTER_RESOURCE_PLACEMENT
+    }
+}
+
+/// A reason or message of the cluster-scoped kinds as the namespaced kinds
+/// say it: every `ClusterResourcePlacement…` kind becomes its
+/// `ResourcePlacement…` twin and "cluster resource placement" becomes
+/// "resource placement". One rule, so the two families never drift apart.
+pub fn namespaced_text(text: &str) -> String {
+    text.replace("ClusterResourcePlacement", "ResourcePlacement")
+        .replace("cluster resource placement", "resource placement")
+}
 /// Longest `placementName` / `clusterName`.
 pub const MAX_NAME: usize = 255;
 
@@ -140,14 +192,14 @@ pub fn parse_budget_value(value: &IntOrString) -> Result<IntOrPercent, String> {
     }
 }
 
-/// Whether `object` is an eviction.
+/// Whether `object` is an eviction (either scope).
 pub fn is_eviction(object: &Object) -> bool {
-    object.group() == crate::kinds::FLEET_PLACEMENT_GROUP && object.kind == CLUSTER_RESOURCE_PLACEMENT_EVICTION
+    object.group() == crate::kinds::FLEET_PLACEMENT_GROUP && is_eviction_kind(&object.kind)
 }
 
-/// Whether `object` is a disruption budget.
+/// Whether `object` is a disruption budget (either scope).
 pub fn is_budget(object: &Object) -> bool {
-    object.group() == crate::kinds::FLEET_PLACEMENT_GROUP && object.kind == CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET
+    object.group() == crate::kinds::FLEET_PLACEMENT_GROUP && is_budget_kind(&object.kind)
 }
 
 /// The spec of a stored eviction.
@@ -229,14 +281,26 @@ pub fn check_update(old: &Object, new: &Object) -> Result<(), ValidationError> {
     ValidationError::check(&new.kind, &new.metadata.name, errors)
 }
 
-/// The checks made at apply against the ClusterResourcePlacement the object
-/// names (an eviction's `placementName`, a budget's own name) when it exists
-/// then: no eviction from a PickFixed or deleting placement; no
-/// `maxUnavailable` nor percentage `minAvailable` for a PickAll one.
+/// The checks made at apply against the placement the object names (an
+/// eviction's `placementName`, a budget's own name; a ResourcePlacement of
+/// the same namespace for the namespaced kinds) when it exists then: no
+/// eviction from a PickFixed or deleting placement; no `maxUnavailable` nor
+/// percentage `minAvailable` for a PickAll one.
 pub fn check_against_placement(object: &Object, placement: Option<&Object>) -> Result<(), ValidationError> {
-    let Some(placement) = placement.filter(|p| p.kind == placement_api::CLUSTER_RESOURCE_PLACEMENT) else {
+    let Some(placement) = placement.filter(|p| p.kind == placement_kind_for(&object.kind)) else {
         return Ok(());
     };
+    let mut errors = placement_findings(object, placement);
+    if is_namespaced_kind(&object.kind) {
+        for e in &mut errors {
+            e.detail = namespaced_text(&e.detail);
+        }
+    }
+    ValidationError::check(&object.kind, &object.metadata.name, errors)
+}
+
+/// [`check_against_placement`]'s findings, in the cluster-scoped kinds' words.
+fn placement_findings(object: &Object, placement: &Object) -> Vec<FieldError> {
     let policy = placement_api::spec_of(placement).policy.unwrap_or_default();
     let mut errors = Vec::new();
     if is_eviction(object) {
@@ -271,7 +335,7 @@ pub fn check_against_placement(object: &Object, placement: Option<&Object>) -> R
             ));
         }
     }
-    ValidationError::check(&object.kind, &object.metadata.name, errors)
+    errors
 }
 
 /// A value as the user wrote it, without quotes.

@@ -141,3 +141,68 @@ fn ev_1_final_states() {
     let blocked = Condition::new(EXECUTED, false, REASON_NOT_EXECUTED, MESSAGE_NOT_PROPAGATED);
     assert!(status(vec![Condition::new(VALID, true, REASON_VALID, MESSAGE_VALID), blocked]).is_final());
 }
+
+fn in_team(mut o: Object) -> Object {
+    o.metadata.namespace = Some("team".into());
+    o
+}
+
+#[test]
+fn namespaced_kinds_take_the_same_fields_and_rules() {
+    let eviction = |spec: Value| in_team(object(RESOURCE_PLACEMENT_EVICTION, "evict-b", spec));
+    let budget = |spec: Value| in_team(object(RESOURCE_PLACEMENT_DISRUPTION_BUDGET, "web", spec));
+    let e = err(eviction(json!({})));
+    has(&e, "ResourcePlacementEviction \"evict-b\" is invalid");
+    has(&e, "spec.placementName: Required value");
+    has(&e, "spec.clusterName: Required value");
+    has(&err(eviction(json!({"placementName": "web", "cluster": "b"}))), "spec.cluster: Forbidden: unknown field");
+    let old = eviction(json!({"placementName": "web", "clusterName": "b"}));
+    let new = eviction(json!({"placementName": "web", "clusterName": "c"}));
+    has(
+        &crate::typed::check_update(&old, &new).unwrap_err().to_string(),
+        r#"spec.clusterName: Invalid value: "c": The ClusterName field is immutable"#,
+    );
+    has(&err(budget(json!({"minAvailable": "150%"}))), r#"spec.minAvailable: Invalid value: "150%""#);
+    has(
+        &err(budget(json!({"maxUnavailable": 1, "minAvailable": 2}))),
+        "Both MaxUnavailable and MinAvailable cannot be specified",
+    );
+    crate::typed::prepare(&mut budget(json!({"minAvailable": 1}))).unwrap();
+    crate::typed::prepare(&mut old.clone()).unwrap();
+}
+
+#[test]
+fn namespaced_kinds_are_checked_against_a_resource_placement_in_their_words() {
+    let mut rp = crp(json!({"placementType": "PickFixed", "clusterNames": ["a"]}));
+    rp.kind = "ResourcePlacement".into();
+    let e =
+        in_team(object(RESOURCE_PLACEMENT_EVICTION, "evict-b", json!({"placementName": "web", "clusterName": "a"})));
+    has(
+        &check_against_placement(&e, Some(&rp)).unwrap_err().to_string(),
+        "spec.placementName: Forbidden: resource placement policy type PickFixed is not supported",
+    );
+    // A ClusterResourcePlacement of that name is not the one a namespaced eviction names.
+    let crp_fixed = crp(json!({"placementType": "PickFixed", "clusterNames": ["a"]}));
+    check_against_placement(&e, Some(&crp_fixed)).unwrap();
+    let mut all = crp(json!({"placementType": "PickAll"}));
+    all.kind = "ResourcePlacement".into();
+    let b = in_team(object(RESOURCE_PLACEMENT_DISRUPTION_BUDGET, "web", json!({"maxUnavailable": 1})));
+    has(
+        &check_against_placement(&b, Some(&all)).unwrap_err().to_string(),
+        "spec.maxUnavailable: Forbidden: resource placement policy type PickAll is not supported with any specified max unavailable 1",
+    );
+}
+
+#[test]
+fn namespaced_text_renames_every_kind_once() {
+    assert_eq!(namespaced_text(REASON_VALID), "ResourcePlacementEvictionValid");
+    assert_eq!(
+        namespaced_text(MESSAGE_NO_BUDGET),
+        "Eviction is allowed, no ResourcePlacementDisruptionBudget specified"
+    );
+    assert_eq!(
+        namespaced_text(MESSAGE_MISCONFIGURED_BUDGET),
+        "Eviction is blocked by misconfigured ResourcePlacementDisruptionBudget, either MaxUnavailable is specified or MinAvailable is specified as a percentage for PickAll ResourcePlacement"
+    );
+    assert_eq!(namespaced_text(MESSAGE_VALID), MESSAGE_VALID);
+}

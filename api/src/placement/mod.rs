@@ -173,6 +173,10 @@ pub fn apply_defaults(spec: &mut PlacementSpec) {
     if let Some(d) = &mut strategy.delete_strategy {
         d.propagation_policy.get_or_insert_with(|| "Delete".to_string());
     }
+    // KubeFleet's CRD default, once the strategy is given.
+    if let Some(r) = &mut strategy.report_back_strategy {
+        r.type_.get_or_insert_with(|| crate::work::REPORT_BACK_DISABLED.to_string());
+    }
     spec.revision_history_limit.get_or_insert(DEFAULT_REVISION_HISTORY_LIMIT);
     spec.status_reporting_scope.get_or_insert_with(|| CLUSTER_SCOPE_ONLY.to_string());
 }

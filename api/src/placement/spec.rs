@@ -6,7 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::selector::LabelSelector;
-use crate::work::ApplyStrategy;
+use crate::work::{ApplyStrategy, ReportBackStrategy};
 
 /// `spec` of a ClusterResourcePlacement or ResourcePlacement.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -240,6 +240,10 @@ pub struct RolloutStrategy {
     pub apply_strategy: Option<ApplyStrategy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_strategy: Option<DeleteStrategy>,
+    /// Whether (and where) the member's status of each placed object is
+    /// reported back to the hub (KubeFleet's `reportBackStrategy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_back_strategy: Option<ReportBackStrategy>,
 }
 
 /// `strategy.rollingUpdate`.

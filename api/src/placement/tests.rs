@@ -189,13 +189,9 @@ fn placement_type_values() {
 #[test]
 fn cluster_names_only_with_pick_fixed() {
     ok(with_policy(json!({"placementType": "PickFixed", "clusterNames": ["a", "b"]})));
-    has(&err(with_policy(json!({"placementType": "PickFixed"}))), "spec.policy.clusterNames: Required value");
-    // An empty list is no way to scale a PickFixed placement to zero:
-    // KubeFleet's webhook refuses it on create and on update alike.
-    has(
-        &err(with_policy(json!({"placementType": "PickFixed", "clusterNames": []}))),
-        "spec.policy.clusterNames: Required value: required when placementType is PickFixed",
-    );
+    // No names (absent or empty) scales a PickFixed placement to zero.
+    ok(with_policy(json!({"placementType": "PickFixed"})));
+    ok(with_policy(json!({"placementType": "PickFixed", "clusterNames": []})));
     has(
         &err(with_policy(json!({"clusterNames": ["a"]}))),
         "spec.policy.clusterNames: Forbidden: only allowed with placementType PickFixed",
@@ -473,4 +469,31 @@ fn external_strategy_has_no_rolling_update_and_may_be_left() {
     }
     check_update(&with_strategy(json!({})), &old).unwrap();
     check_update(&old, &with_strategy(json!({"type": "External"}))).unwrap();
+}
+
+#[test]
+fn report_back_strategy_takes_kubefleets_values_and_rule() {
+    let spec = ok(with_strategy(json!({"reportBackStrategy": {"type": "Mirror", "destination": "WorkAPI"}})));
+    let r = spec.strategy.unwrap().report_back_strategy.unwrap();
+    assert!(r.mirrors());
+    assert_eq!(r.destination.as_deref(), Some("WorkAPI"));
+    has(
+        &err(with_strategy(json!({"reportBackStrategy": {"type": "Mirror", "destination": "OriginalResource"}}))),
+        "spec.strategy.reportBackStrategy.destination: Forbidden: Fleet does not mirror statuses onto the original resources yet; use WorkAPI",
+    );
+    ok(with_strategy(json!({"reportBackStrategy": {"type": "Disabled", "destination": "OriginalResource"}})));
+    // Defaulted to Disabled once given, as KubeFleet's CRD does.
+    let spec = ok(with_strategy(json!({"reportBackStrategy": {}})));
+    assert_eq!(spec.strategy.unwrap().report_back_strategy.unwrap().type_.as_deref(), Some("Disabled"));
+    has(
+        &err(with_strategy(json!({"reportBackStrategy": {"type": "Mirror"}}))),
+        "spec.strategy.reportBackStrategy.destination: Required value: when reportBackStrategy.type is 'Mirror', a destination must be specified",
+    );
+    let e = err(with_strategy(json!({"reportBackStrategy": {"type": "Copy", "destination": "Elsewhere"}})));
+    has(&e, "spec.strategy.reportBackStrategy.type: Unsupported value: \"Copy\"");
+    has(&e, "spec.strategy.reportBackStrategy.destination: Unsupported value: \"Elsewhere\"");
+    has(
+        &err(with_strategy(json!({"reportBackStrategy": {"type": "Mirror", "destination": "WorkAPI", "rate": 1}}))),
+        "spec.strategy.reportBackStrategy.rate: Forbidden: unknown field",
+    );
 }

@@ -148,14 +148,12 @@ fn validate_policy(errors: &mut Vec<FieldError>, policy: &PlacementPolicy) {
     let fixed = kind == PICK_FIXED;
     let pick_n = kind == PICK_N;
 
-    // clusterNames: PickFixed only, required there. KubeFleet's webhook
-    // refuses an empty list for PickFixed on create and update, so a
-    // PickFixed placement cannot be scaled to zero by emptying it.
+    // clusterNames: PickFixed only. An empty (or absent) list is allowed:
+    // it is how a PickFixed placement is scaled to zero (its resources are
+    // withdrawn from every cluster and the placement stays), as KubeFleet's
+    // current webhook allows; adding names back places again.
     let names_path = "spec.policy.clusterNames";
     if fixed {
-        if policy.cluster_names.is_empty() {
-            errors.push(FieldError::required(names_path, "required when placementType is PickFixed"));
-        }
         if policy.cluster_names.len() > MAX_CLUSTER_NAMES {
             errors.push(FieldError::too_many(names_path, policy.cluster_names.len(), MAX_CLUSTER_NAMES));
         }
@@ -357,5 +355,8 @@ fn validate_strategy(errors: &mut Vec<FieldError>, strategy: &RolloutStrategy) {
             d.propagation_policy.as_deref(),
             PROPAGATION_POLICIES,
         );
+    }
+    if let Some(r) = &strategy.report_back_strategy {
+        errors.extend(r.validate("spec.strategy.reportBackStrategy"));
     }
 }

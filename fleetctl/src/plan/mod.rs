@@ -224,6 +224,7 @@ fn plan_fleet(placement: &Object, clusters: &[ClusterInfo], inventory: &Inventor
         policy_snapshot: &policy_snapshot,
         clusters,
         bindings: &bindings,
+        namespace: placement.metadata.namespace.as_deref().filter(|n| !n.is_empty()),
     });
     let scores = |d: &fleet_api::binding::ClusterDecision| {
         d.cluster_score.map(|s| vec![s.affinity_score, s.topology_spread_score]).unwrap_or_default()

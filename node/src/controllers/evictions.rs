@@ -1,5 +1,6 @@
 //! The eviction controller (docs/spec/eviction.md): ClusterResourcePlacementEvictions
-//! are judged one at a time, oldest first (EV-2), each in one command —
+//! and (namespaced) ResourcePlacementEvictions are judged one at a time,
+//! oldest first across both kinds (EV-2), each in one command —
 //! its `Valid`/`Executed` status and, when it executes, the deletion of
 //! the cluster's binding — carrying a check of the placement's spec, its
 //! latest policy snapshot, its other bindings and its budget, so two evictions
@@ -12,11 +13,10 @@
 //! serial across the whole hub.
 
 use fleet_api::eviction::{
-    budget_spec_of, eviction_spec_of, eviction_status_of, set_eviction_status,
-    CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET, CLUSTER_RESOURCE_PLACEMENT_EVICTION,
+    budget_kind_for, budget_spec_of, eviction_spec_of, eviction_status_of, is_namespaced_kind, placement_kind_for,
+    set_eviction_status, CLUSTER_RESOURCE_PLACEMENT_EVICTION, RESOURCE_PLACEMENT_EVICTION,
 };
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
-use fleet_api::placement::CLUSTER_RESOURCE_PLACEMENT;
 use fleet_api::snapshot::number_of_clusters;
 use fleet_api::ObjectKey;
 use fleet_placement::cluster::ClusterInfo;
@@ -48,23 +48,27 @@ pub fn next_step(
     overrides: &OverrideIndex,
     now: &str,
 ) -> Result<Next, ControllerError> {
-    let query = ListQuery {
-        group: FLEET_PLACEMENT_GROUP.into(),
-        kind: CLUSTER_RESOURCE_PLACEMENT_EVICTION.into(),
-        ..Default::default()
-    };
-    let (evictions, _) = store.list(&query)?;
+    let mut evictions = Vec::new();
+    for kind in [CLUSTER_RESOURCE_PLACEMENT_EVICTION, RESOURCE_PLACEMENT_EVICTION] {
+        let query = ListQuery { group: FLEET_PLACEMENT_GROUP.into(), kind: kind.into(), ..Default::default() };
+        evictions.extend(store.list(&query)?.0);
+    }
     let Some(eviction) = pending_in_order(&evictions).into_iter().next() else {
         return Ok(Next::Done { recheck_after: None });
     };
     let spec = eviction_spec_of(eviction);
-    let placement_key = ObjectKey::new(FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT, "", &spec.placement_name);
+    // A ResourcePlacementEviction names a ResourcePlacement of its own
+    // namespace, guarded by the ResourcePlacementDisruptionBudget there.
+    let namespaced = is_namespaced_kind(&eviction.kind);
+    let namespace = if namespaced { eviction.metadata.namespace.as_deref().unwrap_or("") } else { "" };
+    let kind = &eviction.kind;
+    let placement_key =
+        ObjectKey::new(FLEET_PLACEMENT_GROUP, placement_kind_for(kind), namespace, &spec.placement_name);
     let children = match store.get(&placement_key)?.0 {
         Some(placement) => Some(Children::read(store, clusters, overrides, placement)?),
         None => None,
     };
-    let budget_key =
-        ObjectKey::new(FLEET_PLACEMENT_GROUP, CLUSTER_RESOURCE_PLACEMENT_DISRUPTION_BUDGET, "", &spec.placement_name);
+    let budget_key = ObjectKey::new(FLEET_PLACEMENT_GROUP, budget_kind_for(kind), namespace, &spec.placement_name);
     let budget = store.get(&budget_key)?.0;
     let latest_policy = children.as_ref().and_then(|c| latest_policy_snapshot(&c.view.policy_snapshots));
     let placement =
@@ -80,6 +84,7 @@ pub fn next_step(
         placement: placement.as_ref(),
         bindings: &bindings,
         budget: budget_spec.as_ref(),
+        namespaced,
     });
 
     let mut updated = eviction.clone();

@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use fleet_api::eviction::CLUSTER_RESOURCE_PLACEMENT_EVICTION;
+use fleet_api::eviction::is_eviction_kind;
 use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::overrides as overrides_api;
 use fleet_api::placement::{
@@ -267,7 +267,7 @@ impl Feed {
             }
         } else if group == FLEET_PLACEMENT_GROUP && staged_api::is_approval_request(object) {
             self.on_approval_request(object);
-        } else if group == FLEET_PLACEMENT_GROUP && kind == CLUSTER_RESOURCE_PLACEMENT_EVICTION {
+        } else if group == FLEET_PLACEMENT_GROUP && is_eviction_kind(kind) {
             if event.event_type != EventType::Deleted {
                 self.queue.add(evictions_key());
             }
@@ -342,6 +342,8 @@ impl Feed {
             return;
         }
         let name = &event.key.name;
+        // The cluster's namespaces before and after, when they changed.
+        let mut namespaces_moved: Option<(ClusterInfo, ClusterInfo)> = None;
         let (everyone, properties_only) = if event.event_type == EventType::Deleted {
             self.clusters.remove(name);
             self.ocm.on_cluster(&self.queue, name, false);
@@ -361,11 +363,25 @@ impl Feed {
             match old {
                 None => (true, false),
                 Some(old) if everyone(&old) => (true, false),
-                Some(old) => (false, old.properties != view.properties),
+                Some(old) => {
+                    let properties = old.properties != view.properties;
+                    if old.namespaces != view.namespaces {
+                        namespaces_moved = Some((old, view));
+                    }
+                    (false, properties)
+                }
             }
         };
+        // A ResourcePlacement wakes when its namespace appears on (or
+        // leaves) the cluster.
+        let namespace_moved = |namespace: &str| match &namespaces_moved {
+            Some((before, now)) => {
+                !namespace.is_empty() && before.has_namespace(namespace) != now.has_namespace(namespace)
+            }
+            None => false,
+        };
         for (key, placement) in &self.placements {
-            if everyone || (properties_only && placement.reads_properties) {
+            if everyone || (properties_only && placement.reads_properties) || namespace_moved(&key.namespace) {
                 self.queue.add(key.clone());
             }
         }

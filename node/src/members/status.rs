@@ -5,7 +5,7 @@
 use fleet_api::conditions::{set_condition, Condition};
 use fleet_api::member::{
     AgentStatus, HeartbeatReport, MemberClusterStatus, PropertyValue, ResourceUsage, CONDITION_HEALTHY,
-    CONDITION_JOINED, CONDITION_PROPERTIES,
+    CONDITION_JOINED, CONDITION_NAMESPACES, CONDITION_PROPERTIES,
 };
 
 pub use fleet_api::member::MEMBER_AGENT;
@@ -55,6 +55,11 @@ pub fn after_heartbeat(
             Some(ResourceUsage { observation_time: now.to_string(), ..report.resource_usage.clone() });
         changed = true;
     }
+    // Only when the list changes: namespaces come and go rarely.
+    if report.namespaces != current.namespaces {
+        next.namespaces = report.namespaces.clone();
+        changed = true;
+    }
     let mut agent = current
         .agent_status
         .iter()
@@ -73,8 +78,11 @@ pub fn after_heartbeat(
         Condition::new(CONDITION_HEALTHY, true, AGENT_HEALTHY_REASON, "the member agent heartbeats in time"),
         now,
     );
+    // The namespace collection is a cluster fact, as KubeFleet keeps it:
+    // among the MemberCluster's conditions, not its agent's.
     for c in &report.conditions {
-        changed |= set_condition(&mut agent.conditions, c.clone(), now);
+        let conditions = if c.type_ == CONDITION_NAMESPACES { &mut next.conditions } else { &mut agent.conditions };
+        changed |= set_condition(conditions, c.clone(), now);
     }
     if !changed {
         return None;
@@ -129,6 +137,25 @@ mod tests {
         let mut b = report("4");
         b.resource_usage.observation_time = "t2".into();
         assert!(after_heartbeat(&first, &b, "t2").is_none());
+    }
+
+    #[test]
+    fn namespaces_are_written_when_the_list_changes_only() {
+        let with = |names: &[&str]| {
+            let mut r = report("4");
+            r.namespaces = Some(names.iter().map(|n| (n.to_string(), String::new())).collect());
+            r
+        };
+        let mut report = with(&["default"]);
+        report.conditions.push(Condition::new(CONDITION_NAMESPACES, true, "Succeeded", "all"));
+        let first = after_heartbeat(&MemberClusterStatus::default(), &report, "t1").unwrap();
+        assert!(first.conditions.iter().any(|c| c.type_ == CONDITION_NAMESPACES), "{first:?}");
+        let agent = first.agent_status.iter().find(|a| a.type_ == MEMBER_AGENT).unwrap();
+        assert!(!agent.conditions.iter().any(|c| c.type_ == CONDITION_NAMESPACES), "not the agent's: {agent:?}");
+        assert!(after_heartbeat(&first, &report, "t2").is_none());
+        let more = after_heartbeat(&first, &with(&["app", "default"]), "t3").expect("a new namespace writes");
+        let listed: Vec<&String> = more.namespaces.as_ref().unwrap().keys().collect();
+        assert_eq!(listed, ["app", "default"]);
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub struct ClusterInfo {
     /// its `Healthy` condition, or of `Joined` when it has not joined. OCM's `unreachable` taint counts its
     /// `tolerationSeconds` from here. None when eligible or when no time is known.
     pub unavailable_since: Option<i64>,
+    /// `status.namespaces`' names, sorted: the namespaces that exist on the
+    /// cluster. `None` until its agent reports them.
+    pub namespaces: Option<Vec<String>>,
 }
 
 impl ClusterInfo {
@@ -113,7 +116,14 @@ impl ClusterInfo {
             leaving,
             claims: claims.into_iter().collect(),
             unavailable_since,
+            namespaces: status.namespaces.map(|n| n.into_keys().collect()),
         }
+    }
+
+    /// Whether the namespace exists on the cluster; `None` when its agent
+    /// has not reported namespaces.
+    pub fn has_namespace(&self, namespace: &str) -> Option<bool> {
+        self.namespaces.as_ref().map(|n| n.binary_search_by(|x| x.as_str().cmp(namespace)).is_ok())
     }
 
     /// Why the cluster may not receive new placements, if so. A leaving

@@ -146,6 +146,10 @@ pub struct EvictionInput<'a> {
     pub bindings: &'a [EvictionBinding],
     /// The placement's budget, if any.
     pub budget: Option<&'a DisruptionBudgetSpec>,
+    /// A `ResourcePlacementEviction` (of a ResourcePlacement, guarded by a
+    /// `ResourcePlacementDisruptionBudget`): the same rules, the reasons and
+    /// messages naming the namespaced kinds.
+    pub namespaced: bool,
 }
 
 /// What an evaluation concluded.
@@ -201,6 +205,18 @@ fn executed(
 /// Evaluates one eviction (EV-3 validity, then EV-4 execution, first match
 /// wins). The caller makes sure it is not final yet (EV-1).
 pub fn evaluate(input: &EvictionInput) -> EvictionOutcome {
+    let mut outcome = evaluate_in_cluster_words(input);
+    if input.namespaced {
+        for c in std::iter::once(&mut outcome.valid).chain(outcome.executed.as_mut()) {
+            c.reason = namespaced_text(&c.reason);
+            c.message = namespaced_text(&c.message);
+        }
+    }
+    outcome
+}
+
+/// [`evaluate`] with the cluster-scoped kinds' reasons and messages.
+fn evaluate_in_cluster_words(input: &EvictionInput) -> EvictionOutcome {
     let generation = input.generation;
     let Some(placement) = input.placement else { return invalid(MESSAGE_MISSING_PLACEMENT, generation) };
     if placement.deleting {

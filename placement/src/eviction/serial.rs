@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use fleet_api::eviction::{eviction_spec_of, eviction_status_of, DisruptionBudgetSpec};
+use fleet_api::eviction::{eviction_spec_of, eviction_status_of, is_namespaced_kind, DisruptionBudgetSpec};
 use fleet_api::Object;
 
 use super::{evaluate, EvictionBinding, EvictionInput, EvictionOutcome, EvictionPlacement};
@@ -18,16 +18,26 @@ pub fn pending_in_order(evictions: &[Object]) -> Vec<&Object> {
     pending
 }
 
-/// What the evictions of one pass read: per placement name, the placement,
-/// its bindings and its budget.
+/// What the evictions of one pass read: per placement, the placement, its
+/// bindings and its budget, keyed by [`placement_key`].
 #[derive(Debug, Clone, Default)]
 pub struct Fleet {
-    /// ClusterResourcePlacements by name.
+    /// Placements by key.
     pub placements: BTreeMap<String, EvictionPlacement>,
-    /// Their bindings, by placement name.
+    /// Their bindings, by placement key.
     pub bindings: BTreeMap<String, Vec<EvictionBinding>>,
-    /// Their budgets, by placement name.
+    /// Their budgets, by placement key.
     pub budgets: BTreeMap<String, DisruptionBudgetSpec>,
+}
+
+/// The key of the placement an eviction names: its name for a
+/// ClusterResourcePlacement, `<namespace>/<name>` for a ResourcePlacement.
+pub fn placement_key(eviction: &Object) -> String {
+    let name = eviction_spec_of(eviction).placement_name;
+    match eviction.metadata.namespace.as_deref().filter(|_| is_namespaced_kind(&eviction.kind)) {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name,
+    }
 }
 
 /// Evaluates `evictions` (any order; final ones skipped) one at a time in
@@ -37,7 +47,8 @@ pub fn evaluate_serially(evictions: &[Object], fleet: &mut Fleet) -> Vec<(String
     let mut out = Vec::new();
     for eviction in pending_in_order(evictions) {
         let spec = eviction_spec_of(eviction);
-        let name = &spec.placement_name;
+        let key = placement_key(eviction);
+        let name = &key;
         let no_bindings = Vec::new();
         let outcome = evaluate(&EvictionInput {
             spec: &spec,
@@ -45,6 +56,7 @@ pub fn evaluate_serially(evictions: &[Object], fleet: &mut Fleet) -> Vec<(String
             placement: fleet.placements.get(name),
             bindings: fleet.bindings.get(name).unwrap_or(&no_bindings),
             budget: fleet.budgets.get(name),
+            namespaced: is_namespaced_kind(&eviction.kind),
         });
         if let (Some(binding), Some(list)) = (&outcome.delete_binding, fleet.bindings.get_mut(name)) {
             list.retain(|b| &b.name != binding);

@@ -50,7 +50,7 @@ fn run(
     b: Option<&DisruptionBudgetSpec>,
     cluster: &str,
 ) -> EvictionOutcome {
-    evaluate(&EvictionInput { spec: &spec(cluster), generation: 1, placement, bindings, budget: b })
+    evaluate(&EvictionInput { spec: &spec(cluster), generation: 1, placement, bindings, budget: b, namespaced: false })
 }
 
 fn executed_message(outcome: &EvictionOutcome) -> (bool, String) {
@@ -318,4 +318,56 @@ fn ev_4_failure_read_from_cluster_conditions() {
     assert!(has_failed(&[c("Applied", false, "ApplyFailed")]));
     assert!(has_failed(&[c("Overridden", false, "OverriddenFailed")]));
     assert!(!has_failed(&[c("Applied", true, "ApplySucceeded"), c("Scheduled", false, "Whatever")]));
+}
+
+#[test]
+fn a_namespaced_eviction_follows_the_same_rules_in_its_own_words() {
+    let b = budget(json!({"minAvailable": 2}));
+    let bindings = [eb("a", true), eb("b", true), eb("c", true)];
+    let namespaced = |placement: Option<&EvictionPlacement>, bindings: &[EvictionBinding], cluster: &str| {
+        evaluate(&EvictionInput {
+            spec: &spec(cluster),
+            generation: 1,
+            placement,
+            bindings,
+            budget: Some(&b),
+            namespaced: true,
+        })
+    };
+    let placement = pick_n(3);
+    let allowed = namespaced(Some(&placement), &bindings, "b");
+    assert_eq!(allowed.valid.reason, "ResourcePlacementEvictionValid");
+    let executed = allowed.executed.as_ref().unwrap();
+    assert_eq!(executed.reason, "ResourcePlacementEvictionExecuted");
+    assert_eq!(
+        executed.message,
+        "Eviction is allowed by specified ResourcePlacementDisruptionBudget, availablePlacements: 3, totalPlacements: 3"
+    );
+    assert_eq!(allowed.delete_binding.as_deref(), Some("web-b"));
+
+    let blocked = namespaced(Some(&placement), &bindings[..2], "b");
+    assert!(!blocked.executed());
+    assert_eq!(blocked.executed.as_ref().unwrap().reason, "ResourcePlacementEvictionNotExecuted");
+
+    let missing = namespaced(None, &bindings, "b");
+    assert_eq!(missing.valid.reason, "ResourcePlacementEvictionInvalid");
+    assert_eq!(missing.valid.message, "Failed to find ResourcePlacement targeted by eviction");
+}
+
+#[test]
+fn serial_evaluation_keys_namespaced_placements_by_namespace() {
+    let mut e = eviction_object("evict-a", "a", "2024-05-01T10:00:00Z");
+    e.kind = "ResourcePlacementEviction".into();
+    e.metadata.namespace = Some("team".into());
+    assert_eq!(super::serial::placement_key(&e), "team/web");
+    let mut fleet = Fleet::default();
+    // A ClusterResourcePlacement named like it is not the one it evicts from.
+    fleet.placements.insert("web".into(), pick_n(3));
+    fleet.bindings.insert("web".into(), vec![eb("a", true)]);
+    let outcomes = evaluate_serially(std::slice::from_ref(&e), &mut fleet);
+    assert_eq!(outcomes[0].1.valid.message, "Failed to find ResourcePlacement targeted by eviction");
+    fleet.placements.insert("team/web".into(), pick_n(3));
+    fleet.bindings.insert("team/web".into(), vec![eb("a", true)]);
+    let outcomes = evaluate_serially(std::slice::from_ref(&e), &mut fleet);
+    assert!(outcomes[0].1.executed(), "{:?}", outcomes[0].1);
 }

@@ -16,7 +16,7 @@
 use fleet_api::binding::ClusterScore;
 use fleet_api::placement::{PlacementPolicy, PICK_FIXED, PICK_N};
 
-use super::plugins::{Eligibility, PreferredAffinity, RequiredAffinity, Taints, TopologySpread};
+use super::plugins::{Eligibility, NamespaceAffinity, PreferredAffinity, RequiredAffinity, Taints, TopologySpread};
 use super::table::{ClusterTable, Vocabulary};
 use super::{SchedulingOutcome, SchedulingRequest};
 
@@ -82,15 +82,20 @@ pub struct Framework<'a> {
 
 impl<'a> Framework<'a> {
     /// The plugins a (defaulted) policy calls for: PickFixed checks
-    /// eligibility only; PickAll adds required affinity and taints; PickN adds
+    /// eligibility only; PickAll adds required affinity, namespace affinity
+    /// (for a ResourcePlacement in `namespace`) and taints; PickN adds
     /// preferred affinity scores and topology spread.
-    pub fn for_policy(policy: &'a PlacementPolicy) -> Framework<'a> {
+    pub fn for_policy(policy: &'a PlacementPolicy, namespace: Option<&'a str>) -> Framework<'a> {
         let mut fw = Framework::default().with_filter(Eligibility);
         match policy.placement_type() {
             PICK_FIXED => fw,
             placement_type => {
                 let required = RequiredAffinity::new(policy, fw.vocabulary_mut());
-                fw = fw.with_filter(required).with_filter(Taints::new(&policy.tolerations));
+                fw = fw.with_filter(required);
+                if let Some(namespace) = namespace {
+                    fw = fw.with_filter(NamespaceAffinity::new(namespace));
+                }
+                fw = fw.with_filter(Taints::new(&policy.tolerations));
                 if placement_type == PICK_N {
                     let preferred = PreferredAffinity::new(policy, fw.vocabulary_mut());
                     fw = fw.with_scorer(preferred);

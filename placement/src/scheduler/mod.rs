@@ -8,6 +8,10 @@
 //! decision for the policy snapshot's status and the [`BindingAction`]s the
 //! node writes.
 //!
+//! A ResourcePlacement's PickAll and PickN passes skip clusters whose agent
+//! does not report its namespace (KubeFleet's namespace affinity); PickFixed
+//! names clusters outright and, as in KubeFleet, is not filtered by it.
+//!
 //! Rules beyond the spec, decided here:
 //! - clusters are sorted by name first, so input order never matters (of two
 //!   clusters with the same name, the first given is used);
@@ -97,6 +101,9 @@ pub struct SchedulingRequest<'a> {
     pub clusters: &'a [ClusterInfo],
     /// Every binding of this placement, any order.
     pub bindings: &'a [ExistingBinding],
+    /// A ResourcePlacement's namespace (`None` for a cluster-scoped
+    /// placement): PickAll and PickN choose only clusters that have it.
+    pub namespace: Option<&'a str>,
 }
 
 /// One change to the placement's bindings.
@@ -198,5 +205,5 @@ pub fn scheduled_message(fulfilled: bool, chosen: usize) -> String {
 
 /// Runs one scheduling pass with the plugins the request's policy calls for.
 pub fn schedule(request: &SchedulingRequest) -> SchedulingOutcome {
-    Framework::for_policy(request.policy).schedule(request)
+    Framework::for_policy(request.policy, request.namespace).schedule(request)
 }

@@ -132,6 +132,8 @@ struct WorkShape {
     strategy: Option<Value>,
     /// The encoded delete options.
     delete_options: Value,
+    /// The encoded report-back strategy, when the placement mirrors statuses.
+    report_back: Option<Value>,
 }
 
 impl WorkShape {
@@ -144,6 +146,9 @@ impl WorkShape {
             spec.insert("applyStrategy".into(), strategy.clone());
         }
         spec.insert("deleteOptions".into(), self.delete_options.clone());
+        if let Some(report_back) = &self.report_back {
+            spec.insert("reportBackStrategy".into(), report_back.clone());
+        }
         let mut labels = self.labels.clone();
         labels.extend(extra_labels);
         let metadata = ObjectMeta {
@@ -195,17 +200,22 @@ pub fn desired_works_prepared(
     if let Some(index) = &group.index {
         labels.insert(PARENT_RESOURCE_INDEX_LABEL.to_string(), index.clone());
     }
-    let propagation = placement_spec_of(placement)
-        .strategy
-        .and_then(|s| s.delete_strategy)
-        .and_then(|d| d.propagation_policy)
+    let strategy = placement_spec_of(placement).strategy;
+    let propagation = strategy
+        .as_ref()
+        .and_then(|s| s.delete_strategy.as_ref())
+        .and_then(|d| d.propagation_policy.clone())
         .unwrap_or_else(|| "Delete".to_string());
+    // Only a mirroring strategy reaches the Work: a Disabled one changes
+    // nothing on the member, so it makes no new Work generation either.
+    let report_back = strategy.and_then(|s| s.report_back_strategy).filter(|r| r.mirrors()).map(|r| encode(&r));
     let shape = WorkShape {
         namespace: member_namespace(&cluster),
         labels,
         owner: OwnerReference::controller_of(binding),
         strategy: apply_strategy(placement, binding).map(|s| encode(&s)),
         delete_options: encode(&DeleteOptions { propagation_policy: Some(propagation) }),
+        report_back,
     };
     let mut works = Vec::with_capacity(group.parts.len() + group.envelopes.len());
     for (part, resources) in &group.parts {

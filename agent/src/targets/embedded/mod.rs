@@ -392,10 +392,19 @@ impl Inner {
                 properties.insert(property.to_string(), cost.clone());
             }
         }
+        let seen = state.records.iter().filter(|(key, _)| key.group.is_empty() && key.kind == "Namespace").map(
+            |(key, record)| super::namespaces::SeenNamespace {
+                name: &key.name,
+                owner: record.object.metadata.annotations.get(OWNER_ANNOTATION).map(String::as_str),
+                terminating: record.object.metadata.deletion_timestamp.is_some(),
+            },
+        );
+        let (namespaces, namespaces_condition) = super::namespaces::report(seen);
         HeartbeatReport {
             properties,
             resource_usage: resource_usage(&capacity, &allocatable, &requested, SystemTime::now()),
-            conditions: Vec::new(),
+            conditions: vec![namespaces_condition],
+            namespaces: Some(namespaces),
         }
     }
 }

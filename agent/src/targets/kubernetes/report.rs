@@ -4,16 +4,18 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
-use fleet_api::member::{HeartbeatReport, TARGET_PROPERTY};
+use fleet_api::conditions::Condition;
+use fleet_api::member::{HeartbeatReport, CONDITION_NAMESPACES, TARGET_PROPERTY};
 use fleet_api::quantity::Quantity;
-use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Container, Namespace, Node, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
 use kube::api::{Api, ListParams};
 
 use super::errors::map_error;
 use super::TARGET_NAME;
 use crate::targets::embedded::{resource_usage, NODE_COUNT_PROPERTY};
-use crate::targets::TargetError;
+use crate::targets::namespaces::SeenNamespace;
+use crate::targets::{TargetError, OWNER_ANNOTATION};
 
 /// The resources reported (the ones placement compares).
 const RESOURCES: [&str; 2] = ["cpu", "memory"];
@@ -63,7 +65,45 @@ pub(crate) async fn report(client: &kube::Client) -> Result<HeartbeatReport, Tar
     let nodes: Vec<Node> = list_all(&Api::all(client.clone()), ListParams::default(), "nodes").await?;
     let pods: Vec<Pod> =
         list_all(&Api::all(client.clone()), ListParams::default().fields(RUNNING_PODS), "pods").await?;
-    Ok(build_report(&nodes, &pods, SystemTime::now()))
+    let mut report = build_report(&nodes, &pods, SystemTime::now());
+    // Without the namespace list the rest of the report still counts; the
+    // cluster then takes no ResourcePlacement until the list is back.
+    match namespaces(client).await {
+        Ok((namespaces, condition)) => {
+            report.namespaces = Some(namespaces);
+            report.conditions.push(condition);
+        }
+        Err(e) => {
+            tracing::warn!("cannot report the cluster's namespaces: {e}");
+            report.conditions.push(Condition::new(CONDITION_NAMESPACES, false, "Failed", e.to_string()));
+        }
+    }
+    Ok(report)
+}
+
+/// The cluster's namespaces, bounded (see [`crate::targets::namespaces`]):
+/// read as metadata only, page by page, so thousands of namespaces cost
+/// little more than their names.
+async fn namespaces(client: &kube::Client) -> Result<(BTreeMap<String, String>, Condition), TargetError> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let mut items = Vec::new();
+    let mut params = ListParams::default().limit(PAGE_SIZE);
+    loop {
+        let page = api.list_metadata(&params).await.map_err(|e| map_error("cannot list namespaces", e))?;
+        items.extend(page.items);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    let seen = items.iter().filter_map(|n| {
+        Some(SeenNamespace {
+            name: n.metadata.name.as_deref()?,
+            owner: n.metadata.annotations.as_ref().and_then(|a| a.get(OWNER_ANNOTATION)).map(String::as_str),
+            terminating: n.metadata.deletion_timestamp.is_some(),
+        })
+    });
+    Ok(crate::targets::namespaces::report(seen))
 }
 
 /// Every object of a list, page by page.
@@ -106,6 +146,7 @@ pub(crate) fn build_report(nodes: &[Node], pods: &[Pod], now: SystemTime) -> Hea
         properties,
         resource_usage: resource_usage(&capacity, &allocatable, &requested, now),
         conditions: Vec::new(),
+        namespaces: None,
     }
 }
 

@@ -52,6 +52,7 @@ pub fn schedule(clusters: &[ClusterInfo], view: &View, now: &str) -> Option<Sche
         policy_snapshot: &policy_snapshot.metadata.name,
         clusters,
         bindings: &existing,
+        namespace: view.placement.metadata.namespace.as_deref().filter(|n| !n.is_empty()),
     });
     drop(timer);
     let mut scheduled = Scheduled { outcome, policy, number_of_clusters, step: None };

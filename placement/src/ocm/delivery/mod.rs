@@ -229,6 +229,8 @@ pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
                 workload: Workload { manifests },
                 apply_strategy: class.apply_strategy(),
                 delete_options: class.orphan.then(|| DeleteOptions { propagation_policy: Some("Abandon".into()) }),
+                // OCM reports status its own way (ManifestWork feedback).
+                report_back_strategy: None,
             };
             let mut object = Object {
                 api_version: format!("{FLEET_PLACEMENT_GROUP}/v1beta1"),

@@ -11,6 +11,7 @@ use crate::cluster::ClusterInfo;
 
 mod affinity;
 mod kubefleet;
+mod namespaces;
 mod policies;
 mod properties;
 mod taints;
@@ -80,7 +81,14 @@ fn run(
     clusters: &[ClusterInfo],
     bindings: &[ExistingBinding],
 ) -> SchedulingOutcome {
-    schedule(&SchedulingRequest { policy: p, number_of_clusters: n, policy_snapshot: SNAP, clusters, bindings })
+    schedule(&SchedulingRequest {
+        policy: p,
+        number_of_clusters: n,
+        policy_snapshot: SNAP,
+        clusters,
+        bindings,
+        namespace: None,
+    })
 }
 
 /// The cluster names of decisions.

@@ -294,6 +294,25 @@ fn pick_fixed_keeps_an_unhealthy_cluster_but_not_a_leaving_one() {
 }
 
 #[test]
+fn pick_fixed_with_no_names_unschedules_everywhere_and_names_place_again() {
+    let clusters = fleet(&["a", "b"]);
+    let bindings = [binding("a", STATE_BOUND, SNAP, None), binding("b", STATE_BOUND, SNAP, None)];
+    let empty = policy(json!({"placementType": "PickFixed", "clusterNames": []}));
+    let out = run(&empty, None, &clusters, &bindings);
+    assert!(out.chosen.is_empty(), "{:?}", out.chosen);
+    assert!(out.filtered.is_empty(), "{:?}", out.filtered);
+    assert_eq!(unschedules(&out), ["a", "b"]);
+    assert!(out.fulfilled, "zero names asked for, zero chosen: fulfilled");
+
+    let withdrawn = apply(&bindings, &out.actions, SNAP);
+    let again = policy(json!({"placementType": "PickFixed", "clusterNames": ["b"]}));
+    let out = run(&again, None, &clusters, &withdrawn);
+    assert_eq!(names(&out.chosen), ["b"]);
+    assert!(out.fulfilled);
+    assert!(unschedules(&out).is_empty(), "{:?}", out.actions);
+}
+
+#[test]
 fn target_clusters_lists_chosen_then_20_not_chosen_then_filtered() {
     let mut clusters: Vec<ClusterInfo> = (0..30).map(|i| cluster(&format!("c{i:02}"), &[])).collect();
     clusters.push(ineligible(cluster("bad", &[]), "cluster has not joined"));
