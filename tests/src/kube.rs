@@ -93,6 +93,26 @@ impl KubeHub {
     }
 
     /// Runs kubectl as admin and returns its stdout, panicking with its stderr if it failed.
+    /// Onboards a user as an operator would: issues `user`'s certificate
+    /// (one O per group) with `fleetctl pki issue-user` and writes a
+    /// kubeconfig for it, whose path is returned.
+    pub fn onboard(&self, user: &str, groups: &[&str]) -> PathBuf {
+        let pki = self.hub.pki_dir();
+        let mut args = vec!["pki", "issue-user", "--dir", pki.to_str().unwrap_or_default(), "--name", user];
+        for group in groups {
+            args.extend(["--group", group]);
+        }
+        let out = self.hub.fleetctl(&args);
+        let said =
+            |out: &Output| format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && said(&out).contains(&format!("{user}.pem")), "{}", said(&out));
+        let path = self.hub.dir.path().join(format!("kubeconfig-{user}"));
+        let out = self.hub.fleetctl(&["kubeconfig", "--user", user]);
+        assert!(out.status.success(), "{}", said(&out));
+        std::fs::write(&path, &out.stdout).expect("write kubeconfig");
+        path
+    }
+
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);
         assert!(

@@ -4,7 +4,6 @@
 //! node and the outcome; reads that were allowed are not; a Secret's
 //! contents are in no Event, even at the Request level.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use fleet_proto::fleet::{GetRequest, KindRef};
@@ -83,27 +82,6 @@ fn is(event: &Value, user: &str, verb: &str, resource: &str, namespace: &str, na
         && event["responseStatus"]["code"] == code
 }
 
-/// Issues alice's certificate (group team-a) and writes her kubeconfig.
-fn onboard_alice(kube: &KubeHub) -> PathBuf {
-    let pki = kube.hub.pki_dir();
-    let out = kube.hub.fleetctl(&[
-        "pki",
-        "issue-user",
-        "--dir",
-        pki.to_str().unwrap_or_default(),
-        "--name",
-        "alice",
-        "--group",
-        "team-a",
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let path = kube.hub.dir.path().join("kubeconfig-alice");
-    let out = kube.hub.fleetctl(&["kubeconfig", "--user", "alice"]);
-    assert!(out.status.success(), "{}", text(&out));
-    std::fs::write(&path, &out.stdout).expect("write kubeconfig");
-    path
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_and_refusals_are_audited_without_secret_contents() {
     let logs = tempfile::tempdir().expect("temp dir");
@@ -132,7 +110,7 @@ async fn writes_and_refusals_are_audited_without_secret_contents() {
     let out = kube.hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&secret));
     assert!(out.status.success(), "{}", text(&out));
 
-    let alice = onboard_alice(&kube);
+    let alice = kube.onboard("alice", &["team-a"]);
     let created = eventually("alice creates a ConfigMap in team-a", Duration::from_secs(20), || async {
         let out = kube.kubectl_with(&alice, &["create", "configmap", "app", "-n", "team-a", "--from-literal=a=1"]);
         if out.status.success() {

@@ -5,7 +5,6 @@
 //! an override or an envelope, on either API; what it may read it places;
 //! and the audit log records the refusals.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use fleet_tests::eventually;
@@ -136,26 +135,6 @@ fn text(out: &std::process::Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
-fn onboard_alice(kube: &KubeHub) -> PathBuf {
-    let pki = kube.hub.pki_dir();
-    let out = kube.hub.fleetctl(&[
-        "pki",
-        "issue-user",
-        "--dir",
-        pki.to_str().unwrap_or_default(),
-        "--name",
-        "alice",
-        "--group",
-        "team-a",
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let path = kube.hub.dir.path().join("kubeconfig-alice");
-    let out = kube.hub.fleetctl(&["kubeconfig", "--user", "alice"]);
-    assert!(out.status.success(), "{}", text(&out));
-    std::fs::write(&path, &out.stdout).expect("write kubeconfig");
-    path
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_cannot_place_what_it_cannot_read() {
     let logs = tempfile::tempdir().expect("temp dir");
@@ -165,7 +144,7 @@ async fn a_tenant_cannot_place_what_it_cannot_read() {
             .await;
     let out = kube.hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(SETUP));
     assert!(out.status.success(), "{}", text(&out));
-    let alice = onboard_alice(&kube);
+    let alice = kube.onboard("alice", &["team-a"]);
     let as_alice = |yaml: &str| kube.hub.fleetctl_with_stdin(&["--user", "alice", "apply", "-f", "-"], Some(yaml));
     let kubectl_alice = |name: &str, yaml: &str| {
         let path = kube.hub.dir.path().join(name);

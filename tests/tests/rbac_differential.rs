@@ -130,21 +130,7 @@ async fn the_hub_answers_can_i_as_a_real_api_server() {
     let kube = KubeHub::start().await;
     let out = kube.hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(POLICY));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let pki = kube.hub.pki_dir();
-    let out = kube.hub.fleetctl(&[
-        "pki",
-        "issue-user",
-        "--dir",
-        pki.to_str().unwrap_or_default(),
-        "--name",
-        "alice",
-        "--group",
-        "team-a",
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let alice: PathBuf = kube.hub.dir.path().join("kubeconfig-alice");
-    let out = kube.hub.fleetctl(&["kubeconfig", "--user", "alice"]);
-    std::fs::write(&alice, &out.stdout).expect("write kubeconfig");
+    let alice: PathBuf = kube.onboard("alice", &["team-a"]);
 
     let impersonated = ["--as", "alice", "--as-group", "team-a", "--as-group", "system:authenticated"];
     let ask_real = |question: &[String]| {

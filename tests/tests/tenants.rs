@@ -6,7 +6,6 @@
 //! ClusterResourcePlacement; `kubectl auth can-i` agreeing; no escalation
 //! through Roles or RoleBindings.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use fleet_proto::fleet::{ClusterStatusRequest, GetRequest, KindRef, ListRequest, WatchRequest};
@@ -76,20 +75,6 @@ fn kind(kind: &str, api_version: &str) -> Option<KindRef> {
     Some(KindRef { kind: kind.into(), api_version: api_version.into() })
 }
 
-/// Issues alice's certificate and writes her kubeconfig.
-async fn onboard_alice(kube: &KubeHub) -> PathBuf {
-    let pki = kube.hub.pki_dir();
-    let pki = pki.to_str().unwrap_or_default();
-    let out = kube.hub.fleetctl(&["pki", "issue-user", "--dir", pki, "--name", "alice", "--group", "team-a"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("alice.pem"), "{}", text(&out));
-    let path = kube.hub.dir.path().join("kubeconfig-alice");
-    let out = kube.hub.fleetctl(&["kubeconfig", "--user", "alice"]);
-    assert!(out.status.success(), "{}", text(&out));
-    std::fs::write(&path, &out.stdout).expect("write kubeconfig");
-    path
-}
-
 /// Runs fleetctl as alice with `stdin`.
 fn fleetctl_alice(kube: &KubeHub, args: &[&str], stdin: Option<&str>) -> std::process::Output {
     let args: Vec<&str> = ["--user", "alice"].iter().chain(args).copied().collect();
@@ -101,7 +86,7 @@ async fn a_tenant_works_in_its_namespace_only() {
     let kube = KubeHub::start().await;
     let out = kube.hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(SETUP));
     assert!(out.status.success(), "{}", text(&out));
-    let alice = onboard_alice(&kube).await;
+    let alice = kube.onboard("alice", &["team-a"]);
 
     // Creating in team-a: kubectl (ConfigMap) and fleetctl (ResourcePlacement).
     let created = eventually("alice creates a ConfigMap in team-a", Duration::from_secs(20), || async {
@@ -234,7 +219,7 @@ async fn a_tenant_cannot_grant_what_it_does_not_hold() {
     let kube = KubeHub::start().await;
     let out = kube.hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(SETUP));
     assert!(out.status.success(), "{}", text(&out));
-    let alice = onboard_alice(&kube).await;
+    let alice = kube.onboard("alice", &["team-a"]);
     let write = |name: &str, yaml: &str| {
         let path = kube.hub.dir.path().join(name);
         std::fs::write(&path, yaml).expect("write");
