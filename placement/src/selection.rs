@@ -12,9 +12,11 @@
 //!   other namespace, namespaced objects for a CRP) are dropped, so a sloppy
 //!   source cannot widen a placement;
 //! - cleaning also drops `finalizers` (no controller on a member cluster would
-//!   ever remove them), `generateName`, the kubectl last-applied annotation
-//!   and a Service's allocated `clusterIP`/`clusterIPs` (kept when `None`:
-//!   headless), all of which are specific to the cluster they came from.
+//!   ever remove them), the kubectl last-applied annotation and a Service's
+//!   allocated `clusterIP`/`clusterIPs` (kept when `None`: headless), all of
+//!   which are specific to the cluster they came from; `generateName` is
+//!   kept, as KubeFleet keeps it (the object has its name; a member's API
+//!   server then ignores it).
 
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
@@ -169,7 +171,6 @@ pub fn clean(object: &Object) -> Object {
     meta.deletion_timestamp = None;
     meta.owner_references.clear();
     meta.finalizers.clear();
-    meta.generate_name = None;
     meta.managed_fields.clear();
     meta.annotations.remove(LAST_APPLIED_ANNOTATION);
     out.rest.remove("status");

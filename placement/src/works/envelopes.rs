@@ -29,14 +29,10 @@ pub fn envelope_work_name(placement: &Object, kind: EnvelopeType, namespace: &st
 }
 
 /// A wrapped object as its Work carries it: cleaned like any selected
-/// object, but an object with only `generateName` keeps it, so that the
-/// member agent refuses it as KubeFleet's does (`FoundGenerateName`).
+/// object (an object with only `generateName` keeps it, so that the member
+/// agent refuses it as KubeFleet's does, `FoundGenerateName`).
 fn wrapped_manifest(object: &Object) -> Value {
-    let mut cleaned = clean(object);
-    if cleaned.metadata.name.is_empty() {
-        cleaned.metadata.generate_name = object.metadata.generate_name.clone();
-    }
-    encode(&cleaned)
+    encode(&clean(object))
 }
 
 /// One envelope of a prepared group: its identity and its wrapped objects,

@@ -107,7 +107,7 @@ fn an_annotated_config_map_is_placed_as_it_is() {
 }
 
 #[test]
-fn a_wrapped_object_with_only_a_generated_name_keeps_it_for_the_member_to_refuse() {
+fn wrapped_objects_keep_their_generated_name() {
     let envelope = json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ResourceEnvelope",
         "metadata": {"name": "w", "namespace": "ops"},
         "data": {"a.yaml": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cm-", "namespace": "ops"}},
@@ -123,7 +123,7 @@ fn a_wrapped_object_with_only_a_generated_name_keeps_it_for_the_member_to_refuse
     let manifests = &work_spec_of(envelope_work).workload.manifests;
     let generated: Vec<_> = manifests.iter().map(|m| m["metadata"].get("generateName").cloned()).collect();
     assert!(generated.contains(&Some(json!("cm-"))), "{manifests:?}");
-    assert!(generated.contains(&None), "a named object drops its generateName: {manifests:?}");
+    assert!(generated.contains(&Some(json!("x-"))), "a named object keeps it too, as KubeFleet: {manifests:?}");
 }
 
 fn override_of(kind: &str, name: &str, namespace: &str, spec: Value) -> OverrideSnapshot {
