@@ -133,12 +133,8 @@ pub fn comparable(object: &Value) -> Value {
             meta.remove("namespace");
         }
     }
-    for template in [&["spec", "template"][..], &["spec", "jobTemplate", "spec", "template"][..]] {
-        let mut at = Some(&mut v);
-        for key in template.iter().chain(&["metadata"]) {
-            at = at.and_then(|x| x.get_mut(*key));
-        }
-        if let Some(Value::Object(meta)) = at {
+    for pod_template in ["/spec/template/metadata", "/spec/jobTemplate/spec/template/metadata"] {
+        if let Some(Value::Object(meta)) = v.pointer_mut(pod_template) {
             meta.remove("creationTimestamp");
         }
     }

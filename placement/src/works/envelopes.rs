@@ -28,13 +28,6 @@ pub fn envelope_work_name(placement: &Object, kind: EnvelopeType, namespace: &st
     format!("{}-envelope-{}", work_prefix(placement), &digest[..16])
 }
 
-/// A wrapped object as its Work carries it: cleaned like any selected
-/// object (an object with only `generateName` keeps it, so that the member
-/// agent refuses it as KubeFleet's does, `FoundGenerateName`).
-fn wrapped_manifest(object: &Object) -> Value {
-    encode(&clean(object))
-}
-
 /// One envelope of a prepared group: its identity and its wrapped objects,
 /// cleaned, read once for every binding.
 #[derive(Debug, Clone)]
@@ -54,9 +47,12 @@ impl PreparedEnvelope {
         let namespace = envelope.metadata.namespace.clone().unwrap_or_default();
         let wrapped = wrapped_objects_in(&envelope, scopes)
             .map(|objects| {
-                // KubeFleet's order: by the objects' JSON text, descending
-                // (which of two copies of one object applies follows it).
-                let mut values: Vec<Value> = objects.into_iter().map(|w| wrapped_manifest(&w.object)).collect();
+                // Cleaned like any selected object (one with only
+                // `generateName` keeps it, for the member agent to refuse as
+                // `FoundGenerateName`); in KubeFleet's order, by the
+                // objects' JSON text, descending (which of two copies of
+                // one object applies follows it).
+                let mut values: Vec<Value> = objects.into_iter().map(|w| encode(&clean(&w.object))).collect();
                 values.sort_by_cached_key(|v| std::cmp::Reverse(v.to_string()));
                 values
             })
