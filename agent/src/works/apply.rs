@@ -373,6 +373,12 @@ pub async fn apply_work<T: Target>(
         Condition::new(CONDITION_APPLIED, false, REASON_SOME_NOT_APPLIED, format!("{failed} manifests are not applied"))
     };
     set_condition(&mut conditions, applied.observing(generation), now);
+    // Availability counts from the application of this generation: an
+    // untrackable Work is ready once it has stayed available for the
+    // placement's unavailablePeriodSeconds since its new manifests went out,
+    // not since an older generation first became available (KubeFleet resets
+    // the binding's conditions whenever it rewrites the Work).
+    conditions.retain(|c| c.type_ != CONDITION_AVAILABLE || c.observed_generation == Some(generation));
     if applied_all {
         let available = if any_pending {
             Condition::new(
@@ -494,6 +500,10 @@ mod tests {
         .unwrap()
     }
 
+    fn work_condition<'a>(status: &'a WorkStatus, type_: &str) -> &'a Condition {
+        status.conditions.iter().find(|c| c.type_ == type_).unwrap()
+    }
+
     fn applied(status: &WorkStatus, ordinal: i64) -> (String, String) {
         let m = status.manifest_conditions.iter().find(|m| m.identifier.ordinal == ordinal).unwrap();
         let c = m.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).unwrap();
@@ -540,5 +550,39 @@ mod tests {
             name: "c".into(),
         };
         assert!(target.get(&id).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn an_untrackable_work_is_available_from_the_application_of_its_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = EmbeddedTarget::open(dir.path(), SimConfig::default()).unwrap();
+        let job = |image: &str| {
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "default"},
+                   "spec": {"template": {"spec": {"restartPolicy": "Never",
+                       "containers": [{"name": "c", "image": image}]}}}})
+        };
+        let first = apply_work(&target, &work(vec![job("a")]), None, true, "2026-01-01T00:00:00Z").await;
+        let available = work_condition(&first.status, CONDITION_AVAILABLE);
+        assert_eq!(
+            (available.reason.as_str(), available.last_transition_time.as_str()),
+            (REASON_NOT_TRACKABLE, "2026-01-01T00:00:00Z")
+        );
+
+        let mut same = work(vec![job("a")]);
+        work::set_status(&mut same, &first.status);
+        let again = apply_work(&target, &same, Some(&first.entry), true, "2026-01-01T00:01:00Z").await;
+        let available = work_condition(&again.status, CONDITION_AVAILABLE);
+        assert_eq!(available.last_transition_time, "2026-01-01T00:00:00Z", "the same generation keeps its time");
+
+        let mut next = work(vec![job("b")]);
+        next.metadata.generation = 2;
+        work::set_status(&mut next, &again.status);
+        let updated = apply_work(&target, &next, Some(&again.entry), true, "2026-01-01T00:02:00Z").await;
+        let available = work_condition(&updated.status, CONDITION_AVAILABLE);
+        assert_eq!(
+            (available.status.as_str(), available.observed_generation, available.last_transition_time.as_str()),
+            ("True", Some(2), "2026-01-01T00:02:00Z"),
+            "a new generation is available from its own application"
+        );
     }
 }
