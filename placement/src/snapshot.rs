@@ -207,7 +207,14 @@ impl<'a> Indexed<'a> {
                 }
                 let mut updated = (*object).clone();
                 let is_latest = *index == latest;
-                updated.metadata.labels.insert(IS_LATEST_LABEL.into(), is_latest.to_string());
+                // A group's first snapshot speaks for it: sub-indexed ones
+                // carry no latest label, as in KubeFleet, so listing by the
+                // label finds one snapshot per placement.
+                if object.metadata.annotations.contains_key(fleet_api::snapshot::SUBINDEX_ANNOTATION) {
+                    updated.metadata.labels.remove(IS_LATEST_LABEL);
+                } else {
+                    updated.metadata.labels.insert(IS_LATEST_LABEL.into(), is_latest.to_string());
+                }
                 if is_latest {
                     patch_latest(&mut updated);
                 }

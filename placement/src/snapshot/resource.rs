@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use fleet_api::envelope::{envelope_type, NUMBER_OF_ENVELOPED_OBJECT_ANNOTATION};
 use fleet_api::placement::spec_of;
 use fleet_api::snapshot::{
-    resource_snapshot_name, resource_sub_snapshot_name, snapshot_kinds, ResourceSnapshotSpec,
+    resource_snapshot_name, resource_sub_snapshot_name, snapshot_kinds, ResourceSnapshotSpec, IS_LATEST_LABEL,
     NUMBER_OF_RESOURCE_SNAPSHOTS_ANNOTATION, RESOURCE_HASH_ANNOTATION, RESOURCE_INDEX_LABEL, SUBINDEX_ANNOTATION,
 };
 use fleet_api::typed::encode;
@@ -90,23 +90,18 @@ pub fn plan_resource_snapshots(placement: &Object, existing: &[Object], selected
         .enumerate()
         .map(|(sub, chunk)| {
             let mut annotations = BTreeMap::from([(RESOURCE_HASH_ANNOTATION.to_string(), hash.clone())]);
+            let mut labels = new_labels(placement, RESOURCE_INDEX_LABEL, index);
             let object_name = if sub == 0 {
                 annotations.insert(NUMBER_OF_RESOURCE_SNAPSHOTS_ANNOTATION.into(), count.to_string());
                 annotations.insert(NUMBER_OF_ENVELOPED_OBJECT_ANNOTATION.into(), envelopes.to_string());
                 resource_snapshot_name(name, index)
             } else {
                 annotations.insert(SUBINDEX_ANNOTATION.into(), sub.to_string());
+                labels.remove(IS_LATEST_LABEL);
                 resource_sub_snapshot_name(name, index, sub)
             };
             let spec = encode(&ResourceSnapshotSpec { selected_resources: chunk });
-            new_snapshot(
-                placement,
-                kind,
-                object_name,
-                new_labels(placement, RESOURCE_INDEX_LABEL, index),
-                annotations,
-                spec,
-            )
+            new_snapshot(placement, kind, object_name, labels, annotations, spec)
         })
         .collect();
     indexed.finish(index, creates, limit, &|_| {})

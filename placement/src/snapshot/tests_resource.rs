@@ -171,12 +171,14 @@ fn content_over_the_limit_is_split_into_sub_snapshots() {
     assert_eq!(store.names(), ["web-0-1", "web-0-2", "web-0-snapshot"]);
     let first = store.get("web-0-snapshot");
     assert_eq!(first.metadata.annotations[NUMBER_OF_RESOURCE_SNAPSHOTS_ANNOTATION], "3");
+    assert_eq!(store.latest(), ["web-0-snapshot"], "only a group's first snapshot is labelled latest");
     for (sub, name) in [(1, "web-0-1"), (2, "web-0-2")] {
         let s = store.get(name);
         assert_eq!(s.metadata.annotations[SUBINDEX_ANNOTATION], sub.to_string());
         assert_eq!(s.metadata.labels[RESOURCE_INDEX_LABEL], "0");
         assert_eq!(s.metadata.labels[PARENT_PLACEMENT_LABEL], "web");
         assert!(!s.metadata.annotations.contains_key(NUMBER_OF_RESOURCE_SNAPSHOTS_ANNOTATION));
+        assert!(!s.metadata.labels.contains_key(IS_LATEST_LABEL));
     }
     let all: Vec<Value> = ["web-0-snapshot", "web-0-1", "web-0-2"]
         .iter()
