@@ -128,7 +128,7 @@ func run(ctx context.Context, o *options) error {
 	defer cancelComponents()
 	apiCtx, cancelAPI := context.WithCancel(context.Background())
 	defer cancelAPI()
-	failed := make(chan error, 4)
+	failed := make(chan error, 5)
 	done := &running{}
 
 	auditArgs, err := auditFlags(o)
@@ -158,6 +158,7 @@ func run(ctx context.Context, o *options) error {
 	})
 	done.start("kube-scheduler", failed, func() error { return runScheduler(components, adminKubeconfig) })
 	done.start("kwok", failed, func() error { return runKWOK(components, o.dataDir, adminKubeconfig, o.unpullableImages()) })
+	done.start("provisioner", failed, func() error { return runProvisioner(components, client, o.dataDir) })
 
 	err = prepareCluster(ctx, client, o, failed)
 	if err == nil {
@@ -171,7 +172,7 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	cancelComponents()
-	done.waitFor("kube-controller-manager", "kube-scheduler", "kwok")
+	done.waitFor("kube-controller-manager", "kube-scheduler", "kwok", "provisioner")
 	cancelAPI()
 	done.wait()
 	return err

@@ -22,6 +22,9 @@ func prepareCluster(ctx context.Context, client *kubernetes.Clientset, o *option
 	if err != nil {
 		return err
 	}
+	if err := ensureStorageClass(ctx, client); err != nil {
+		return err
+	}
 	for _, node := range nodes {
 		_, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {

@@ -417,3 +417,38 @@ async fn an_image_that_cannot_be_pulled_keeps_a_deployment_unavailable() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateful_set_claiming_the_standard_storage_class_becomes_available() {
+    let (_cluster, target) = start().await;
+    apply(&target, &namespace()).await;
+    let stateful_set = object(json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "demo"},
+        "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "db", "image": "postgres:17",
+                                         "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                "storageClassName": "standard", "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}}}}]}
+    }));
+    apply(&target, &stateful_set).await;
+    let id = ResourceId::of(&stateful_set);
+    eventually("db available", WAIT, || async {
+        let live = target.get(&id).await.map_err(|e| e.to_string())?.ok_or("gone")?;
+        match availability(&live) {
+            Availability::Available => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let claim = ResourceId {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "PersistentVolumeClaim".into(),
+        namespace: "demo".into(),
+        name: "data-db-0".into(),
+    };
+    let live = target.get(&claim).await.expect("read the claim").expect("the claim exists");
+    assert_eq!(live.status().and_then(|s| s.get("phase")), Some(&json!("Bound")));
+}
