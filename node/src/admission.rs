@@ -2,6 +2,7 @@
 //! kind and scope resolved (registry, then CRDs stored on the hub), generic
 //! validation with every problem listed, server-set fields dropped.
 
+use fleet_api::eviction as eviction_api;
 use fleet_api::kinds::{self, DeclaredScopes, KindInfo, Scope, FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::member;
 use fleet_api::ocm::managed_cluster;
@@ -310,7 +311,34 @@ fn check_update(store: &Store, object: &Object) -> Result<(), String> {
     if object.group() == FLEET_PLACEMENT_GROUP && overrides_api::is_override_kind(&object.kind) {
         return check_override_limits(store, object, stored.is_none());
     }
+    if object.group() == FLEET_PLACEMENT_GROUP
+        && (eviction_api::is_eviction_kind(&object.kind) || eviction_api::is_budget_kind(&object.kind))
+    {
+        return check_eviction_placement(store, object);
+    }
     Ok(())
+}
+
+/// docs/spec/eviction.md: an eviction or disruption budget is checked at
+/// apply against the placement it names (an eviction's `placementName`, a
+/// budget's own name; in its own namespace for the namespaced kinds) when
+/// that placement exists then, as KubeFleet's webhooks check it. One
+/// created before its placement is judged by the eviction controller.
+fn check_eviction_placement(store: &Store, object: &Object) -> Result<(), String> {
+    let name = if eviction_api::is_eviction(object) {
+        eviction_api::eviction_spec_of(object).placement_name
+    } else {
+        object.metadata.name.clone()
+    };
+    let namespace = if eviction_api::is_namespaced_kind(&object.kind) {
+        object.metadata.namespace.clone().unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let kind = eviction_api::placement_kind_for(&object.kind);
+    let key = ObjectKey::new(FLEET_PLACEMENT_GROUP, kind, &namespace, &name);
+    let (placement, _) = store.get(&key).map_err(|e| e.to_string())?;
+    eviction_api::check_against_placement(object, placement.as_ref()).map_err(|e| e.to_string())
 }
 
 /// docs/spec/overrides.md: at most 100 CROs (100 ROs per namespace), and no resource

@@ -300,3 +300,40 @@ async fn a_namespaced_eviction_is_blocked_and_allowed_by_its_namespaced_budget()
     assert_eq!(rp_clusters(&hub, "team", "web").await, want);
     assert!(member_has(&hub, victim.name, "namespace", "", "team"), "the ClusterResourcePlacement's namespace stays");
 }
+
+/// docs/spec/eviction.md: an eviction or budget is checked at apply against
+/// the placement it names, when that placement exists; nothing is stored
+/// when it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evictions_and_budgets_are_checked_against_their_placement_at_apply() {
+    let hub = fleet(&[]).await;
+    apply_yaml(&hub, &placed("fixed", "    placementType: PickFixed\n    clusterNames: [a]\n"));
+    apply_yaml(&hub, &placed("everywhere", "    placementType: PickAll\n"));
+    let refused = |yaml: &str, want: &str| {
+        let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(yaml));
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!out.status.success() && stderr.contains(want), "want {want:?}, got: {stderr}");
+    };
+    refused(
+        &eviction("evict-fixed", "fixed", "a"),
+        "spec.placementName: Forbidden: cluster resource placement policy type PickFixed is not supported",
+    );
+    let budget = |spec: &str| {
+        format!(
+            "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterResourcePlacementDisruptionBudget\nmetadata: {{name: everywhere}}\nspec: {spec}\n"
+        )
+    };
+    refused(
+        &budget("{maxUnavailable: 1}"),
+        "spec.maxUnavailable: Forbidden: cluster resource placement policy type PickAll is not supported with any specified max unavailable 1",
+    );
+    refused(
+        &budget("{minAvailable: \"50%\"}"),
+        "spec.minAvailable: Forbidden: cluster resource placement policy type PickAll is not supported with min available as a percentage 50%",
+    );
+    let mut admin = hub.client(hub.running()[0]).await;
+    assert!(get(&mut admin, "crpe", "", "evict-fixed").await.is_err(), "a refused eviction is not stored");
+    // What the placement allows is stored, and one naming no placement yet too.
+    apply_yaml(&hub, &budget("{minAvailable: 1}"));
+    apply_yaml(&hub, &eviction("evict-later", "not-yet", "a"));
+}
