@@ -314,6 +314,46 @@ pub fn reports_diff(object: &Object) -> bool {
     object.spec().and_then(|s| s.pointer("/applyStrategy/type")).and_then(Value::as_str) == Some(APPLY_TYPE_REPORT_DIFF)
 }
 
+/// Label: the namespace of the ResourcePlacement a Work belongs to (RP
+/// only); the placement's name is in `snapshot::PARENT_PLACEMENT_LABEL`.
+pub const PARENT_NAMESPACE_LABEL: &str = "kubernetes-fleet.io/parent-placement-namespace";
+
+/// The placement a Work was rendered for, as its labels name it: the agent
+/// stamps it on what it applies, and `fleetctl origin` reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlacementRef {
+    /// `ClusterResourcePlacement` or `ResourcePlacement`.
+    pub kind: String,
+    /// The ResourcePlacement's namespace; empty for a ClusterResourcePlacement.
+    pub namespace: String,
+    /// The placement's name.
+    pub name: String,
+}
+
+impl PlacementRef {
+    /// The placement of a Work, from its labels; `None` for a Work no
+    /// placement rendered (an OCM ManifestWork's, say).
+    pub fn of_work(work: &Object) -> Option<PlacementRef> {
+        let labels = &work.metadata.labels;
+        let name = labels.get(crate::snapshot::PARENT_PLACEMENT_LABEL).filter(|n| !n.is_empty())?;
+        let (kind, namespace) = match labels.get(PARENT_NAMESPACE_LABEL).filter(|n| !n.is_empty()) {
+            Some(ns) => (crate::placement::RESOURCE_PLACEMENT, ns.clone()),
+            None => (crate::placement::CLUSTER_RESOURCE_PLACEMENT, String::new()),
+        };
+        Some(PlacementRef { kind: kind.to_string(), namespace, name: name.clone() })
+    }
+}
+
+impl std::fmt::Display for PlacementRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind, self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
 /// The status of a stored Work.
 pub fn status_of(object: &Object) -> WorkStatus {
     object.status().and_then(|s| decode(s, "status").ok()).unwrap_or_default()

@@ -68,6 +68,11 @@ pub enum Command {
     /// Print the objects one member cluster receives from a placement, as the
     /// hub rendered them for it (overrides applied, envelopes unwrapped).
     Render(RenderArgs),
+    /// Tell where an object on a member cluster came from: each Work on the
+    /// hub that holds it, the cluster it is for, the placement that rendered
+    /// it (or the envelope it was unwrapped from), and whether the member
+    /// reported it applied.
+    Origin(OriginArgs),
     /// Print a kubeconfig for kubectl: one context per hub node serving the
     /// Kubernetes-compatible API (--kube-listen), with the CA and the
     /// certificate of --user (admin or viewer).
@@ -167,6 +172,21 @@ pub struct RenderArgs {
     /// yaml (default: one document per object, each Work named in a comment) or json (a List).
     #[arg(short = 'o', long = "output", value_enum)]
     pub output: Option<OutputFormat>,
+}
+
+/// `origin`.
+#[derive(Debug, Args)]
+pub struct OriginArgs {
+    /// The object's kind (ConfigMap, cm, deploy, ...); KIND/NAME also works.
+    pub kind: String,
+    /// The object's name.
+    pub name: Option<String>,
+    /// The object's namespace (default: "default" for a namespaced kind).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Only this member cluster (default: every cluster).
+    #[arg(long, value_name = "CLUSTER")]
+    pub cluster: Option<String>,
 }
 
 /// `rollout ...`.

@@ -115,6 +115,9 @@ pub enum Error {
     /// printed with why); the message counts and names them.
     #[error("{0}")]
     DrainIncomplete(String),
+    /// `origin`: no Work on the hub holds the object; the message names it.
+    #[error("{0}")]
+    NoOrigin(String),
     /// Some objects of a multi-object command failed; each failure was already printed.
     #[error("{failed} of {total} objects failed")]
     Partial {

@@ -1,7 +1,7 @@
 //! "Which placement put this object here": every object the agent applies
 //! carries annotations naming its Work and its placement (kind, namespace,
 //! name), also one it took over, and `fleet-agent inspect -o origin`
-//! answers from them on the member. The annotations never count as drift.
+//! answers from them on the member; `fleetctl origin` answers on the hub. The annotations never count as drift.
 
 use fleet_tests::eventually;
 use fleet_tests::fleet::{apply_yaml, entry, fleet, get_object, member_object, wait_member, Member, WAIT};
@@ -65,6 +65,25 @@ async fn placed_objects_name_their_work_and_placement() {
     let out = hub.inspect("east-1", &["cm", "-n", "shop", "-o", "origin"]);
     assert!(
         !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("-o origin needs a KIND and a NAME")
+    );
+
+    // The hub answers too, from its Works.
+    let origin = eventually("fleetctl origin sees the manifest applied", WAIT, || async {
+        let out = hub.fleetctl(&["origin", "cm", "settings", "-n", "shop"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        match out.status.success() && text.contains("True") {
+            true => Ok(text),
+            false => Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr))),
+        }
+    })
+    .await;
+    let row: Vec<&str> = origin.lines().nth(1).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(row, ["east-1", "shop.web-work", "ResourcePlacement", "shop/web", "-", "True"], "{origin}");
+    let out = hub.fleetctl(&["origin", "cm", "settings", "-n", "elsewhere", "--cluster", "east-1"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: no Work for cluster \"east-1\" on the hub places ConfigMap elsewhere/settings"
     );
 
     // The annotations are Fleet's: nothing reports them as drift.

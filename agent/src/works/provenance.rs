@@ -11,6 +11,7 @@
 //! The annotations belong to Fleet like the owner annotation: drift and diff
 //! comparisons never count them.
 
+use fleet_api::work::PlacementRef;
 use fleet_api::Object;
 
 use crate::targets::OWNER_ANNOTATION;
@@ -25,54 +26,18 @@ pub const PLACEMENT_NAME_ANNOTATION: &str = "fleet.kubernetes-fleet.io/placement
 pub const FLEET_ANNOTATIONS: [&str; 4] =
     [OWNER_ANNOTATION, PLACEMENT_KIND_ANNOTATION, PLACEMENT_NAMESPACE_ANNOTATION, PLACEMENT_NAME_ANNOTATION];
 
-/// The Work label naming its placement (KubeFleet's name, used for both kinds).
-const PARENT_PLACEMENT_LABEL: &str = "kubernetes-fleet.io/parent-CRP";
-/// The Work label naming a ResourcePlacement's namespace.
-const PARENT_NAMESPACE_LABEL: &str = "kubernetes-fleet.io/parent-placement-namespace";
+/// The placement a Work was rendered for (read from its labels by
+/// [`Provenance::of_work`]), which the agent stamps on what it applies.
+pub type Provenance = PlacementRef;
 
-/// The placement a Work was rendered for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Provenance {
-    /// `ClusterResourcePlacement` or `ResourcePlacement`.
-    pub kind: String,
-    /// The ResourcePlacement's namespace; empty for a ClusterResourcePlacement.
-    pub namespace: String,
-    /// The placement's name.
-    pub name: String,
-}
-
-impl Provenance {
-    /// The placement of a Work, from its labels; `None` for a Work no
-    /// placement rendered.
-    pub fn of_work(work: &Object) -> Option<Provenance> {
-        let labels = &work.metadata.labels;
-        let name = labels.get(PARENT_PLACEMENT_LABEL).filter(|n| !n.is_empty())?;
-        let (kind, namespace) = match labels.get(PARENT_NAMESPACE_LABEL).filter(|n| !n.is_empty()) {
-            Some(ns) => ("ResourcePlacement", ns.clone()),
-            None => ("ClusterResourcePlacement", String::new()),
-        };
-        Some(Provenance { kind: kind.to_string(), namespace, name: name.clone() })
-    }
-
-    /// The placement an applied object names, from its annotations.
-    pub fn of_object(object: &Object) -> Option<Provenance> {
-        let annotations = &object.metadata.annotations;
-        Some(Provenance {
-            kind: annotations.get(PLACEMENT_KIND_ANNOTATION)?.clone(),
-            namespace: annotations.get(PLACEMENT_NAMESPACE_ANNOTATION).cloned().unwrap_or_default(),
-            name: annotations.get(PLACEMENT_NAME_ANNOTATION)?.clone(),
-        })
-    }
-}
-
-impl std::fmt::Display for Provenance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.namespace.is_empty() {
-            write!(f, "{} {}", self.kind, self.name)
-        } else {
-            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
-        }
-    }
+/// The placement an applied object names, from its annotations.
+pub fn of_object(object: &Object) -> Option<Provenance> {
+    let annotations = &object.metadata.annotations;
+    Some(Provenance {
+        kind: annotations.get(PLACEMENT_KIND_ANNOTATION)?.clone(),
+        namespace: annotations.get(PLACEMENT_NAMESPACE_ANNOTATION).cloned().unwrap_or_default(),
+        name: annotations.get(PLACEMENT_NAME_ANNOTATION)?.clone(),
+    })
 }
 
 /// The manifest as the agent writes it: with the placement's annotations
@@ -106,7 +71,7 @@ pub fn origin_text(object: &Object) -> String {
     let Some(work) = object.metadata.annotations.get(OWNER_ANNOTATION) else {
         return format!("{id}: not placed by Fleet (no {OWNER_ANNOTATION} annotation)\n");
     };
-    let placement = match Provenance::of_object(object) {
+    let placement = match of_object(object) {
         Some(p) => p.to_string(),
         None => "unknown (applied before Fleet recorded placements, or by a Work no placement rendered)".to_string(),
     };
@@ -150,7 +115,7 @@ mod tests {
         assert_eq!(a[PLACEMENT_NAME_ANNOTATION], "web");
         assert!(!a.contains_key(PLACEMENT_NAMESPACE_ANNOTATION), "a ClusterResourcePlacement has no namespace");
         assert_eq!(a["keep"], "me");
-        assert_eq!(Provenance::of_object(&out), Some(p));
+        assert_eq!(of_object(&out), Some(p));
         let bare = stamped(&manifest, None);
         assert!(!bare.metadata.annotations.contains_key(PLACEMENT_NAME_ANNOTATION));
     }

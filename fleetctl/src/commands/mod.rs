@@ -11,6 +11,7 @@ mod drain;
 mod get;
 mod heartbeats;
 mod kubeconfig;
+mod origin;
 mod pki;
 mod plan;
 mod render;
@@ -56,6 +57,7 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
         Command::Drain(args) => drain::drain(&client, &args, io).await,
         Command::Uncordon(args) => drain::uncordon(&client, &args, io).await,
         Command::Render(args) => render::run(&client, args, io).await,
+        Command::Origin(args) => origin::run(&client, &args, io).await,
         Command::Plan(args) => plan::run(&client, &args, io).await,
         Command::Version(args) => version::run(Some(&client), &args, io).await,
         Command::Pki(command) => pki::run(command, io),

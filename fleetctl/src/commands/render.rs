@@ -7,6 +7,7 @@ use fleet_api::envelope::{ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOP
 use fleet_api::member::member_namespace;
 use fleet_api::placement::{CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
 use fleet_api::snapshot::PARENT_PLACEMENT_LABEL;
+use fleet_api::work::PARENT_NAMESPACE_LABEL;
 use fleet_api::Object;
 use serde_json::{json, Value};
 
@@ -18,9 +19,6 @@ use crate::io::Io;
 use crate::kind::KindArg;
 use crate::output::{to_yaml, OutputFormat};
 use crate::types::ListQuery;
-
-/// The label naming an RP's namespace on its Works.
-const PARENT_NAMESPACE_LABEL: &str = "kubernetes-fleet.io/parent-placement-namespace";
 
 /// Prints what `--cluster` receives from the placement.
 pub async fn run(client: &Client, args: RenderArgs, io: &mut Io) -> Result<()> {

@@ -39,8 +39,7 @@ use fleet_api::Object;
 pub const PARENT_BINDING_LABEL: &str = "kubernetes-fleet.io/parent-resource-binding";
 /// Label: the resource snapshot index a Work was rendered from.
 pub const PARENT_RESOURCE_INDEX_LABEL: &str = "kubernetes-fleet.io/parent-resource-snapshot-index";
-/// Label: the namespace of the ResourcePlacement a Work belongs to (RP only).
-pub const PARENT_NAMESPACE_LABEL: &str = "kubernetes-fleet.io/parent-placement-namespace";
+pub use fleet_api::work::PARENT_NAMESPACE_LABEL;
 /// Kind of a Work.
 pub const WORK_KIND: &str = "Work";
 
