@@ -155,9 +155,9 @@ pub struct ReportBackStrategy {
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
     /// With `Mirror`, required: `WorkAPI` (into each manifest condition's
-    /// `backReportedStatus` of the Work on the hub). KubeFleet's
-    /// `OriginalResource` (onto the hub object's status) is refused: Fleet
-    /// does not write it yet.
+    /// `backReportedStatus` of the Work on the hub) or `OriginalResource`
+    /// (also onto the hub object's own status, when the placement selects
+    /// exactly one cluster).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination: Option<String>,
 }
@@ -192,15 +192,6 @@ impl ReportBackStrategy {
             errors.push(FieldError::required(
                 format!("{path}.destination"),
                 "when reportBackStrategy.type is 'Mirror', a destination must be specified",
-            ));
-        }
-        // Refused rather than accepted and left undone: nothing writes the
-        // hub objects' status yet.
-        if self.mirrors() && self.destination.as_deref() == Some(DESTINATION_ORIGINAL_RESOURCE) {
-            errors.push(FieldError::forbidden(
-                format!("{path}.destination"),
-                "Fleet does not mirror statuses onto the original resources yet; use WorkAPI (the status shows in \
-                 each Work's manifest conditions, backReportedStatus)",
             ));
         }
         errors

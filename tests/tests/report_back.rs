@@ -69,3 +69,54 @@ async fn a_deployments_member_status_is_reported_back_to_its_work() {
     .await;
     assert_eq!(moved["kind"], "Deployment");
 }
+
+/// With `Mirror` to `OriginalResource` and a policy of one cluster, the
+/// hub's own Deployment gets its member's status; with two clusters it is
+/// left alone (KubeFleet's rule: one hub object, one member).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_clusters_status_is_mirrored_onto_the_hub_object() {
+    const WEST: Member = Member { name: "west-1", labels: &[], nodes: 2, cpu: 4 };
+    let hub = fleet(&[&EAST, &WEST]).await;
+    let onto_original = |policy: &str| {
+        app(2)
+            .replace("destination: WorkAPI", "destination: OriginalResource")
+            .replace("policy: {placementType: PickAll}", policy)
+    };
+    apply_yaml(&hub, &onto_original("policy: {placementType: PickFixed, clusterNames: [east-1]}"));
+    let status = eventually("the hub Deployment shows 2 ready from east-1", WAIT, || async {
+        let deployment = get_object(&hub, "deployment", "app", "web").await?;
+        let status = deployment.status().cloned().unwrap_or_default();
+        match status["readyReplicas"] == 2 {
+            true => Ok(status),
+            false => Err(format!("{status}")),
+        }
+    })
+    .await;
+    let (member, _) = reported(&hub).await.expect("reported in the Work too");
+    assert_eq!(status, member["status"], "verbatim");
+    let settings = get_object(&hub, "configmap", "app", "settings").await.expect("the ConfigMap");
+    assert!(settings.status().is_none(), "an object without a member status gets none");
+
+    // Two clusters: the hub object keeps what it had; a new member status
+    // (3 replicas) is not copied.
+    let both = "policy: {placementType: PickFixed, clusterNames: [east-1, west-1]}";
+    apply_yaml(&hub, &onto_original(both).replace("replicas: 2", "replicas: 3"));
+    eventually("west-1 has the Deployment with 3 ready", WAIT, || async {
+        let work = get_object(&hub, "work", "fleet-member-west-1", "app-work").await?;
+        match fleet_tests::fleet::work_available(&work) {
+            true => Ok(()),
+            false => Err("not yet available".to_string()),
+        }
+    })
+    .await;
+    eventually("east-1 reports 3 ready", WAIT, || async {
+        let (observed, _) = reported(&hub).await?;
+        match observed["status"]["readyReplicas"] == 3 {
+            true => Ok(()),
+            false => Err(format!("{observed}")),
+        }
+    })
+    .await;
+    let deployment = get_object(&hub, "deployment", "app", "web").await.expect("the Deployment");
+    assert_eq!(deployment.status().map(|s| s["readyReplicas"].clone()), Some(serde_json::json!(2)));
+}

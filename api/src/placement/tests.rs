@@ -477,9 +477,10 @@ fn report_back_strategy_takes_kubefleets_values_and_rule() {
     let r = spec.strategy.unwrap().report_back_strategy.unwrap();
     assert!(r.mirrors());
     assert_eq!(r.destination.as_deref(), Some("WorkAPI"));
+    ok(with_strategy(json!({"reportBackStrategy": {"type": "Mirror", "destination": "OriginalResource"}})));
     has(
-        &err(with_strategy(json!({"reportBackStrategy": {"type": "Mirror", "destination": "OriginalResource"}}))),
-        "spec.strategy.reportBackStrategy.destination: Forbidden: Fleet does not mirror statuses onto the original resources yet; use WorkAPI",
+        &err(with_strategy(json!({"reportBackStrategy": {"type": "Mirror", "destination": "Elsewhere"}}))),
+        "spec.strategy.reportBackStrategy.destination: Unsupported value: \"Elsewhere\"",
     );
     ok(with_strategy(json!({"reportBackStrategy": {"type": "Disabled", "destination": "OriginalResource"}})));
     // Defaulted to Disabled once given, as KubeFleet's CRD does.

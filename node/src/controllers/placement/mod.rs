@@ -13,7 +13,10 @@
 //! 5. Work: each bound binding's Works rendered into its cluster's namespace
 //!    through the override snapshots it records (envelopes unwrapped into
 //!    Works of their own); a binding whose rendering fails keeps its Works;
-//! 6. status: the placement's conditions and per-cluster entries, and a
+//! 6. original resources: with `reportBackStrategy` `Mirror` to
+//!    `OriginalResource` and a one-cluster policy, the member's statuses
+//!    copied onto the hub's own objects;
+//! 7. status: the placement's conditions and per-cluster entries, and a
 //!    namespace-accessible ClusterResourcePlacement's status mirror.
 //!
 //! Before all of them, selectors that cannot be resolved (a
@@ -29,6 +32,7 @@
 mod deleting;
 mod namespace_status;
 pub(crate) mod objects;
+mod original_status;
 pub(crate) mod render;
 mod rollout;
 mod scheduling;
@@ -210,6 +214,9 @@ pub fn next_step(
     let work_steps = works::sync_steps(&view, &works, &rendered);
     if !work_steps.is_empty() {
         return Ok(Next::WriteEach(work_steps));
+    }
+    if let Some(step) = original_status::step(store, &view, &works)? {
+        return Ok(Next::Write(Box::new(step)));
     }
     let recheck_after =
         rollout.recheck_at.map(|at| Duration::from_secs(u64::try_from(at - unix_now).unwrap_or(0).max(1)));
