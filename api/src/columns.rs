@@ -233,7 +233,7 @@ pub fn row(columns: &[Column], object: &Object, context: &RowContext<'_>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::age::parse_timestamp;
+    use crate::time::system_time;
 
     fn cm() -> Object {
         serde_json::from_value(serde_json::json!({
@@ -251,7 +251,7 @@ mod tests {
 
     #[test]
     fn generic_and_wide_columns() {
-        let now = at(parse_timestamp("2024-05-01T10:12:00Z").unwrap());
+        let now = at(system_time("2024-05-01T10:12:00Z").unwrap());
         assert_eq!(headers(&columns_for("ConfigMap", false)), ["NAME", "AGE"]);
         assert_eq!(row(&columns_for("ConfigMap", false), &cm(), &now), ["a", "12m"]);
         assert_eq!(headers(&columns_for("ConfigMap", true)), ["NAME", "AGE", "GENERATION", "LABELS"]);
@@ -268,7 +268,7 @@ mod tests {
             "lastTimestamp": "2024-05-01T10:11:00Z"
         }))
         .unwrap();
-        let now = at(parse_timestamp("2024-05-01T10:12:00Z").unwrap());
+        let now = at(system_time("2024-05-01T10:12:00Z").unwrap());
         assert_eq!(
             row(&columns_for("Event", false), &ev, &now),
             ["60s", "Normal", "Scheduled", "clusterresourceplacement/web", "picked 2 clusters"]

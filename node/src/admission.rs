@@ -289,7 +289,7 @@ fn stamp_taint_times(store: &Store, object: &mut Object) -> Result<(), String> {
     }
     let (stored, _) = store.get(&ObjectKey::of(object)).map_err(|e| e.to_string())?;
     let before = stored.as_ref().map(member::spec_of).unwrap_or_default();
-    let now = crate::service::now_rfc3339();
+    let now = fleet_api::time::now_rfc3339();
     for taint in spec.taints.iter_mut().filter(|t| t.time_added.is_none()) {
         let known = before.taints.iter().find(|t| t.same_as(taint)).and_then(|t| t.time_added.clone());
         taint.time_added = Some(known.unwrap_or_else(|| now.clone()));

@@ -9,8 +9,8 @@ use fleet_raft::Consensus;
 use futures::Stream;
 use tonic::Status;
 
+use crate::blocking::blocking;
 use crate::error::{raft_status, storage_status};
-use crate::service::blocking;
 
 /// Bytes per streamed chunk (well under the gRPC message limit).
 const CHUNK: usize = 1024 * 1024;

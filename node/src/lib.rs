@@ -7,6 +7,7 @@ pub mod admission;
 pub mod audit;
 pub mod auth;
 pub mod backup;
+pub mod blocking;
 pub mod config;
 pub mod controllers;
 pub mod crd_status;

@@ -14,10 +14,11 @@ use tonic::Status;
 
 use crate::admission::{self, ResolvedKind};
 use crate::auth::Caller;
+use crate::blocking::blocking;
 use crate::error::{raft_status, storage_status};
 use crate::members::authz;
 use crate::rbac::Authorizer;
-use crate::service::{blocking, now_rfc3339};
+use fleet_api::time::now_rfc3339;
 use fleet_rbac::Attributes;
 
 /// A refusal of [`crate::fairness`] as gRPC says it: `ResourceExhausted`

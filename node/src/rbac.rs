@@ -23,8 +23,8 @@ use tokio::sync::broadcast::Receiver;
 use tonic::Status;
 
 use crate::auth::Caller;
+use crate::blocking::blocking;
 use crate::error::storage_status;
-use crate::service::blocking;
 
 /// The user `identity` is to RBAC: `None` for member agents and nodes,
 /// which RBAC does not govern, and for certificates naming nobody.

@@ -28,9 +28,9 @@ use tonic::Status;
 
 use crate::admission::{resolve_document, ResolvedKind};
 use crate::auth::Caller;
+use crate::blocking::blocking;
 use crate::controllers::view::StoreSource;
 use crate::rbac::{user_of, Authorizer};
-use crate::service::blocking;
 
 /// One read a placement needs of its author, and why.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 pub use crate::objects::View;
 
@@ -23,6 +23,7 @@ use tonic::{Request, Response, Status};
 
 use crate::admission::{self, Document, ResolvedKind};
 use crate::auth::{authorize, Access, Caller};
+use crate::blocking::blocking;
 use crate::error::raft_status;
 use crate::members::service::{MemberCall, MemberReply, MemberService};
 use crate::objects::{parse_selector, Objects};
@@ -35,16 +36,6 @@ pub struct FleetService {
     members: Arc<MemberService>,
     /// Becomes true when the node shuts down: long-lived streams end then.
     stopping: tokio::sync::watch::Receiver<bool>,
-}
-
-/// The proposer's clock, carried in commands (apply never reads a clock).
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
-}
-
-/// Runs a blocking store call off the async runtime threads.
-pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("store task failed: {e}")))?
 }
 
 impl FleetService {

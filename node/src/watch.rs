@@ -15,8 +15,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
+use crate::blocking::blocking;
 use crate::error::storage_status;
-use crate::service::blocking;
 
 const STREAM_BUFFER: usize = 1024;
 
@@ -70,7 +70,7 @@ pub async fn start_with_bookmarks(
     from: u64,
     stopping: tokio::sync::watch::Receiver<bool>,
     member: Option<(String, String)>,
-    view: Option<crate::service::View>,
+    view: Option<crate::objects::View>,
     bookmarks: Option<std::time::Duration>,
 ) -> Result<WatchStream, Status> {
     let listed = from == 0;
@@ -122,7 +122,7 @@ async fn send_if_matching(
     tx: &Out,
     query: &ListQuery,
     event: &fleet_statemachine::WatchEvent,
-    view: Option<crate::service::View>,
+    view: Option<crate::objects::View>,
 ) -> bool {
     let Some((event_type, object)) = query.view_of(event) else {
         return true;
@@ -139,7 +139,7 @@ async fn send_if_matching(
 struct Live {
     query: ListQuery,
     member: Option<(String, String)>,
-    view: Option<crate::service::View>,
+    view: Option<crate::objects::View>,
     /// How often to send a BOOKMARK, and the store whose applied index it names.
     bookmarks: Option<(std::time::Duration, Arc<Store>)>,
     /// The version of the last BOOKMARK (or where the watch started).

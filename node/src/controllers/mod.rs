@@ -37,8 +37,8 @@ use fleet_raft::Consensus;
 use fleet_statemachine::{Command, StoreError};
 use tokio::task::JoinSet;
 
-use crate::service::now_rfc3339;
 use clusters::ClusterCache;
+use fleet_api::time::now_rfc3339;
 use override_cache::OverrideCache;
 use queue::WorkQueue;
 

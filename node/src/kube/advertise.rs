@@ -11,7 +11,7 @@ use fleet_statemachine::{Command, Op};
 use serde_json::json;
 
 use crate::members::internal::INTERNAL_GROUP;
-use crate::service::now_rfc3339;
+use fleet_api::time::now_rfc3339;
 
 /// Kind of the record.
 pub const ENDPOINT_KIND: &str = "NodeEndpoint";
@@ -45,7 +45,7 @@ pub async fn run(
     let mut delay = Duration::from_millis(200);
     loop {
         let store = consensus.store().clone();
-        let stored = crate::service::blocking(move || {
+        let stored = crate::blocking::blocking(move || {
             store.get(&endpoint_key(id)).map(|(o, _)| o).map_err(crate::error::storage_status)
         })
         .await

@@ -27,7 +27,7 @@ use super::context::Ctx;
 use super::errors::KubeError;
 use super::fieldset::{self, Path};
 use super::{fieldcheck, patch, write};
-use crate::service::now_rfc3339;
+use fleet_api::time::now_rfc3339;
 
 /// The field manager `kubectl apply --server-side` uses.
 const KUBECTL: &str = "kubectl";

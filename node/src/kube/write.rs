@@ -12,7 +12,8 @@ use serde_json::Value;
 use super::context::Ctx;
 use super::errors::{KubeError, Subject};
 use super::{fieldcheck, respond};
-use crate::service::{blocking, now_rfc3339};
+use crate::blocking::blocking;
+use fleet_api::time::now_rfc3339;
 
 /// Proposes one op; the object it stored, as this path shows it (through
 /// the kind's read view: a ManagedCluster write answers a ManagedCluster).

@@ -22,7 +22,8 @@ use fleet_statemachine::{Command, Op};
 
 use super::liveness::{self, SharedView};
 use super::status;
-use crate::service::{blocking, now_rfc3339};
+use crate::blocking::blocking;
+use fleet_api::time::now_rfc3339;
 
 /// How often the leader checks for silent clusters.
 const CHECK_EVERY: Duration = Duration::from_millis(500);

@@ -17,8 +17,9 @@ use super::health::Arrivals;
 use super::internal::{self, CredentialSpec, TokenStatus};
 use super::signer::Signer;
 use super::{authz, status, tokens};
+use crate::blocking::blocking;
 use crate::error::raft_status;
-use crate::service::{blocking, now_rfc3339};
+use fleet_api::time::now_rfc3339;
 
 /// Certificates a member keeps valid at once (the one it holds and its renewal).
 const MAX_SERIALS: usize = 2;

@@ -91,7 +91,7 @@ impl Signer {
         params.not_before = epoch + now.saturating_sub(Duration::from_secs(300));
         params.not_after = epoch + now + self.validity;
         let cert = csr.signed_by(&self.issuer).map_err(|e| Status::internal(format!("signing failed: {e}")))?;
-        let expires_at = humantime::format_rfc3339_seconds(SystemTime::now() + self.validity).to_string();
+        let expires_at = fleet_api::time::rfc3339_of(SystemTime::now() + self.validity);
         let certificate_pem = format!("{}{}", cert.pem(), self.chain_pem);
         Ok(Issued { certificate_pem, serial: hex::encode(serial), expires_at })
     }

@@ -44,7 +44,7 @@ pub fn new_token(cluster: &str, ttl: Duration) -> Result<NewToken, Status> {
     let expiry = SystemTime::now()
         .checked_add(ttl)
         .ok_or_else(|| Status::invalid_argument("ttl: Invalid value: too far in the future"))?;
-    let expires_at = humantime::format_rfc3339_seconds(expiry).to_string();
+    let expires_at = fleet_api::time::rfc3339_of(expiry);
     let spec = TokenSpec { cluster: cluster.to_string(), secret_hash: hash(&secret), expires_at: expires_at.clone() };
     let object = internal::token_object(&id, &spec, uuid::Uuid::new_v4().to_string());
     Ok(NewToken { token: format!("{id}.{secret}"), expires_at, object })
@@ -56,8 +56,8 @@ pub fn is_dead(object: &Object, now: SystemTime) -> bool {
     if object.status().is_some_and(|s| !s.is_null()) {
         return true;
     }
-    match internal::spec::<TokenSpec>(object).map(|spec| humantime::parse_rfc3339(&spec.expires_at)) {
-        Some(Ok(expiry)) => now >= expiry,
+    match internal::spec::<TokenSpec>(object).map(|spec| fleet_api::time::system_time(&spec.expires_at)) {
+        Some(Some(expiry)) => now >= expiry,
         _ => true,
     }
 }
@@ -88,10 +88,10 @@ pub fn check(stored: Option<&Object>, id: &str, secret: &str, cluster: &str, now
     if let Some(status) = object.status().and_then(|s| serde_json::from_value::<TokenStatus>(s.clone()).ok()) {
         return refuse(format!("was already used at {}", status.used_at));
     }
-    match humantime::parse_rfc3339(&spec.expires_at) {
-        Ok(expiry) if now < expiry => Ok(()),
-        Ok(_) => refuse(format!("expired at {}", spec.expires_at)),
-        Err(_) => refuse("has an unreadable expiry".into()),
+    match fleet_api::time::system_time(&spec.expires_at) {
+        Some(expiry) if now < expiry => Ok(()),
+        Some(_) => refuse(format!("expired at {}", spec.expires_at)),
+        None => refuse("has an unreadable expiry".into()),
     }
 }
 
