@@ -54,25 +54,6 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 /// connection can hold.
 const MAX_PENDING_ACCEPT_RESETS: usize = 1024;
 
-/// Resolves on SIGTERM or Ctrl-C. The SIGTERM handler is installed when
-/// this is called (not when first polled), so a signal that arrives while the
-/// node is still starting is not lost to the default "terminate" action.
-pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
-    #[cfg(unix)]
-    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    async move {
-        #[cfg(unix)]
-        if let Some(mut term) = term {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 /// The address to advertise for the kube API: the bound one, with the
 /// `--listen` host when bound to every interface.
 fn kube_advertise(bound: std::net::SocketAddr, listen: std::net::SocketAddr) -> String {
