@@ -252,3 +252,6 @@ pub async fn collect_expired(consensus: Arc<Consensus>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
