@@ -27,6 +27,8 @@ mod profiles;
 pub mod queue;
 mod runs;
 pub mod status_pacer;
+#[cfg(test)]
+mod testkit;
 pub(crate) mod view;
 
 use std::sync::Arc;

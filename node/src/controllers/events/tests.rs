@@ -2,38 +2,16 @@
 //! temporary file (no Raft): repeats counted, stored events counted into,
 //! the per-object cap kept.
 
-use fleet_statemachine::{Proposal, Store};
-use openraft::{CommittedLeaderId, EntryPayload, LogId};
-
 use super::*;
+use crate::controllers::testkit::Fixture;
 
-/// A store, and the index of the next entry applied to it.
-struct Fixture {
-    _dir: tempfile::TempDir,
-    store: Arc<Store>,
-    next_index: u64,
+/// Records `notes` about `involved` at `now`, as the writer would, and
+/// commits them.
+trait Record {
+    fn record(&mut self, involved: &Object, notes: &[EventNote], now: &str) -> Vec<Op>;
 }
 
-impl Fixture {
-    fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("sm.redb")).unwrap();
-        Fixture { _dir: dir, store, next_index: 1 }
-    }
-
-    /// Applies `ops` as one committed command.
-    fn apply(&mut self, ops: Vec<Op>, now: &str) {
-        let command = Command { now: now.into(), ops };
-        let entry = openraft::Entry {
-            log_id: LogId::new(CommittedLeaderId::new(1, 1), self.next_index),
-            payload: EntryPayload::Normal(Proposal::new(vec![command]).unwrap()),
-        };
-        self.next_index += 1;
-        let responses = self.store.apply_entries(vec![entry], false).unwrap();
-        assert!(matches!(responses[0][0], fleet_statemachine::Response::Applied { .. }), "{responses:?}");
-    }
-
-    /// Records `notes` about `involved` at `now`, as the writer would.
+impl Record for Fixture {
     fn record(&mut self, involved: &Object, notes: &[EventNote], now: &str) -> Vec<Op> {
         let ops = batch_ops(&self.store, &[(involved.clone(), notes.to_vec())], now).unwrap();
         self.apply(ops.clone(), now);
