@@ -46,7 +46,7 @@ pub async fn run(
     loop {
         let store = consensus.store().clone();
         let stored = crate::blocking::blocking(move || {
-            store.get(&endpoint_key(id)).map(|(o, _)| o).map_err(crate::error::storage_status)
+            store.get(&endpoint_key(id)).map(|(o, _)| o).map_err(crate::error::storage_error)
         })
         .await
         .ok()

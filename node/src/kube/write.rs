@@ -18,7 +18,7 @@ use fleet_api::time::now_rfc3339;
 /// Proposes one op; the object it stored, as this path shows it (through
 /// the kind's read view: a ManagedCluster write answers a ManagedCluster).
 async fn propose_one(ctx: &Ctx, op: Op, subject: &Subject) -> Result<Value, KubeError> {
-    let (_, outcomes) = ctx.api.objects.propose(vec![op]).await.map_err(|s| KubeError::from_status(&s, subject))?;
+    let (_, outcomes) = ctx.api.objects.propose(vec![op]).await.map_err(|s| KubeError::from_request(&s, subject))?;
     let stored = outcomes
         .into_iter()
         .next()
@@ -133,11 +133,11 @@ pub async fn admit(ctx: &Ctx, value: &Value) -> Result<Object, KubeError> {
         .authorizer()
         .check_rbac_write(&ctx.caller, &object)
         .await
-        .map_err(|s| KubeError::from_status(&s, &subject))?;
+        .map_err(|s| KubeError::from_request(&s, &subject))?;
     // A placement or override selects only what its author may read.
     crate::reach::check(ctx.api.objects.authorizer(), ctx.api.objects.store(), &ctx.caller, &object)
         .await
-        .map_err(|s| KubeError::from_status(&s, &subject))?;
+        .map_err(|s| KubeError::from_request(&s, &subject))?;
     Ok(object)
 }
 
@@ -305,7 +305,7 @@ pub async fn delete_collection(ctx: &Ctx) -> Result<Response, KubeError> {
             Err(s) => {
                 let mut subject = ctx.subject();
                 subject.name = object.metadata.name.clone();
-                return Err(KubeError::from_status(&s, &subject));
+                return Err(KubeError::from_request(&s, &subject));
             }
         }
     }

@@ -116,7 +116,7 @@ async fn check_once(consensus: &Arc<Consensus>, arrivals: &Arrivals, view: &Shar
     for name in overdue {
         let store = consensus.store().clone();
         let key = ObjectKey::new(FLEET_CLUSTER_GROUP, "MemberCluster", "", &name);
-        let read = blocking(move || store.get(&key).map(|(o, _)| o).map_err(crate::error::storage_status))
+        let read = blocking(move || store.get(&key).map(|(o, _)| o).map_err(crate::error::storage_error))
             .await
             .map_err(|s| s.message().to_string())?;
         let Some(mc) = read else { continue };
