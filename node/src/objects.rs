@@ -48,13 +48,13 @@ impl Objects {
     }
 
     /// A slot for one more open watch of `caller` ([`crate::fairness`]),
-    /// or 429's `ResourceExhausted` with `retry-after`.
+    /// or [`RequestError::TooManyRequests`].
     pub fn watch_slot(&self, caller: &Caller) -> Result<crate::fairness::WatchSlot, RequestError> {
         self.fairness.watch(&caller.identity).map_err(too_many)
     }
 
-    /// A seat for a request of `caller` ([`crate::fairness`]), or 429's
-    /// `ResourceExhausted` with `retry-after`.
+    /// A seat for a request of `caller` ([`crate::fairness`]), or
+    /// [`RequestError::TooManyRequests`].
     pub async fn seat(&self, caller: &Caller) -> Result<crate::fairness::Seat, RequestError> {
         self.fairness.seat(&caller.identity).await.map_err(too_many)
     }
