@@ -1,11 +1,23 @@
 //! A store on a temporary file that tests fill by applying commands as
-//! committed entries (no Raft), for the controllers' reads and steps.
+//! committed entries (no Raft), for the controllers' reads and steps; and
+//! what drives them there: member clusters, a placement reconciled to the
+//! end, agents reporting their Works.
 
 use std::sync::Arc;
 
-use fleet_api::Object;
-use fleet_statemachine::{Command, Op, Proposal, Response, Store};
+use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
+use fleet_api::{Object, ObjectKey};
+use fleet_placement::cluster::ClusterInfo;
+use fleet_placement::overrides::OverrideIndex;
+use fleet_statemachine::{Command, ListQuery, Op, Proposal, Response, Store};
 use openraft::{CommittedLeaderId, EntryPayload, LogId};
+use serde_json::json;
+
+use super::placement::{next_step, Next};
+use super::status_pacer::StatusPacer;
+
+/// The proposers' clock in these tests.
+pub const NOW: &str = "2026-11-27T10:00:00Z";
 
 /// A store, and the index of the next entry applied to it.
 pub struct Fixture {
@@ -40,5 +52,59 @@ impl Fixture {
         object.metadata.uid = format!("uid-{}", self.next_index);
         self.apply(vec![Op::Create { object: object.clone() }], now);
         object
+    }
+}
+
+/// A joined, healthy MemberCluster with `labels`.
+pub fn member(name: &str, labels: serde_json::Value) -> Object {
+    let condition = |type_: &str| {
+        json!({"type": type_, "status": "True", "reason": "R", "message": "", "lastTransitionTime": NOW,
+               "observedGeneration": 1})
+    };
+    serde_json::from_value(json!({
+        "apiVersion": "cluster.kubernetes-fleet.io/v1beta1", "kind": "MemberCluster",
+        "metadata": {"name": name, "labels": labels, "generation": 1},
+        "spec": {"identity": {"name": "a", "kind": "ServiceAccount", "namespace": "fleet-system"}},
+        "status": {"conditions": [condition("Joined"), condition("Healthy")]}
+    }))
+    .unwrap()
+}
+
+/// Every object of `kind`.
+pub fn list(fixture: &Fixture, group: &str, kind: &str) -> Vec<Object> {
+    let query = ListQuery { group: group.into(), kind: kind.into(), ..Default::default() };
+    fixture.store.list(&query).unwrap().0
+}
+
+/// Commits each step the placement controller decides for `key` until it
+/// is done; the steps taken.
+pub fn settle_placement(fixture: &mut Fixture, clusters: &[ClusterInfo], key: &ObjectKey, unix_now: i64) -> usize {
+    let overrides = OverrideIndex::default();
+    for taken in 0..50 {
+        // A new pacer each time: pacing is tested on its own.
+        let pacer = StatusPacer::default();
+        let steps = match next_step(&fixture.store, clusters, &overrides, &pacer, key, NOW, unix_now).unwrap() {
+            Next::Write(step) => vec![*step],
+            Next::WriteEach(steps) => steps,
+            Next::Done { .. } => return taken,
+        };
+        for step in steps {
+            fixture.apply(step.ops, NOW);
+        }
+    }
+    panic!("the placement did not settle in 50 steps");
+}
+
+/// Reports every Work applied and available at its generation, as member
+/// agents would.
+pub fn report_works_available(fixture: &mut Fixture) {
+    for mut work in list(fixture, FLEET_PLACEMENT_GROUP, "Work") {
+        let condition = |type_: &str| {
+            json!({"type": type_, "status": "True", "reason": "R", "message": "", "lastTransitionTime": NOW,
+                   "observedGeneration": work.metadata.generation})
+        };
+        let conditions = json!([condition("Applied"), condition("Available")]);
+        work.rest.insert("status".into(), json!({"conditions": conditions}));
+        fixture.apply(vec![Op::UpdateStatus { object: work }], NOW);
     }
 }

@@ -4,28 +4,12 @@
 
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
 use fleet_api::member::member_namespace;
-use fleet_statemachine::ListQuery;
 use serde_json::json;
 
 use super::*;
-use crate::controllers::testkit::Fixture;
+use crate::controllers::testkit::{list, member, report_works_available, settle_placement, Fixture, NOW};
 
-const NOW: &str = "2026-11-27T10:00:00Z";
 const UNIX_NOW: i64 = 1_795_773_600;
-
-fn member(name: &str, env: &str) -> Object {
-    let condition = |type_: &str| {
-        json!({"type": type_, "status": "True", "reason": "R", "message": "", "lastTransitionTime": NOW,
-               "observedGeneration": 1})
-    };
-    serde_json::from_value(json!({
-        "apiVersion": "cluster.kubernetes-fleet.io/v1beta1", "kind": "MemberCluster",
-        "metadata": {"name": name, "labels": {"env": env}, "generation": 1},
-        "spec": {"identity": {"name": "a", "kind": "ServiceAccount", "namespace": "fleet-system"}},
-        "status": {"conditions": [condition("Joined"), condition("Healthy")]}
-    }))
-    .unwrap()
-}
 
 /// A hub with namespace `app` (and a ConfigMap in it), two member clusters'
 /// namespaces, and a placement of `app` to the clusters labelled `env=prod`.
@@ -51,38 +35,17 @@ fn hub() -> (Fixture, Vec<ClusterInfo>, ObjectKey) {
         }}),
         NOW,
     );
-    let clusters = [member("east", "prod"), member("west", "dev")].iter().map(ClusterInfo::from_member).collect();
+    let clusters = [member("east", json!({"env": "prod"})), member("west", json!({"env": "dev"}))]
+        .iter()
+        .map(ClusterInfo::from_member)
+        .collect();
     (fixture, clusters, ObjectKey::of(&placement))
-}
-
-/// Commits each step until the placement is done; the steps taken.
-fn reconcile(fixture: &mut Fixture, clusters: &[ClusterInfo], key: &ObjectKey) -> usize {
-    let overrides = OverrideIndex::default();
-    for taken in 0..50 {
-        // A new pacer each time: pacing is tested on its own.
-        let pacer = StatusPacer::default();
-        let next = next_step(&fixture.store, clusters, &overrides, &pacer, key, NOW, UNIX_NOW).unwrap();
-        let steps = match next {
-            Next::Write(step) => vec![*step],
-            Next::WriteEach(steps) => steps,
-            Next::Done { .. } => return taken,
-        };
-        for step in steps {
-            fixture.apply(step.ops, NOW);
-        }
-    }
-    panic!("the placement did not settle in 50 steps");
-}
-
-fn list(fixture: &Fixture, group: &str, kind: &str) -> Vec<Object> {
-    let query = ListQuery { group: group.into(), kind: kind.into(), ..Default::default() };
-    fixture.store.list(&query).unwrap().0
 }
 
 #[test]
 fn a_placement_is_snapshotted_scheduled_and_rendered_into_works_for_its_clusters() {
     let (mut fixture, clusters, key) = hub();
-    let steps = reconcile(&mut fixture, &clusters, &key);
+    let steps = settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
     assert!(steps > 0);
 
     let policies = list(&fixture, FLEET_PLACEMENT_GROUP, "ClusterSchedulingPolicySnapshot");
@@ -100,35 +63,21 @@ fn a_placement_is_snapshotted_scheduled_and_rendered_into_works_for_its_clusters
     assert_eq!(kinds, ["Namespace", "ConfigMap"]);
 
     // Settled: looking again changes nothing.
-    assert_eq!(reconcile(&mut fixture, &clusters, &key), 0);
-}
-
-/// Reports every Work applied and available at its generation, as a
-/// member agent would.
-fn agents_report_available(fixture: &mut Fixture) {
-    for mut work in list(fixture, FLEET_PLACEMENT_GROUP, "Work") {
-        let condition = |type_: &str| {
-            json!({"type": type_, "status": "True", "reason": "R", "message": "", "lastTransitionTime": NOW,
-                   "observedGeneration": work.metadata.generation})
-        };
-        let conditions = json!([condition("Applied"), condition("Available")]);
-        work.rest.insert("status".into(), json!({"conditions": conditions}));
-        fixture.apply(vec![fleet_statemachine::Op::UpdateStatus { object: work }], NOW);
-    }
+    assert_eq!(settle_placement(&mut fixture, &clusters, &key, UNIX_NOW), 0);
 }
 
 #[test]
 fn a_changed_resource_gets_a_new_snapshot_and_updated_works() {
     let (mut fixture, clusters, key) = hub();
-    reconcile(&mut fixture, &clusters, &key);
-    agents_report_available(&mut fixture);
-    reconcile(&mut fixture, &clusters, &key);
+    settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
+    report_works_available(&mut fixture);
+    settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
     let (cfg, _) = fixture.store.get(&ObjectKey::new("", "ConfigMap", "app", "cfg")).unwrap();
     let mut cfg = cfg.unwrap();
     cfg.rest.insert("data".into(), json!({"k": "changed"}));
     fixture.apply(vec![fleet_statemachine::Op::Update { object: cfg }], NOW);
 
-    assert!(reconcile(&mut fixture, &clusters, &key) > 0);
+    assert!(settle_placement(&mut fixture, &clusters, &key, UNIX_NOW) > 0);
     let resources = list(&fixture, FLEET_PLACEMENT_GROUP, "ClusterResourceSnapshot");
     assert_eq!(resources.len(), 2, "the old snapshot is kept beside the new one");
     let works = list(&fixture, FLEET_PLACEMENT_GROUP, "Work");
