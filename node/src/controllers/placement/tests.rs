@@ -86,6 +86,25 @@ fn a_changed_resource_gets_a_new_snapshot_and_updated_works() {
 }
 
 #[test]
+fn a_deleted_placement_held_by_a_finalizer_is_withdrawn_from_its_clusters() {
+    let (mut fixture, clusters, key) = hub();
+    let (placement, _) = fixture.store.get(&key).unwrap();
+    let mut placement = placement.unwrap();
+    placement.metadata.finalizers.push("example.com/hold".into());
+    fixture.apply(vec![fleet_statemachine::Op::Update { object: placement }], NOW);
+    settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
+    assert_eq!(list(&fixture, FLEET_PLACEMENT_GROUP, "Work").len(), 1);
+
+    fixture.apply(vec![fleet_statemachine::Op::Delete { key: key.clone(), resource_version: None }], NOW);
+    assert!(settle_placement(&mut fixture, &clusters, &key, UNIX_NOW) > 0);
+    for kind in ["ClusterResourceBinding", "ClusterResourceSnapshot", "ClusterSchedulingPolicySnapshot", "Work"] {
+        assert!(list(&fixture, FLEET_PLACEMENT_GROUP, kind).is_empty(), "{kind} left");
+    }
+    let (held, _) = fixture.store.get(&key).unwrap();
+    assert!(held.is_some_and(|p| p.metadata.deletion_timestamp.is_some()), "the finalizer still holds it");
+}
+
+#[test]
 fn a_placement_that_is_gone_is_done() {
     let (fixture, clusters, _) = hub();
     let key = ObjectKey::new(FLEET_PLACEMENT_GROUP, "ClusterResourcePlacement", "", "nothing");
