@@ -130,6 +130,13 @@ fn with_fraction(at: SystemTime, digits: u32) -> String {
     format!("{}.{fraction:0width$}Z", whole.trim_end_matches('Z'))
 }
 
+/// The clock now, in Unix milliseconds: the controllers' clock for rollout
+/// and run timing, and a CLI's for what it computes from stored times.
+pub fn now_unix_millis() -> i64 {
+    let (secs, nanos) = unix_parts(SystemTime::now());
+    secs.saturating_mul(1000).saturating_add(i64::from(nanos / 1_000_000))
+}
+
 /// The clock now, in whole seconds (`2024-05-01T10:00:00Z`): the one way
 /// Fleet stamps "now" (a proposer's clock carried in a Raft command, an
 /// agent's observation time, a CLI's approval time).
@@ -224,6 +231,7 @@ mod tests {
         assert_eq!(rfc3339_of(UNIX_EPOCH - Duration::from_millis(500)), "1969-12-31T23:59:59Z");
         assert_eq!(rfc3339_millis(UNIX_EPOCH - Duration::from_millis(250)), "1969-12-31T23:59:59.750Z");
         assert_eq!(unix_seconds(&now_rfc3339()).map(|s| s > 1_700_000_000), Some(true));
+        assert!(now_unix_millis() > 1_700_000_000_000);
     }
 
     #[test]

@@ -215,7 +215,7 @@ async fn reconcile(
         let read_key = key.clone();
         let now = now_rfc3339();
         let step_now = now.clone();
-        let unix_millis = unix_millis();
+        let unix_millis = fleet_api::time::now_unix_millis();
         let unix_now = unix_millis.div_euclid(1000);
         // Blocking: redb reads, and the cluster list may need a rebuild.
         let next = tokio::task::spawn_blocking(move || {
@@ -271,13 +271,4 @@ async fn reconcile(
         }
     }
     Ok(Pass::MoreSteps)
-}
-
-/// Milliseconds since the Unix epoch (the controllers' clock for rollout
-/// and run timing; whole seconds of it are what the store records).
-fn unix_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
