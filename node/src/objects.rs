@@ -232,7 +232,7 @@ impl Objects {
     ) -> Result<(Object, u64), RequestError> {
         let result = self.propose(vec![Op::Delete { key: key.clone(), resource_version }]).await;
         let (index, outcomes) = match result {
-            Err(s) if s.code() == tonic::Code::NotFound => return Err(not_found(kind, &key)),
+            Err(RequestError::NotFound(_)) => return Err(not_found(kind, &key)),
             other => other?,
         };
         let object = outcomes.into_iter().next().map(|o| (*o.object).clone()).ok_or_else(|| not_found(kind, &key))?;

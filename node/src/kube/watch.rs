@@ -90,7 +90,7 @@ pub async fn watch(ctx: Ctx) -> Result<Response, KubeError> {
         0 | 1 => start(from).await,
         n => match start(n - 1).await {
             // N itself is the oldest version kept: nothing before it can be replayed.
-            Err(status) if status.code() == tonic::Code::FailedPrecondition => start(n).await,
+            Err(RequestError::Expired(_)) => start(n).await,
             other => other,
         },
     };

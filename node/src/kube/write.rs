@@ -301,7 +301,7 @@ pub async fn delete_collection(ctx: &Ctx) -> Result<Response, KubeError> {
         let key = kind.key(object.metadata.namespace.as_deref().unwrap_or_default(), &object.metadata.name);
         match ctx.api.objects.delete(&kind, key, None).await {
             Ok((gone, _)) => deleted.push(ctx.present(&view.map_or(gone.clone(), |v| v(&gone)))),
-            Err(s) if s.code() == tonic::Code::NotFound => {}
+            Err(crate::error::RequestError::NotFound(_)) => {}
             Err(s) => {
                 let mut subject = ctx.subject();
                 subject.name = object.metadata.name.clone();
