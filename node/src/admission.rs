@@ -2,7 +2,6 @@
 //! kind and scope resolved (registry, then CRDs stored on the hub), generic
 //! validation with every problem listed, server-set fields dropped.
 
-use crate::error::RequestError;
 use fleet_api::kinds::{self, DeclaredScopes, KindInfo, Scope, FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::member;
 use fleet_api::ocm::managed_cluster;
@@ -13,6 +12,8 @@ use fleet_api::{Object, ObjectKey};
 use fleet_proto::fleet::KindRef;
 use fleet_statemachine::{ListQuery, Store};
 use serde_json::Value;
+
+use crate::error::RequestError;
 
 const CRD_GROUP: &str = "apiextensions.k8s.io";
 const CRD_KIND: &str = "CustomResourceDefinition";

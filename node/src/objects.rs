@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::RequestError;
 use fleet_api::ocm::{self, managed_cluster};
+use fleet_api::time::now_rfc3339;
 use fleet_api::{LabelSelector, Object, ObjectKey};
 use fleet_proto::fleet::{KindRef, ReadOptions};
 use fleet_raft::Consensus;
@@ -15,10 +15,9 @@ use fleet_statemachine::{Command, Op, OpOutcome, Store};
 use crate::admission::{self, ResolvedKind};
 use crate::auth::Caller;
 use crate::blocking::blocking;
-use crate::error::{raft_error, storage_error};
+use crate::error::{raft_error, storage_error, RequestError};
 use crate::members::authz;
 use crate::rbac::Authorizer;
-use fleet_api::time::now_rfc3339;
 use fleet_rbac::Attributes;
 
 /// A refusal of [`crate::fairness`] (each edge says when to retry).

@@ -13,7 +13,6 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::error::RequestError;
 use fleet_api::{Object, ObjectKey};
 use fleet_proto::tls::Identity;
 use fleet_rbac::bootstrap::{AUTHENTICATED_GROUP, MASTERS_GROUP, VIEWERS_GROUP};
@@ -24,7 +23,7 @@ use tokio::sync::broadcast::Receiver;
 
 use crate::auth::Caller;
 use crate::blocking::blocking;
-use crate::error::storage_error;
+use crate::error::{storage_error, RequestError};
 
 /// The user `identity` is to RBAC: `None` for member agents and nodes,
 /// which RBAC does not govern, and for certificates naming nobody.

@@ -16,7 +16,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::error::RequestError;
 use fleet_api::kinds::{Scope, FLEET_PLACEMENT_GROUP};
 use fleet_api::overrides::{OverrideSpec, CLUSTER_RESOURCE_OVERRIDE, RESOURCE_OVERRIDE};
 use fleet_api::placement::{PlacementSpec, CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
@@ -30,6 +29,7 @@ use crate::admission::{resolve_document, ResolvedKind};
 use crate::auth::Caller;
 use crate::blocking::blocking;
 use crate::controllers::view::StoreSource;
+use crate::error::RequestError;
 use crate::rbac::{user_of, Authorizer};
 
 /// One read a placement needs of its author, and why.

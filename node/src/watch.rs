@@ -6,7 +6,6 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::error::RequestError;
 use fleet_proto::fleet::WatchEvent as WireEvent;
 use fleet_statemachine::watch::HubMessage;
 use fleet_statemachine::{ListQuery, Store};
@@ -16,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::blocking::blocking;
-use crate::error::storage_error;
+use crate::error::{storage_error, RequestError};
 
 const STREAM_BUFFER: usize = 1024;
 

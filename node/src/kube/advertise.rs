@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use fleet_api::time::now_rfc3339;
 use fleet_api::{Object, ObjectKey, ObjectMeta};
 use fleet_raft::Consensus;
 use fleet_statemachine::{Command, Op};
 use serde_json::json;
 
 use crate::members::internal::INTERNAL_GROUP;
-use fleet_api::time::now_rfc3339;
 
 /// Kind of the record.
 pub const ENDPOINT_KIND: &str = "NodeEndpoint";

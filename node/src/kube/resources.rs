@@ -2,12 +2,12 @@
 //! and the built-in Kubernetes kinds the hub stores) and every kind a
 //! CustomResourceDefinition stored on the hub declares.
 
-use crate::error::RequestError;
 use fleet_api::kinds::{is_own_group, Scope, KINDS};
 use fleet_statemachine::Store;
 
 use super::errors::Subject;
 use crate::admission::{stored_crds, CrdNames, ResolvedKind};
+use crate::error::RequestError;
 
 /// One served resource (all its versions).
 #[derive(Debug, Clone, PartialEq, Eq)]

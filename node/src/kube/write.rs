@@ -5,6 +5,7 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
+use fleet_api::time::now_rfc3339;
 use fleet_api::Object;
 use fleet_statemachine::Op;
 use serde_json::Value;
@@ -13,7 +14,6 @@ use super::context::Ctx;
 use super::errors::{KubeError, Subject};
 use super::{fieldcheck, respond};
 use crate::blocking::blocking;
-use fleet_api::time::now_rfc3339;
 
 /// Proposes one op; the object it stored, as this path shows it (through
 /// the kind's read view: a ManagedCluster write answers a ManagedCluster).

@@ -4,13 +4,13 @@
 //! only while its MemberCluster exists and the certificate it presents is
 //! one the hub issued to it.
 
-use crate::error::RequestError;
 use fleet_api::member::member_namespace;
 use fleet_api::ObjectKey;
 use fleet_statemachine::Store;
 
 use super::internal::{self, CredentialSpec};
 use crate::admission::ResolvedKind;
+use crate::error::RequestError;
 
 /// Checks that the member's MemberCluster still exists and `serial` is one of
 /// its current certificates. A deleted cluster has left the fleet.

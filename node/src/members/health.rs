@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use fleet_api::kinds::FLEET_CLUSTER_GROUP;
 use fleet_api::member;
+use fleet_api::time::now_rfc3339;
 use fleet_api::ObjectKey;
 use fleet_raft::Consensus;
 use fleet_statemachine::{Command, Op};
@@ -23,7 +24,6 @@ use fleet_statemachine::{Command, Op};
 use super::liveness::{self, SharedView};
 use super::status;
 use crate::blocking::blocking;
-use fleet_api::time::now_rfc3339;
 
 /// How often the leader checks for silent clusters.
 const CHECK_EVERY: Duration = Duration::from_millis(500);

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::error::RequestError;
 use fleet_api::member::{self, member_namespace, HeartbeatReport};
+use fleet_api::time::now_rfc3339;
 use fleet_api::{names, Object};
 use fleet_proto::fleet::{CreateTokenResponse, JoinResponse};
 use fleet_raft::consensus::Routed;
@@ -18,8 +18,7 @@ use super::internal::{self, CredentialSpec, TokenStatus};
 use super::signer::Signer;
 use super::{authz, status, tokens};
 use crate::blocking::blocking;
-use crate::error::raft_error;
-use fleet_api::time::now_rfc3339;
+use crate::error::{raft_error, RequestError};
 
 /// Certificates a member keeps valid at once (the one it holds and its renewal).
 const MAX_SERIALS: usize = 2;

@@ -9,14 +9,13 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::error::RequestError;
 use fleet_proto::tls::{read_file, PkiDir, MEMBER_CN_PREFIX};
 use rcgen::{
     CertificateSigningRequestParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair,
     KeyUsagePurpose, SerialNumber,
 };
 
-use crate::error::Error;
+use crate::error::{Error, RequestError};
 
 /// A certificate issued to a member.
 #[derive(Debug, Clone)]

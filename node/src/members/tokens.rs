@@ -3,11 +3,11 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::error::RequestError;
 use fleet_api::Object;
 use sha2::{Digest, Sha256};
 
 use super::internal::{self, TokenSpec, TokenStatus};
+use crate::error::RequestError;
 
 /// A token just made: what to show the admin once, and what to store.
 pub struct NewToken {
