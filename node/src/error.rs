@@ -1,6 +1,8 @@
 //! Errors of the node: [`Error`] for starting and serving, and
 //! [`RequestError`] for the request layer shared by the gRPC service and the
-//! Kubernetes API. Each edge converts a `RequestError` on its own terms: a
+//! Kubernetes API. Two enums, as the state machine keeps storage failures
+//! apart from refusals: an `Error` stops the node, a `RequestError` answers
+//! one request. Each edge converts a `RequestError` on its own terms: a
 //! gRPC status here ([`From<RequestError> for Status`]), a Kubernetes
 //! `Status` in `kube::errors`.
 

@@ -193,7 +193,7 @@ impl Consensus {
 
     /// Runs `local` on the leader: directly if this node leads, otherwise
     /// through the peer `method`. Retries while there is no leader or it
-    /// moved, until the deadline (the rules: [`crate::forward`]).
+    /// moved, until the deadline (the rules are in `forward.rs`).
     pub async fn on_leader<Req, T, F, Fut>(&self, method: PeerMethod, request: &Req, local: F) -> Result<T, Error>
     where
         Req: Serialize + Sync,
