@@ -43,7 +43,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let config = cli.run.config()?;
     std::fs::create_dir_all(&config.data_dir)?;
-    let shutdown = shutdown_signal();
+    let shutdown = fleet_proto::signal::shutdown_signal();
     if let Some(kubeconfig) = config.kubeconfig.clone() {
         let target = KubernetesTarget::connect(Some(&kubeconfig)).await?;
         fleet_agent::run(config, target, shutdown).await?;
@@ -72,21 +72,4 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// SIGTERM or Ctrl-C (the handler is installed before anything else runs).
-fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send {
-    #[cfg(unix)]
-    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    async move {
-        #[cfg(unix)]
-        if let Some(mut term) = term {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

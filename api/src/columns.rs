@@ -146,15 +146,34 @@ fn property(object: &Object, name: &str) -> String {
     value.and_then(Value::as_str).unwrap_or("<none>").to_string()
 }
 
+/// `AVAILABLE/ALLOCATABLE` of `resource` from `status.resourceUsage`, both
+/// in one unit as `kubectl top` prints them (CPU in millicores, memory in
+/// Mi), whatever units the agent reported them in.
 fn usage(object: &Object, resource: &str) -> String {
     let usage = object.status().and_then(|s| s.get("resourceUsage"));
     let get = |part: &str| {
-        usage.and_then(|u| u.get(part)).and_then(|p| p.get(resource)).and_then(Value::as_str).unwrap_or("?").to_string()
+        usage
+            .and_then(|u| u.get(part))
+            .and_then(|p| p.get(resource))
+            .and_then(Value::as_str)
+            .map_or_else(|| "?".to_string(), |text| in_column_unit(resource, text))
     };
     if usage.is_none() {
         return "<none>".to_string();
     }
     format!("{}/{}", get("available"), get("allocatable"))
+}
+
+/// A quantity in its column's unit: CPU in millicores (rounded up, as
+/// `kubectl top`), memory in Mi (rounded down); other resources, and text
+/// that is not a quantity, as written.
+fn in_column_unit(resource: &str, text: &str) -> String {
+    const NANOS_PER_MI: i128 = 1_000_000_000 * 1024 * 1024;
+    match (resource, crate::quantity::Quantity::parse(text)) {
+        ("cpu", Ok(q)) => format!("{}m", q.millis_ceil()),
+        ("memory", Ok(q)) => format!("{}Mi", q.nanos().div_euclid(NANOS_PER_MI)),
+        _ => text.to_string(),
+    }
 }
 
 fn last_heartbeat(object: &Object, now: SystemTime) -> String {
@@ -233,7 +252,7 @@ pub fn row(columns: &[Column], object: &Object, context: &RowContext<'_>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::age::parse_timestamp;
+    use crate::time::system_time;
 
     fn cm() -> Object {
         serde_json::from_value(serde_json::json!({
@@ -251,12 +270,37 @@ mod tests {
 
     #[test]
     fn generic_and_wide_columns() {
-        let now = at(parse_timestamp("2024-05-01T10:12:00Z").unwrap());
+        let now = at(system_time("2024-05-01T10:12:00Z").unwrap());
         assert_eq!(headers(&columns_for("ConfigMap", false)), ["NAME", "AGE"]);
         assert_eq!(row(&columns_for("ConfigMap", false), &cm(), &now), ["a", "12m"]);
         assert_eq!(headers(&columns_for("ConfigMap", true)), ["NAME", "AGE", "GENERATION", "LABELS"]);
         assert_eq!(row(&columns_for("ConfigMap", true), &cm(), &now), ["a", "12m", "2", "x=1,y=2"]);
         assert_eq!((namespace_column().value)(&cm(), &now), "app");
+    }
+
+    #[test]
+    fn member_usage_is_in_one_unit_per_column() {
+        let mc: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.kubernetes-fleet.io/v1beta1", "kind": "MemberCluster",
+            "metadata": {"name": "east", "creationTimestamp": "2024-05-01T10:00:00Z"},
+            "status": {"resourceUsage": {
+                "available": {"cpu": "15", "memory": "61312Mi"},
+                "allocatable": {"cpu": "15200m", "memory": "60Gi"}
+            }}
+        }))
+        .unwrap();
+        let now = at(system_time("2024-05-01T10:12:00Z").unwrap());
+        let columns = columns_for("MemberCluster", true);
+        let cell = |header: &str| {
+            let i = headers(&columns).iter().position(|h| h == header).unwrap();
+            row(&columns, &mc, &now)[i].clone()
+        };
+        assert_eq!(cell("CPU (AVAIL/ALLOC)"), "15000m/15200m");
+        assert_eq!(cell("MEMORY (AVAIL/ALLOC)"), "61312Mi/61440Mi");
+        assert_eq!(in_column_unit("cpu", "0.0005"), "1m");
+        assert_eq!(in_column_unit("memory", "1G"), "953Mi");
+        assert_eq!(in_column_unit("memory", "lots"), "lots");
+        assert_eq!(in_column_unit("nvidia.com/gpu", "2"), "2");
     }
 
     #[test]
@@ -268,7 +312,7 @@ mod tests {
             "lastTimestamp": "2024-05-01T10:11:00Z"
         }))
         .unwrap();
-        let now = at(parse_timestamp("2024-05-01T10:12:00Z").unwrap());
+        let now = at(system_time("2024-05-01T10:12:00Z").unwrap());
         assert_eq!(
             row(&columns_for("Event", false), &ev, &now),
             ["60s", "Normal", "Scheduled", "clusterresourceplacement/web", "picked 2 clusters"]

@@ -27,7 +27,7 @@ fn main() -> anyhow::Result<()> {
             Command::StagedLatency(args) => {
                 print!("{}", fleet_bench::staged_latency::run(&args).await?.text())
             }
-            Command::Members(args) => fleet_bench::members::run(&args, shutdown_signal()).await?,
+            Command::Members(args) => fleet_bench::members::run(&args, fleet_proto::signal::shutdown_signal()).await?,
             Command::Scale(args) => {
                 let report = fleet_bench::scale::run(&args).await?;
                 match args.output {
@@ -44,17 +44,4 @@ fn main() -> anyhow::Result<()> {
         }
         Ok(())
     })
-}
-
-/// SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        return;
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

@@ -158,7 +158,7 @@ fn split_camel_case(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::age::parse_timestamp;
+    use fleet_api::time::system_time;
     use serde_json::json;
 
     fn obj(value: Value) -> Object {
@@ -192,7 +192,7 @@ mod tests {
             "source": {"component": "scheduler"}
         }));
         assert!(involves(&event, &crp));
-        let now = parse_timestamp("2024-05-01T10:10:00Z").unwrap();
+        let now = system_time("2024-05-01T10:10:00Z").unwrap();
         let text = render(&crp, &[event], now);
         let expected = "\
 Name:         web

@@ -186,8 +186,8 @@ impl WatchPrinter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::age::parse_timestamp;
     use crate::types::EventType;
+    use fleet_api::time::system_time;
 
     fn cm(name: &str, ns: &str) -> Object {
         serde_json::from_value(json!({
@@ -199,7 +199,7 @@ mod tests {
     }
 
     fn now() -> SystemTime {
-        parse_timestamp("2024-05-01T13:00:00Z").unwrap()
+        system_time("2024-05-01T13:00:00Z").unwrap()
     }
 
     fn opts(show_namespace: bool) -> TableOptions {

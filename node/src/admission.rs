@@ -13,7 +13,8 @@ use fleet_api::{Object, ObjectKey};
 use fleet_proto::fleet::KindRef;
 use fleet_statemachine::{ListQuery, Store};
 use serde_json::Value;
-use tonic::Status;
+
+use crate::error::RequestError;
 
 const CRD_GROUP: &str = "apiextensions.k8s.io";
 const CRD_KIND: &str = "CustomResourceDefinition";
@@ -120,10 +121,10 @@ pub fn declared_scopes(store: &Store) -> Result<DeclaredScopes, fleet_statemachi
 
 /// Resolves a kind named on the command line (Kind, plural, short name, or
 /// any name a stored CRD declares).
-pub fn resolve_kind_ref(store: &Store, kind_ref: &KindRef) -> Result<ResolvedKind, Status> {
+pub fn resolve_kind_ref(store: &Store, kind_ref: &KindRef) -> Result<ResolvedKind, RequestError> {
     let name = kind_ref.kind.trim();
     if name.is_empty() {
-        return Err(Status::invalid_argument("kind: Required value: name a kind, e.g. configmaps or crp"));
+        return Err(RequestError::invalid("kind: Required value: name a kind, e.g. configmaps or crp"));
     }
     // A kind.group form (kubectl's `deployments.apps`) narrows the group.
     let (base, group) = match name.split_once('.') {
@@ -134,7 +135,7 @@ pub fn resolve_kind_ref(store: &Store, kind_ref: &KindRef) -> Result<ResolvedKin
         return Ok(ResolvedKind::from_info(info));
     }
     let lower = base.to_ascii_lowercase();
-    for crd in stored_crds(store).map_err(crate::error::storage_status)? {
+    for crd in stored_crds(store).map_err(crate::error::storage_error)? {
         let named = crd.kind.eq_ignore_ascii_case(&lower)
             || crd.plural == lower
             || crd.singular == lower
@@ -148,20 +149,20 @@ pub fn resolve_kind_ref(store: &Store, kind_ref: &KindRef) -> Result<ResolvedKin
         let group = fleet_api::object::group_of(&kind_ref.api_version).to_string();
         return Ok(ResolvedKind { group, kind: name.to_string(), plural: lower, scope: Scope::Namespaced });
     }
-    Err(Status::not_found(format!(
+    Err(RequestError::not_found(format!(
         "the server doesn't have a resource type {name:?} (not a Fleet or Kubernetes kind, and no CustomResourceDefinition declares it)"
     )))
 }
 
 /// The kind of a document: its group and Kind as written, its scope from the
 /// registry, a stored CRD, or (unknown) whether it carries a namespace.
-pub fn resolve_document(store: &Store, object: &Object) -> Result<ResolvedKind, Status> {
+pub fn resolve_document(store: &Store, object: &Object) -> Result<ResolvedKind, RequestError> {
     let group = object.group();
     if let Some(info) = kinds::lookup_group_kind(group, &object.kind) {
         return Ok(ResolvedKind::from_info(info));
     }
     if let Some(crd) = stored_crds(store)
-        .map_err(crate::error::storage_status)?
+        .map_err(crate::error::storage_error)?
         .into_iter()
         .find(|c| c.group == group && c.kind == object.kind)
     {
@@ -185,7 +186,7 @@ pub struct Document {
 
 /// Parses and validates every document; on any problem, refuses them all
 /// with every problem of every document listed.
-pub fn admit(store: &Store, documents: Vec<Document>) -> Result<Vec<Object>, Status> {
+pub fn admit(store: &Store, documents: Vec<Document>) -> Result<Vec<Object>, RequestError> {
     let mut admitted = Vec::with_capacity(documents.len());
     let mut problems = Vec::new();
     for (i, doc) in documents.into_iter().enumerate() {
@@ -197,7 +198,7 @@ pub fn admit(store: &Store, documents: Vec<Document>) -> Result<Vec<Object>, Sta
     if problems.is_empty() {
         Ok(admitted)
     } else {
-        Err(Status::invalid_argument(format!("nothing was applied:\n{}", problems.join("\n"))))
+        Err(RequestError::invalid(format!("nothing was applied:\n{}", problems.join("\n"))))
     }
 }
 
@@ -290,7 +291,7 @@ fn stamp_taint_times(store: &Store, object: &mut Object) -> Result<(), String> {
     }
     let (stored, _) = store.get(&ObjectKey::of(object)).map_err(|e| e.to_string())?;
     let before = stored.as_ref().map(member::spec_of).unwrap_or_default();
-    let now = crate::service::now_rfc3339();
+    let now = fleet_api::time::now_rfc3339();
     for taint in spec.taints.iter_mut().filter(|t| t.time_added.is_none()) {
         let known = before.taints.iter().find(|t| t.same_as(taint)).and_then(|t| t.time_added.clone());
         taint.time_added = Some(known.unwrap_or_else(|| now.clone()));

@@ -6,7 +6,9 @@
 //! each RPC then asks RBAC ([`crate::rbac`]) about what it does.
 
 use fleet_proto::tls::{presented, Identity};
-use tonic::{Request, Status};
+use tonic::Request;
+
+use crate::error::RequestError;
 
 /// What an RPC needs of this gate (RBAC decides users' requests after it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,31 +30,33 @@ pub struct Caller {
 }
 
 /// The caller's identity, from its verified client certificate.
-pub fn caller<T>(request: &Request<T>) -> Result<Caller, Status> {
+pub fn caller<T>(request: &Request<T>) -> Result<Caller, RequestError> {
     let certs = request.peer_certs().ok_or_else(|| {
-        Status::unauthenticated("a client certificate signed by the fleet CA is required (see fleetctl --tls-dir)")
+        RequestError::unauthenticated(
+            "a client certificate signed by the fleet CA is required (see fleetctl --tls-dir)",
+        )
     })?;
     let cert = certs
         .first()
-        .ok_or_else(|| Status::unauthenticated("a client certificate signed by the fleet CA is required"))?;
+        .ok_or_else(|| RequestError::unauthenticated("a client certificate signed by the fleet CA is required"))?;
     caller_of_certificate(cert.as_ref())
 }
 
 /// Checks that the caller may perform `rpc`; `members` says whether member
 /// agents may call it at all (their scope is checked afterwards).
-pub fn authorize<T>(request: &Request<T>, rpc: &str, access: Access, members: bool) -> Result<Caller, Status> {
+pub fn authorize<T>(request: &Request<T>, rpc: &str, access: Access, members: bool) -> Result<Caller, RequestError> {
     permit(caller(request)?, rpc, access, members)
 }
 
 /// The caller's identity, from the first certificate of a verified chain.
-pub fn caller_of_certificate(der: &[u8]) -> Result<Caller, Status> {
-    let parsed = presented(der).map_err(|e| Status::unauthenticated(e.to_string()))?;
+pub fn caller_of_certificate(der: &[u8]) -> Result<Caller, RequestError> {
+    let parsed = presented(der).map_err(|e| RequestError::unauthenticated(e.to_string()))?;
     Ok(Caller { identity: parsed.identity, serial: parsed.serial })
 }
 
 /// Checks that an authenticated caller may perform `rpc` (every wire format
 /// asks this one function).
-pub fn permit(caller: Caller, rpc: &str, access: Access, members: bool) -> Result<Caller, Status> {
+pub fn permit(caller: Caller, rpc: &str, access: Access, members: bool) -> Result<Caller, RequestError> {
     let allowed = match (&caller.identity, access) {
         (Identity::Member(_), _) => members,
         (_, Access::MemberOnly) => false,
@@ -72,7 +76,7 @@ pub fn permit(caller: Caller, rpc: &str, access: Access, members: bool) -> Resul
         }
         _ => "this certificate names no user of the hub".to_string(),
     };
-    Err(Status::permission_denied(format!("{:?} may not call {rpc}: {why}", caller.identity.to_string())))
+    Err(RequestError::forbidden(format!("{:?} may not call {rpc}: {why}", caller.identity.to_string())))
 }
 
 #[cfg(test)]
@@ -83,6 +87,6 @@ mod tests {
     fn requests_without_a_certificate_are_unauthenticated() {
         let req = Request::new(());
         let err = authorize(&req, "Get", Access::Read, false).unwrap_err();
-        assert_eq!(err.code(), tonic::Code::Unauthenticated);
+        assert!(matches!(err, RequestError::Unauthenticated(_)), "{err}");
     }
 }

@@ -9,8 +9,8 @@ use fleet_raft::Consensus;
 use futures::Stream;
 use tonic::Status;
 
-use crate::error::{raft_status, storage_status};
-use crate::service::blocking;
+use crate::blocking::blocking;
+use crate::error::{raft_error, storage_error};
 
 /// Bytes per streamed chunk (well under the gRPC message limit).
 const CHUNK: usize = 1024 * 1024;
@@ -22,9 +22,9 @@ pub type SnapshotStream = Pin<Box<dyn Stream<Item = Result<SnapshotChunk, Status
 /// acknowledged before the call (a linearizable read barrier), from one
 /// read transaction of this node's store, and streams it.
 pub async fn save(consensus: &Consensus) -> Result<SnapshotStream, Status> {
-    consensus.linearizable_index().await.map_err(raft_status)?;
+    consensus.linearizable_index().await.map_err(raft_error)?;
     let store = consensus.store().clone();
-    let (bytes, info) = blocking(move || store.export_backup().map_err(storage_status)).await?;
+    let (bytes, info) = blocking(move || store.export_backup().map_err(storage_error)).await?;
     tracing::info!(index = info.index, objects = info.objects, bytes = info.bytes, sha256 = %info.sha256, "backup taken");
     let total = bytes.len();
     let chunks = (0..total.div_ceil(CHUNK).max(1)).map(move |i| {

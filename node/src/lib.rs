@@ -7,6 +7,7 @@ pub mod admission;
 pub mod audit;
 pub mod auth;
 pub mod backup;
+pub mod blocking;
 pub mod config;
 pub mod controllers;
 pub mod crd_status;
@@ -53,25 +54,6 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 /// connection can hold.
 const MAX_PENDING_ACCEPT_RESETS: usize = 1024;
 
-/// Resolves on SIGTERM or Ctrl-C. The SIGTERM handler is installed when
-/// this is called (not when first polled), so a signal that arrives while the
-/// node is still starting is not lost to the default "terminate" action.
-pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
-    #[cfg(unix)]
-    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    async move {
-        #[cfg(unix)]
-        if let Some(mut term) = term {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 /// The address to advertise for the kube API: the bound one, with the
 /// `--listen` host when bound to every interface.
 fn kube_advertise(bound: std::net::SocketAddr, listen: std::net::SocketAddr) -> String {
@@ -97,29 +79,12 @@ pub async fn run(
     raft: Handle,
 ) -> Result<(), Error> {
     let pki = PkiDir::new(&config.tls_dir);
-    let ca_pem = read_file(&pki.ca_cert())?;
-    let cert_pem = read_file(&pki.node_cert(config.id))?;
-    let key_pem = read_file(&pki.node_key(config.id))?;
+    let pem = NodePem::read(&pki, config.id)?;
+    let consensus = start_consensus(&config, &pem, &raft).await?;
 
-    // Started on the Raft runtime: openraft's core, its replication and the
-    // peer channels' connections are spawned where it starts.
-    let peer_tls = PeerTls { ca_pem: ca_pem.clone(), cert_pem: cert_pem.clone(), key_pem: key_pem.clone() };
-    let (id, data_dir, dial, tuning) =
-        (config.id, config.data_dir.clone(), config.peer_dial.clone(), config.tuning.clone());
-    let consensus = raft
-        .spawn(async move { Consensus::start(id, &data_dir, peer_tls, dial, &tuning).await })
-        .await
-        .map_err(|e| Error::Serve(format!("starting Raft: {e}")))??;
-
-    // The chain includes the CA so joining agents that pin it by fingerprint
-    // can find it. Unauthenticated callers get a clear gRPC error instead of
-    // a TLS alert (and joining agents, which have no certificate yet, can
-    // reach us).
-    let chain = [cert_pem.as_slice(), b"\n", ca_pem.as_slice()].concat();
-    let tls = listener::server_tls(&ca_pem, &chain, &key_pem, &[b"h2"], "--listen")?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let signer = members::signer::Signer::load(&pki, config.member_cert_validity)?;
-    let fingerprint = fleet_proto::tls::fingerprint_pem(&ca_pem, "ca.pem")?;
+    let fingerprint = fleet_proto::tls::fingerprint_pem(&pem.ca, "ca.pem")?;
     let member_service = Arc::new(members::MemberService::new(consensus.clone(), signer, fingerprint));
     tokio::spawn(members::health::run(consensus.clone(), member_service.arrivals.clone(), stop_rx.clone()));
     metrics::register_node(consensus.clone(), member_service.arrivals.clone(), config.data_dir.clone());
@@ -141,14 +106,108 @@ pub async fn run(
         shutdown.await;
         let _ = stop_tx.send(true);
     });
-    let wait_stop = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|stop| *stop).await;
-    };
 
+    let grpc = Grpc { fleet, peer, auditor: auditor.clone() };
+    let serving = serve_grpc(&config, &pem, &raft, grpc, &stop_rx).await?;
+
+    if let Some(addr) = config.http_listen {
+        let consensus = consensus.clone();
+        let stop = stopped(stop_rx.clone());
+        tokio::spawn(async move {
+            if let Err(e) = http::serve(addr, consensus, stop).await {
+                tracing::error!("http endpoint on {addr}: {e}");
+            }
+        });
+    }
+    if let Some(addr) = config.kube_listen {
+        serve_kube(addr, &config, &pem, &consensus, &objects, &auditor, &stop_rx).await?;
+    }
+
+    if config.init {
+        let members: BTreeMap<u64, BasicNode> =
+            config.peers.iter().map(|(id, addr)| (*id, BasicNode::new(addr.clone()))).collect();
+        consensus.initialize(members).await?;
+    }
+    tracing::info!(id = config.id, listen = %config.listen, "fleet-node serving");
+
+    let served = drain(config.id, serving, &stop_rx).await;
+    tracing::info!(id = config.id, "shutting down");
+    auditor.sync().await;
+    consensus.shutdown().await;
+    match served {
+        Ok(result) => result,
+        Err(e) => Err(Error::Serve(e.to_string())),
+    }
+}
+
+/// The node's certificate, key and the fleet CA, read once at start.
+struct NodePem {
+    ca: Vec<u8>,
+    cert: Vec<u8>,
+    key: Vec<u8>,
+}
+
+impl NodePem {
+    fn read(pki: &PkiDir, id: u64) -> Result<NodePem, Error> {
+        Ok(NodePem {
+            ca: read_file(&pki.ca_cert())?,
+            cert: read_file(&pki.node_cert(id))?,
+            key: read_file(&pki.node_key(id))?,
+        })
+    }
+
+    /// The certificate followed by the CA, as the node presents it: agents
+    /// that pin the CA by fingerprint find it there.
+    fn chain(&self) -> Vec<u8> {
+        [self.cert.as_slice(), b"\n", self.ca.as_slice()].concat()
+    }
+}
+
+/// Starts consensus on the Raft runtime: openraft's core, its replication
+/// and the peer channels' connections are spawned where it starts.
+async fn start_consensus(config: &NodeConfig, pem: &NodePem, raft: &Handle) -> Result<Arc<Consensus>, Error> {
+    let peer_tls = PeerTls { ca_pem: pem.ca.clone(), cert_pem: pem.cert.clone(), key_pem: pem.key.clone() };
+    let (id, data_dir, dial, tuning) =
+        (config.id, config.data_dir.clone(), config.peer_dial.clone(), config.tuning.clone());
+    let consensus = raft
+        .spawn(async move { Consensus::start(id, &data_dir, peer_tls, dial, &tuning).await })
+        .await
+        .map_err(|e| Error::Serve(format!("starting Raft: {e}")))??;
+    Ok(consensus)
+}
+
+/// Resolves once the node is asked to stop.
+async fn stopped(mut stop: tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
+/// What both gRPC servers serve.
+struct Grpc {
+    fleet: FleetServer<service::FleetService>,
+    peer: RaftPeerServer<PeerService>,
+    auditor: Arc<audit::Auditor>,
+}
+
+/// The task serving gRPC (it ends when both servers have ended, with the
+/// first one's failure), and handles that abort both servers.
+type Serving = (tokio::task::JoinHandle<Result<(), Error>>, [tokio::task::AbortHandle; 2]);
+
+/// Serves gRPC on `--listen`: connections of other nodes on the Raft
+/// runtime, everyone else's on this one. The unauthenticated get a clear
+/// gRPC error instead of a TLS alert (joining agents have no certificate
+/// yet).
+async fn serve_grpc(
+    config: &NodeConfig,
+    pem: &NodePem,
+    raft: &Handle,
+    grpc: Grpc,
+    stop_rx: &tokio::sync::watch::Receiver<bool>,
+) -> Result<Serving, Error> {
+    let tls = listener::server_tls(&pem.ca, &pem.chain(), &pem.key, &[b"h2"], "--listen")?;
     let bound = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| Error::Serve(format!("--listen {}: {e}", config.listen)))?;
-    let split = listener::accept(bound, tls, raft.clone(), wait_stop(stop_rx.clone()));
+    let split = listener::accept(bound, tls, raft.clone(), stopped(stop_rx.clone()));
     // tonic takes a stream of connections or errors; the handoff has no errors.
     let (nodes, clients) = (split.nodes.map(Ok::<_, std::io::Error>), split.clients.map(Ok::<_, std::io::Error>));
     // Both servers offer both services: another node may call the API, and
@@ -157,12 +216,12 @@ pub async fn run(
         Server::builder()
             .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESETS))
             .layer(metrics::grpc::GrpcMetricsLayer)
-            .layer(audit::AuditLayer::new(auditor.clone()))
-            .add_service(fleet.clone())
-            .add_service(peer.clone())
+            .layer(audit::AuditLayer::new(grpc.auditor.clone()))
+            .add_service(grpc.fleet.clone())
+            .add_service(grpc.peer.clone())
     };
-    let nodes = raft.spawn(router().serve_with_incoming_shutdown(nodes, wait_stop(stop_rx.clone())));
-    let clients = tokio::spawn(router().serve_with_incoming_shutdown(clients, wait_stop(stop_rx.clone())));
+    let nodes = raft.spawn(router().serve_with_incoming_shutdown(nodes, stopped(stop_rx.clone())));
+    let clients = tokio::spawn(router().serve_with_incoming_shutdown(clients, stopped(stop_rx.clone())));
     let aborts = [nodes.abort_handle(), clients.abort_handle()];
     // A server that fails ends the node, as the one server did before; on
     // a stop, both drain their calls.
@@ -178,65 +237,59 @@ pub async fn run(
             served_ok("node", nodes.await)
         }
     });
+    Ok((server, aborts))
+}
 
-    if let Some(addr) = config.http_listen {
-        let consensus = consensus.clone();
-        let stop = wait_stop(stop_rx.clone());
-        tokio::spawn(async move {
-            if let Err(e) = http::serve(addr, consensus, stop).await {
-                tracing::error!("http endpoint on {addr}: {e}");
-            }
-        });
-    }
+/// Serves the Kubernetes-compatible API on `addr` and keeps its address
+/// advertised.
+async fn serve_kube(
+    addr: std::net::SocketAddr,
+    config: &NodeConfig,
+    pem: &NodePem,
+    consensus: &Arc<Consensus>,
+    objects: &objects::Objects,
+    auditor: &Arc<audit::Auditor>,
+    stop_rx: &tokio::sync::watch::Receiver<bool>,
+) -> Result<(), Error> {
+    let listener =
+        tokio::net::TcpListener::bind(addr).await.map_err(|e| Error::Serve(format!("--kube-listen {addr}: {e}")))?;
+    let bound = listener.local_addr().map_err(|e| Error::Serve(format!("--kube-listen {addr}: {e}")))?;
+    let advertise = kube_advertise(bound, config.listen);
+    let tls = kube::tls_config(&pem.ca, &pem.chain(), &pem.key)?;
+    let api = Arc::new(kube::KubeApi {
+        objects: objects.clone(),
+        stopping: stop_rx.clone(),
+        advertise: advertise.clone(),
+        auditor: auditor.clone(),
+    });
+    tokio::spawn(kube::advertise::run(consensus.clone(), config.id, advertise.clone(), stop_rx.clone()));
+    let stop = stopped(stop_rx.clone());
+    tokio::spawn(async move {
+        if let Err(e) = kube::serve(listener, tls, api, stop).await {
+            tracing::error!("kube API on {addr}: {e}");
+        }
+    });
+    tracing::info!(id = config.id, kube = %advertise, "Kubernetes-compatible API serving");
+    Ok(())
+}
 
-    if let Some(addr) = config.kube_listen {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| Error::Serve(format!("--kube-listen {addr}: {e}")))?;
-        let bound = listener.local_addr().map_err(|e| Error::Serve(format!("--kube-listen {addr}: {e}")))?;
-        let advertise = kube_advertise(bound, config.listen);
-        let tls = kube::tls_config(&ca_pem, &[cert_pem.as_slice(), b"\n", ca_pem.as_slice()].concat(), &key_pem)?;
-        let api = Arc::new(kube::KubeApi {
-            objects: objects.clone(),
-            stopping: stop_rx.clone(),
-            advertise: advertise.clone(),
-            auditor: auditor.clone(),
-        });
-        tokio::spawn(kube::advertise::run(consensus.clone(), config.id, advertise.clone(), stop_rx.clone()));
-        let stop = wait_stop(stop_rx.clone());
-        tokio::spawn(async move {
-            if let Err(e) = kube::serve(listener, tls, api, stop).await {
-                tracing::error!("kube API on {addr}: {e}");
-            }
-        });
-        tracing::info!(id = config.id, kube = %advertise, "Kubernetes-compatible API serving");
-    }
-
-    if config.init {
-        let members: BTreeMap<u64, BasicNode> =
-            config.peers.iter().map(|(id, addr)| (*id, BasicNode::new(addr.clone()))).collect();
-        consensus.initialize(members).await?;
-    }
-    tracing::info!(id = config.id, listen = %config.listen, "fleet-node serving");
-
-    // Graceful shutdown waits for in-flight calls; give them a bounded time.
-    let mut server = server;
-    let served = tokio::select! {
+/// Waits for the gRPC servers to end. Graceful shutdown waits for in-flight
+/// calls; once a stop is asked they get [`SHUTDOWN_GRACE`], then the
+/// servers are aborted.
+async fn drain(
+    id: u64,
+    (mut server, aborts): Serving,
+    stop_rx: &tokio::sync::watch::Receiver<bool>,
+) -> Result<Result<(), Error>, tokio::task::JoinError> {
+    tokio::select! {
         served = &mut server => served,
         _ = async {
-            wait_stop(stop_rx.clone()).await;
+            stopped(stop_rx.clone()).await;
             tokio::time::sleep(SHUTDOWN_GRACE).await;
         } => {
-            tracing::warn!(id = config.id, "in-flight calls did not finish within {SHUTDOWN_GRACE:?}; stopping anyway");
+            tracing::warn!(id, "in-flight calls did not finish within {SHUTDOWN_GRACE:?}; stopping anyway");
             aborts.iter().for_each(tokio::task::AbortHandle::abort);
             Ok(Ok(()))
         }
-    };
-    tracing::info!(id = config.id, "shutting down");
-    auditor.sync().await;
-    consensus.shutdown().await;
-    match served {
-        Ok(result) => result,
-        Err(e) => Err(Error::Serve(e.to_string())),
     }
 }

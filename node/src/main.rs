@@ -54,6 +54,6 @@ async fn run(raft: tokio::runtime::Handle) -> anyhow::Result<()> {
         return Ok(());
     }
     let config = Args::parse().into_config()?;
-    fleet_node::run(config, fleet_node::shutdown_signal(), raft).await?;
+    fleet_node::run(config, fleet_proto::signal::shutdown_signal(), raft).await?;
     Ok(())
 }

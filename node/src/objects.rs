@@ -6,28 +6,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fleet_api::ocm::{self, managed_cluster};
+use fleet_api::time::now_rfc3339;
 use fleet_api::{LabelSelector, Object, ObjectKey};
 use fleet_proto::fleet::{KindRef, ReadOptions};
 use fleet_raft::Consensus;
 use fleet_statemachine::{Command, Op, OpOutcome, Store};
-use tonic::Status;
 
 use crate::admission::{self, ResolvedKind};
 use crate::auth::Caller;
-use crate::error::{raft_status, storage_status};
+use crate::blocking::blocking;
+use crate::error::{raft_error, storage_error, RequestError};
 use crate::members::authz;
 use crate::rbac::Authorizer;
-use crate::service::{blocking, now_rfc3339};
 use fleet_rbac::Attributes;
 
-/// A refusal of [`crate::fairness`] as gRPC says it: `ResourceExhausted`
-/// with `retry-after`.
-fn too_many(refused: crate::fairness::TooMany) -> Status {
-    let mut status = Status::resource_exhausted(refused.message);
-    if let Ok(value) = crate::fairness::RETRY_AFTER_SECONDS.to_string().parse() {
-        status.metadata_mut().insert("retry-after", value);
-    }
-    status
+/// A refusal of [`crate::fairness`] (each edge says when to retry).
+fn too_many(refused: crate::fairness::TooMany) -> RequestError {
+    RequestError::too_many(refused.message)
 }
 
 /// How long a read waits for this node to catch up with what the client has seen.
@@ -52,14 +47,14 @@ impl Objects {
     }
 
     /// A slot for one more open watch of `caller` ([`crate::fairness`]),
-    /// or 429's `ResourceExhausted` with `retry-after`.
-    pub fn watch_slot(&self, caller: &Caller) -> Result<crate::fairness::WatchSlot, Status> {
+    /// or [`RequestError::TooManyRequests`].
+    pub fn watch_slot(&self, caller: &Caller) -> Result<crate::fairness::WatchSlot, RequestError> {
         self.fairness.watch(&caller.identity).map_err(too_many)
     }
 
-    /// A seat for a request of `caller` ([`crate::fairness`]), or 429's
-    /// `ResourceExhausted` with `retry-after`.
-    pub async fn seat(&self, caller: &Caller) -> Result<crate::fairness::Seat, Status> {
+    /// A seat for a request of `caller` ([`crate::fairness`]), or
+    /// [`RequestError::TooManyRequests`].
+    pub async fn seat(&self, caller: &Caller) -> Result<crate::fairness::Seat, RequestError> {
         self.fairness.seat(&caller.identity).await.map_err(too_many)
     }
 
@@ -79,7 +74,7 @@ impl Objects {
         namespace: &str,
         name: &str,
         subresource: &str,
-    ) -> Result<(), Status> {
+    ) -> Result<(), RequestError> {
         let attributes =
             Attributes::resource(verb, &kind.group, &kind.plural, namespace, name).on_subresource(subresource);
         self.authorizer.check(caller, &attributes).await
@@ -105,7 +100,7 @@ impl Objects {
         kind: &ResolvedKind,
         namespace: &str,
         rpc: &str,
-    ) -> Result<(), Status> {
+    ) -> Result<(), RequestError> {
         internal_readable(caller, kind, rpc)?;
         let fleet_proto::tls::Identity::Member(cluster) = &caller.identity else { return Ok(()) };
         authz::check_scope(cluster, kind, namespace, rpc)?;
@@ -113,7 +108,7 @@ impl Objects {
     }
 
     /// Checks a member's certificate is one of its current credentials.
-    pub async fn member_credential(&self, cluster: &str, serial: &str) -> Result<(), Status> {
+    pub async fn member_credential(&self, cluster: &str, serial: &str) -> Result<(), RequestError> {
         let check = || {
             let store = self.store();
             let (c, s) = (cluster.to_string(), serial.to_string());
@@ -132,20 +127,20 @@ impl Objects {
 
     /// Makes the read about to happen at least as new as the client asks:
     /// linearizable through the leader, or at least `min_resource_version`.
-    pub async fn read_barrier(&self, options: Option<&ReadOptions>) -> Result<(), Status> {
+    pub async fn read_barrier(&self, options: Option<&ReadOptions>) -> Result<(), RequestError> {
         let Some(options) = options else { return Ok(()) };
         if options.consistent {
             self.consensus.linearizable_index().await.map_err(|e| match e {
                 // The leader could not confirm its leadership with a quorum in
                 // time (an election, a slow peer): nothing failed, retry.
-                fleet_raft::Error::Raft(detail) => Status::unavailable(format!(
+                fleet_raft::Error::Raft(detail) => RequestError::unavailable(format!(
                     "a linearizable read needs the leader to confirm its leadership with a quorum, which failed: {detail}; retry"
                 )),
-                other => raft_status(other),
+                other => raft_error(other),
             })?;
         } else if options.min_resource_version > self.consensus.store().applied_index() {
             self.consensus.wait_applied(options.min_resource_version, CATCH_UP).await.map_err(|_| {
-                Status::unavailable(format!(
+                RequestError::unavailable(format!(
                     "node {} has applied up to {} but the client has seen {}: try again or another node",
                     self.consensus.id(),
                     self.consensus.store().applied_index(),
@@ -157,7 +152,7 @@ impl Objects {
     }
 
     /// Resolves a kind named by a client (Kind, plural, short name, CRD names).
-    pub async fn resolve(&self, kind: KindRef) -> Result<ResolvedKind, Status> {
+    pub async fn resolve(&self, kind: KindRef) -> Result<ResolvedKind, RequestError> {
         let store = self.store();
         let resolved = blocking(move || admission::resolve_kind_ref(&store, &kind)).await?;
         crate::metrics::note_kind(&resolved.kind);
@@ -166,20 +161,25 @@ impl Objects {
 
     /// Resolves a kind for reading: the ManagedCluster view reads the
     /// MemberClusters (`Some(view)` maps each one).
-    pub async fn resolve_read(&self, kind: KindRef) -> Result<(ResolvedKind, Option<View>), Status> {
+    pub async fn resolve_read(&self, kind: KindRef) -> Result<(ResolvedKind, Option<View>), RequestError> {
         Ok(read_view(self.resolve(kind).await?))
     }
 
     /// Proposes `ops` as one command, stamped with this node's clock.
-    pub async fn propose(&self, ops: Vec<Op>) -> Result<(u64, Vec<OpOutcome>), Status> {
-        self.consensus.write(Command { now: now_rfc3339(), ops }).await.map_err(raft_status)
+    pub async fn propose(&self, ops: Vec<Op>) -> Result<(u64, Vec<OpOutcome>), RequestError> {
+        self.consensus.write(Command { now: now_rfc3339(), ops }).await.map_err(raft_error)
     }
 
     /// One object (through `view`) and the index the read was served at.
-    pub async fn get(&self, kind: &ResolvedKind, view: Option<View>, key: ObjectKey) -> Result<(Object, u64), Status> {
+    pub async fn get(
+        &self,
+        kind: &ResolvedKind,
+        view: Option<View>,
+        key: ObjectKey,
+    ) -> Result<(Object, u64), RequestError> {
         let store = self.store();
         let lookup = key.clone();
-        let (object, index) = blocking(move || store.get(&lookup).map_err(storage_status)).await?;
+        let (object, index) = blocking(move || store.get(&lookup).map_err(storage_error)).await?;
         let object = object.ok_or_else(|| not_found(kind, &key))?;
         Ok((seen_through(view, object), index))
     }
@@ -192,7 +192,7 @@ impl Objects {
         view: Option<View>,
         namespace: Option<String>,
         selector: Option<LabelSelector>,
-    ) -> Result<(Vec<Object>, u64), Status> {
+    ) -> Result<(Vec<Object>, u64), RequestError> {
         self.list_map(kind, namespace, selector, move |o| Some(seen_through(view, o))).await
     }
 
@@ -204,7 +204,7 @@ impl Objects {
         view: Option<View>,
         namespace: Option<String>,
         selector: Option<LabelSelector>,
-    ) -> Result<(Vec<Vec<u8>>, u64), Status> {
+    ) -> Result<(Vec<Vec<u8>>, u64), RequestError> {
         self.list_map(kind, namespace, selector, move |o| Some(seen_through(view, o).to_json())).await
     }
 
@@ -215,11 +215,11 @@ impl Objects {
         namespace: Option<String>,
         selector: Option<LabelSelector>,
         map: impl FnMut(Object) -> Option<T> + Send + 'static,
-    ) -> Result<(Vec<T>, u64), Status> {
+    ) -> Result<(Vec<T>, u64), RequestError> {
         let mut query = kind.query(namespace.filter(|n| !n.is_empty()));
         query.selector = selector;
         let store = self.store();
-        blocking(move || store.list_map(&query, map).map_err(storage_status)).await
+        blocking(move || store.list_map(&query, map).map_err(storage_error)).await
     }
 
     /// Deletes one object (and its dependents), optionally only at `resource_version`.
@@ -228,10 +228,10 @@ impl Objects {
         kind: &ResolvedKind,
         key: ObjectKey,
         resource_version: Option<u64>,
-    ) -> Result<(Object, u64), Status> {
+    ) -> Result<(Object, u64), RequestError> {
         let result = self.propose(vec![Op::Delete { key: key.clone(), resource_version }]).await;
         let (index, outcomes) = match result {
-            Err(s) if s.code() == tonic::Code::NotFound => return Err(not_found(kind, &key)),
+            Err(RequestError::NotFound(_)) => return Err(not_found(kind, &key)),
             other => other?,
         };
         let object = outcomes.into_iter().next().map(|o| (*o.object).clone()).ok_or_else(|| not_found(kind, &key))?;
@@ -240,7 +240,7 @@ impl Objects {
 
     /// Checks a status write and resolves its kind and namespace, ready
     /// for [`Op::UpdateStatus`].
-    pub async fn prepare_status(&self, object: Object) -> Result<(Object, ResolvedKind), Status> {
+    pub async fn prepare_status(&self, object: Object) -> Result<(Object, ResolvedKind), RequestError> {
         check_status(&object)?;
         let store = self.store();
         blocking(move || {
@@ -287,13 +287,13 @@ fn member_cluster_kind() -> ResolvedKind {
 
 /// Refuses status writes the kind's own rules refuse (PlacementDecision
 /// pages, AddOnPlacementScores) and writes through the read-only view.
-fn check_status(object: &Object) -> Result<(), Status> {
-    let invalid = |e: fleet_api::ValidationError| Status::invalid_argument(e.to_string());
+fn check_status(object: &Object) -> Result<(), RequestError> {
+    let invalid = |e: fleet_api::ValidationError| RequestError::invalid(e.to_string());
     match (object.group(), object.kind.as_str()) {
         (ocm::CLUSTER_GROUP, ocm::decision::KIND) => ocm::decision::validate_status(object).map_err(invalid),
         (ocm::CLUSTER_GROUP, ocm::addon_score::KIND) => ocm::addon_score::validate_status(object).map_err(invalid),
         (fleet_api::kinds::FLEET_PLACEMENT_GROUP, "Work") => fleet_api::work::validate_status(object).map_err(invalid),
-        (group, kind) if managed_cluster::is_managed_cluster(group, kind) => Err(Status::invalid_argument(format!(
+        (group, kind) if managed_cluster::is_managed_cluster(group, kind) => Err(RequestError::invalid(format!(
             "ManagedCluster {:?}: status: Forbidden: a ManagedCluster's status is its MemberCluster's, reported by its agent",
             object.metadata.name
         ))),
@@ -302,29 +302,29 @@ fn check_status(object: &Object) -> Result<(), Status> {
 }
 
 /// Parses a label selector; blank means none.
-pub fn parse_selector(text: &str) -> Result<Option<LabelSelector>, Status> {
+pub fn parse_selector(text: &str) -> Result<Option<LabelSelector>, RequestError> {
     if text.trim().is_empty() {
         return Ok(None);
     }
-    LabelSelector::parse(text).map(Some).map_err(|e| Status::invalid_argument(e.to_string()))
+    LabelSelector::parse(text).map(Some).map_err(|e| RequestError::invalid(e.to_string()))
 }
 
 /// The "not found" status of one object.
-pub fn not_found(kind: &ResolvedKind, key: &ObjectKey) -> Status {
-    Status::not_found(format!("{} {:?} not found", kind.plural, key.name))
+pub fn not_found(kind: &ResolvedKind, key: &ObjectKey) -> RequestError {
+    RequestError::not_found(format!("{} {:?} not found", kind.plural, key.name))
 }
 
 /// Refuses reads of the hub's internal kinds (bootstrap tokens, member
 /// credentials) to everyone but the `system:masters` group (the admin
 /// certificate), whatever RBAC grants: a viewer sees the fleet, not the
 /// material that lets clusters join it.
-fn internal_readable(caller: &Caller, kind: &ResolvedKind, rpc: &str) -> Result<(), Status> {
+fn internal_readable(caller: &Caller, kind: &ResolvedKind, rpc: &str) -> Result<(), RequestError> {
     use crate::members::internal::{CREDENTIAL_KIND, INTERNAL_GROUP, TOKEN_KIND};
     let secret = kind.group == INTERNAL_GROUP && (kind.kind == TOKEN_KIND || kind.kind == CREDENTIAL_KIND);
     if !secret || crate::rbac::is_master(&caller.identity) {
         return Ok(());
     }
-    Err(Status::permission_denied(format!(
+    Err(RequestError::forbidden(format!(
         "{:?} may not call {rpc} on {}.{}: the group {} holds the hub's join tokens and member credentials; only \
          system:masters (admin) reads it",
         caller.identity.to_string(),

@@ -20,11 +20,10 @@ use fleet_rbac::{Attributes, Binding, BindingKind, Policy, Role, RoleKind, UserI
 use fleet_statemachine::{HubMessage, ListQuery, Store};
 use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::broadcast::Receiver;
-use tonic::Status;
 
 use crate::auth::Caller;
-use crate::error::storage_status;
-use crate::service::blocking;
+use crate::blocking::blocking;
+use crate::error::{storage_error, RequestError};
 
 /// The user `identity` is to RBAC: `None` for member agents and nodes,
 /// which RBAC does not govern, and for certificates naming nobody.
@@ -106,7 +105,7 @@ impl Authorizer {
     }
 
     /// The current policy (blocking: may read the store).
-    fn policy_blocking(&self) -> Result<Arc<Policy>, Status> {
+    fn policy_blocking(&self) -> Result<Arc<Policy>, RequestError> {
         let generation = match self.cached() {
             Ok(policy) => return Ok(policy),
             Err(generation) => generation,
@@ -120,7 +119,7 @@ impl Authorizer {
     }
 
     /// The current policy.
-    pub async fn policy(self: &Arc<Self>) -> Result<Arc<Policy>, Status> {
+    pub async fn policy(self: &Arc<Self>) -> Result<Arc<Policy>, RequestError> {
         if let Ok(policy) = self.cached() {
             return Ok(policy);
         }
@@ -131,39 +130,39 @@ impl Authorizer {
     /// Checks that `caller` may do `attributes`. Member agents pass (their
     /// scope is checked by [`crate::members::authz`]); nodes and unknown
     /// certificates do not.
-    pub async fn check(self: &Arc<Self>, caller: &Caller, attributes: &Attributes) -> Result<(), Status> {
+    pub async fn check(self: &Arc<Self>, caller: &Caller, attributes: &Attributes) -> Result<(), RequestError> {
         let decided = self.decide(caller, attributes).await;
-        crate::audit::note_decision(attributes, decided.as_ref().err().map(Status::message));
+        crate::audit::note_decision(attributes, decided.as_ref().err().map(RequestError::message));
         decided
     }
 
-    async fn decide(self: &Arc<Self>, caller: &Caller, attributes: &Attributes) -> Result<(), Status> {
+    async fn decide(self: &Arc<Self>, caller: &Caller, attributes: &Attributes) -> Result<(), RequestError> {
         let Some(user) = user_of(&caller.identity) else {
             return match caller.identity {
                 Identity::Member(_) => Ok(()),
-                _ => Err(Status::permission_denied(format!(
-                    "{:?} is not a user of the hub",
-                    caller.identity.to_string()
-                ))),
+                _ => {
+                    Err(RequestError::forbidden(format!("{:?} is not a user of the hub", caller.identity.to_string())))
+                }
             };
         };
         let decision = self.policy().await?.authorize(&user, attributes);
         if decision.allowed {
             Ok(())
         } else {
-            Err(Status::permission_denied(decision.reason))
+            Err(RequestError::forbidden(decision.reason))
         }
     }
 
     /// Checks that `caller` may write `object` when it is a Role or binding:
     /// that it is well-formed, and grants nothing its author does not hold
     /// (unless the author may `escalate` or `bind`). Other objects pass.
-    pub async fn check_rbac_write(self: &Arc<Self>, caller: &Caller, object: &Object) -> Result<(), Status> {
+    pub async fn check_rbac_write(self: &Arc<Self>, caller: &Caller, object: &Object) -> Result<(), RequestError> {
         if object.group() != GROUP {
             return Ok(());
         }
-        let json = serde_json::to_value(object).map_err(|e| Status::internal(format!("encoding the object: {e}")))?;
-        let invalid = |e: fleet_rbac::RbacError| Status::invalid_argument(invalid_text(&e));
+        let json =
+            serde_json::to_value(object).map_err(|e| RequestError::internal(format!("encoding the object: {e}")))?;
+        let invalid = |e: fleet_rbac::RbacError| RequestError::invalid(invalid_text(&e));
         enum Parsed {
             Role(Role),
             Binding(Binding),
@@ -186,24 +185,24 @@ impl Authorizer {
             Parsed::Role(role) => fleet_rbac::escalation::check_role(&policy, &user, role),
             Parsed::Binding(binding) => fleet_rbac::escalation::check_binding(&policy, &user, binding),
         };
-        result.map_err(|e| Status::permission_denied(e.message))
+        result.map_err(|e| RequestError::forbidden(e.message))
     }
 }
 
 impl Authorizer {
     /// Refuses an update of a binding that changes its `roleRef`, which is
     /// immutable in Kubernetes (delete and recreate the binding instead).
-    async fn check_role_ref_unchanged(&self, object: &Object, binding: &Binding) -> Result<(), Status> {
+    async fn check_role_ref_unchanged(&self, object: &Object, binding: &Binding) -> Result<(), RequestError> {
         let store = self.store.clone();
         let key = ObjectKey::of(object);
-        let existing = blocking(move || Ok(store.get(&key).map_err(storage_status)?.0)).await?;
+        let existing = blocking(move || Ok(store.get(&key).map_err(storage_error)?.0)).await?;
         let Some(existing) = existing else { return Ok(()) };
         let before = existing.rest.get("roleRef").cloned().unwrap_or_default();
         let after = serde_json::to_value(&binding.role_ref).unwrap_or_default();
         if before.is_null() || before == after {
             return Ok(());
         }
-        Err(Status::invalid_argument(format!(
+        Err(RequestError::invalid(format!(
             "{} {:?} is invalid:\n  roleRef: Invalid value: {after}: cannot change roleRef (it is {before})",
             binding.kind.as_str(),
             binding.name
@@ -234,10 +233,10 @@ fn closed_receiver() -> Receiver<HubMessage> {
 /// The policy of the stored RBAC objects and the built-in ones. A stored
 /// object that does not parse grants nothing (and is logged): writes are
 /// checked, but objects restored from older backups are not.
-fn build(store: &Store) -> Result<Policy, Status> {
-    let list = |kind: &str| -> Result<Vec<Object>, Status> {
+fn build(store: &Store) -> Result<Policy, RequestError> {
+    let list = |kind: &str| -> Result<Vec<Object>, RequestError> {
         let query = ListQuery { group: GROUP.into(), kind: kind.into(), namespace: None, selector: None };
-        Ok(store.list(&query).map_err(storage_status)?.0)
+        Ok(store.list(&query).map_err(storage_error)?.0)
     };
     let mut roles = Vec::new();
     let mut bindings = Vec::new();
@@ -247,7 +246,7 @@ fn build(store: &Store) -> Result<Policy, Status> {
     };
     for (kind, role_kind) in [("Role", RoleKind::Role), ("ClusterRole", RoleKind::ClusterRole)] {
         for object in list(kind)? {
-            let json = serde_json::to_value(&object).map_err(|e| Status::internal(e.to_string()))?;
+            let json = serde_json::to_value(&object).map_err(|e| RequestError::internal(e.to_string()))?;
             match Role::from_json(role_kind, &json) {
                 Ok(role) => roles.push(role),
                 Err(e) => skip(&object, e),
@@ -258,7 +257,7 @@ fn build(store: &Store) -> Result<Policy, Status> {
         [("RoleBinding", BindingKind::RoleBinding), ("ClusterRoleBinding", BindingKind::ClusterRoleBinding)]
     {
         for object in list(kind)? {
-            let json = serde_json::to_value(&object).map_err(|e| Status::internal(e.to_string()))?;
+            let json = serde_json::to_value(&object).map_err(|e| RequestError::internal(e.to_string()))?;
             match Binding::from_json(binding_kind, &json) {
                 Ok(binding) => bindings.push(binding),
                 Err(e) => skip(&object, e),

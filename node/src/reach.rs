@@ -24,13 +24,13 @@ use fleet_placement::selection::{is_fleet_kind, select_resources};
 use fleet_rbac::bootstrap::MASTERS_GROUP;
 use fleet_rbac::{Attributes, UserInfo};
 use fleet_statemachine::Store;
-use tonic::Status;
 
 use crate::admission::{resolve_document, ResolvedKind};
 use crate::auth::Caller;
+use crate::blocking::blocking;
 use crate::controllers::view::StoreSource;
+use crate::error::RequestError;
 use crate::rbac::{user_of, Authorizer};
-use crate::service::blocking;
 
 /// One read a placement needs of its author, and why.
 #[derive(Debug, Clone)]
@@ -48,7 +48,7 @@ pub async fn check(
     store: Arc<Store>,
     caller: &Caller,
     object: &Object,
-) -> Result<(), Status> {
+) -> Result<(), RequestError> {
     let Some(user) = user_of(&caller.identity) else { return Ok(()) };
     // system:masters may read everything (the built-in cluster-admin
     // binding, which cannot be weakened): no selection to compute.
@@ -72,7 +72,12 @@ pub async fn check(
 
 /// The first need `user` does not hold, as a refusal naming the
 /// placement, the field or object that needs it, and RBAC's reason.
-fn refuse_unread(policy: &fleet_rbac::Policy, user: &UserInfo, object: &Object, needs: &[Need]) -> Result<(), Status> {
+fn refuse_unread(
+    policy: &fleet_rbac::Policy,
+    user: &UserInfo,
+    object: &Object,
+    needs: &[Need],
+) -> Result<(), RequestError> {
     for need in needs {
         let decision = policy.authorize(user, &need.attributes);
         if decision.allowed {
@@ -87,7 +92,7 @@ fn refuse_unread(policy: &fleet_rbac::Policy, user: &UserInfo, object: &Object, 
             object.kind, object.metadata.name, need.because, decision.reason
         );
         crate::audit::note_refusal(&message);
-        return Err(Status::permission_denied(message));
+        return Err(RequestError::forbidden(message));
     }
     Ok(())
 }
@@ -99,7 +104,7 @@ struct Kinds<'a> {
 }
 
 impl Kinds<'_> {
-    fn resolve(&mut self, group: &str, version: &str, kind: &str) -> Result<ResolvedKind, Status> {
+    fn resolve(&mut self, group: &str, version: &str, kind: &str) -> Result<ResolvedKind, RequestError> {
         let key = (group.to_string(), kind.to_string());
         if let Some(found) = self.seen.get(&key) {
             return Ok(found.clone());
@@ -114,10 +119,10 @@ impl Kinds<'_> {
 }
 
 /// The reads `object` needs of its author.
-fn needs(store: &Store, object: &Object) -> Result<Vec<Need>, Status> {
+fn needs(store: &Store, object: &Object) -> Result<Vec<Need>, RequestError> {
     let mut kinds = Kinds { store, seen: BTreeMap::new() };
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
-    let invalid = |e: fleet_api::validation::ValidationError| Status::invalid_argument(e.to_string());
+    let invalid = |e: fleet_api::validation::ValidationError| RequestError::invalid(e.to_string());
     let mut needs = Vec::new();
     let mut selector_need = |kind: &ResolvedKind, namespace: &str, name: &str, because: String| {
         let verb = if name.is_empty() { "list" } else { "get" };
@@ -150,7 +155,9 @@ fn needs(store: &Store, object: &Object) -> Result<Vec<Need>, Status> {
             }
             let source = StoreSource::new(store);
             let selected = select_resources(&object.kind, Some(namespace.as_str()), &spec, &source);
-            source.finish().map_err(|e| Status::unavailable(format!("reading what the placement selects: {e}")))?;
+            source
+                .finish()
+                .map_err(|e| RequestError::unavailable(format!("reading what the placement selects: {e}")))?;
             for picked in selected {
                 let version = picked.api_version.rsplit('/').next().unwrap_or_default();
                 let kind = kinds.resolve(picked.group(), version, &picked.kind)?;

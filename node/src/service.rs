@@ -3,7 +3,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 pub use crate::objects::View;
 
@@ -23,7 +23,8 @@ use tonic::{Request, Response, Status};
 
 use crate::admission::{self, Document, ResolvedKind};
 use crate::auth::{authorize, Access, Caller};
-use crate::error::raft_status;
+use crate::blocking::blocking;
+use crate::error::raft_error;
 use crate::members::service::{MemberCall, MemberReply, MemberService};
 use crate::objects::{parse_selector, Objects};
 use fleet_rbac::bootstrap;
@@ -35,16 +36,6 @@ pub struct FleetService {
     members: Arc<MemberService>,
     /// Becomes true when the node shuts down: long-lived streams end then.
     stopping: tokio::sync::watch::Receiver<bool>,
-}
-
-/// The proposer's clock, carried in commands (apply never reads a clock).
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
-}
-
-/// Runs a blocking store call off the async runtime threads.
-pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("store task failed: {e}")))?
 }
 
 impl FleetService {
@@ -95,7 +86,7 @@ impl FleetService {
     /// Checks that `caller` may `verb` the non-resource `path` (the calls
     /// that are about the hub, not its objects).
     async fn authorize_path(&self, caller: &Caller, verb: &str, path: &str) -> Result<(), Status> {
-        self.objects.authorizer().check(caller, &fleet_rbac::Attributes::path(verb, path)).await
+        Ok(self.objects.authorizer().check(caller, &fleet_rbac::Attributes::path(verb, path)).await?)
     }
 
     /// Checks that `caller` may create or update (whichever applying it
@@ -122,10 +113,10 @@ impl FleetService {
                 .map(|stub| {
                     let kind = admission::resolve_document(&store, stub)?;
                     let key = fleet_api::ObjectKey::of(stub);
-                    let exists = store.get(&key).map_err(crate::error::storage_status)?.0.is_some();
+                    let exists = store.get(&key).map_err(crate::error::storage_error)?.0.is_some();
                     Ok((kind, exists))
                 })
-                .collect::<Result<Vec<_>, Status>>()
+                .collect::<Result<Vec<_>, crate::error::RequestError>>()
         })
         .await?;
         for (object, (kind, exists)) in objects.iter().zip(found) {
@@ -296,7 +287,7 @@ impl Fleet for FleetService {
         // The slot is given back when the stream ends.
         let stream = futures::StreamExt::map(stream, move |event| {
             let _open = &slot;
-            event
+            event.map_err(Status::from)
         });
         Ok(Response::new(Box::pin(stream)))
     }
@@ -326,7 +317,7 @@ impl Fleet for FleetService {
             .consensus()
             .change_membership(MembershipChange::Add { id: req.id, address: req.address })
             .await
-            .map_err(raft_status)?;
+            .map_err(raft_error)?;
         Ok(Response::new(self.status(false).await))
     }
 
@@ -338,7 +329,7 @@ impl Fleet for FleetService {
         let _seat = self.objects.seat(&caller).await?;
         self.authorize_path(&caller, "delete", bootstrap::PATH_NODES).await?;
         let id = request.into_inner().id;
-        self.objects.consensus().change_membership(MembershipChange::Remove { id }).await.map_err(raft_status)?;
+        self.objects.consensus().change_membership(MembershipChange::Remove { id }).await.map_err(raft_error)?;
         Ok(Response::new(self.status(false).await))
     }
 

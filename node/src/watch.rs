@@ -13,25 +13,24 @@ use futures::Stream;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::Status;
 
-use crate::error::storage_status;
-use crate::service::blocking;
+use crate::blocking::blocking;
+use crate::error::{storage_error, RequestError};
 
 const STREAM_BUFFER: usize = 1024;
 
 /// A watch's sending end, counting the events it sends (and, while it
 /// lives, the watch as open).
 struct Counted {
-    tx: mpsc::Sender<Result<WireEvent, Status>>,
+    tx: mpsc::Sender<Result<WireEvent, RequestError>>,
     watch: crate::metrics::WatchGuard,
 }
 
 impl Counted {
     async fn send(
         &self,
-        item: Result<WireEvent, Status>,
-    ) -> Result<(), mpsc::error::SendError<Result<WireEvent, Status>>> {
+        item: Result<WireEvent, RequestError>,
+    ) -> Result<(), mpsc::error::SendError<Result<WireEvent, RequestError>>> {
         let is_event = item.is_ok();
         self.tx.send(item).await?;
         if is_event {
@@ -47,12 +46,12 @@ impl Counted {
 
 type Out = Counted;
 
-fn expired(message: String) -> Status {
-    Status::failed_precondition(message)
+fn expired(message: String) -> RequestError {
+    RequestError::expired(message)
 }
 
 /// A watch's events.
-pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WireEvent, Status>> + Send>>;
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WireEvent, RequestError>> + Send>>;
 
 /// Starts a watch of `query` after `from` (0 = list the current objects
 /// first). `member` is the member agent's cluster and certificate serial
@@ -70,9 +69,9 @@ pub async fn start_with_bookmarks(
     from: u64,
     stopping: tokio::sync::watch::Receiver<bool>,
     member: Option<(String, String)>,
-    view: Option<crate::service::View>,
+    view: Option<crate::objects::View>,
     bookmarks: Option<std::time::Duration>,
-) -> Result<WatchStream, Status> {
+) -> Result<WatchStream, RequestError> {
     let listed = from == 0;
     // Off the async workers: resuming far behind decodes the history's
     // events of this kind (thousands, when many agents reconnect at once).
@@ -81,7 +80,7 @@ pub async fn start_with_bookmarks(
     let (initial, from, subscription) = {
         let (store, query) = (store.clone(), query.clone());
         blocking(move || {
-            let (initial, from) = if listed { store.list(&query).map_err(storage_status)? } else { (Vec::new(), from) };
+            let (initial, from) = if listed { store.list(&query).map_err(storage_error)? } else { (Vec::new(), from) };
             let subscription =
                 store.hub().subscribe_where(from, |key| query.in_scope(key)).map_err(|e| expired(e.to_string()))?;
             Ok((initial, from, subscription))
@@ -122,7 +121,7 @@ async fn send_if_matching(
     tx: &Out,
     query: &ListQuery,
     event: &fleet_statemachine::WatchEvent,
-    view: Option<crate::service::View>,
+    view: Option<crate::objects::View>,
 ) -> bool {
     let Some((event_type, object)) = query.view_of(event) else {
         return true;
@@ -139,7 +138,7 @@ async fn send_if_matching(
 struct Live {
     query: ListQuery,
     member: Option<(String, String)>,
-    view: Option<crate::service::View>,
+    view: Option<crate::objects::View>,
     /// How often to send a BOOKMARK, and the store whose applied index it names.
     bookmarks: Option<(std::time::Duration, Arc<Store>)>,
     /// The version of the last BOOKMARK (or where the watch started).
@@ -226,7 +225,7 @@ async fn forward_live(
         tokio::select! {
             _ = tx.closed() => return,
             _ = stopped(&mut stopping) => {
-                let _ = tx.send(Err(Status::unavailable("node is shutting down: resume the watch on another node"))).await;
+                let _ = tx.send(Err(RequestError::unavailable("node is shutting down: resume the watch on another node"))).await;
                 return;
             }
             _ = next_bookmark(&mut interval) => {
@@ -251,9 +250,9 @@ async fn stopped(stopping: &mut tokio::sync::watch::Receiver<bool>) {
 
 /// Why a member's watch ends with `event`, if it does: its MemberCluster
 /// deleted, or its certificate (`serial`) no longer a current credential.
-fn revoked(event: &fleet_statemachine::WatchEvent, member: &str, serial: &str) -> Option<Status> {
+fn revoked(event: &fleet_statemachine::WatchEvent, member: &str, serial: &str) -> Option<RequestError> {
     if left_the_fleet(event, member) {
-        return Some(Status::permission_denied(format!(
+        return Some(RequestError::forbidden(format!(
             "member cluster {member:?} has left the fleet (its MemberCluster was deleted): credentials revoked"
         )));
     }
@@ -264,7 +263,7 @@ fn revoked(event: &fleet_statemachine::WatchEvent, member: &str, serial: &str) -
         && crate::members::internal::spec::<crate::members::internal::CredentialSpec>(&event.object)
             .is_some_and(|c| c.serials.iter().any(|s| s == serial));
     (!current).then(|| {
-        Status::permission_denied(format!(
+        RequestError::forbidden(format!(
             "this certificate (serial {serial}) is no longer a credential of member cluster {member:?} (replaced or \
              revoked): watch again with the current certificate"
         ))

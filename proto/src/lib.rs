@@ -1,5 +1,7 @@
-//! Fleet's gRPC protocol and the TLS identity rules shared by every binary.
+//! Fleet's gRPC protocol, and what every binary shares with it: the TLS
+//! identity rules and the shutdown signal.
 
+pub mod signal;
 pub mod tls;
 
 /// The user-facing API (`fleet.v1`).

@@ -11,6 +11,7 @@
 //! The leader keeps two batches in flight, so one is fsync'd there while the
 //! one before is on its way through the followers; a follower keeps one.
 
+use std::future::Future;
 use std::sync::{Arc, Weak};
 
 use fleet_statemachine::{EncodedCommand, Part, Proposal, Response};
@@ -19,6 +20,33 @@ use tokio::sync::{mpsc, oneshot};
 use crate::consensus::{Consensus, Routed};
 use crate::error::Error;
 use crate::network::PeerMethod;
+
+/// What the batcher needs from consensus: whether this node leads, a commit
+/// here as the leader, and a commit through whichever node leads. A trait
+/// so group commit and its rerouting are tested without Raft or a network.
+pub(crate) trait Propose: Send + Sync + 'static {
+    /// Whether this node believes it leads.
+    fn leads(&self) -> bool;
+    /// Commits `proposal` here, as the leader ([`Consensus::write_on_leader`]).
+    fn write_on_leader(&self, proposal: Proposal) -> impl Future<Output = Result<Vec<Response>, Routed>> + Send;
+    /// Commits `proposal` here if this node leads, otherwise forwards it to
+    /// the leader, retrying while leadership moves.
+    fn write_anywhere(&self, proposal: Proposal) -> impl Future<Output = Result<Vec<Response>, Error>> + Send;
+}
+
+impl Propose for Consensus {
+    fn leads(&self) -> bool {
+        Consensus::leads(self)
+    }
+
+    fn write_on_leader(&self, proposal: Proposal) -> impl Future<Output = Result<Vec<Response>, Routed>> + Send {
+        Consensus::write_on_leader(self, proposal)
+    }
+
+    async fn write_anywhere(&self, proposal: Proposal) -> Result<Vec<Response>, Error> {
+        self.on_leader(PeerMethod::Forward, &proposal, || self.write_on_leader(proposal.clone())).await
+    }
+}
 
 /// Most commands in one entry.
 const MAX_COMMANDS: usize = 1024;
@@ -102,7 +130,7 @@ const LEADER_IN_FLIGHT: u32 = 2;
 /// Proposes queued writes in batches until the node stops: on the leader up
 /// to [`LEADER_IN_FLIGHT`] at a time, elsewhere one at a time (a follower's
 /// batch is merged into the leader's, so one in flight keeps it large).
-pub async fn run(consensus: Weak<Consensus>, mut rx: mpsc::Receiver<Pending>) {
+pub(crate) async fn run<C: Propose>(consensus: Weak<C>, mut rx: mpsc::Receiver<Pending>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(LEADER_IN_FLIGHT as usize));
     let mut carried = None;
     loop {
@@ -137,7 +165,7 @@ fn assemble(batch: Vec<Pending>) -> (Proposal, Vec<Reply>) {
     (Proposal::concat(parts), replies)
 }
 
-async fn propose(consensus: &Arc<Consensus>, mut batch: Vec<Pending>) {
+async fn propose<C: Propose>(consensus: &Arc<C>, mut batch: Vec<Pending>) {
     if !consensus.leads() {
         batch = batch.into_iter().filter_map(Pending::back_to_follower).collect();
     }
@@ -159,10 +187,10 @@ async fn propose(consensus: &Arc<Consensus>, mut batch: Vec<Pending>) {
 }
 
 /// Proposes on whichever node leads (here, or forwarded), then answers.
-async fn propose_anywhere(consensus: &Arc<Consensus>, proposal: Proposal, replies: Vec<Reply>) {
-    let result =
-        consensus.on_leader(PeerMethod::Forward, &proposal, || consensus.write_on_leader(proposal.clone())).await;
-    settle(replies, proposal.commands().len(), result);
+async fn propose_anywhere<C: Propose>(consensus: &Arc<C>, proposal: Proposal, replies: Vec<Reply>) {
+    let expected = proposal.commands().len();
+    let result = consensus.write_anywhere(proposal).await;
+    settle(replies, expected, result);
 }
 
 /// Answers every writer of a batch of `expected` commands from its result.
@@ -177,7 +205,17 @@ fn settle(replies: Vec<Reply>, expected: usize, result: Result<Vec<Response>, Er
 /// Leadership moved before a merged batch was appended: forwarded batches go
 /// back to their followers, and this node's own writes (encoded again: a
 /// rare path) go to the new leader.
-async fn reroute(consensus: &Arc<Consensus>, proposal: &Proposal, replies: Vec<Reply>) {
+async fn reroute<C: Propose>(consensus: &Arc<C>, proposal: &Proposal, replies: Vec<Reply>) {
+    let (own, own_replies) = own_writes(proposal, replies);
+    if !own.is_empty() {
+        propose_anywhere(consensus, Proposal::concat(own), own_replies).await;
+    }
+}
+
+/// Splits a merged batch that was not appended: each forwarded batch is
+/// sent back to its follower at once, and this node's own commands are
+/// returned (encoded again) with their writers, in order.
+fn own_writes(proposal: &Proposal, replies: Vec<Reply>) -> (Vec<Part>, Vec<Reply>) {
     let mut own = Vec::new();
     let mut own_replies = Vec::new();
     let mut at = 0;
@@ -203,9 +241,7 @@ async fn reroute(consensus: &Arc<Consensus>, proposal: &Proposal, replies: Vec<R
             }
         }
     }
-    if !own.is_empty() {
-        propose_anywhere(consensus, Proposal::concat(own), own_replies).await;
-    }
+    (own, own_replies)
 }
 
 /// Hands each writer its answers, in order.
@@ -224,6 +260,7 @@ fn answer(replies: Vec<Reply>, responses: Vec<Response>) {
     }
 }
 
+/// Fails every writer of a batch with `e` (a forwarded batch as a whole).
 fn fail(replies: Vec<Reply>, e: &Error) {
     for reply in replies {
         match reply {
@@ -236,3 +273,6 @@ fn fail(replies: Vec<Reply>, e: &Error) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

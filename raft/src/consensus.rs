@@ -11,9 +11,9 @@ use fleet_statemachine::{Command, EncodedCommand, OpOutcome, Proposal, Response,
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
 use openraft::{BasicNode, ChangeMembers, Config, ServerState, SnapshotPolicy};
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
 
 use crate::error::Error;
+use crate::forward::WRITE_DEADLINE;
 use crate::log_store::LogStore;
 use crate::network::{PeerMethod, PeerNetwork, PeerTls};
 use crate::Raft;
@@ -22,11 +22,6 @@ use crate::Raft;
 pub(crate) const LOG_FILE: &str = "raft-log.redb";
 /// The state machine's directory in a node's data dir.
 pub(crate) const STATE_DIR: &str = "state";
-
-/// How long a write or membership change may look for a leader and commit.
-const WRITE_DEADLINE: Duration = Duration::from_secs(10);
-/// Pause between attempts while no leader is known.
-const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 /// Raft timing and log-compaction knobs.
 #[derive(Debug, Clone)]
@@ -196,80 +191,17 @@ impl Consensus {
         Some((leader, addr))
     }
 
-    /// Resolves with the new leader once a node other than `leader` leads
-    /// (never, if none does).
-    async fn leadership_leaves(&self, leader: u64) -> u64 {
-        let mut metrics = self.raft.metrics();
-        let successor = metrics
-            .wait_for(|m| m.current_leader.is_some_and(|l| l != leader))
-            .await
-            .ok()
-            .and_then(|m| m.current_leader);
-        match successor {
-            Some(successor) => successor,
-            None => std::future::pending().await,
-        }
-    }
-
     /// Runs `local` on the leader: directly if this node leads, otherwise
     /// through the peer `method`. Retries while there is no leader or it
-    /// moved, until the deadline.
+    /// moved, until the deadline (the rules are in `forward.rs`).
     pub async fn on_leader<Req, T, F, Fut>(&self, method: PeerMethod, request: &Req, local: F) -> Result<T, Error>
     where
-        Req: Serialize,
-        T: Serialize + serde::de::DeserializeOwned,
+        Req: Serialize + Sync,
+        T: Serialize + serde::de::DeserializeOwned + Send,
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<T, Routed>>,
     {
-        let deadline = Instant::now() + WRITE_DEADLINE;
-        let mut last_problem = String::from("no leader elected yet");
-        loop {
-            match self.leader() {
-                Some((leader, _)) if leader == self.id => match local().await {
-                    Ok(v) => return Ok(v),
-                    Err(Routed::NotLeader) => last_problem = "leadership moved".into(),
-                    Err(Routed::Failed(e)) => return Err(Error::Raft(e)),
-                },
-                Some((leader, addr)) => {
-                    let remaining = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
-                    let call = self.network.call(leader, &addr, method, request, remaining);
-                    // A leader that is partitioned away or paused holds the call
-                    // until its deadline; once another node leads, waiting on it
-                    // only blocks this node's writes.
-                    let reply: Result<Result<T, Routed>, tonic::Status> = tokio::select! {
-                        reply = call => reply,
-                        successor = self.leadership_leaves(leader) => {
-                            if method.is_read_only() {
-                                last_problem = format!("leadership moved from node {leader} to node {successor}");
-                                continue;
-                            }
-                            return Err(Error::Unreachable {
-                                peer: leader,
-                                detail: format!(
-                                    "leadership moved to node {successor} while node {leader} had the request: \
-                                     its outcome is unknown"
-                                ),
-                            });
-                        }
-                    };
-                    match reply {
-                        Ok(Ok(v)) => return Ok(v),
-                        Ok(Err(Routed::NotLeader)) => last_problem = format!("node {leader} is no longer the leader"),
-                        Ok(Err(Routed::Failed(e))) => return Err(Error::Raft(e)),
-                        // Not connected: the request never reached the leader; safe to retry.
-                        Err(s) if s.code() == tonic::Code::Unavailable => {
-                            last_problem = format!("leader {leader} at {addr} unreachable: {}", s.message())
-                        }
-                        Err(s) => return Err(Error::Unreachable { peer: leader, detail: s.message().to_string() }),
-                    }
-                }
-                None => {}
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::NoLeader(last_problem));
-            }
-            tokio::time::sleep(RETRY_PAUSE).await;
-        }
+        crate::forward::on_leader(self, method, request, local).await
     }
 
     /// Proposes a command and waits until it is applied here too (so a read
@@ -356,8 +288,8 @@ impl Consensus {
     pub async fn read_index_on_leader(&self) -> Result<u64, Routed> {
         match self.raft.get_read_log_id().await {
             Ok((read, _)) => {
-                let last_log = self.raft.metrics().borrow().last_log_index.unwrap_or(0);
-                Ok(read.map(|l| l.index).unwrap_or(0).max(last_log))
+                let last_log = self.raft.metrics().borrow().last_log_index;
+                Ok(read_index(read.map(|l| l.index), last_log))
             }
             Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(_))) => Err(Routed::NotLeader),
             Err(e) => Err(Routed::Failed(e.to_string())),
@@ -391,37 +323,25 @@ impl Consensus {
         }
         let membership = metrics.membership_config.membership().clone();
         let voters: BTreeSet<u64> = membership.voter_ids().collect();
+        let plan = plan_membership(change, &voters, |id| membership.get_node(&id).is_some()).map_err(Routed::Failed)?;
         let map = |e: RaftError<u64, ClientWriteError<u64, BasicNode>>| match e {
             RaftError::APIError(ClientWriteError::ForwardToLeader(_)) => Routed::NotLeader,
             other => Routed::Failed(other.to_string()),
         };
-        match change {
-            MembershipChange::Add { id, address } => {
-                if voters.contains(&id) {
-                    return Err(Routed::Failed(format!("node {id} is already a voter")));
-                }
+        match plan {
+            MembershipPlan::AddVoter { id, address, voters } => {
                 // Blocking: returns once the learner has caught up with the log.
                 self.raft.add_learner(id, BasicNode::new(address), true).await.map_err(map)?;
-                let mut next = voters;
-                next.insert(id);
-                self.raft.change_membership(next, false).await.map_err(map)?;
+                self.raft.change_membership(voters, false).await.map_err(map)?;
             }
-            MembershipChange::Remove { id } => {
-                if voters.contains(&id) {
-                    if voters.len() == 1 {
-                        return Err(Routed::Failed(format!("node {id} is the last voter and cannot be removed")));
-                    }
-                    let mut next = voters;
-                    next.remove(&id);
-                    self.raft.change_membership(next, false).await.map_err(map)?;
-                } else if membership.get_node(&id).is_some() {
-                    self.raft
-                        .change_membership(ChangeMembers::RemoveNodes(BTreeSet::from([id])), false)
-                        .await
-                        .map_err(map)?;
-                } else {
-                    return Err(Routed::Failed(format!("node {id} is not a member")));
-                }
+            MembershipPlan::Voters(voters) => {
+                self.raft.change_membership(voters, false).await.map_err(map)?;
+            }
+            MembershipPlan::RemoveLearner(id) => {
+                self.raft
+                    .change_membership(ChangeMembers::RemoveNodes(BTreeSet::from([id])), false)
+                    .await
+                    .map_err(map)?;
             }
         }
         Ok(())
@@ -523,6 +443,90 @@ impl Consensus {
     }
 }
 
+impl crate::forward::Route for Consensus {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn leader(&self) -> Option<(u64, String)> {
+        Consensus::leader(self)
+    }
+
+    fn call<Req, T>(
+        &self,
+        leader: u64,
+        addr: &str,
+        method: PeerMethod,
+        request: &Req,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<Result<T, Routed>, tonic::Status>> + Send
+    where
+        Req: Serialize + Sync,
+        T: serde::de::DeserializeOwned + Send,
+    {
+        self.network.call(leader, addr, method, request, timeout)
+    }
+
+    async fn leadership_leaves(&self, leader: u64) -> u64 {
+        let mut metrics = self.raft.metrics();
+        let successor = metrics
+            .wait_for(|m| m.current_leader.is_some_and(|l| l != leader))
+            .await
+            .ok()
+            .and_then(|m| m.current_leader);
+        match successor {
+            Some(successor) => successor,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// What a membership change comes to on the leader, given the voters and
+/// whether a node is a member at all (a learner, if not a voter); the
+/// refusal says why, for the caller.
+#[derive(Debug, PartialEq)]
+enum MembershipPlan {
+    /// Add `id` as a learner (waiting for it to catch up), then make
+    /// `voters` (the current ones and `id`) the voters.
+    AddVoter { id: u64, address: String, voters: BTreeSet<u64> },
+    /// Make these the voters (a voter removed).
+    Voters(BTreeSet<u64>),
+    /// Drop a learner.
+    RemoveLearner(u64),
+}
+
+fn plan_membership(
+    change: MembershipChange,
+    voters: &BTreeSet<u64>,
+    is_member: impl Fn(u64) -> bool,
+) -> Result<MembershipPlan, String> {
+    match change {
+        MembershipChange::Add { id, .. } if voters.contains(&id) => Err(format!("node {id} is already a voter")),
+        MembershipChange::Add { id, address } => {
+            let mut next = voters.clone();
+            next.insert(id);
+            Ok(MembershipPlan::AddVoter { id, address, voters: next })
+        }
+        MembershipChange::Remove { id } if voters.contains(&id) => {
+            if voters.len() == 1 {
+                return Err(format!("node {id} is the last voter and cannot be removed"));
+            }
+            let mut next = voters.clone();
+            next.remove(&id);
+            Ok(MembershipPlan::Voters(next))
+        }
+        MembershipChange::Remove { id } if is_member(id) => Ok(MembershipPlan::RemoveLearner(id)),
+        MembershipChange::Remove { id } => Err(format!("node {id} is not a member")),
+    }
+}
+
+/// The index a linearizable read waits for: openraft's read index, or the
+/// leader's last log entry if that is later (see
+/// [`Consensus::read_index_on_leader`] for why).
+fn read_index(openraft_read: Option<u64>, last_log: Option<u64>) -> u64 {
+    openraft_read.unwrap_or(0).max(last_log.unwrap_or(0))
+}
+
 /// Names what a command writes, for an error: its first object and how many
 /// operations it holds.
 fn describe(command: &fleet_statemachine::Command) -> String {
@@ -565,3 +569,6 @@ async fn log_leadership(id: u64, mut metrics: tokio::sync::watch::Receiver<openr
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -48,21 +48,4 @@ pub enum Error {
     StateMachine(#[from] fleet_statemachine::Error),
 }
 
-macro_rules! storage_from {
-    ($($t:ty),*) => {$(
-        impl From<$t> for Error {
-            fn from(e: $t) -> Self {
-                Error::Storage(e.to_string())
-            }
-        }
-    )*};
-}
-storage_from!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    redb::SetDurabilityError
-);
+fleet_statemachine::redb_errors_as_storage!(Error);

@@ -7,6 +7,7 @@ pub mod batcher;
 pub mod codec;
 pub mod consensus;
 pub mod error;
+mod forward;
 mod log_cache;
 pub mod log_store;
 pub mod metrics;

@@ -22,24 +22,32 @@ pub enum Error {
     Snapshot(String),
 }
 
-macro_rules! storage_from {
-    ($($t:ty),*) => {$(
-        impl From<$t> for Error {
+/// Converts every redb error type into `$error::Storage(message)`, so `?`
+/// works on any redb call. Exported because the Raft log store keeps a redb
+/// file too and its error enum needs the same list; one list, kept here
+/// next to the redb version the state machine pins.
+#[macro_export]
+macro_rules! redb_errors_as_storage {
+    ($error:ty) => {
+        $crate::redb_errors_as_storage!(@each $error;
+            ::redb::Error,
+            ::redb::DatabaseError,
+            ::redb::TransactionError,
+            ::redb::TableError,
+            ::redb::StorageError,
+            ::redb::CommitError,
+            ::redb::SetDurabilityError
+        );
+    };
+    (@each $error:ty; $($t:ty),*) => {$(
+        impl From<$t> for $error {
             fn from(e: $t) -> Self {
-                Error::Storage(e.to_string())
+                Self::Storage(e.to_string())
             }
         }
     )*};
 }
-storage_from!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    redb::SetDurabilityError
-);
+redb_errors_as_storage!(Error);
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {

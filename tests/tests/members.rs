@@ -404,7 +404,7 @@ async fn get_mc_wide_shows_health_target_size_usage_and_a_live_heartbeat_age() {
     let out = eventually("a wide row with usage", WAIT, || async {
         let out = hub.fleetctl(&["get", "mc", "-o", "wide"]);
         let text = String::from_utf8_lossy(&out.stdout).to_string();
-        if text.contains("8/8") {
+        if text.contains("8000m/8000m") {
             Ok(text)
         } else {
             Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)))

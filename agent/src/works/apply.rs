@@ -248,7 +248,7 @@ pub async fn apply_work<T: Target>(
     let mut placed = Vec::new();
     let mut last_applied = Vec::new();
     let mut manifest_conditions = Vec::new();
-    let (mut applied_all, mut any_pending, mut any_untrackable) = (true, false, false);
+    let mut tally = Tally { applied_all: true, any_pending: false, any_untrackable: false };
     for m in &items {
         let old_condition = old.manifest_conditions.iter().find(|c| c.identifier == m.identifier);
         let mut conditions = old_condition.map(|c| c.conditions.clone()).unwrap_or_default();
@@ -260,19 +260,7 @@ pub async fn apply_work<T: Target>(
                 let last = previous.and_then(|p| p.last_applied(&id));
                 let p = process(target, &strategy, object, &owner, provenance.as_ref(), last, reapply).await;
                 match &p.result {
-                    Ok(live) if p.written => {
-                        let manifest = serde_json::to_value(object).unwrap_or(Value::Null);
-                        // A write that only put the same manifest back (a
-                        // drift corrected, an object re-created) keeps the
-                        // baseline: what the member added beside Fleet's
-                        // fields stays a drift under full comparison, as
-                        // KubeFleet reports it after every apply.
-                        let written = match last {
-                            Some(l) if l.manifest == manifest && l.written.is_some() => l.written.clone(),
-                            _ => serde_json::to_value(live).ok(),
-                        };
-                        last_applied.push(LastApplied { id, manifest, written })
-                    }
+                    Ok(live) if p.written => last_applied.push(written_baseline(id, object, live, last)),
                     Ok(_) => last_applied.extend(last.cloned()),
                     Err(_) => {}
                 }
@@ -280,52 +268,13 @@ pub async fn apply_work<T: Target>(
             }
             (None, None) => Processed::failed(REASON_DECODING_ERRED, "manifest could not be read".into()),
         };
-        // As the Work API defines it, a manifest condition observes the
-        // generation of the object on the member (0 when there is none),
-        // not the Work's.
-        match &processed.result {
-            Ok(live) => {
-                let generation = live.metadata.generation;
-                placed.push(ResourceId::of(live));
-                if let Some(status) = observed_status(live).filter(|_| mirror) {
-                    observed.insert(m.ordinal, status);
-                }
-                set_condition(
-                    &mut conditions,
-                    Condition::new(CONDITION_APPLIED, true, "ManifestApplied", "applied").observing(generation),
-                    now,
-                );
-                let available = match availability(live) {
-                    Availability::Available => {
-                        Condition::new(CONDITION_AVAILABLE, true, "ManifestAvailable", "available")
-                    }
-                    Availability::NotTrackable => {
-                        any_untrackable = true;
-                        Condition::new(
-                            CONDITION_AVAILABLE,
-                            true,
-                            "ManifestNotTrackable",
-                            "availability is not tracked for this kind",
-                        )
-                    }
-                    Availability::NotYetAvailable(why) => {
-                        any_pending = true;
-                        Condition::new(CONDITION_AVAILABLE, false, "ManifestNotAvailableYet", why)
-                    }
-                };
-                set_condition(&mut conditions, available.observing(generation), now);
-            }
-            Err((reason, message)) => {
-                applied_all = false;
-                set_condition(
-                    &mut conditions,
-                    Condition::new(CONDITION_APPLIED, false, reason, message.clone())
-                        .observing(processed.member_generation),
-                    now,
-                );
-                conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
+        if let Ok(live) = &processed.result {
+            placed.push(ResourceId::of(live));
+            if let Some(status) = observed_status(live).filter(|_| mirror) {
+                observed.insert(m.ordinal, status);
             }
         }
+        set_manifest_conditions(&mut conditions, &processed, &mut tally, now);
         let g = Some(processed.member_generation);
         manifest_conditions.push(ManifestCondition {
             identifier: m.identifier.clone(),
@@ -341,29 +290,145 @@ pub async fn apply_work<T: Target>(
     }
     manifest_conditions.sort_by_key(|c| c.identifier.ordinal);
 
-    // Delete what this Work placed before and holds no more (later waves
-    // first). An object it still holds stays placed even if not applied
-    // this time (a drift, a failure): it is neither deleted nor forgotten.
     let held: BTreeSet<ResourceId> = items.iter().filter_map(|m| m.object.as_ref().map(ResourceId::of)).collect();
+    let (still_placed, withdrawn_all) =
+        withdraw_released(target, &owner, previous, &held, &placed, &mut last_applied).await;
+    tally.applied_all &= withdrawn_all;
+    let mut conditions = work_conditions(&old, &manifest_conditions, &tally, generation, now);
+    // Back-reports last: whether the status is written anyway decides
+    // whether a changed report may go out before its interval.
+    let written_anyway = report_back::changed_besides_reports(&old, &conditions, &manifest_conditions);
+    let back_reports = report_back::fill(&mut manifest_conditions, &observed, &old, written_anyway, now);
+    conditions.retain(|c| c.type_ != report_back::CONDITION_STATUS_TRIMMED);
+    if let Some(trimmed) = report_back::trimmed_condition(back_reports.trimmed) {
+        let previous = old.conditions.iter().find(|c| c.type_ == report_back::CONDITION_STATUS_TRIMMED);
+        conditions.extend(previous.cloned());
+        set_condition(&mut conditions, trimmed.observing(generation), now);
+    }
+    WorkOutcome {
+        status: WorkStatus { conditions, manifest_conditions },
+        entry: Entry {
+            generation: if tally.applied_all { generation } else { 0 },
+            placed: still_placed,
+            abandon_on_delete: spec.abandons_on_delete(),
+            last_applied,
+        },
+        settled: tally.applied_all && !tally.any_pending && !back_reports.held_back,
+    }
+}
+
+/// What a Work's manifests came to, for the Work's own conditions.
+struct Tally {
+    /// Every manifest applied and every released object withdrawn.
+    applied_all: bool,
+    /// Some applied manifest is not available yet.
+    any_pending: bool,
+    /// Some applied manifest's availability is not tracked.
+    any_untrackable: bool,
+}
+
+/// The baseline recorded for a manifest Fleet wrote: the manifest and the
+/// object as written. A write that only put the same manifest back (a
+/// drift corrected, an object re-created) keeps the old baseline: what the
+/// member added beside Fleet's fields stays a drift under full comparison,
+/// as KubeFleet reports it after every apply.
+fn written_baseline(id: ResourceId, object: &Object, live: &Object, last: Option<&LastApplied>) -> LastApplied {
+    let manifest = serde_json::to_value(object).unwrap_or(Value::Null);
+    let written = match last {
+        Some(l) if l.manifest == manifest && l.written.is_some() => l.written.clone(),
+        _ => serde_json::to_value(live).ok(),
+    };
+    LastApplied { id, manifest, written }
+}
+
+/// Sets a manifest's `Applied` and `Available` conditions from what
+/// processing it came to, and counts it in `tally`. As the Work API defines
+/// it, a manifest condition observes the generation of the object on the
+/// member (0 when there is none), not the Work's.
+fn set_manifest_conditions(conditions: &mut Vec<Condition>, processed: &Processed, tally: &mut Tally, now: &str) {
+    match &processed.result {
+        Ok(live) => {
+            let generation = live.metadata.generation;
+            set_condition(
+                conditions,
+                Condition::new(CONDITION_APPLIED, true, "ManifestApplied", "applied").observing(generation),
+                now,
+            );
+            let available = match availability(live) {
+                Availability::Available => Condition::new(CONDITION_AVAILABLE, true, "ManifestAvailable", "available"),
+                Availability::NotTrackable => {
+                    tally.any_untrackable = true;
+                    Condition::new(
+                        CONDITION_AVAILABLE,
+                        true,
+                        "ManifestNotTrackable",
+                        "availability is not tracked for this kind",
+                    )
+                }
+                Availability::NotYetAvailable(why) => {
+                    tally.any_pending = true;
+                    Condition::new(CONDITION_AVAILABLE, false, "ManifestNotAvailableYet", why)
+                }
+            };
+            set_condition(conditions, available.observing(generation), now);
+        }
+        Err((reason, message)) => {
+            tally.applied_all = false;
+            set_condition(
+                conditions,
+                Condition::new(CONDITION_APPLIED, false, reason, message.clone())
+                    .observing(processed.member_generation),
+                now,
+            );
+            conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
+        }
+    }
+}
+
+/// Deletes what this Work placed before and holds no more (later waves
+/// first). An object it still holds stays placed even if not applied this
+/// time (a drift, a failure): it is neither deleted nor forgotten, and its
+/// baseline is kept in `last_applied`. Returns what stays placed, and
+/// whether every deletion succeeded (one that failed stays placed).
+async fn withdraw_released<T: Target>(
+    target: &T,
+    owner: &str,
+    previous: Option<&Entry>,
+    held: &BTreeSet<ResourceId>,
+    placed: &[ResourceId],
+    last_applied: &mut Vec<LastApplied>,
+) -> (Vec<ResourceId>, bool) {
     let previously: &[ResourceId] = previous.map_or(&[], |p| p.placed.as_slice());
     let mut gone: Vec<ResourceId> = previously.iter().filter(|id| !held.contains(*id)).cloned().collect();
     gone.sort_by_key(|id| std::cmp::Reverse(wave(&id.group, &id.kind)));
-    let mut still_placed = placed.clone();
+    let mut still_placed = placed.to_vec();
     for id in previously.iter().filter(|id| held.contains(*id) && !placed.contains(*id)) {
         still_placed.push(id.clone());
         last_applied.extend(previous.and_then(|p| p.last_applied(id)).cloned());
     }
+    let mut withdrawn_all = true;
     for id in gone {
         if let Err(e) = withdraw(target, &id).await {
             tracing::warn!(work = %owner, "could not delete {id}: {e}");
             still_placed.push(id);
-            applied_all = false;
+            withdrawn_all = false;
         }
     }
+    (still_placed, withdrawn_all)
+}
 
+/// The Work's own `Applied` and `Available` conditions (its other
+/// conditions kept), from its manifests' and the `tally`.
+fn work_conditions(
+    old: &WorkStatus,
+    manifest_conditions: &[ManifestCondition],
+    tally: &Tally,
+    generation: i64,
+    now: &str,
+) -> Vec<Condition> {
     let mut conditions = old.conditions.clone();
     conditions.retain(|c| c.type_ != CONDITION_DIFF_REPORTED);
-    let applied = if applied_all {
+    let applied = if tally.applied_all {
         Condition::new(CONDITION_APPLIED, true, REASON_ALL_APPLIED, "all manifests are applied")
     } else {
         let failed = manifest_conditions
@@ -379,15 +444,15 @@ pub async fn apply_work<T: Target>(
     // not since an older generation first became available (KubeFleet resets
     // the binding's conditions whenever it rewrites the Work).
     conditions.retain(|c| c.type_ != CONDITION_AVAILABLE || c.observed_generation == Some(generation));
-    if applied_all {
-        let available = if any_pending {
+    if tally.applied_all {
+        let available = if tally.any_pending {
             Condition::new(
                 CONDITION_AVAILABLE,
                 false,
                 REASON_SOME_NOT_AVAILABLE,
                 "some manifests are not available yet",
             )
-        } else if any_untrackable {
+        } else if tally.any_untrackable {
             Condition::new(
                 CONDITION_AVAILABLE,
                 true,
@@ -401,26 +466,7 @@ pub async fn apply_work<T: Target>(
     } else {
         conditions.retain(|c| c.type_ != CONDITION_AVAILABLE);
     }
-    // Back-reports last: whether the status is written anyway decides
-    // whether a changed report may go out before its interval.
-    let written_anyway = report_back::changed_besides_reports(&old, &conditions, &manifest_conditions);
-    let back_reports = report_back::fill(&mut manifest_conditions, &observed, &old, written_anyway, now);
-    conditions.retain(|c| c.type_ != report_back::CONDITION_STATUS_TRIMMED);
-    if let Some(trimmed) = report_back::trimmed_condition(back_reports.trimmed) {
-        let previous = old.conditions.iter().find(|c| c.type_ == report_back::CONDITION_STATUS_TRIMMED);
-        conditions.extend(previous.cloned());
-        set_condition(&mut conditions, trimmed.observing(generation), now);
-    }
-    WorkOutcome {
-        status: WorkStatus { conditions, manifest_conditions },
-        entry: Entry {
-            generation: if applied_all { generation } else { 0 },
-            placed: still_placed,
-            abandon_on_delete: spec.abandons_on_delete(),
-            last_applied,
-        },
-        settled: applied_all && !any_pending && !back_reports.held_back,
-    }
+    conditions
 }
 
 /// The manifest condition reason of a target error.

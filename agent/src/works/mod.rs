@@ -386,7 +386,7 @@ async fn apply_and_record<T: Target>(
 ) -> Result<apply::WorkOutcome, AgentError> {
     let previous = ledger.get(name).cloned();
     let reapply = previous.as_ref().is_none_or(|p| p.generation != work.metadata.generation);
-    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let now = fleet_api::time::now_rfc3339();
     let outcome = apply::apply_work(target, work, previous.as_ref(), reapply, &now).await;
     ledger.set(name, Some(outcome.entry.clone()))?;
     Ok(outcome)

@@ -285,7 +285,7 @@ fn placement_label_column() -> Column {
 mod tests {
     use super::super::{columns_for, headers, row, RowContext};
     use super::*;
-    use crate::age::parse_timestamp;
+    use crate::time::system_time;
     use serde_json::json;
 
     fn obj(value: Value) -> Object {
@@ -326,7 +326,7 @@ mod tests {
     }
 
     fn now() -> std::time::SystemTime {
-        parse_timestamp("2024-05-01T10:12:00Z").unwrap()
+        system_time("2024-05-01T10:12:00Z").unwrap()
     }
 
     #[test]

@@ -79,7 +79,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::super::{columns_for, headers, row, Lookups, RowContext};
-    use crate::age::parse_timestamp;
+    use crate::time::system_time;
 
     fn object(value: serde_json::Value) -> crate::Object {
         serde_json::from_value(value).unwrap()
@@ -88,7 +88,7 @@ mod tests {
     #[test]
     fn evictions_show_their_two_conditions_empty_while_unset() {
         let lookups = Lookups { latest_policy_index: BTreeMap::new() };
-        let context = RowContext { now: parse_timestamp("2024-05-01T10:00:00Z").unwrap(), lookups: &lookups };
+        let context = RowContext { now: system_time("2024-05-01T10:00:00Z").unwrap(), lookups: &lookups };
         let columns = columns_for("ClusterResourcePlacementEviction", false);
         assert_eq!(headers(&columns), ["NAME", "VALID", "EXECUTED"]);
         let pending = object(serde_json::json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1",
@@ -107,7 +107,7 @@ mod tests {
     #[test]
     fn runs_and_approval_requests_show_where_they_are() {
         let lookups = Lookups { latest_policy_index: BTreeMap::new() };
-        let context = RowContext { now: parse_timestamp("2024-05-01T10:05:00Z").unwrap(), lookups: &lookups };
+        let context = RowContext { now: system_time("2024-05-01T10:05:00Z").unwrap(), lookups: &lookups };
         let run = object(serde_json::json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1",
             "kind": "ClusterStagedUpdateRun",
             "metadata": {"name": "app-v1", "creationTimestamp": "2024-05-01T10:00:00Z"},

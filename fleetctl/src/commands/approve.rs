@@ -3,8 +3,6 @@
 //! read, through whichever node answers; a write that lost a race is read
 //! and tried again.
 
-use std::time::SystemTime;
-
 use fleet_api::staged::approval::approve;
 use fleet_api::staged::{approval_status_of, set_approval_status, APPROVAL_REQUEST, CLUSTER_APPROVAL_REQUEST};
 use tonic::Code;
@@ -28,7 +26,7 @@ pub async fn run(client: &Client, args: &ApproveArgs, io: &mut Io) -> Result<()>
         attempt += 1;
         let mut request = client.get(&kind, &namespace, &args.name, attempt > 1).await?;
         let mut status = approval_status_of(&request);
-        let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        let now = fleet_api::time::now_rfc3339();
         if !approve(&mut status, &request.kind, request.metadata.generation, &now) {
             return io.out(&format!("{what} already approved\n"));
         }

@@ -16,7 +16,7 @@ pub async fn decorate(client: &Client, objects: &mut [Object], now: SystemTime) 
     let Ok(ages) = client.member_heartbeats().await else { return };
     for object in objects.iter_mut() {
         let Some(age) = ages.get(&object.metadata.name) else { continue };
-        let at = humantime::format_rfc3339_seconds(now - Duration::from_millis(*age)).to_string();
+        let at = fleet_api::time::rfc3339_of(now - Duration::from_millis(*age));
         set_last_heartbeat(object, &at);
     }
 }

@@ -34,10 +34,7 @@ pub async fn run(client: &Client, args: &PlanArgs, io: &mut Io) -> Result<()> {
         inventory.bindings.extend(owned(client, binding_kind(&placement.kind), placement).await?);
         inventory.policy_snapshots.extend(owned(client, policy_kind, placement).await?);
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
+    let now = fleet_api::time::now_unix_millis().div_euclid(1000);
     let plans = placements.iter().map(|p| plan(p, &inventory, now)).collect::<Result<Vec<_>>>()?;
     let text = match args.output {
         Some(ClusterFormat::Json) => render_json(&plans)?,

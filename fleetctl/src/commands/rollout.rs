@@ -22,7 +22,6 @@ use fleet_api::Object;
 use tokio::time::Instant;
 
 use super::split_kind_name;
-use crate::age::parse_timestamp;
 use crate::cli::{RolloutCommand, RolloutStatusArgs};
 use crate::client::Client;
 use crate::describe::placement::is_placement_kind;
@@ -34,6 +33,7 @@ use crate::rollout::{follow_run, progress, require_latest_index, Outcome, Progre
 use crate::staged::run_progress;
 use crate::types::{EventType, ListQuery};
 use crate::watch::Watcher;
+use fleet_api::time::system_time;
 
 /// Runs a `rollout` subcommand.
 pub async fn run(client: &Client, command: RolloutCommand, io: &mut Io) -> Result<()> {
@@ -145,7 +145,7 @@ async fn current_progress(client: &Client, placement: &Object, runs: Option<&[Ob
 /// then by last write (a run created later in the same second was written
 /// after an older one finished), then by name.
 fn newest_run<'a>(placement: &Object, runs: &'a [Object]) -> Option<&'a Object> {
-    let created = |o: &Object| o.metadata.creation_timestamp.as_deref().and_then(parse_timestamp);
+    let created = |o: &Object| o.metadata.creation_timestamp.as_deref().and_then(system_time);
     let written = |o: &Object| o.metadata.resource_version_number().unwrap_or(0);
     runs.iter().filter(|r| run_spec_of(r).placement_name == placement.metadata.name).max_by(|a, b| {
         (created(a), written(a)).cmp(&(created(b), written(b))).then_with(|| a.metadata.name.cmp(&b.metadata.name))

@@ -112,7 +112,7 @@ fn scores(w: &mut Lines, status: &placement_api::PlacementStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::age::parse_timestamp;
+    use fleet_api::time::system_time;
     use serde_json::json;
 
     #[test]
@@ -136,7 +136,7 @@ mod tests {
             "status": {"decisions": [{"clusterName": "big", "reason": ""}]}
         }))
         .unwrap();
-        let now = parse_timestamp("2024-05-01T10:10:00Z").unwrap();
+        let now = system_time("2024-05-01T10:10:00Z").unwrap();
         let out = render(&placement, &[page], &[], now);
         assert!(out.contains("Number Of Selected Clusters:  1"), "{out}");
         assert!(out.contains("demo-decision-1   0       big"), "{out}");

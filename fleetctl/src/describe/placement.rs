@@ -300,7 +300,7 @@ pub fn decision_table(targets: &[Value]) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::age::parse_timestamp;
+    use fleet_api::time::system_time;
     use serde_json::json;
 
     fn obj(value: Value) -> Object {
@@ -383,7 +383,7 @@ mod tests {
             "type": "Normal", "reason": "ClusterScheduled", "message": "scheduled to east-1",
             "lastTimestamp": "2024-05-01T10:01:00Z", "source": {"component": "scheduler"}
         }));
-        let now = parse_timestamp("2024-05-01T10:10:00Z").unwrap();
+        let now = system_time("2024-05-01T10:10:00Z").unwrap();
         let text = render(&crp(), Some(&policy_snapshot(1, true)), &[event], now);
         let expected = "\
 Name:         web
@@ -500,7 +500,7 @@ Events:  <none>
                  "condition": {"type": "Available", "status": "Unknown"}}
             ]
         });
-        let now = parse_timestamp("2024-05-01T10:10:00Z").unwrap();
+        let now = system_time("2024-05-01T10:10:00Z").unwrap();
         let text = render(&placement, None, &[], now);
         let expected = "\
   Placement Statuses:
@@ -536,7 +536,7 @@ Events:  <none>
                                 "message": "found all", "observedGeneration": 1, "lastTransitionTime": "2024-05-01T10:00:00Z"}]
             }
         }));
-        let now = parse_timestamp("2024-05-01T10:10:00Z").unwrap();
+        let now = system_time("2024-05-01T10:10:00Z").unwrap();
         let text = render_mirror(&mirror, &[], now);
         for want in [
             "Kind:               ClusterResourcePlacementStatus\n",

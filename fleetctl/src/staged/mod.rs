@@ -18,7 +18,8 @@ use fleet_api::staged::{
 };
 use fleet_api::Object;
 
-use crate::age::{human_duration, parse_timestamp};
+use crate::age::human_duration;
+use fleet_api::time::system_time;
 
 /// Where a stage is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,7 +242,7 @@ fn task_step(task: &StageTaskStatus, wait_time: &str, wait_seconds: Option<i64>,
         match find(conditions, WAIT_TIME_ELAPSED) {
             Some(c) if c.is_true() => TaskState::Done,
             Some(c) => {
-                let ends = parse_timestamp(&c.last_transition_time)
+                let ends = system_time(&c.last_transition_time)
                     .zip(wait_seconds)
                     .and_then(|(start, secs)| start.checked_add(Duration::from_secs(secs.unsigned_abs())));
                 let left = ends.map(|end| end.duration_since(now).unwrap_or_default());

@@ -1,6 +1,6 @@
 use super::*;
-use crate::age::parse_timestamp;
 use crate::rollout::{follow_run, progress, Outcome};
+use fleet_api::time::system_time;
 use serde_json::{json, Value};
 
 fn c(type_: &str, status: &str, reason: &str, at: &str) -> Value {
@@ -48,7 +48,7 @@ fn run_waiting_in_canary() -> Object {
 
 #[test]
 fn a_run_waiting_for_an_approval_says_which_request_to_approve() {
-    let now = parse_timestamp("2024-05-01T11:10:00Z").unwrap();
+    let now = system_time("2024-05-01T11:10:00Z").unwrap();
     let progress = run_progress(&run_waiting_in_canary(), now);
     let states: Vec<StageState> = progress.stages.iter().map(|s| s.state).collect();
     assert_eq!(states, [StageState::Succeeded, StageState::Waiting, StageState::Pending]);
@@ -77,7 +77,7 @@ fn a_running_timed_wait_shows_the_time_left() {
     status["stagesStatus"][0]["afterStageTaskStatus"][0]["conditions"] =
         json!([c("WaitTimeElapsed", "False", "AfterStageTaskWaitTimeNotElapsed", "2024-05-01T10:00:05Z")]);
     status["stagesStatus"][0]["conditions"] = json!([c("Progressing", "False", "StageUpdatingWaiting", "t")]);
-    let now = parse_timestamp("2024-05-01T10:22:53Z").unwrap();
+    let now = system_time("2024-05-01T10:22:53Z").unwrap();
     let progress = run_progress(&run, now);
     assert_eq!(progress.stages[0].after[0].state, TaskState::Waiting { left: Some(Duration::from_secs(37 * 60 + 12)) });
     assert_eq!(progress.outcome, RunOutcome::InProgress("stage staging: timed wait of 1h: 37m left".into()));
@@ -90,7 +90,7 @@ fn updating_clusters_finished_and_failed_runs() {
     status["stagesStatus"][1]["clusters"][1]["conditions"] =
         json!([c("Started", "True", "ClusterUpdatingStarted", "2024-05-01T11:00:10Z")]);
     status["stagesStatus"][1]["conditions"] = json!([c("Progressing", "True", "StageUpdatingStarted", "t")]);
-    let progress = run_progress(&run, parse_timestamp("2024-05-01T11:00:20Z").unwrap());
+    let progress = run_progress(&run, system_time("2024-05-01T11:00:20Z").unwrap());
     assert_eq!(progress.stages[1].state, StageState::Updating);
     assert_eq!(progress.stages[1].clusters[1].state, ClusterState::Updating { since: "2024-05-01T11:00:10Z".into() });
     assert_eq!(progress.outcome, RunOutcome::InProgress("stage canary: updating can-1 (1/2 clusters updated)".into()));

@@ -58,7 +58,7 @@ pub(super) struct Parts<'a> {
 }
 
 fn timestamp(at: SystemTime) -> String {
-    humantime::format_rfc3339_micros(at).to_string()
+    fleet_api::time::rfc3339_micros(at)
 }
 
 /// The Event as one JSON line (newline included).

@@ -13,7 +13,7 @@ use fleet_statemachine::{Command, ListQuery, Op};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::service::now_rfc3339;
+use fleet_api::time::now_rfc3339;
 
 /// Most events kept per involved object (the oldest go first).
 pub const MAX_EVENTS_PER_OBJECT: usize = 30;
@@ -239,7 +239,7 @@ pub async fn collect_expired(consensus: Arc<Consensus>) {
         let store = consensus.store().clone();
         let query = ListQuery { group: String::new(), kind: "Event".into(), namespace: None, selector: None };
         let Ok((events, _)) = store.list(&query) else { continue };
-        let cutoff = humantime::format_rfc3339_seconds(SystemTime::now() - EVENT_TTL).to_string();
+        let cutoff = fleet_api::time::rfc3339_of(SystemTime::now() - EVENT_TTL);
         let expired: Vec<Op> = events
             .iter()
             .filter(|e| last_timestamp(e) < cutoff)
@@ -252,3 +252,6 @@ pub async fn collect_expired(consensus: Arc<Consensus>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

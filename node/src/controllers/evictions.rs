@@ -113,3 +113,6 @@ fn event_of(outcome: &EvictionOutcome, cluster: &str) -> EventNote {
         Some(c) => EventNote::warning("EvictionBlocked", format!("cluster {cluster}: {}", c.message)),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -27,6 +27,8 @@ mod profiles;
 pub mod queue;
 mod runs;
 pub mod status_pacer;
+#[cfg(test)]
+mod testkit;
 pub(crate) mod view;
 
 use std::sync::Arc;
@@ -37,8 +39,8 @@ use fleet_raft::Consensus;
 use fleet_statemachine::{Command, StoreError};
 use tokio::task::JoinSet;
 
-use crate::service::now_rfc3339;
 use clusters::ClusterCache;
+use fleet_api::time::now_rfc3339;
 use override_cache::OverrideCache;
 use queue::WorkQueue;
 
@@ -213,7 +215,7 @@ async fn reconcile(
         let read_key = key.clone();
         let now = now_rfc3339();
         let step_now = now.clone();
-        let unix_millis = unix_millis();
+        let unix_millis = fleet_api::time::now_unix_millis();
         let unix_now = unix_millis.div_euclid(1000);
         // Blocking: redb reads, and the cluster list may need a rebuild.
         let next = tokio::task::spawn_blocking(move || {
@@ -269,13 +271,4 @@ async fn reconcile(
         }
     }
     Ok(Pass::MoreSteps)
-}
-
-/// Milliseconds since the Unix epoch (the controllers' clock for rollout
-/// and run timing; whole seconds of it are what the store records).
-fn unix_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }

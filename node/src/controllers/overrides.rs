@@ -45,3 +45,51 @@ pub fn next_step(store: &Store, key: &ObjectKey) -> Result<Next, ControllerError
     let ops = ops_of(&object, changes);
     Ok(Next::Write(Box::new(Step { ops, events, placement: object })))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::controllers::testkit::{list, Fixture, NOW};
+
+    fn settle(fixture: &mut Fixture, key: &ObjectKey) -> Vec<String> {
+        let mut events = Vec::new();
+        for _ in 0..10 {
+            match next_step(&fixture.store, key).unwrap() {
+                Next::Write(step) => {
+                    events.extend(step.events.iter().map(|e| e.message.clone()));
+                    fixture.apply(step.ops, NOW);
+                }
+                Next::WriteEach(_) => panic!("several steps"),
+                Next::Done { .. } => return events,
+            }
+        }
+        panic!("the override did not settle");
+    }
+
+    #[test]
+    fn an_override_gets_a_snapshot_per_change_and_only_then() {
+        let mut fixture = Fixture::new();
+        let rule = |path: &str| {
+            json!({"apiVersion": "placement.kubernetes-fleet.io/v1alpha1", "kind": "ClusterResourceOverride",
+                   "metadata": {"name": "cro", "generation": 1},
+                   "spec": {"clusterResourceSelectors": [
+                                {"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "ClusterRole", "name": "r"}],
+                            "policy": {"overrideRules": [{"clusterSelector": {"clusterSelectorTerms": []},
+                                                          "jsonPatchOverrides": [{"op": "remove", "path": path}]}]}}})
+        };
+        let object = fixture.create(rule("/rules/0"), NOW);
+        let key = ObjectKey::of(&object);
+        assert_eq!(settle(&mut fixture, &key), ["created override snapshot cro-0"]);
+        assert!(settle(&mut fixture, &key).is_empty(), "unchanged: nothing to write");
+
+        let mut changed: fleet_api::Object = serde_json::from_value(rule("/rules/1")).unwrap();
+        changed.metadata = fixture.store.get(&key).unwrap().0.unwrap().metadata;
+        fixture.apply(vec![fleet_statemachine::Op::Update { object: changed }], NOW);
+        assert_eq!(settle(&mut fixture, &key), ["created override snapshot cro-1"]);
+        let snapshots = list(&fixture, FLEET_PLACEMENT_GROUP, overrides_api::snapshot_kind(&object.kind));
+        let names: Vec<&str> = snapshots.iter().map(|s| s.metadata.name.as_str()).collect();
+        assert_eq!(names, ["cro-0", "cro-1"]);
+    }
+}

@@ -89,6 +89,15 @@ impl<K: Ord + Clone + Send + 'static> WorkQueue<K> {
         }
     }
 
+    /// Takes every waiting key out of the queue: what a test reads to see
+    /// what an event queued.
+    #[cfg(test)]
+    pub fn take_all(&self) -> BTreeSet<K> {
+        let mut state = self.lock();
+        state.order.clear();
+        std::mem::take(&mut state.dirty)
+    }
+
     /// Marks `key` processed; it is queued again if it was added meanwhile.
     pub fn done(&self, key: &K) {
         let mut state = self.lock();

@@ -75,3 +75,59 @@ impl ResourceSource for StoreSource<'_> {
         self.keep(self.store.get(&key).map(|(object, index)| (object.into_iter().collect(), index))).pop()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
+    use serde_json::json;
+
+    use super::*;
+    use crate::controllers::testkit::Fixture;
+
+    const NOW: &str = "2026-11-27T10:00:00Z";
+
+    fn binding(fixture: &mut Fixture, name: &str, parent: Option<&str>) {
+        let labels = parent.map_or(json!({}), |p| json!({PARENT_PLACEMENT_LABEL: p}));
+        fixture.create(
+            json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourceBinding",
+                   "metadata": {"name": name, "labels": labels}}),
+            NOW,
+        );
+    }
+
+    #[test]
+    fn children_are_named_after_the_placement_and_labelled_with_it() {
+        let mut fixture = Fixture::new();
+        let web: Object = serde_json::from_value(json!({
+            "apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourcePlacement",
+            "metadata": {"name": "web"}
+        }))
+        .unwrap();
+        binding(&mut fixture, "web-east-1", Some("web"));
+        // Named like a child of `web`, but another placement's (`web-api`).
+        binding(&mut fixture, "web-api-east-1", Some("web-api"));
+        // Labelled, but not named after it; and named, but not labelled.
+        binding(&mut fixture, "other-east-1", Some("web"));
+        binding(&mut fixture, "web-west-1", None);
+        let found = children(&fixture.store, &web, "ClusterResourceBinding").unwrap();
+        let names: Vec<&str> = found.iter().map(|o| o.metadata.name.as_str()).collect();
+        assert_eq!(names, ["web-east-1"]);
+    }
+
+    #[test]
+    fn a_store_source_reads_lists_objects_and_namespaces() {
+        let mut fixture = Fixture::new();
+        fixture.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}), NOW);
+        fixture.create(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "app"}}),
+            NOW,
+        );
+        let source = StoreSource::new(&fixture.store);
+        assert_eq!(source.list("", "ConfigMap", Some("app")).len(), 1);
+        assert_eq!(source.list("", "ConfigMap", Some("other")).len(), 0);
+        assert!(source.get("", "ConfigMap", Some("app"), "cfg").is_some());
+        assert!(source.get(FLEET_PLACEMENT_GROUP, "ClusterResourcePlacement", None, "cfg").is_none());
+        assert_eq!(source.namespace_contents("app").len(), 1);
+        assert!(source.finish().is_ok(), "no read failed");
+    }
+}

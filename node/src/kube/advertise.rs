@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use fleet_api::time::now_rfc3339;
 use fleet_api::{Object, ObjectKey, ObjectMeta};
 use fleet_raft::Consensus;
 use fleet_statemachine::{Command, Op};
 use serde_json::json;
 
 use crate::members::internal::INTERNAL_GROUP;
-use crate::service::now_rfc3339;
 
 /// Kind of the record.
 pub const ENDPOINT_KIND: &str = "NodeEndpoint";
@@ -45,8 +45,8 @@ pub async fn run(
     let mut delay = Duration::from_millis(200);
     loop {
         let store = consensus.store().clone();
-        let stored = crate::service::blocking(move || {
-            store.get(&endpoint_key(id)).map(|(o, _)| o).map_err(crate::error::storage_status)
+        let stored = crate::blocking::blocking(move || {
+            store.get(&endpoint_key(id)).map(|(o, _)| o).map_err(crate::error::storage_error)
         })
         .await
         .ok()

@@ -20,6 +20,7 @@
 use std::collections::BTreeSet;
 
 use axum::response::Response;
+use fleet_api::time::now_rfc3339;
 use fleet_api::Object;
 use serde_json::{json, Value};
 
@@ -27,7 +28,6 @@ use super::context::Ctx;
 use super::errors::KubeError;
 use super::fieldset::{self, Path};
 use super::{fieldcheck, patch, write};
-use crate::service::now_rfc3339;
 
 /// The field manager `kubectl apply --server-side` uses.
 const KUBECTL: &str = "kubectl";

@@ -44,8 +44,8 @@ impl Ctx {
     }
 
     /// Maps a refusal of the shared operations to a Kubernetes error.
-    pub fn fail(&self, status: tonic::Status) -> KubeError {
-        KubeError::from_status(&status, &self.subject())
+    pub fn fail(&self, error: crate::error::RequestError) -> KubeError {
+        KubeError::from_request(&error, &self.subject())
     }
 
     /// The kind to read (and delete) and the view reads go through.

@@ -1,10 +1,13 @@
 //! Kubernetes `Status` errors: the reason, code, message and field causes
-//! kubectl and client libraries act on, made from the same refusals the
-//! gRPC service returns (admission, the state machine, authorization).
+//! kubectl and client libraries act on, made from the request layer's
+//! refusals ([`RequestError`]: admission, the state machine, authorization)
+//! that the gRPC service returns as statuses.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
+
+use crate::error::RequestError;
 
 /// One field problem of an `Invalid` error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,22 +188,25 @@ impl KubeError {
         KubeError::new(429, "TooManyRequests", message)
     }
 
-    /// The error a gRPC-style refusal from the shared object operations is.
-    pub fn from_status(status: &tonic::Status, subject: &Subject) -> KubeError {
-        use tonic::Code;
-        let message = status.message();
-        match status.code() {
-            Code::NotFound if !subject.name.is_empty() => KubeError::not_found(subject),
-            Code::NotFound => KubeError::new(404, "NotFound", message),
-            Code::AlreadyExists => KubeError::already_exists(subject),
-            Code::Aborted => KubeError::conflict(subject, message),
-            Code::InvalidArgument => KubeError::invalid(subject, message),
-            Code::PermissionDenied => KubeError::forbidden(message),
-            Code::Unauthenticated => KubeError::unauthorized(message),
-            Code::FailedPrecondition => KubeError::expired(message),
-            Code::Unavailable => KubeError::unavailable(message),
-            Code::ResourceExhausted => KubeError::too_many_requests(message),
-            _ => KubeError::internal(message),
+    /// The HTTP edge of the request layer: the Kubernetes error each of its
+    /// refusals is, about `subject`.
+    pub fn from_request(error: &RequestError, subject: &Subject) -> KubeError {
+        let message = error.message();
+        match error {
+            RequestError::NotFound(_) if !subject.name.is_empty() => KubeError::not_found(subject),
+            RequestError::NotFound(_) => KubeError::new(404, "NotFound", message),
+            RequestError::AlreadyExists(_) => KubeError::already_exists(subject),
+            RequestError::Conflict(_) => KubeError::conflict(subject, message),
+            RequestError::Invalid(_) => KubeError::invalid(subject, message),
+            RequestError::Forbidden(_) => KubeError::forbidden(message),
+            RequestError::Unauthenticated(_) => KubeError::unauthorized(message),
+            RequestError::Expired(_) => KubeError::expired(message),
+            // Kubernetes' 500 for a server that cannot do this as it is set
+            // up (no retry helps); not 410, which tells a client to list again.
+            RequestError::Precondition(_) => KubeError::internal(message),
+            RequestError::Unavailable(_) => KubeError::unavailable(message),
+            RequestError::TooManyRequests(_) => KubeError::too_many_requests(message),
+            RequestError::Internal(_) => KubeError::internal(message),
         }
     }
 
@@ -322,12 +328,17 @@ mod tests {
     #[test]
     fn store_refusals_map_to_kubernetes_reasons() {
         let subject = crp("web");
-        assert_eq!(KubeError::from_status(&tonic::Status::not_found("x"), &subject).reason, "NotFound");
-        let conflict = KubeError::from_status(&tonic::Status::aborted("at 7"), &subject);
+        assert_eq!(KubeError::from_request(&RequestError::not_found("x"), &subject).reason, "NotFound");
+        let conflict = KubeError::from_request(&RequestError::conflict("at 7"), &subject);
         assert_eq!((conflict.code, conflict.reason), (409, "Conflict"));
         assert!(conflict.message.contains("the object has been modified"));
-        assert_eq!(KubeError::from_status(&tonic::Status::already_exists("x"), &subject).reason, "AlreadyExists");
-        assert_eq!(KubeError::from_status(&tonic::Status::failed_precondition("old"), &subject).code, 410);
+        assert_eq!(KubeError::from_request(&RequestError::already_exists("x"), &subject).reason, "AlreadyExists");
+        assert_eq!(KubeError::from_request(&RequestError::expired("old"), &subject).code, 410);
+        // A hub that cannot do this as set up is not a watch to restart.
+        let precondition = KubeError::from_request(&RequestError::precondition("no CA key"), &subject);
+        assert_eq!((precondition.code, precondition.reason), (500, "InternalError"));
+        let busy = KubeError::from_request(&RequestError::too_many("slow down"), &subject);
+        assert_eq!((busy.code, busy.to_json()["details"]["retryAfterSeconds"].is_number()), (429, true));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::route::{self, ResourcePath, Route};
 use super::{discovery, openapi, patch, read, resources, respond, review, watch, write, KubeApi};
 use crate::audit;
 use crate::auth::{permit, Access, Caller};
-use crate::service::blocking;
+use crate::blocking::blocking;
 
 /// Largest request body read (objects are limited to 1.5 MiB by admission).
 const MAX_BODY: usize = 4 * 1024 * 1024;

@@ -94,7 +94,7 @@ pub async fn current(ctx: &Ctx) -> Result<Option<Object>, KubeError> {
     let name = ctx.name.clone().unwrap_or_default();
     match ctx.api.objects.get(&kind, view, ctx.key(&name)).await {
         Ok((object, _)) => Ok(Some(object)),
-        Err(s) if s.code() == tonic::Code::NotFound => Ok(None),
+        Err(crate::error::RequestError::NotFound(_)) => Ok(None),
         Err(s) => Err(ctx.fail(s)),
     }
 }

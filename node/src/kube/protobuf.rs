@@ -261,11 +261,7 @@ fn time_json(message: &DynamicMessage, micro: bool) -> Value {
         return Value::Null;
     };
     let at = std::time::UNIX_EPOCH + std::time::Duration::new(seconds, nanos);
-    let text = if micro {
-        humantime::format_rfc3339_micros(at).to_string()
-    } else {
-        humantime::format_rfc3339_seconds(at).to_string()
-    };
+    let text = if micro { fleet_api::time::rfc3339_micros(at) } else { fleet_api::time::rfc3339_of(at) };
     Value::String(text)
 }
 

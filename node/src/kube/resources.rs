@@ -4,10 +4,10 @@
 
 use fleet_api::kinds::{is_own_group, Scope, KINDS};
 use fleet_statemachine::Store;
-use tonic::Status;
 
 use super::errors::Subject;
 use crate::admission::{stored_crds, CrdNames, ResolvedKind};
+use crate::error::RequestError;
 
 /// One served resource (all its versions).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,8 +95,8 @@ impl Resource {
 }
 
 /// Every served resource, registry kinds first, then stored CRDs' kinds.
-pub fn all(store: &Store) -> Result<Vec<Resource>, Status> {
-    let crds = stored_crds(store).map_err(crate::error::storage_status)?;
+pub fn all(store: &Store) -> Result<Vec<Resource>, RequestError> {
+    let crds = stored_crds(store).map_err(crate::error::storage_error)?;
     Ok(with_crds(registry(), crds))
 }
 

@@ -105,7 +105,7 @@ pub async fn review(api: Arc<KubeApi>, caller: Caller, content_type: &str, body:
         }
         None => {
             let store = api.objects.store();
-            let all = crate::service::blocking(move || resources::all(&store))
+            let all = crate::blocking::blocking(move || resources::all(&store))
                 .await
                 .map_err(|s| KubeError::internal(s.message().to_string()))?;
             match decide_member(&api, &caller, &all, &spec).await {

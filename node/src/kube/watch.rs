@@ -21,6 +21,8 @@ use fleet_proto::fleet::ReadOptions;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
+use crate::error::RequestError;
+
 use super::context::Ctx;
 use super::errors::KubeError;
 use super::fields::FieldSelector;
@@ -88,7 +90,7 @@ pub async fn watch(ctx: Ctx) -> Result<Response, KubeError> {
         0 | 1 => start(from).await,
         n => match start(n - 1).await {
             // N itself is the oldest version kept: nothing before it can be replayed.
-            Err(status) if status.code() == tonic::Code::FailedPrecondition => start(n).await,
+            Err(RequestError::Expired(_)) => start(n).await,
             other => other,
         },
     };
@@ -97,17 +99,17 @@ pub async fn watch(ctx: Ctx) -> Result<Response, KubeError> {
     let group_version = ctx.group_version();
     let events: futures::stream::BoxStream<'static, Result<Bytes, Infallible>> = match started {
         Err(status) => {
-            let error = KubeError::from_status(&status, &ctx.subject());
+            let error = KubeError::from_request(&status, &ctx.subject());
             let error = if error.code == 410 { error } else { KubeError::expired(status.message().to_string()) };
             futures::stream::once(async move { line(&json!({"type": "ERROR", "object": error.to_json()})) }).boxed()
         }
         Ok(stream) => {
-            let convert = move |event: Result<fleet_proto::fleet::WatchEvent, tonic::Status>| -> Option<Value> {
+            let convert = move |event: Result<fleet_proto::fleet::WatchEvent, RequestError>| -> Option<Value> {
                 let event = match event {
                     Ok(e) => e,
-                    Err(status) if status.code() == tonic::Code::Unavailable => return None,
+                    Err(RequestError::Unavailable(_)) => return None,
                     Err(status) => {
-                        let error = KubeError::from_status(&status, &Default::default());
+                        let error = KubeError::from_request(&status, &Default::default());
                         return Some(json!({"type": "ERROR", "object": error.to_json()}));
                     }
                 };

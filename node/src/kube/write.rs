@@ -5,6 +5,7 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
+use fleet_api::time::now_rfc3339;
 use fleet_api::Object;
 use fleet_statemachine::Op;
 use serde_json::Value;
@@ -12,12 +13,12 @@ use serde_json::Value;
 use super::context::Ctx;
 use super::errors::{KubeError, Subject};
 use super::{fieldcheck, respond};
-use crate::service::{blocking, now_rfc3339};
+use crate::blocking::blocking;
 
 /// Proposes one op; the object it stored, as this path shows it (through
 /// the kind's read view: a ManagedCluster write answers a ManagedCluster).
 async fn propose_one(ctx: &Ctx, op: Op, subject: &Subject) -> Result<Value, KubeError> {
-    let (_, outcomes) = ctx.api.objects.propose(vec![op]).await.map_err(|s| KubeError::from_status(&s, subject))?;
+    let (_, outcomes) = ctx.api.objects.propose(vec![op]).await.map_err(|s| KubeError::from_request(&s, subject))?;
     let stored = outcomes
         .into_iter()
         .next()
@@ -132,11 +133,11 @@ pub async fn admit(ctx: &Ctx, value: &Value) -> Result<Object, KubeError> {
         .authorizer()
         .check_rbac_write(&ctx.caller, &object)
         .await
-        .map_err(|s| KubeError::from_status(&s, &subject))?;
+        .map_err(|s| KubeError::from_request(&s, &subject))?;
     // A placement or override selects only what its author may read.
     crate::reach::check(ctx.api.objects.authorizer(), ctx.api.objects.store(), &ctx.caller, &object)
         .await
-        .map_err(|s| KubeError::from_status(&s, &subject))?;
+        .map_err(|s| KubeError::from_request(&s, &subject))?;
     Ok(object)
 }
 
@@ -300,11 +301,11 @@ pub async fn delete_collection(ctx: &Ctx) -> Result<Response, KubeError> {
         let key = kind.key(object.metadata.namespace.as_deref().unwrap_or_default(), &object.metadata.name);
         match ctx.api.objects.delete(&kind, key, None).await {
             Ok((gone, _)) => deleted.push(ctx.present(&view.map_or(gone.clone(), |v| v(&gone)))),
-            Err(s) if s.code() == tonic::Code::NotFound => {}
+            Err(crate::error::RequestError::NotFound(_)) => {}
             Err(s) => {
                 let mut subject = ctx.subject();
                 subject.name = object.metadata.name.clone();
-                return Err(KubeError::from_status(&s, &subject));
+                return Err(KubeError::from_request(&s, &subject));
             }
         }
     }

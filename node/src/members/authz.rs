@@ -7,34 +7,34 @@
 use fleet_api::member::member_namespace;
 use fleet_api::ObjectKey;
 use fleet_statemachine::Store;
-use tonic::Status;
 
 use super::internal::{self, CredentialSpec};
 use crate::admission::ResolvedKind;
+use crate::error::RequestError;
 
 /// Checks that the member's MemberCluster still exists and `serial` is one of
 /// its current certificates. A deleted cluster has left the fleet.
-pub fn check_credential(store: &Store, cluster: &str, serial: &str) -> Result<(), Status> {
+pub fn check_credential(store: &Store, cluster: &str, serial: &str) -> Result<(), RequestError> {
     let mc_key = ObjectKey::new(fleet_api::kinds::FLEET_CLUSTER_GROUP, "MemberCluster", "", cluster);
-    let (mc, _) = store.get(&mc_key).map_err(crate::error::storage_status)?;
+    let (mc, _) = store.get(&mc_key).map_err(crate::error::storage_error)?;
     if mc.is_none() {
-        return Err(Status::permission_denied(format!(
+        return Err(RequestError::forbidden(format!(
             "member cluster {cluster:?} has left the fleet (its MemberCluster was deleted): credentials revoked"
         )));
     }
-    let (cred, _) = store.get(&internal::credential_key(cluster)).map_err(crate::error::storage_status)?;
+    let (cred, _) = store.get(&internal::credential_key(cluster)).map_err(crate::error::storage_error)?;
     let serials = cred.as_ref().and_then(internal::spec::<CredentialSpec>).map(|c| c.serials).unwrap_or_default();
     if serials.iter().any(|s| s == serial) {
         Ok(())
     } else {
-        Err(Status::permission_denied(format!(
+        Err(RequestError::forbidden(format!(
             "this certificate (serial {serial}) is not a current credential of member cluster {cluster:?}: join again with a new token"
         )))
     }
 }
 
 /// Checks that a member reads or writes the status of Work in its own namespace.
-pub fn check_scope(cluster: &str, kind: &ResolvedKind, namespace: &str, rpc: &str) -> Result<(), Status> {
+pub fn check_scope(cluster: &str, kind: &ResolvedKind, namespace: &str, rpc: &str) -> Result<(), RequestError> {
     let own = member_namespace(cluster);
     let is_work = kind.group == fleet_api::kinds::FLEET_PLACEMENT_GROUP && kind.kind == "Work";
     // OCM's convention: a cluster's add-on scores live in the namespace named after it.
@@ -47,7 +47,7 @@ pub fn check_scope(cluster: &str, kind: &ResolvedKind, namespace: &str, rpc: &st
         } else {
             format!("{} in namespace {namespace:?}", kind.plural)
         };
-        Err(Status::permission_denied(format!(
+        Err(RequestError::forbidden(format!(
             "system:fleet:member:{cluster} may not call {rpc} on {what}: a member may only read the Work of namespace {own:?} and write its status (and the AddOnPlacementScores of namespace {cluster:?})"
         )))
     }

@@ -16,13 +16,14 @@ use std::time::{Duration, Instant};
 
 use fleet_api::kinds::FLEET_CLUSTER_GROUP;
 use fleet_api::member;
+use fleet_api::time::now_rfc3339;
 use fleet_api::ObjectKey;
 use fleet_raft::Consensus;
 use fleet_statemachine::{Command, Op};
 
 use super::liveness::{self, SharedView};
 use super::status;
-use crate::service::{blocking, now_rfc3339};
+use crate::blocking::blocking;
 
 /// How often the leader checks for silent clusters.
 const CHECK_EVERY: Duration = Duration::from_millis(500);
@@ -115,7 +116,7 @@ async fn check_once(consensus: &Arc<Consensus>, arrivals: &Arrivals, view: &Shar
     for name in overdue {
         let store = consensus.store().clone();
         let key = ObjectKey::new(FLEET_CLUSTER_GROUP, "MemberCluster", "", &name);
-        let read = blocking(move || store.get(&key).map(|(o, _)| o).map_err(crate::error::storage_status))
+        let read = blocking(move || store.get(&key).map(|(o, _)| o).map_err(crate::error::storage_error))
             .await
             .map_err(|s| s.message().to_string())?;
         let Some(mc) = read else { continue };

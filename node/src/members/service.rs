@@ -5,20 +5,20 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use fleet_api::member::{self, member_namespace, HeartbeatReport};
+use fleet_api::time::now_rfc3339;
 use fleet_api::{names, Object};
 use fleet_proto::fleet::{CreateTokenResponse, JoinResponse};
 use fleet_raft::consensus::Routed;
 use fleet_raft::{codec, Consensus, MemberHandler, PeerMethod};
 use fleet_statemachine::{Command, Op, StoreError};
 use serde::{Deserialize, Serialize};
-use tonic::Status;
 
 use super::health::Arrivals;
 use super::internal::{self, CredentialSpec, TokenStatus};
 use super::signer::Signer;
 use super::{authz, status, tokens};
-use crate::error::raft_status;
-use crate::service::{blocking, now_rfc3339};
+use crate::blocking::blocking;
+use crate::error::{raft_error, RequestError};
 
 /// Certificates a member keeps valid at once (the one it holds and its renewal).
 const MAX_SERIALS: usize = 2;
@@ -40,22 +40,23 @@ pub enum MemberReply {
     Ages(std::collections::BTreeMap<String, u64>),
 }
 
-/// A gRPC status that crossed the peer channel.
+/// A refusal that crossed the peer channel, as its gRPC code and message
+/// (the form older nodes send and read).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WireStatus {
     code: i32,
     message: String,
 }
 
-impl From<Status> for WireStatus {
-    fn from(s: Status) -> Self {
+impl From<RequestError> for WireStatus {
+    fn from(s: RequestError) -> Self {
         WireStatus { code: s.code() as i32, message: s.message().to_string() }
     }
 }
 
-impl From<WireStatus> for Status {
+impl From<WireStatus> for RequestError {
     fn from(w: WireStatus) -> Self {
-        Status::new(tonic::Code::from(w.code), w.message)
+        RequestError::from_code(tonic::Code::from(w.code), w.message)
     }
 }
 
@@ -71,10 +72,10 @@ pub struct MemberService {
 }
 
 /// Checks that a cluster name can name a member (and its namespace).
-pub fn check_cluster_name(cluster: &str) -> Result<(), Status> {
+pub fn check_cluster_name(cluster: &str) -> Result<(), RequestError> {
     match names::dns1123_label_error(&member_namespace(cluster)) {
-        _ if cluster.is_empty() => Err(Status::invalid_argument("cluster: Required value: name the member cluster")),
-        Some(detail) => Err(Status::invalid_argument(format!(
+        _ if cluster.is_empty() => Err(RequestError::invalid("cluster: Required value: name the member cluster")),
+        Some(detail) => Err(RequestError::invalid(format!(
             "cluster: Invalid value: {cluster:?}: the namespace {:?} would be invalid: {detail}",
             member_namespace(cluster)
         ))),
@@ -95,13 +96,13 @@ impl MemberService {
     }
 
     /// Creates a bootstrap token for `cluster`.
-    pub async fn create_token(&self, cluster: &str, ttl: Duration) -> Result<CreateTokenResponse, Status> {
+    pub async fn create_token(&self, cluster: &str, ttl: Duration) -> Result<CreateTokenResponse, RequestError> {
         check_cluster_name(cluster)?;
         let token = tokens::new_token(cluster, ttl)?;
         self.consensus
             .write(Command { now: now_rfc3339(), ops: vec![Op::Create { object: token.object }] })
             .await
-            .map_err(raft_status)?;
+            .map_err(raft_error)?;
         self.collect_dead_tokens().await;
         Ok(CreateTokenResponse {
             token: token.token,
@@ -122,7 +123,7 @@ impl MemberService {
                 namespace: Some(internal::SYSTEM_NAMESPACE.into()),
                 selector: None,
             };
-            store.list(&query).map_err(|e| Status::internal(e.to_string()))
+            store.list(&query).map_err(|e| RequestError::internal(e.to_string()))
         })
         .await;
         let now = SystemTime::now();
@@ -151,13 +152,13 @@ impl MemberService {
     }
 
     /// Runs a member call on the leader (here or forwarded).
-    pub async fn call(&self, call: MemberCall) -> Result<MemberReply, Status> {
+    pub async fn call(&self, call: MemberCall) -> Result<MemberReply, RequestError> {
         let outcome: Outcome = self
             .consensus
             .on_leader(PeerMethod::Member, &call, || self.local(call.clone()))
             .await
-            .map_err(raft_status)?;
-        outcome.map_err(Status::from)
+            .map_err(raft_error)?;
+        outcome.map_err(RequestError::from)
     }
 
     async fn local(&self, call: MemberCall) -> Result<Outcome, Routed> {
@@ -172,20 +173,20 @@ impl MemberService {
         Ok(result.map_err(WireStatus::from))
     }
 
-    fn signer(&self) -> Result<&Signer, Status> {
+    fn signer(&self) -> Result<&Signer, RequestError> {
         self.signer.as_deref().ok_or_else(|| {
-            Status::failed_precondition(
+            RequestError::precondition(
                 "the hub leader has no CA key (ca-key.pem in --tls-dir) to sign member certificates",
             )
         })
     }
 
-    async fn read(&self, key: fleet_api::ObjectKey) -> Result<Option<Object>, Status> {
+    async fn read(&self, key: fleet_api::ObjectKey) -> Result<Option<Object>, RequestError> {
         let store = self.consensus.store().clone();
-        blocking(move || store.get(&key).map(|(o, _)| o).map_err(crate::error::storage_status)).await
+        blocking(move || store.get(&key).map(|(o, _)| o).map_err(crate::error::storage_error)).await
     }
 
-    fn certificate(&self, issued: super::signer::Issued) -> Result<MemberReply, Status> {
+    fn certificate(&self, issued: super::signer::Issued) -> Result<MemberReply, RequestError> {
         Ok(MemberReply::Certificate {
             certificate_pem: issued.certificate_pem,
             ca_pem: self.signer()?.ca_pem().to_string(),
@@ -193,10 +194,10 @@ impl MemberService {
         })
     }
 
-    async fn join_on_leader(&self, cluster: &str, token: &str, csr_pem: &str) -> Result<MemberReply, Status> {
+    async fn join_on_leader(&self, cluster: &str, token: &str, csr_pem: &str) -> Result<MemberReply, RequestError> {
         check_cluster_name(cluster)?;
         let (id, secret) = tokens::parse(token)?;
-        self.consensus.linearizable_index().await.map_err(raft_status)?;
+        self.consensus.linearizable_index().await.map_err(raft_error)?;
         let stored = self.read(internal::token_key(id)).await?;
         tokens::check(stored.as_ref(), id, secret, cluster, SystemTime::now())?;
         let issued = self.signer()?.sign(csr_pem, cluster)?;
@@ -214,7 +215,7 @@ impl MemberService {
             Some(mc) => mc.metadata.uid,
             None => {
                 let mut mc = member::new_member_cluster(cluster);
-                member::prepare(&mut mc).map_err(|e| Status::internal(e.to_string()))?;
+                member::prepare(&mut mc).map_err(|e| RequestError::internal(e.to_string()))?;
                 mc.metadata.uid = uuid::Uuid::new_v4().to_string();
                 let uid = mc.metadata.uid.clone();
                 ops.push(Op::Create { object: mc });
@@ -230,20 +231,20 @@ impl MemberService {
         match self.consensus.write(Command { now, ops }).await {
             Ok(_) => self.certificate(issued),
             Err(fleet_raft::Error::Refused(StoreError::Conflict { .. })) => {
-                Err(Status::permission_denied(format!("bootstrap token {id}: was used by a concurrent join")))
+                Err(RequestError::forbidden(format!("bootstrap token {id}: was used by a concurrent join")))
             }
-            Err(e) => Err(raft_status(e)),
+            Err(e) => Err(raft_error(e)),
         }
     }
 
-    async fn renew_on_leader(&self, cluster: &str, serial: &str, csr_pem: &str) -> Result<MemberReply, Status> {
-        self.consensus.linearizable_index().await.map_err(raft_status)?;
+    async fn renew_on_leader(&self, cluster: &str, serial: &str, csr_pem: &str) -> Result<MemberReply, RequestError> {
+        self.consensus.linearizable_index().await.map_err(raft_error)?;
         let store = self.consensus.store().clone();
         let (c, s) = (cluster.to_string(), serial.to_string());
         blocking(move || authz::check_credential(&store, &c, &s)).await?;
         let issued = self.signer()?.sign(csr_pem, cluster)?;
         let Some(mut record) = self.read(internal::credential_key(cluster)).await? else {
-            return Err(Status::permission_denied(format!("member cluster {cluster:?} has no credentials")));
+            return Err(RequestError::forbidden(format!("member cluster {cluster:?} has no credentials")));
         };
         let mut spec: CredentialSpec = internal::spec(&record).unwrap_or_default();
         spec.serials.retain(|s| s == serial);
@@ -251,17 +252,17 @@ impl MemberService {
         spec.serials.truncate(MAX_SERIALS);
         record.rest.insert("spec".into(), fleet_api::typed::encode(&spec));
         let op = Op::Update { object: record };
-        self.consensus.write(Command { now: now_rfc3339(), ops: vec![op] }).await.map_err(raft_status)?;
+        self.consensus.write(Command { now: now_rfc3339(), ops: vec![op] }).await.map_err(raft_error)?;
         self.certificate(issued)
     }
 
-    async fn heartbeat_on_leader(&self, cluster: &str, report: &[u8]) -> Result<MemberReply, Status> {
+    async fn heartbeat_on_leader(&self, cluster: &str, report: &[u8]) -> Result<MemberReply, RequestError> {
         self.arrivals.record(cluster);
         let report: HeartbeatReport = serde_json::from_slice(report)
-            .map_err(|e| Status::invalid_argument(format!("report: not a valid heartbeat report: {e}")))?;
+            .map_err(|e| RequestError::invalid(format!("report: not a valid heartbeat report: {e}")))?;
         let mc_key = fleet_api::ObjectKey::new(fleet_api::kinds::FLEET_CLUSTER_GROUP, "MemberCluster", "", cluster);
         let Some(mc) = self.read(mc_key).await? else {
-            return Err(Status::permission_denied(format!("member cluster {cluster:?} has left the fleet")));
+            return Err(RequestError::forbidden(format!("member cluster {cluster:?} has left the fleet")));
         };
         let period = member::spec_of(&mc).heartbeat_period().max(1) as u64;
         if let Some(next) = status::after_heartbeat(&member::status_of(&mc), &report, &now_rfc3339()) {
@@ -277,12 +278,12 @@ impl MemberService {
     }
 
     /// The certificate answer as the proto has it.
-    pub fn join_response(reply: MemberReply) -> Result<JoinResponse, Status> {
+    pub fn join_response(reply: MemberReply) -> Result<JoinResponse, RequestError> {
         match reply {
             MemberReply::Certificate { certificate_pem, ca_pem, expires_at } => {
                 Ok(JoinResponse { certificate_pem, ca_pem, expires_at })
             }
-            _ => Err(Status::internal("unexpected reply to a certificate request")),
+            _ => Err(RequestError::internal("unexpected reply to a certificate request")),
         }
     }
 }
@@ -291,12 +292,13 @@ impl MemberHandler for MemberService {
     fn handle(
         &self,
         request: Vec<u8>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<u8>, Status>> + Send + '_>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<u8>, tonic::Status>> + Send + '_>> {
         Box::pin(async move {
-            let call: MemberCall = codec::decode(&request).map_err(|e| Status::invalid_argument(e.to_string()))?;
+            let call: MemberCall =
+                codec::decode(&request).map_err(|e| tonic::Status::invalid_argument(e.to_string()))?;
             let leading = self.consensus.leader().is_some_and(|(l, _)| l == self.consensus.id());
             let result: Result<Outcome, Routed> = if leading { self.local(call).await } else { Err(Routed::NotLeader) };
-            codec::encode(&result).map_err(|e| Status::internal(e.to_string()))
+            codec::encode(&result).map_err(|e| tonic::Status::internal(e.to_string()))
         })
     }
 }

@@ -14,9 +14,8 @@ use rcgen::{
     CertificateSigningRequestParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair,
     KeyUsagePurpose, SerialNumber,
 };
-use tonic::Status;
 
-use crate::error::Error;
+use crate::error::{Error, RequestError};
 
 /// A certificate issued to a member.
 #[derive(Debug, Clone)]
@@ -68,10 +67,9 @@ impl Signer {
     }
 
     /// Signs `csr_pem` as the certificate of member `cluster`.
-    pub fn sign(&self, csr_pem: &str, cluster: &str) -> Result<Issued, Status> {
-        let mut csr = CertificateSigningRequestParams::from_pem(csr_pem).map_err(|e| {
-            Status::invalid_argument(format!("csr_pem: not a valid PEM certificate signing request: {e}"))
-        })?;
+    pub fn sign(&self, csr_pem: &str, cluster: &str) -> Result<Issued, RequestError> {
+        let mut csr = CertificateSigningRequestParams::from_pem(csr_pem)
+            .map_err(|e| RequestError::invalid(format!("csr_pem: not a valid PEM certificate signing request: {e}")))?;
         let mut dn = DistinguishedName::new();
         dn.push(DnType::CommonName, format!("{MEMBER_CN_PREFIX}{cluster}"));
         dn.push(DnType::OrganizationName, "system:fleet:members");
@@ -90,8 +88,8 @@ impl Signer {
         let epoch = rcgen::date_time_ymd(1970, 1, 1);
         params.not_before = epoch + now.saturating_sub(Duration::from_secs(300));
         params.not_after = epoch + now + self.validity;
-        let cert = csr.signed_by(&self.issuer).map_err(|e| Status::internal(format!("signing failed: {e}")))?;
-        let expires_at = humantime::format_rfc3339_seconds(SystemTime::now() + self.validity).to_string();
+        let cert = csr.signed_by(&self.issuer).map_err(|e| RequestError::internal(format!("signing failed: {e}")))?;
+        let expires_at = fleet_api::time::rfc3339_of(SystemTime::now() + self.validity);
         let certificate_pem = format!("{}{}", cert.pem(), self.chain_pem);
         Ok(Issued { certificate_pem, serial: hex::encode(serial), expires_at })
     }

@@ -5,9 +5,9 @@ use std::time::{Duration, SystemTime};
 
 use fleet_api::Object;
 use sha2::{Digest, Sha256};
-use tonic::Status;
 
 use super::internal::{self, TokenSpec, TokenStatus};
+use crate::error::RequestError;
 
 /// A token just made: what to show the admin once, and what to store.
 pub struct NewToken {
@@ -25,9 +25,9 @@ fn hash(secret: &str) -> String {
 pub const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// Refuses a token lifetime of zero or over [`MAX_TTL`].
-pub fn check_ttl(ttl: Duration) -> Result<(), Status> {
+pub fn check_ttl(ttl: Duration) -> Result<(), RequestError> {
     if ttl.is_zero() || ttl > MAX_TTL {
-        return Err(Status::invalid_argument(format!(
+        return Err(RequestError::invalid(format!(
             "ttl: Invalid value: {}: a bootstrap token lives at least 1s and at most {}",
             humantime::format_duration(ttl),
             humantime::format_duration(MAX_TTL)
@@ -37,14 +37,14 @@ pub fn check_ttl(ttl: Duration) -> Result<(), Status> {
 }
 
 /// Makes a token for `cluster` valid for `ttl` (at most [`MAX_TTL`]).
-pub fn new_token(cluster: &str, ttl: Duration) -> Result<NewToken, Status> {
+pub fn new_token(cluster: &str, ttl: Duration) -> Result<NewToken, RequestError> {
     check_ttl(ttl)?;
     let id = uuid::Uuid::new_v4().simple().to_string()[..10].to_string();
     let secret = uuid::Uuid::new_v4().simple().to_string();
     let expiry = SystemTime::now()
         .checked_add(ttl)
-        .ok_or_else(|| Status::invalid_argument("ttl: Invalid value: too far in the future"))?;
-    let expires_at = humantime::format_rfc3339_seconds(expiry).to_string();
+        .ok_or_else(|| RequestError::invalid("ttl: Invalid value: too far in the future"))?;
+    let expires_at = fleet_api::time::rfc3339_of(expiry);
     let spec = TokenSpec { cluster: cluster.to_string(), secret_hash: hash(&secret), expires_at: expires_at.clone() };
     let object = internal::token_object(&id, &spec, uuid::Uuid::new_v4().to_string());
     Ok(NewToken { token: format!("{id}.{secret}"), expires_at, object })
@@ -56,23 +56,29 @@ pub fn is_dead(object: &Object, now: SystemTime) -> bool {
     if object.status().is_some_and(|s| !s.is_null()) {
         return true;
     }
-    match internal::spec::<TokenSpec>(object).map(|spec| humantime::parse_rfc3339(&spec.expires_at)) {
-        Some(Ok(expiry)) => now >= expiry,
+    match internal::spec::<TokenSpec>(object).map(|spec| fleet_api::time::system_time(&spec.expires_at)) {
+        Some(Some(expiry)) => now >= expiry,
         _ => true,
     }
 }
 
 /// Splits a token into id and secret.
-pub fn parse(token: &str) -> Result<(&str, &str), Status> {
+pub fn parse(token: &str) -> Result<(&str, &str), RequestError> {
     match token.trim().split_once('.') {
         Some((id, secret)) if !id.is_empty() && !secret.is_empty() => Ok((id, secret)),
-        _ => Err(Status::unauthenticated("token: Invalid value: not a bootstrap token (expected <id>.<secret>)")),
+        _ => Err(RequestError::unauthenticated("token: Invalid value: not a bootstrap token (expected <id>.<secret>)")),
     }
 }
 
 /// Checks a stored token against what a joining agent presented.
-pub fn check(stored: Option<&Object>, id: &str, secret: &str, cluster: &str, now: SystemTime) -> Result<(), Status> {
-    let refuse = |why: String| Err(Status::permission_denied(format!("bootstrap token {id}: {why}")));
+pub fn check(
+    stored: Option<&Object>,
+    id: &str,
+    secret: &str,
+    cluster: &str,
+    now: SystemTime,
+) -> Result<(), RequestError> {
+    let refuse = |why: String| Err(RequestError::forbidden(format!("bootstrap token {id}: {why}")));
     let Some(object) = stored else {
         return refuse("not found (tokens are single-use and expire; create one with fleetctl token create)".into());
     };
@@ -88,10 +94,10 @@ pub fn check(stored: Option<&Object>, id: &str, secret: &str, cluster: &str, now
     if let Some(status) = object.status().and_then(|s| serde_json::from_value::<TokenStatus>(s.clone()).ok()) {
         return refuse(format!("was already used at {}", status.used_at));
     }
-    match humantime::parse_rfc3339(&spec.expires_at) {
-        Ok(expiry) if now < expiry => Ok(()),
-        Ok(_) => refuse(format!("expired at {}", spec.expires_at)),
-        Err(_) => refuse("has an unreadable expiry".into()),
+    match fleet_api::time::system_time(&spec.expires_at) {
+        Some(expiry) if now < expiry => Ok(()),
+        Some(_) => refuse(format!("expired at {}", spec.expires_at)),
+        None => refuse("has an unreadable expiry".into()),
     }
 }
 
@@ -124,7 +130,7 @@ mod tests {
         assert!(new_token("east", MAX_TTL).is_ok());
         for ttl in [Duration::ZERO, MAX_TTL + Duration::from_secs(1), Duration::from_secs(u64::MAX)] {
             let err = new_token("east", ttl).err().expect("refused");
-            assert_eq!(err.code(), tonic::Code::InvalidArgument);
+            assert!(matches!(err, RequestError::Invalid(_)), "{err}");
             assert!(err.message().contains("ttl") && err.message().contains("at most 1day"), "{}", err.message());
         }
     }

@@ -4,10 +4,10 @@
 use fleet_api::placement::{PICK_FIXED, PICK_N};
 use fleet_api::staged::{
     approval_request_name, ClusterUpdatingStatus, StageTask, StageTaskStatus, StageUpdatingStatus, UpdateRunStatus,
-    DELETE_STAGE_NAME, INITIALIZED, REASON_INITIALIZED, REASON_INITIALIZE_FAILED, TASK_APPROVAL,
+    UpdateStrategySpec, DELETE_STAGE_NAME, INITIALIZED, REASON_INITIALIZED, REASON_INITIALIZE_FAILED, TASK_APPROVAL,
 };
 
-use super::inputs::{ClusterLabels, RunPlacement};
+use super::inputs::{ClusterLabels, PolicySnapshotFacts, RunPlacement};
 use super::marks::{initialize_failed_message, mark, Is, INITIALIZED_MESSAGE};
 use super::stages::compute_stages;
 use super::{Pass, RunAction, RunInput};
@@ -96,41 +96,11 @@ fn try_initialize(input: &RunInput) -> Result<UpdateRunStatus, Outcome> {
             placement.strategy_type()
         )));
     }
-    let policy_snapshot = placement
-        .latest_policy_snapshot
-        .as_ref()
-        .ok_or_else(|| Outcome::Pending(format!("no policy snapshot of placement `{}` yet", placement.name)))?;
-    let policy_index = policy_snapshot.index.ok_or_else(|| {
-        failed(format!("policy snapshot `{}` does not have a policy index label", policy_snapshot.name))
-    })?;
-    match policy_snapshot.scheduled {
-        None => {
-            let why = format!("waiting for the scheduler to schedule policy snapshot `{}`", policy_snapshot.name);
-            return Err(Outcome::Pending(why));
-        }
-        Some(false) => {
-            return Err(failed(format!("policy snapshot `{}` not fully scheduled yet", policy_snapshot.name)))
-        }
-        Some(true) => {}
-    }
+    let (policy_snapshot, policy_index) = scheduled_policy(placement)?;
     let strategy = input.strategy.ok_or_else(|| {
         failed(format!("referenced updateStrategy not found: `{}`", input.spec.staged_rollout_strategy_name))
     })?;
-    let resource_index = match input.spec.resource_snapshot_index() {
-        _ if placement.resource_indexes.is_empty() => {
-            return Err(Outcome::Pending(format!("no resource snapshot of placement `{}` yet", placement.name)))
-        }
-        Some(index) if placement.resource_indexes.contains(&index) => index,
-        Some(index) => {
-            return Err(failed(format!(
-                "no resource snapshot with index `{index}` is kept for placement `{}`",
-                placement.name
-            )))
-        }
-        None => placement.latest_resource_index.ok_or_else(|| {
-            Outcome::Pending(format!("no latest resource snapshot of placement `{}` yet", placement.name))
-        })?,
-    };
+    let resource_index = resource_index(input, placement)?;
     let chosen = chosen_clusters(input, &policy_snapshot.name)?;
     if chosen.update.is_empty() && chosen.delete.is_empty() {
         return Err(failed(format!(
@@ -145,8 +115,63 @@ fn try_initialize(input: &RunInput) -> Result<UpdateRunStatus, Outcome> {
             chosen.update.len()
         )));
     }
-    let labels: Vec<ClusterLabels> = chosen
-        .update
+    let frozen = compute_stages(&strategy.stages, &labels_of(input, &chosen.update)).map_err(failed)?;
+    Ok(UpdateRunStatus {
+        policy_snapshot_index_used: policy_index.to_string(),
+        policy_observed_cluster_count: Some(count),
+        resource_snapshot_index_used: resource_index.to_string(),
+        applied_strategy: Some(placement.apply_strategy()),
+        staged_update_strategy_snapshot: Some(strategy.clone()),
+        stages_status: stages_status(input, strategy, &frozen),
+        deletion_stage_status: Some(deletion_stage(&chosen.delete)),
+        conditions: input.status.conditions.clone(),
+    })
+}
+
+/// The placement's latest policy snapshot and its index, once the
+/// scheduler has fully scheduled it.
+fn scheduled_policy(placement: &RunPlacement) -> Result<(&PolicySnapshotFacts, u64), Outcome> {
+    let policy_snapshot = placement
+        .latest_policy_snapshot
+        .as_ref()
+        .ok_or_else(|| Outcome::Pending(format!("no policy snapshot of placement `{}` yet", placement.name)))?;
+    let policy_index = policy_snapshot.index.ok_or_else(|| {
+        Outcome::Failed(format!("policy snapshot `{}` does not have a policy index label", policy_snapshot.name))
+    })?;
+    match policy_snapshot.scheduled {
+        None => {
+            let why = format!("waiting for the scheduler to schedule policy snapshot `{}`", policy_snapshot.name);
+            Err(Outcome::Pending(why))
+        }
+        Some(false) => {
+            Err(Outcome::Failed(format!("policy snapshot `{}` not fully scheduled yet", policy_snapshot.name)))
+        }
+        Some(true) => Ok((policy_snapshot, policy_index)),
+    }
+}
+
+/// The resource snapshot the run rolls out: the one its spec names (which
+/// must still be kept), or the placement's latest.
+fn resource_index(input: &RunInput, placement: &RunPlacement) -> Result<u64, Outcome> {
+    match input.spec.resource_snapshot_index() {
+        _ if placement.resource_indexes.is_empty() => {
+            Err(Outcome::Pending(format!("no resource snapshot of placement `{}` yet", placement.name)))
+        }
+        Some(index) if placement.resource_indexes.contains(&index) => Ok(index),
+        Some(index) => Err(Outcome::Failed(format!(
+            "no resource snapshot with index `{index}` is kept for placement `{}`",
+            placement.name
+        ))),
+        None => placement.latest_resource_index.ok_or_else(|| {
+            Outcome::Pending(format!("no latest resource snapshot of placement `{}` yet", placement.name))
+        }),
+    }
+}
+
+/// The labels of each chosen cluster (none for a cluster that is gone), in
+/// order: what the strategy's stages select by.
+fn labels_of(input: &RunInput, chosen: &[String]) -> Vec<ClusterLabels> {
+    chosen
         .iter()
         .map(|name| {
             input
@@ -156,8 +181,12 @@ fn try_initialize(input: &RunInput) -> Result<UpdateRunStatus, Outcome> {
                 .cloned()
                 .unwrap_or_else(|| ClusterLabels { name: name.clone(), labels: Default::default() })
         })
-        .collect();
-    let frozen = compute_stages(&strategy.stages, &labels).map_err(failed)?;
+        .collect()
+}
+
+/// Each stage's status as initialized: its clusters (with the override
+/// snapshots they get) and its tasks, none started.
+fn stages_status(input: &RunInput, strategy: &UpdateStrategySpec, frozen: &[Vec<String>]) -> Vec<StageUpdatingStatus> {
     let cluster_status = |name: &String| {
         let overrides = input.overrides.get(name).cloned().unwrap_or_default();
         ClusterUpdatingStatus {
@@ -167,10 +196,10 @@ fn try_initialize(input: &RunInput) -> Result<UpdateRunStatus, Outcome> {
             conditions: Vec::new(),
         }
     };
-    let stages_status = strategy
+    strategy
         .stages
         .iter()
-        .zip(&frozen)
+        .zip(frozen)
         .map(|(stage, members)| StageUpdatingStatus {
             stage_name: stage.name.clone(),
             clusters: members.iter().map(cluster_status).collect(),
@@ -178,26 +207,19 @@ fn try_initialize(input: &RunInput) -> Result<UpdateRunStatus, Outcome> {
             before_stage_task_status: task_statuses(input.run_name, &stage.name, &stage.before_stage_tasks, true),
             ..Default::default()
         })
-        .collect();
-    let deletion = StageUpdatingStatus {
+        .collect()
+}
+
+/// The deletion stage: the clusters whose bindings are to be deleted.
+fn deletion_stage(delete: &[String]) -> StageUpdatingStatus {
+    StageUpdatingStatus {
         stage_name: DELETE_STAGE_NAME.to_string(),
-        clusters: chosen
-            .delete
+        clusters: delete
             .iter()
             .map(|name| ClusterUpdatingStatus { cluster_name: name.clone(), ..Default::default() })
             .collect(),
         ..Default::default()
-    };
-    Ok(UpdateRunStatus {
-        policy_snapshot_index_used: policy_index.to_string(),
-        policy_observed_cluster_count: Some(count),
-        resource_snapshot_index_used: resource_index.to_string(),
-        applied_strategy: Some(placement.apply_strategy()),
-        staged_update_strategy_snapshot: Some(strategy.clone()),
-        stages_status,
-        deletion_stage_status: Some(deletion),
-        conditions: input.status.conditions.clone(),
-    })
+    }
 }
 
 /// Initialized True, and the step.

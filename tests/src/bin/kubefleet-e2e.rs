@@ -61,19 +61,9 @@ async fn main() -> ExitCode {
     // dropped, which stops its processes and removes its files.
     let stop = Arc::new(AtomicBool::new(false));
     let stopper = Arc::clone(&stop);
+    let signal = fleet_proto::signal::shutdown_signal();
     tokio::spawn(async move {
-        let terminate = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut term) => {
-                    term.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate => {}
-        }
+        signal.await;
         stopper.store(true, Ordering::Relaxed);
     });
     let summary = tokio::task::block_in_place(|| environment.run(&focus, &label_filter, procs, &log, &stop));

@@ -236,7 +236,7 @@ impl Inner {
         let mut object: Object = serde_json::from_value(Value::Object(fresh)).map_err(|e| internal("decode", e))?;
         server_defaults(&mut object, None, &Inner::allocated(state, &key))?;
         object.metadata.uid = uuid::Uuid::new_v4().to_string();
-        object.metadata.creation_timestamp = Some(humantime::format_rfc3339_seconds(now).to_string());
+        object.metadata.creation_timestamp = Some(fleet_api::time::rfc3339_of(now));
         object.metadata.generation = 1;
         object.metadata.set_resource_version(Inner::next_version(state));
         let record = Record { object, last_applied, ready_at: format_time(now + self.config.ready_delay) };
@@ -453,7 +453,7 @@ pub(crate) fn resource_usage(
         capacity: render(capacity),
         allocatable: render(allocatable),
         available: render(&available),
-        observation_time: humantime::format_rfc3339_seconds(at).to_string(),
+        observation_time: fleet_api::time::rfc3339_of(at),
     }
 }
 

@@ -174,7 +174,7 @@ pub(crate) fn render(columns: &[Column], objects: &[Object], now: SystemTime) ->
 
 /// kubectl's age of an RFC 3339 timestamp at `now` (`45s`, `2m30s`, `3h`, `5d`).
 pub(crate) fn age(timestamp: Option<&str>, now: SystemTime) -> String {
-    let Some(then) = timestamp.and_then(|t| humantime::parse_rfc3339_weak(t).ok()) else {
+    let Some(then) = timestamp.and_then(fleet_api::time::system_time) else {
         return "<unknown>".to_string();
     };
     match now.duration_since(then) {
@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(s(20 * 3600), "20h");
         assert_eq!(s(5 * 86400 + 3 * 3600), "5d3h");
         assert_eq!(s(30 * 86400), "30d");
-        let now = humantime::parse_rfc3339("2024-05-01T10:00:45Z").unwrap();
+        let now = fleet_api::time::system_time("2024-05-01T10:00:45Z").unwrap();
         assert_eq!(age(Some("2024-05-01T10:00:00Z"), now), "45s");
         assert_eq!(age(None, now), "<unknown>");
     }
@@ -242,7 +242,7 @@ mod tests {
             "metadata": {"name": "web", "namespace": "app", "creationTimestamp": "2024-05-01T10:00:00Z"},
             "spec": {"replicas": 2}, "status": {"readyReplicas": 2, "updatedReplicas": 2, "availableReplicas": 2}}))
         .unwrap();
-        let now = humantime::parse_rfc3339("2024-05-01T10:00:45Z").unwrap();
+        let now = fleet_api::time::system_time("2024-05-01T10:00:45Z").unwrap();
         let text = render(&columns_for("apps", "Deployment", true), &[d], now);
         assert_eq!(
             text,

@@ -53,13 +53,13 @@ pub(crate) struct Record {
 impl Record {
     /// When the current generation becomes available (`UNIX_EPOCH` if unreadable: ready).
     pub fn ready_time(&self) -> SystemTime {
-        humantime::parse_rfc3339(&self.ready_at).unwrap_or(SystemTime::UNIX_EPOCH)
+        fleet_api::time::system_time(&self.ready_at).unwrap_or(SystemTime::UNIX_EPOCH)
     }
 }
 
 /// Formats a time as stored in [`Record::ready_at`].
 pub(crate) fn format_time(time: SystemTime) -> String {
-    humantime::format_rfc3339_millis(time).to_string()
+    fleet_api::time::rfc3339_millis(time)
 }
 
 /// The saved resourceVersion counter.

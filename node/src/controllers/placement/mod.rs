@@ -229,3 +229,6 @@ pub fn next_step(
     }
     Ok(Next::Done { recheck_after })
 }
+
+#[cfg(test)]
+mod tests;

@@ -89,3 +89,6 @@ pub fn is_run_key(key: &ObjectKey) -> bool {
             fleet_api::staged::CLUSTER_STAGED_UPDATE_RUN | fleet_api::staged::STAGED_UPDATE_RUN
         )
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,114 @@
+//! A placement's whole reconcile on a real store without Raft: each step
+//! [`next_step`] decides is committed as the controllers would, until it is
+//! done. What the hub then holds is checked, in milliseconds.
+
+use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
+use fleet_api::member::member_namespace;
+use serde_json::json;
+
+use super::*;
+use crate::controllers::testkit::{list, member, report_works_available, settle_placement, Fixture, NOW};
+
+const UNIX_NOW: i64 = 1_795_773_600;
+
+/// A hub with namespace `app` (and a ConfigMap in it), two member clusters'
+/// namespaces, and a placement of `app` to the clusters labelled `env=prod`.
+fn hub() -> (Fixture, Vec<ClusterInfo>, ObjectKey) {
+    let mut fixture = Fixture::new();
+    for ns in ["app".to_string(), member_namespace("east"), member_namespace("west")] {
+        fixture.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), NOW);
+    }
+    fixture.create(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "app"},
+               "data": {"k": "v"}}),
+        NOW,
+    );
+    let placement = fixture.create(
+        json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterResourcePlacement",
+        "metadata": {"name": "web", "generation": 1},
+        "spec": {
+            "resourceSelectors": [{"group": "", "version": "v1", "kind": "Namespace", "name": "app"}],
+            "policy": {"placementType": "PickAll", "affinity": {"clusterAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"clusterSelectorTerms": [
+                    {"labelSelector": {"matchLabels": {"env": "prod"}}}
+                ]}}}}
+        }}),
+        NOW,
+    );
+    let clusters = [member("east", json!({"env": "prod"})), member("west", json!({"env": "dev"}))]
+        .iter()
+        .map(ClusterInfo::from_member)
+        .collect();
+    (fixture, clusters, ObjectKey::of(&placement))
+}
+
+#[test]
+fn a_placement_is_snapshotted_scheduled_and_rendered_into_works_for_its_clusters() {
+    let (mut fixture, clusters, key) = hub();
+    let steps = settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
+    assert!(steps > 0);
+
+    let policies = list(&fixture, FLEET_PLACEMENT_GROUP, "ClusterSchedulingPolicySnapshot");
+    let resources = list(&fixture, FLEET_PLACEMENT_GROUP, "ClusterResourceSnapshot");
+    assert_eq!((policies.len(), resources.len()), (1, 1));
+    let bindings = list(&fixture, FLEET_PLACEMENT_GROUP, "ClusterResourceBinding");
+    let bound: Vec<String> =
+        bindings.iter().map(|b| b.rest["spec"]["targetCluster"].as_str().unwrap_or_default().to_string()).collect();
+    assert_eq!(bound, ["east"], "only the cluster the affinity selects");
+    let works = list(&fixture, FLEET_PLACEMENT_GROUP, "Work");
+    assert_eq!(works.len(), 1);
+    assert_eq!(works[0].metadata.namespace.as_deref(), Some(member_namespace("east").as_str()));
+    let manifests = works[0].rest["spec"]["workload"]["manifests"].as_array().cloned().unwrap_or_default();
+    let kinds: Vec<&str> = manifests.iter().filter_map(|m| m["kind"].as_str()).collect();
+    assert_eq!(kinds, ["Namespace", "ConfigMap"]);
+
+    // Settled: looking again changes nothing.
+    assert_eq!(settle_placement(&mut fixture, &clusters, &key, UNIX_NOW), 0);
+}
+
+#[test]
+fn a_changed_resource_gets_a_new_snapshot_and_updated_works() {
+    let (mut fixture, clusters, key) = hub();
+    settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
+    report_works_available(&mut fixture);
+    settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
+    let (cfg, _) = fixture.store.get(&ObjectKey::new("", "ConfigMap", "app", "cfg")).unwrap();
+    let mut cfg = cfg.unwrap();
+    cfg.rest.insert("data".into(), json!({"k": "changed"}));
+    fixture.apply(vec![fleet_statemachine::Op::Update { object: cfg }], NOW);
+
+    assert!(settle_placement(&mut fixture, &clusters, &key, UNIX_NOW) > 0);
+    let resources = list(&fixture, FLEET_PLACEMENT_GROUP, "ClusterResourceSnapshot");
+    assert_eq!(resources.len(), 2, "the old snapshot is kept beside the new one");
+    let works = list(&fixture, FLEET_PLACEMENT_GROUP, "Work");
+    let manifests = works[0].rest["spec"]["workload"]["manifests"].to_string();
+    assert!(manifests.contains("changed"), "{manifests}");
+}
+
+#[test]
+fn a_deleted_placement_held_by_a_finalizer_is_withdrawn_from_its_clusters() {
+    let (mut fixture, clusters, key) = hub();
+    let (placement, _) = fixture.store.get(&key).unwrap();
+    let mut placement = placement.unwrap();
+    placement.metadata.finalizers.push("example.com/hold".into());
+    fixture.apply(vec![fleet_statemachine::Op::Update { object: placement }], NOW);
+    settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
+    assert_eq!(list(&fixture, FLEET_PLACEMENT_GROUP, "Work").len(), 1);
+
+    fixture.apply(vec![fleet_statemachine::Op::Delete { key: key.clone(), resource_version: None }], NOW);
+    assert!(settle_placement(&mut fixture, &clusters, &key, UNIX_NOW) > 0);
+    for kind in ["ClusterResourceBinding", "ClusterResourceSnapshot", "ClusterSchedulingPolicySnapshot", "Work"] {
+        assert!(list(&fixture, FLEET_PLACEMENT_GROUP, kind).is_empty(), "{kind} left");
+    }
+    let (held, _) = fixture.store.get(&key).unwrap();
+    assert!(held.is_some_and(|p| p.metadata.deletion_timestamp.is_some()), "the finalizer still holds it");
+}
+
+#[test]
+fn a_placement_that_is_gone_is_done() {
+    let (fixture, clusters, _) = hub();
+    let key = ObjectKey::new(FLEET_PLACEMENT_GROUP, "ClusterResourcePlacement", "", "nothing");
+    let pacer = StatusPacer::default();
+    let next = next_step(&fixture.store, &clusters, &OverrideIndex::default(), &pacer, &key, NOW, UNIX_NOW).unwrap();
+    assert!(matches!(next, Next::Done { recheck_after: None }));
+}
