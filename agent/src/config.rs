@@ -126,6 +126,13 @@ pub struct RunArgs {
     /// placed kinds the agent watches (a change there is checked at once).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub drift_check_interval: Option<Duration>,
+    /// Report the cluster's namespaces with each heartbeat (at most 200, those
+    /// Fleet placed first), so ResourcePlacements are scheduled only onto
+    /// clusters where their namespace exists (KubeFleet's namespace
+    /// affinity). Off by default, as KubeFleet's namespace collection is:
+    /// a cluster that does not report namespaces is not filtered by them.
+    #[arg(long)]
+    pub collect_namespaces: bool,
     /// The embedded target's size, costs and readiness (`--sim-*`).
     #[command(flatten)]
     pub sim: crate::targets::embedded::SimArgs,
@@ -168,6 +175,8 @@ pub struct AgentConfig {
     /// default ([`crate::works::DRIFT_CHECK_INTERVAL`], or
     /// [`crate::works::WATCHED_CHECK_INTERVAL`] for a target that watches).
     pub drift_check_interval: Option<Duration>,
+    /// Whether heartbeats carry the cluster's namespaces (`--collect-namespaces`).
+    pub collect_namespaces: bool,
 }
 
 impl RunArgs {
@@ -202,6 +211,7 @@ impl RunArgs {
             ca_fingerprint: self.ca_fingerprint.clone(),
             kubeconfig: self.kubeconfig.clone(),
             drift_check_interval,
+            collect_namespaces: self.collect_namespaces,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Heartbeats: every `heartbeatPeriodSeconds` (as the hub tells it), with a
 //! little jitter so a fleet of agents does not beat in lockstep, carrying the
-//! target's properties, resource usage and namespaces, to any hub node. A
+//! target's properties, resource usage and (with `--collect-namespaces`, as
+//! KubeFleet's namespace collection is opt-in) namespaces, to any hub node. A
 //! nudge (a namespace Fleet withdrew) beats at once, at most once per
 //! [`MIN_NUDGED_GAP`]; the Work loop also beats itself ([`beat`]) before it
 //! reports a Work that placed a namespace, so the hub knows the namespace
@@ -33,10 +34,11 @@ pub async fn run<T: Target>(
     hub: Arc<Hub>,
     target: Arc<T>,
     nudge: Arc<tokio::sync::Notify>,
+    collect_namespaces: bool,
 ) -> Result<(), AgentError> {
     let mut period = INITIAL_PERIOD;
     loop {
-        match beat(&cluster, &hub, target.as_ref()).await {
+        match beat(&cluster, &hub, target.as_ref(), collect_namespaces).await {
             Ok(seconds) => period = Duration::from_secs(seconds.max(1)),
             Err(AgentError::Left(why)) => return Err(AgentError::Left(why)),
             Err(e) => tracing::warn!("heartbeat failed: {e}"),
@@ -50,16 +52,20 @@ pub async fn run<T: Target>(
     }
 }
 
-/// One heartbeat with the target's current report; the hub's heartbeat
-/// period in seconds. The hub has recorded the report when this returns.
-pub async fn beat<T: Target>(cluster: &str, hub: &Hub, target: &T) -> Result<u64, AgentError> {
-    let report = match target.report().await {
+/// One heartbeat with the target's current report (its namespaces only
+/// when `with_namespaces`); the hub's heartbeat period in seconds. The hub
+/// has recorded the report when this returns.
+pub async fn beat<T: Target>(cluster: &str, hub: &Hub, target: &T, with_namespaces: bool) -> Result<u64, AgentError> {
+    let mut report = match target.report().await {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!("collecting properties failed: {e}");
             fleet_api::member::HeartbeatReport::default()
         }
     };
+    if !with_namespaces {
+        without_namespaces(&mut report);
+    }
     let request =
         HeartbeatRequest { cluster: cluster.to_string(), report: serde_json::to_vec(&report).unwrap_or_default() };
     let reply = hub
@@ -71,9 +77,36 @@ pub async fn beat<T: Target>(cluster: &str, hub: &Hub, target: &T) -> Result<u64
     Ok(reply.heartbeat_period_seconds)
 }
 
+/// Drops the namespace list and its condition from a report: without
+/// them the hub's namespace affinity does not filter the cluster, as
+/// KubeFleet's scheduler skips a cluster whose agent does not collect
+/// namespaces.
+fn without_namespaces(report: &mut fleet_api::member::HeartbeatReport) {
+    report.namespaces = None;
+    report.conditions.retain(|c| c.type_ != fleet_api::member::CONDITION_NAMESPACES);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_without_namespaces_has_neither_the_list_nor_its_condition() {
+        let mut report = fleet_api::member::HeartbeatReport {
+            namespaces: Some([("app".to_string(), String::new())].into()),
+            ..Default::default()
+        };
+        report.conditions.push(fleet_api::conditions::Condition::new(
+            fleet_api::member::CONDITION_NAMESPACES,
+            true,
+            "Succeeded",
+            "all",
+        ));
+        report.conditions.push(fleet_api::conditions::Condition::new("Other", true, "R", "m"));
+        without_namespaces(&mut report);
+        assert!(report.namespaces.is_none());
+        assert_eq!(report.conditions.iter().map(|c| c.type_.as_str()).collect::<Vec<_>>(), ["Other"]);
+    }
 
     #[test]
     fn jitter_stays_within_ten_percent() {

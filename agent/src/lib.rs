@@ -40,7 +40,8 @@ pub async fn run<T: Target>(
     // The Work loop nudges the heartbeat when a namespace it placed comes or
     // goes, so ResourcePlacements into it need not wait a heartbeat period.
     let nudge = Arc::new(tokio::sync::Notify::new());
-    let heartbeats = heartbeat::run(config.cluster.clone(), hub.clone(), target.clone(), nudge.clone());
+    let heartbeats =
+        heartbeat::run(config.cluster.clone(), hub.clone(), target.clone(), nudge.clone(), config.collect_namespaces);
     let works = works::run(
         config.cluster.clone(),
         hub.clone(),
@@ -48,6 +49,7 @@ pub async fn run<T: Target>(
         config.data_dir.clone(),
         config.drift_check_interval,
         nudge,
+        config.collect_namespaces,
     );
     let renewals = renew_forever(config.data_dir.clone(), hub.clone(), identity);
     let outcome = tokio::select! {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use fleet_tests::fleet::{apply_yaml, bindings, fleet, list, member_yaml, wait_member, Member, WAIT};
+use fleet_tests::fleet::{apply_yaml, bindings, fleet, fleet_with, list, member_yaml, wait_member, Member, WAIT};
 use fleet_tests::objects::{condition, get};
 use fleet_tests::{eventually, Hub};
 
@@ -275,7 +275,7 @@ async fn rp_clusters(hub: &Hub, namespace: &str, placement: &str) -> Result<Vec<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_placement_goes_only_where_its_namespace_is() {
-    let hub = fleet(&[&FLEET[0], &FLEET[3]]).await;
+    let hub = fleet_with(&[&FLEET[0], &FLEET[3]], &["--collect-namespaces"]).await;
     apply_yaml(
         &hub,
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team}\ndata: {a: \"1\"}\n",

@@ -222,6 +222,7 @@ pub async fn run<T: Target>(
     data_dir: std::path::PathBuf,
     drift_check_interval: Option<Duration>,
     namespaces_moved: Arc<Notify>,
+    collect_namespaces: bool,
 ) -> Result<(), AgentError> {
     let changes = target.take_changes();
     let watching = changes.is_some();
@@ -247,7 +248,7 @@ pub async fn run<T: Target>(
             &state,
             &wake,
             watching,
-            Heartbeats { cluster: &cluster, withdrawn: &namespaces_moved },
+            Heartbeats { cluster: &cluster, withdrawn: &namespaces_moved, collect_namespaces },
         ) => r,
         r = &mut watcher => match r {
             Ok(r) => r,
@@ -286,11 +287,13 @@ async fn check_periodically(interval: Duration, state: Arc<Mutex<State>>, wake: 
 }
 
 /// How the Work loop tells the hub about namespaces: the cluster to beat
-/// for, and the heartbeat loop's nudge for withdrawn ones.
+/// for, the heartbeat loop's nudge for withdrawn ones, and whether the
+/// agent reports namespaces at all (`--collect-namespaces`).
 #[derive(Clone, Copy)]
 struct Heartbeats<'a> {
     cluster: &'a str,
     withdrawn: &'a Notify,
+    collect_namespaces: bool,
 }
 
 /// Reconciles queued Works one at a time, for ever. A Work that is not
@@ -319,9 +322,11 @@ async fn reconcile_forever<T: Target>(
             (s.works.get(&name).cloned(), s.deleted.remove(&name))
         };
         let settled = match work {
-            Some(work) => reconcile(heartbeats.cluster, hub, target, ledger, &name, &work).await?,
+            Some(work) => reconcile(heartbeats, hub, target, ledger, &name, &work).await?,
             None => {
-                heartbeats.withdrawn.notify_one();
+                if heartbeats.collect_namespaces {
+                    heartbeats.withdrawn.notify_one();
+                }
                 forget_work(target, ledger, &name, abandon).await?
             }
         };
@@ -402,7 +407,7 @@ fn places_namespace(work: &Object) -> bool {
 
 /// Applies a Work and reports its status; whether it is settled.
 async fn reconcile<T: Target>(
-    cluster: &str,
+    heartbeats: Heartbeats<'_>,
     hub: &Hub,
     target: &T,
     ledger: &mut Ledger,
@@ -414,8 +419,8 @@ async fn reconcile<T: Target>(
         // A namespace it placed must be known to the hub (the cluster's
         // status.namespaces, read by ResourcePlacements' namespace affinity)
         // before the Work says it is applied.
-        if places_namespace(work) {
-            match crate::heartbeat::beat(cluster, hub, target).await {
+        if heartbeats.collect_namespaces && places_namespace(work) {
+            match crate::heartbeat::beat(heartbeats.cluster, hub, target, true).await {
                 Err(AgentError::Left(why)) => return Err(AgentError::Left(why)),
                 Err(e) => tracing::warn!("heartbeat before reporting {name} failed: {e}"),
                 Ok(_) => {}

@@ -123,6 +123,7 @@ pub async fn run(args: &MembersArgs, shutdown: impl std::future::Future<Output =
             ca_fingerprint: None,
             kubeconfig: None,
             drift_check_interval: None,
+            collect_namespaces: false,
         };
         members.spawn(member(config, admin.clone(), joins.clone()));
     }

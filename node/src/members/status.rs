@@ -84,6 +84,14 @@ pub fn after_heartbeat(
         let conditions = if c.type_ == CONDITION_NAMESPACES { &mut next.conditions } else { &mut agent.conditions };
         changed |= set_condition(conditions, c.clone(), now);
     }
+    // An agent that stopped collecting namespaces reports no condition for
+    // them: its old one goes, so the scheduler stops filtering by a list
+    // that is no longer kept.
+    if !report.conditions.iter().any(|c| c.type_ == CONDITION_NAMESPACES) {
+        let before = next.conditions.len();
+        next.conditions.retain(|c| c.type_ != CONDITION_NAMESPACES);
+        changed |= next.conditions.len() != before;
+    }
     if !changed {
         return None;
     }

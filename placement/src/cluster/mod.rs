@@ -50,9 +50,23 @@ pub struct ClusterInfo {
     /// its `Healthy` condition, or of `Joined` when it has not joined. OCM's `unreachable` taint counts its
     /// `tolerationSeconds` from here. None when eligible or when no time is known.
     pub unavailable_since: Option<i64>,
-    /// `status.namespaces`' names, sorted: the namespaces that exist on the
-    /// cluster. `None` until its agent reports them.
-    pub namespaces: Option<Vec<String>>,
+    /// What the cluster's agent reports of its namespaces (KubeFleet's
+    /// namespace collection, opt-in on the agent).
+    pub namespaces: NamespaceInventory,
+}
+
+/// A cluster's namespaces as its agent reports them, for ResourcePlacements'
+/// namespace affinity.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum NamespaceInventory {
+    /// The agent does not collect namespaces (no `NamespaceCollectionSucceeded`
+    /// condition): the cluster is not filtered by them, as in KubeFleet.
+    #[default]
+    NotCollected,
+    /// The agent collects them but no list has arrived.
+    Unavailable,
+    /// `status.namespaces`' names, sorted.
+    Listed(Vec<String>),
 }
 
 impl ClusterInfo {
@@ -116,14 +130,27 @@ impl ClusterInfo {
             leaving,
             claims: claims.into_iter().collect(),
             unavailable_since,
-            namespaces: status.namespaces.map(|n| n.into_keys().collect()),
+            namespaces: match (find(&status.conditions, member::CONDITION_NAMESPACES), status.namespaces) {
+                (None, _) => NamespaceInventory::NotCollected,
+                (Some(_), None) => NamespaceInventory::Unavailable,
+                (Some(_), Some(names)) => NamespaceInventory::Listed(names.into_keys().collect()),
+            },
         }
     }
 
     /// Whether the namespace exists on the cluster; `None` when its agent
-    /// has not reported namespaces.
+    /// collects namespaces but has not reported them. Not asked of a
+    /// cluster that does not collect them.
     pub fn has_namespace(&self, namespace: &str) -> Option<bool> {
-        self.namespaces.as_ref().map(|n| n.binary_search_by(|x| x.as_str().cmp(namespace)).is_ok())
+        match &self.namespaces {
+            NamespaceInventory::Listed(n) => Some(n.binary_search_by(|x| x.as_str().cmp(namespace)).is_ok()),
+            NamespaceInventory::NotCollected | NamespaceInventory::Unavailable => None,
+        }
+    }
+
+    /// Whether its agent collects namespaces at all.
+    pub fn collects_namespaces(&self) -> bool {
+        self.namespaces != NamespaceInventory::NotCollected
     }
 
     /// Why the cluster may not receive new placements, if so. A leaving

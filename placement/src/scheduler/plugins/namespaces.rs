@@ -1,7 +1,9 @@
 //! Namespace affinity: a ResourcePlacement is scheduled only onto clusters
 //! where its namespace exists, as the cluster's agent reports it
 //! (`status.namespaces` of the MemberCluster), as KubeFleet's scheduler
-//! does. ClusterResourcePlacements are not concerned.
+//! does. ClusterResourcePlacements are not concerned, nor are clusters
+//! whose agent does not collect namespaces (`fleet-agent
+//! --collect-namespaces`, off by default as in KubeFleet).
 
 use crate::scheduler::framework::FilterPlugin;
 use crate::scheduler::table::ClusterTable;
@@ -30,7 +32,13 @@ impl FilterPlugin for NamespaceAffinity<'_> {
     }
 
     fn filter(&self, table: &ClusterTable, cluster: usize) -> Result<(), String> {
-        match table.info(cluster).has_namespace(self.namespace) {
+        let info = table.info(cluster);
+        // As KubeFleet: a cluster whose agent does not collect namespaces
+        // is not filtered by them.
+        if !info.collects_namespaces() {
+            return Ok(());
+        }
+        match info.has_namespace(self.namespace) {
             None => Err(REASON_NO_NAMESPACES.to_string()),
             Some(false) => Err(REASON_NAMESPACE_MISSING.to_string()),
             Some(true) => Ok(()),

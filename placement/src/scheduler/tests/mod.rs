@@ -7,7 +7,7 @@ use fleet_api::placement::PlacementPolicy;
 use fleet_api::quantity::Quantity;
 
 use super::{schedule, BindingAction, ExistingBinding, SchedulingOutcome, SchedulingRequest};
-use crate::cluster::ClusterInfo;
+use crate::cluster::{ClusterInfo, NamespaceInventory};
 
 mod affinity;
 mod kubefleet;

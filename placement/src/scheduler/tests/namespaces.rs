@@ -7,7 +7,12 @@ use super::*;
 fn with_namespaces(mut c: ClusterInfo, names: &[&str]) -> ClusterInfo {
     let mut names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     names.sort();
-    c.namespaces = Some(names);
+    c.namespaces = NamespaceInventory::Listed(names);
+    c
+}
+
+fn collecting_without_a_list(mut c: ClusterInfo) -> ClusterInfo {
+    c.namespaces = NamespaceInventory::Unavailable;
     c
 }
 
@@ -26,7 +31,7 @@ fn fleet() -> Vec<ClusterInfo> {
     vec![
         with_namespaces(cluster("a", &[]), &["app", "default"]),
         with_namespaces(cluster("b", &[]), &["default"]),
-        cluster("c", &[]),
+        collecting_without_a_list(cluster("c", &[])),
         with_namespaces(cluster("d", &[("env", "prod")]), &["app"]),
     ]
 }
@@ -42,6 +47,14 @@ fn a_resource_placement_goes_only_where_its_namespace_is() {
     let out = run_in(&policy(json!({"placementType": "PickN", "numberOfClusters": 3})), Some("app"), &fleet());
     assert_eq!(names(&out.chosen), ["a", "d"]);
     assert!(!out.fulfilled, "only two clusters have the namespace");
+}
+
+#[test]
+fn a_cluster_that_does_not_collect_namespaces_is_not_filtered_by_them() {
+    let mut clusters = fleet();
+    clusters.push(cluster("e", &[]));
+    let out = run_in(&policy(json!({"placementType": "PickAll"})), Some("app"), &clusters);
+    assert_eq!(names(&out.chosen), ["a", "d", "e"]);
 }
 
 #[test]
