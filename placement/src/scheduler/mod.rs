@@ -158,7 +158,8 @@ pub struct SchedulingOutcome {
     /// nothing is judged (`not_chosen` and `filtered` are empty), and the
     /// policy snapshot keeps the unchosen clusters the pass that picked
     /// reported (as KubeFleet's scheduler, whose status comes from its last
-    /// picking cycle).
+    /// scheduling cycle), unless the placement changed since that pass:
+    /// KubeFleet reruns for the change and reports the chosen ones alone.
     pub settled: bool,
     /// Only real changes: a binding already in the desired state gets no action.
     pub actions: Vec<BindingAction>,

@@ -110,9 +110,11 @@ fn step(view: &View, policy_snapshot: &Object, scheduled: &Scheduled, now: &str)
         .observing(policy_snapshot.metadata.generation);
     set_condition(&mut status.conditions, condition, now);
     let mut targets = scheduled.outcome.target_clusters();
-    if scheduled.outcome.settled {
-        // Nothing was picked: the unchosen clusters stay as the pass that
-        // picked reported them.
+    // Nothing was picked: the unchosen clusters stay as the pass that
+    // picked reported them, unless the placement changed since (a new
+    // numberOfClusters, scaling in or not): KubeFleet's scheduler, rerun
+    // for that change, writes the decisions of the bindings alone.
+    if scheduled.outcome.settled && before.observed_placement_generation == Some(generation) {
         let chosen: Vec<&str> = targets.iter().map(|d| d.cluster_name.as_str()).collect();
         let kept: Vec<ClusterDecision> = before
             .target_clusters

@@ -112,3 +112,44 @@ fn a_placement_that_is_gone_is_done() {
     let next = next_step(&fixture.store, &clusters, &OverrideIndex::default(), &pacer, &key, NOW, UNIX_NOW).unwrap();
     assert!(matches!(next, Next::Done { recheck_after: None }));
 }
+
+/// The latest policy snapshot's `targetClusters`, as (cluster, selected).
+fn decisions(fixture: &Fixture) -> Vec<(String, bool)> {
+    let snapshots = list(fixture, FLEET_PLACEMENT_GROUP, "ClusterSchedulingPolicySnapshot");
+    let latest = snapshots.iter().find(|s| fleet_api::snapshot::is_latest(s)).expect("a latest policy snapshot");
+    let mut out: Vec<(String, bool)> = fleet_api::snapshot::policy_status_of(latest)
+        .target_clusters
+        .iter()
+        .map(|d| (d.cluster_name.clone(), d.selected))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_pick_n_keeps_its_last_picking_report_until_the_placement_changes() {
+    let (mut fixture, mut clusters, key) = hub();
+    clusters.push(ClusterInfo::from_member(&member("north", json!({"env": "prod"}))));
+    let (placement, _) = fixture.store.get(&key).unwrap();
+    let mut placement = placement.unwrap();
+    let pick_n = |n: i64| json!({"placementType": "PickN", "numberOfClusters": n});
+    placement.rest["spec"]["policy"] = pick_n(2);
+    fixture.apply(vec![fleet_statemachine::Op::Update { object: placement }], NOW);
+    settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
+    let picked = decisions(&fixture);
+    assert_eq!(picked.iter().filter(|d| d.1).count(), 2);
+    assert_eq!(picked.len(), 3, "the pass that picked reports the cluster it left out: {picked:?}");
+    // Passes with nothing to pick keep that report.
+    assert_eq!(settle_placement(&mut fixture, &clusters, &key, UNIX_NOW), 0);
+
+    // Scaled in: as KubeFleet's scheduler rerun for the change, the
+    // decisions are the bindings' alone.
+    let (placement, _) = fixture.store.get(&key).unwrap();
+    let mut placement = placement.unwrap();
+    placement.rest["spec"]["policy"] = pick_n(1);
+    fixture.apply(vec![fleet_statemachine::Op::Update { object: placement }], NOW);
+    settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
+    let after = decisions(&fixture);
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert!(after[0].1);
+}
