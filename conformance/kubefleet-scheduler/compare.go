@@ -89,6 +89,36 @@ var facts = map[string]func(subject) bool{
 	},
 }
 
+// kubefleetReportsBindingsOnly: KubeFleet's policy snapshot lists only
+// the chosen clusters (a run with nothing to pick rewrites the decisions
+// from the bindings), the same chosen clusters with the same decisions as
+// Fleet's, under the same Scheduled condition; Fleet's also lists
+// clusters it left out.
+func kubefleetReportsBindingsOnly(s subject) bool {
+	if s.kf == nil || s.fleet == nil || len(s.kf.Decisions) == 0 {
+		return false
+	}
+	fleetChosen := map[string]decision{}
+	for _, d := range s.fleet.Decisions {
+		if d.Selected {
+			fleetChosen[d.Cluster] = d
+		}
+	}
+	if len(fleetChosen) != len(s.kf.Decisions) || len(s.fleet.Decisions) == len(s.kf.Decisions) {
+		return false
+	}
+	for _, d := range s.kf.Decisions {
+		if !d.Selected || fleetChosen[d.Cluster] != d {
+			return false
+		}
+	}
+	return condText(s.kf.SnapshotScheduled) == condText(s.fleet.SnapshotScheduled)
+}
+
+func init() {
+	facts["kubefleet-reports-bindings-only"] = kubefleetReportsBindingsOnly
+}
+
 // loadWrittenDown reads the written-down list and checks every entry
 // names a known fact.
 func loadWrittenDown(file string) ([]writtenDown, error) {

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -155,13 +156,14 @@ func run(c config) error {
 	}
 	fmt.Printf("kubefleet-scheduler: compared %d placements: %d selecting %d clusters in all, %d unfulfilled, %d with spread constraints\n",
 		tally.placements, tally.selecting, tally.clusters, tally.unfulfilled, tally.spread)
+	fmt.Printf("kubefleet-scheduler: compared %d placements again after their clusters or size changed\n", tally.changed)
 	fmt.Printf("kubefleet-scheduler: ran in %.1fs\n", time.Since(started).Seconds())
 	fmt.Printf("kubefleet-scheduler: %d scenarios, %d differences, %d written down\n", runs, found, written)
 	return nil
 }
 
 // tally counts what was compared, so a run shows it compared something.
-var tally struct{ placements, selecting, clusters, unfulfilled, spread int }
+var tally struct{ placements, selecting, clusters, unfulfilled, spread, changed int }
 
 func count(p obj, o *observation) {
 	tally.placements++
@@ -271,10 +273,151 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 		count(p, a)
 		diffs = append(diffs, compare(s.Index, p, a, b, list)...)
 	}
+	if len(placements) > 0 && errs[0] == nil && errs[1] == nil {
+		changed, err := runChange(ctx, s, kf, fleet, placements, list, quiet, verbose)
+		if err != nil {
+			return nil, err
+		}
+		diffs = append(diffs, changed...)
+	}
 	if err := applyBoth(kf, fleet, func(sd *side) error { return tearDown(ctx, s, sd) }); err != nil {
 		return nil, err
 	}
 	return diffs, nil
+}
+
+// changeQuiet is the least quiet time after a change: a cluster change
+// moves no placement's generation, so only time tells that both
+// schedulers have looked at it.
+const changeQuiet = time.Second
+
+// runChange applies a scenario's change to both sides once its placements
+// settled, and compares them again; their differences name the placement
+// "(after the change)".
+func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []obj, list []writtenDown, quiet time.Duration, verbose bool) ([]difference, error) {
+	if quiet < changeQuiet {
+		quiet = changeQuiet
+	}
+	// Scaling in drops Scheduled bindings before Bound ones, and each
+	// side binds in its own time: the change starts from bindings bound on
+	// both, and scaling waits for the bindings the cluster change made.
+	if diffs := bothBound(ctx, s, kf, fleet, placements); diffs != nil {
+		return diffs, nil
+	}
+	written := map[string]string{}
+	err := applyBoth(kf, fleet, func(sd *side) error {
+		for _, c := range pool {
+			setup, ok := s.Change.Clusters[c.Name]
+			if !ok {
+				continue
+			}
+			version, err := sd.setMember(ctx, c.Name, setup.Labels, setup.Taints, fleetOwnLabel)
+			if err != nil {
+				return err
+			}
+			if sd == kf {
+				written[c.Name] = version
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := hubCache.caughtUp(ctx, written); err != nil {
+		return nil, err
+	}
+	if len(s.Change.Scale) > 0 {
+		var errs [2]error
+		_ = applyBoth(kf, fleet, func(sd *side) error {
+			_, errs[sideIndex(sd, kf)] = settle(ctx, sd, placements, quiet)
+			return nil
+		})
+		if diffs := settleFailures(s, errs); diffs != nil {
+			return diffs, nil
+		}
+		if diffs := bothBound(ctx, s, kf, fleet, placements); diffs != nil {
+			return diffs, nil
+		}
+	}
+	err = applyBoth(kf, fleet, func(sd *side) error {
+		for _, p := range placements {
+			if n, ok := s.Change.Scale[name(p)]; ok {
+				if err := sd.scale(ctx, name(p), n); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var seen [2]map[string]*observation
+	var errs [2]error
+	_ = applyBoth(kf, fleet, func(sd *side) error {
+		i := sideIndex(sd, kf)
+		seen[i], errs[i] = settle(ctx, sd, placements, quiet)
+		return nil
+	})
+	diffs := settleFailures(s, errs)
+	for _, p := range placements {
+		a, b := seen[0][name(p)], seen[1][name(p)]
+		if a == nil || b == nil {
+			continue
+		}
+		if verbose {
+			fmt.Println(jsonIndent(map[string]interface{}{"placement": name(p) + " (after the change)", "kubefleet": a, "fleet": b}))
+		}
+		tally.changed++
+		for _, d := range compare(s.Index, p, a, b, list) {
+			d.Placement += " (after the change)"
+			diffs = append(diffs, d)
+		}
+	}
+	return diffs, nil
+}
+
+// settleFailures turns each side's failure to settle after the change
+// into a difference.
+func settleFailures(s *scenario, errs [2]error) []difference {
+	var diffs []difference
+	for i, err := range errs {
+		if err != nil {
+			d := difference{Scenario: s.Index, Placement: "* (after the change)", Field: "settled", KubeFleet: "settled", Fleet: "settled"}
+			if i == 0 {
+				d.KubeFleet = err.Error()
+			} else {
+				d.Fleet = err.Error()
+			}
+			diffs = append(diffs, d)
+		}
+	}
+	return diffs
+}
+
+// bothBound waits until every binding of the placements is Bound (or being
+// removed) on both sides; a side that does not get there is a difference.
+func bothBound(ctx context.Context, s *scenario, kf, fleet *side, placements []obj) []difference {
+	var errs [2]error
+	_ = applyBoth(kf, fleet, func(sd *side) error {
+		errs[sideIndex(sd, kf)] = poll(ctx, settleTimeout, sd.name+": every binding Bound", func() (bool, string, error) {
+			for _, p := range placements {
+				bindings, err := sd.list(ctx, gvrBinding, "", parentLabel+"="+name(p))
+				if err != nil {
+					return false, "", err
+				}
+				for _, b := range bindings {
+					if state, _, _ := unstructured.NestedString(b.Object, "spec", "state"); state == "Scheduled" {
+						return false, b.GetName() + " is Scheduled", nil
+					}
+				}
+			}
+			return true, "", nil
+		})
+		return nil
+	})
+	return settleFailures(s, errs)
 }
 
 // sideIndex is 0 for KubeFleet's side, 1 for Fleet's.

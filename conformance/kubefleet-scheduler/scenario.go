@@ -17,12 +17,14 @@ type clusterSetup struct {
 
 // scenario is one random but valid KubeFleet situation: the pool
 // clusters' labels and taints, a namespace to place, and 1-3
-// ClusterResourcePlacements of it, created together.
+// ClusterResourcePlacements of it, created together; then, once they
+// settled, a change to some clusters and placements.
 type scenario struct {
 	Index      int
 	Namespace  string
 	Clusters   map[string]clusterSetup
 	Placements []obj
+	Change     change
 }
 
 // The label vocabulary of the generated clusters and selectors.
@@ -47,33 +49,66 @@ func (g *generator) scenario(index int) *scenario {
 	r := rand.New(rand.NewSource(g.seed*1_000_003 + int64(index)))
 	s := &scenario{Index: index, Namespace: fmt.Sprintf("kf-oracle-%d-%d", g.seed, index), Clusters: map[string]clusterSetup{}}
 	for _, c := range pool {
-		labels := map[string]string{}
-		for _, k := range labelKeys {
-			if r.Intn(10) < 7 {
-				labels[k] = pick(r, labelValues[k])
-			}
-		}
-		var taints []interface{}
-		if r.Intn(10) < 3 {
-			seen := map[string]bool{}
-			for i := 0; i < 1+r.Intn(2); i++ {
-				taint := obj{"key": pick(r, taintKeys), "effect": "NoSchedule"}
-				if r.Intn(2) == 0 {
-					taint["value"] = pick(r, []string{"true", "soon"})
-				}
-				if !seen[taint["key"].(string)] {
-					seen[taint["key"].(string)] = true
-					taints = append(taints, taint)
-				}
-			}
-		}
-		s.Clusters[c.Name] = clusterSetup{Labels: labels, Taints: taints}
+		s.Clusters[c.Name] = drawCluster(r)
 	}
 	for i := 0; i < 1+r.Intn(3); i++ {
 		name := fmt.Sprintf("s%d-%d-p%d", g.seed, index, i+1)
 		s.Placements = append(s.Placements, g.placement(r, name, s.Namespace))
 	}
+	// Drawn last, so a scenario's first phase is what it was before
+	// changes were drawn.
+	s.Change = drawChange(r, s.Placements)
 	return s
+}
+
+// drawCluster draws one pool cluster's labels and taints.
+func drawCluster(r *rand.Rand) clusterSetup {
+	labels := map[string]string{}
+	for _, k := range labelKeys {
+		if r.Intn(10) < 7 {
+			labels[k] = pick(r, labelValues[k])
+		}
+	}
+	var taints []interface{}
+	if r.Intn(10) < 3 {
+		seen := map[string]bool{}
+		for i := 0; i < 1+r.Intn(2); i++ {
+			taint := obj{"key": pick(r, taintKeys), "effect": "NoSchedule"}
+			if r.Intn(2) == 0 {
+				taint["value"] = pick(r, []string{"true", "soon"})
+			}
+			if !seen[taint["key"].(string)] {
+				seen[taint["key"].(string)] = true
+				taints = append(taints, taint)
+			}
+		}
+	}
+	return clusterSetup{Labels: labels, Taints: taints}
+}
+
+// change is what happens once a scenario's placements settled: 1-3
+// clusters get new labels and taints, and some PickN placements a new
+// numberOfClusters. Both schedulers then work from bindings that exist,
+// which is where "IgnoredDuringExecution", taints that do not evict and
+// scaling that keeps the clusters chosen show.
+type change struct {
+	Clusters map[string]clusterSetup
+	Scale    map[string]int64
+}
+
+func drawChange(r *rand.Rand, placements []obj) change {
+	c := change{Clusters: map[string]clusterSetup{}, Scale: map[string]int64{}}
+	for i := 0; i < 1+r.Intn(3); i++ {
+		c.Clusters[pick(r, pool).Name] = drawCluster(r)
+	}
+	for _, p := range placements {
+		spec, _ := p["spec"].(obj)
+		policy, _ := spec["policy"].(obj)
+		if policy != nil && policy["placementType"] == "PickN" && r.Intn(2) == 0 {
+			c.Scale[name(p)] = int64(r.Intn(len(pool) + 2))
+		}
+	}
+	return c
 }
 
 // placement draws a ClusterResourcePlacement of the scenario's namespace

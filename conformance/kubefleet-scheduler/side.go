@@ -159,6 +159,29 @@ func (s *side) setMember(ctx context.Context, name string, labels map[string]str
 	}
 }
 
+// scale sets a placement's policy.numberOfClusters (retrying on conflicts).
+func (s *side) scale(ctx context.Context, name string, clusters int64) error {
+	for attempt := 0; ; attempt++ {
+		u, err := s.get(ctx, gvrPlacement, "", name)
+		if err != nil {
+			return err
+		}
+		if u == nil {
+			return fmt.Errorf("%s: placement %s does not exist", s.name, name)
+		}
+		if err := unstructured.SetNestedField(u.Object, clusters, "spec", "policy", "numberOfClusters"); err != nil {
+			return fmt.Errorf("%s: placement %s: %w", s.name, name, err)
+		}
+		_, err = s.resource(gvrPlacement, "").Update(ctx, u, metav1.UpdateOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt > 20 {
+			return fmt.Errorf("%s: update placement %s: %w", s.name, name, err)
+		}
+	}
+}
+
 func deepCopy(m map[string]interface{}) map[string]interface{} {
 	v, _ := deepCopyValue(m).(map[string]interface{})
 	return v
