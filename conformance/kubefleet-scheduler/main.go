@@ -251,17 +251,7 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 		seen[i], errs[i] = settle(ctx, sd, placements, quiet)
 		return nil
 	})
-	for i, err := range errs {
-		if err != nil {
-			d := difference{Scenario: s.Index, Placement: "*", Field: "settled", KubeFleet: "settled", Fleet: "settled"}
-			if i == 0 {
-				d.KubeFleet = err.Error()
-			} else {
-				d.Fleet = err.Error()
-			}
-			diffs = append(diffs, d)
-		}
-	}
+	diffs = append(diffs, settleFailures(s, "*", errs)...)
 	for _, p := range placements {
 		a, b := seen[0][name(p)], seen[1][name(p)]
 		if a == nil || b == nil {
@@ -285,6 +275,9 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 	}
 	return diffs, nil
 }
+
+// afterTheChange names the placements compared after a scenario's change.
+const afterTheChange = "* (after the change)"
 
 // changeQuiet is the least quiet time after a change: a cluster change
 // moves no placement's generation, so only time tells that both
@@ -333,7 +326,7 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 			_, errs[sideIndex(sd, kf)] = settle(ctx, sd, placements, quiet)
 			return nil
 		})
-		if diffs := settleFailures(s, errs); diffs != nil {
+		if diffs := settleFailures(s, afterTheChange, errs); diffs != nil {
 			return diffs, nil
 		}
 		if diffs := bothBound(ctx, s, kf, fleet, placements); diffs != nil {
@@ -360,7 +353,7 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 		seen[i], errs[i] = settle(ctx, sd, placements, quiet)
 		return nil
 	})
-	diffs := settleFailures(s, errs)
+	diffs := settleFailures(s, afterTheChange, errs)
 	for _, p := range placements {
 		a, b := seen[0][name(p)], seen[1][name(p)]
 		if a == nil || b == nil {
@@ -378,13 +371,13 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 	return diffs, nil
 }
 
-// settleFailures turns each side's failure to settle after the change
-// into a difference.
-func settleFailures(s *scenario, errs [2]error) []difference {
+// settleFailures turns each side's failure to settle into a difference
+// about `placements`.
+func settleFailures(s *scenario, placements string, errs [2]error) []difference {
 	var diffs []difference
 	for i, err := range errs {
 		if err != nil {
-			d := difference{Scenario: s.Index, Placement: "* (after the change)", Field: "settled", KubeFleet: "settled", Fleet: "settled"}
+			d := difference{Scenario: s.Index, Placement: placements, Field: "settled", KubeFleet: "settled", Fleet: "settled"}
 			if i == 0 {
 				d.KubeFleet = err.Error()
 			} else {
@@ -417,7 +410,7 @@ func bothBound(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 		})
 		return nil
 	})
-	return settleFailures(s, errs)
+	return settleFailures(s, afterTheChange, errs)
 }
 
 // sideIndex is 0 for KubeFleet's side, 1 for Fleet's.
