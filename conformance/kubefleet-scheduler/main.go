@@ -156,7 +156,7 @@ func run(c config) error {
 	}
 	fmt.Printf("kubefleet-scheduler: compared %d placements: %d selecting %d clusters in all, %d unfulfilled, %d with spread constraints\n",
 		tally.placements, tally.selecting, tally.clusters, tally.unfulfilled, tally.spread)
-	fmt.Printf("kubefleet-scheduler: compared %d placements again after their clusters or size changed\n", tally.changed)
+	fmt.Printf("kubefleet-scheduler: after changes: compared %d placements again (clusters relabelled or retainted, PickN scaled)\n", tally.changed)
 	fmt.Printf("kubefleet-scheduler: ran in %.1fs\n", time.Since(started).Seconds())
 	fmt.Printf("kubefleet-scheduler: %d scenarios, %d differences, %d written down\n", runs, found, written)
 	return nil

@@ -42,5 +42,8 @@ async fn fleet_schedules_as_kubefleets_own_scheduler() {
             if placements >= SCENARIOS && selecting * 2 > placements && unfulfilled > 0 && spread > 0),
         "{numbers:?}"
     );
+    // And compared again after their clusters changed or they scaled.
+    let again = KUBEFLEET.numbers(&stdout, "after changes:");
+    assert!(matches!(again[..], [n] if n * 2 > numbers[0]), "{again:?}");
     eprintln!("{written} written-down differences; the test took {:.1?}", started.elapsed());
 }
