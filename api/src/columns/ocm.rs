@@ -135,6 +135,44 @@ pub fn managed_cluster_columns(wide: bool) -> Vec<Column> {
     columns
 }
 
+/// `NAME`, `EMPTY`, `AGE` of a ManagedClusterSet (OCM's printer columns);
+/// wide adds `SELECTED` (the condition's message) and the managed
+/// namespaces.
+pub fn cluster_set_columns(wide: bool) -> Vec<Column> {
+    let mut columns =
+        vec![name_column(), Column { header: "EMPTY", value: |o, _| condition_status(o, "ClusterSetEmpty") }];
+    if wide {
+        columns.push(Column {
+            header: "SELECTED",
+            value: |o, _| condition_field(o, "ClusterSetEmpty", "message").unwrap_or_default(),
+        });
+        columns.push(Column {
+            header: "MANAGEDNAMESPACES",
+            value: |o, _| {
+                let names = crate::ocm::clusterset::set_spec_of(o).managed_namespaces;
+                if names.is_empty() {
+                    "<none>".to_string()
+                } else {
+                    names.into_iter().map(|n| n.name).collect::<Vec<_>>().join(",")
+                }
+            },
+        });
+    }
+    columns.push(age_column());
+    columns
+}
+
+/// `NAME`, `BOUND`, `AGE` of a ManagedClusterSetBinding; wide adds the
+/// condition's reason.
+pub fn set_binding_columns(wide: bool) -> Vec<Column> {
+    let mut columns = vec![name_column(), Column { header: "BOUND", value: |o, _| condition_status(o, "Bound") }];
+    if wide {
+        columns.push(Column { header: "REASON", value: |o, _| condition_reason(o, "Bound") });
+    }
+    columns.push(age_column());
+    columns
+}
+
 /// `NAME`, `PLACEMENT`, `FOUND`, `ROLLEDOUT`, `APPLIED`, `AGE` of a
 /// ManifestWorkReplicaSet; wide adds the summary counts.
 pub fn replica_set_columns(wide: bool) -> Vec<Column> {
@@ -234,5 +272,26 @@ mod tests {
         .unwrap();
         let cells = row(&replica_set_columns(true), &mwrs, &at());
         assert_eq!(cells[..10], ["web", "demo", "True", "Unknown", "Unknown", "3", "2", "1", "0", "1"]);
+    }
+
+    #[test]
+    fn set_and_binding_rows() {
+        let set: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+            "metadata": {"name": "prod"}, "spec": {"managedNamespaces": [{"name": "a"}, {"name": "b"}]},
+            "status": {"conditions": [{"type": "ClusterSetEmpty", "status": "False", "reason": "ClustersSelected",
+                "message": "2 ManagedClusters selected"}]}
+        }))
+        .unwrap();
+        let columns = cluster_set_columns(true);
+        assert_eq!(headers(&columns), ["NAME", "EMPTY", "SELECTED", "MANAGEDNAMESPACES", "AGE"]);
+        assert_eq!(row(&columns, &set, &at())[..4], ["prod", "False", "2 ManagedClusters selected", "a,b"]);
+        let binding: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": "prod", "namespace": "ns1"}, "spec": {"clusterSet": "prod"},
+            "status": {"conditions": [{"type": "Bound", "status": "False", "reason": "ClusterSetNotFound"}]}
+        }))
+        .unwrap();
+        assert_eq!(row(&set_binding_columns(true), &binding, &at())[..3], ["prod", "False", "ClusterSetNotFound"]);
     }
 }

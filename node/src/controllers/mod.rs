@@ -232,6 +232,9 @@ async fn reconcile(
                 Some(ocm::OcmKind::ReplicaSet) => {
                     return ocm::replicaset::next_step(&store, &read_key, &step_now, unix_now).map(Some)
                 }
+                Some(ocm::OcmKind::SetBinding) => {
+                    return ocm::clusterset::binding_step(&store, &read_key, &step_now).map(Some)
+                }
                 _ => {}
             }
             // The feed lists the clusters and override snapshots before it
@@ -248,6 +251,12 @@ async fn reconcile(
             match ocm::OcmKind::of(&read_key) {
                 Some(ocm::OcmKind::Placement) => {
                     ocm::placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
+                }
+                Some(ocm::OcmKind::ClusterSet) => {
+                    ocm::clusterset::set_step(&store, &fleet, &read_key, &step_now).map(Some)
+                }
+                Some(ocm::OcmKind::ManagedNamespaces) => {
+                    ocm::clusterset::managed_namespaces_step(&store, &fleet).map(Some)
                 }
                 _ => {
                     let pacer = &caches.status_pacer;

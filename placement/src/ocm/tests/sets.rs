@@ -36,6 +36,7 @@ fn label_set(name: &str, labels: &[(&str, &str)]) -> ClusterSet {
                 selector_type: Some("LabelSelector".into()),
                 label_selector: Some(selector),
             }),
+            ..Default::default()
         },
     }
 }
