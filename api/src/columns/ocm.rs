@@ -174,7 +174,8 @@ pub fn set_binding_columns(wide: bool) -> Vec<Column> {
 }
 
 /// `NAME`, `PLACEMENT`, `FOUND`, `ROLLEDOUT`, `APPLIED`, `AGE` of a
-/// ManifestWorkReplicaSet; wide adds the summary counts.
+/// ManifestWorkReplicaSet; wide adds the summary counts (with
+/// `desiredTotal` and `updated`).
 pub fn replica_set_columns(wide: bool) -> Vec<Column> {
     let mut columns = vec![
         name_column(),
@@ -197,6 +198,8 @@ pub fn replica_set_columns(wide: bool) -> Vec<Column> {
             Column { header: "AVAILABLE#", value: |o, _| count(o, "available") },
             Column { header: "DEGRADED#", value: |o, _| count(o, "degraded") },
             Column { header: "PROGRESSING#", value: |o, _| count(o, "progressing") },
+            Column { header: "DESIRED#", value: |o, _| count(o, "desiredTotal") },
+            Column { header: "UPDATED#", value: |o, _| count(o, "updated") },
         ]);
     }
     columns.push(age_column());
@@ -266,12 +269,13 @@ mod tests {
             "apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
             "metadata": {"name": "web", "namespace": "ns1"},
             "spec": {"placementRefs": [{"name": "demo"}]},
-            "status": {"summary": {"total": 3, "applied": 2, "available": 1, "degraded": 0, "progressing": 1},
+            "status": {"summary": {"total": 3, "applied": 2, "available": 1, "degraded": 0, "progressing": 1,
+                "desiredTotal": 4, "updated": 2},
                 "conditions": [{"type": "PlacementVerified", "status": "True"}]}
         }))
         .unwrap();
         let cells = row(&replica_set_columns(true), &mwrs, &at());
-        assert_eq!(cells[..10], ["web", "demo", "True", "Unknown", "Unknown", "3", "2", "1", "0", "1"]);
+        assert_eq!(cells[..12], ["web", "demo", "True", "Unknown", "Unknown", "3", "2", "1", "0", "1", "4", "2"]);
     }
 
     #[test]
