@@ -26,7 +26,7 @@ use std::collections::BTreeSet;
 
 use fleet_api::conditions::{set_condition, Condition};
 use fleet_api::work::{
-    self, ManifestCondition, WorkResourceIdentifier, WorkStatus, CONDITION_APPLIED, CONDITION_AVAILABLE,
+    self, IgnoreFields, ManifestCondition, WorkResourceIdentifier, WorkStatus, CONDITION_APPLIED, CONDITION_AVAILABLE,
     CONDITION_DIFF_REPORTED, REASON_ALL_APPLIED, REASON_ALL_AVAILABLE, REASON_NOT_TRACKABLE, REASON_SOME_NOT_APPLIED,
     REASON_SOME_NOT_AVAILABLE,
 };
@@ -36,6 +36,7 @@ use serde_json::Value;
 
 use super::compare::{differences, Comparison, Difference};
 use super::details::{details, Report};
+use super::ignore;
 use super::ledger::{Entry, LastApplied};
 use super::provenance::{stamped, Provenance};
 use super::redact::scrub_message;
@@ -175,9 +176,11 @@ fn remaining_drifts(
 
 /// Reads the live object and, by the strategy's decision, writes the manifest
 /// or only looks at it (when `reapply` is false and nothing is amiss).
+#[allow(clippy::too_many_arguments)]
 async fn process<T: Target>(
     target: &T,
     strategy: &Strategy,
+    ignore_fields: &[IgnoreFields],
     object: &Object,
     owner: &str,
     provenance: Option<&Provenance>,
@@ -191,8 +194,11 @@ async fn process<T: Target>(
     };
     let member_generation = live.as_ref().map_or(0, |l| l.metadata.generation);
     let processed = |result, drifts, diffs, written| Processed { result, drifts, diffs, member_generation, written };
-    let baseline = last_applied.map(|l| l.baseline(strategy.comparison));
-    match decide(strategy, object, live.as_ref(), owner, baseline) {
+    // Fields left to the member take its values, and are no drift.
+    let ignored = ignore::effective(object, live.as_ref(), last_applied.map(|l| &l.manifest), ignore_fields);
+    let object = &ignored.manifest;
+    let baseline = last_applied.map(|l| ignore::aligned(l.baseline(strategy.comparison), live.as_ref(), &ignored.kept));
+    match decide(strategy, object, live.as_ref(), owner, baseline.as_ref()) {
         Decision::Refuse { reason, message, drifts, diffs } => {
             processed(Err((reason.to_string(), message)), non_empty(drifts), non_empty(diffs), false)
         }
@@ -258,7 +264,8 @@ pub async fn apply_work<T: Target>(
             (None, Some(object)) => {
                 let id = ResourceId::of(object);
                 let last = previous.and_then(|p| p.last_applied(&id));
-                let p = process(target, &strategy, object, &owner, provenance.as_ref(), last, reapply).await;
+                let ignore = spec.ignore_fields.as_slice();
+                let p = process(target, &strategy, ignore, object, &owner, provenance.as_ref(), last, reapply).await;
                 match &p.result {
                     Ok(live) if p.written => {
                         let manifest = serde_json::to_value(object).unwrap_or(Value::Null);

@@ -8,7 +8,7 @@
 
 use crate::ocm::{check_object_name, require};
 use crate::typed::{encode, spec_or_default, status_or_default};
-use crate::validation::{check_enum, join_path, FieldError, ValidationError};
+use crate::validation::{check_enum, join_path, quote, FieldError, ValidationError};
 use crate::Object;
 
 mod spec;
@@ -177,9 +177,21 @@ fn validate_config(errors: &mut Vec<FieldError>, c: &ManifestConfigOption, base:
             for (i, f) in ssa.ignore_fields.iter().enumerate() {
                 let fp = format!("{ssa_path}.ignoreFields[{i}]");
                 check_enum(errors, &join_path(&fp, "condition"), f.condition.as_deref(), IGNORE_CONDITIONS);
-                if f.json_paths.is_empty() {
-                    errors
-                        .push(FieldError::required(join_path(&fp, "jsonPaths"), "at least one JSON path is required"));
+                if f.json_paths.is_empty() && f.json_pointers.is_empty() {
+                    errors.push(FieldError::required(
+                        join_path(&fp, "jsonPaths"),
+                        "at least one JSON path (or JSON pointer, in jsonPointers) is required",
+                    ));
+                }
+                for (j, p) in f.json_paths.iter().enumerate() {
+                    if let Err(why) = crate::ignore_paths::parse_json_path(p) {
+                        errors.push(FieldError::invalid(format!("{fp}.jsonPaths[{j}]"), quote(p), why));
+                    }
+                }
+                for (j, p) in f.json_pointers.iter().enumerate() {
+                    if let Err(why) = crate::ignore_paths::parse_pointer(p) {
+                        errors.push(FieldError::invalid(format!("{fp}.jsonPointers[{j}]"), quote(p), why));
+                    }
                 }
             }
         }

@@ -177,9 +177,13 @@ pub struct IgnoreField {
     /// `OnSpokePresent` (default) or `OnSpokeChange`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub condition: Option<String>,
-    /// JSON paths of the fields.
+    /// The fields as plain JSON paths (`.spec.replicas`,
+    /// `.metadata.annotations['example.com/x']`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub json_paths: Vec<String>,
+    /// The fields as RFC 6901 JSON pointers (`/spec/replicas`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub json_pointers: Vec<String>,
 }
 
 /// `spec.executor`.

@@ -59,7 +59,7 @@ fn manifest_config_rules() {
             r#"spec.manifestConfigs[0].updateStrategy.type: Unsupported value: "Replace": supported values: "Update", "CreateOnly", "ServerSideApply", "ReadOnly""#,
             r#"spec.manifestConfigs[0].updateStrategy.serverSideApply.fieldManager: Invalid value: "me": must start with "work-agent""#,
             r#"spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].condition: Unsupported value: "Sometimes""#,
-            "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].jsonPaths: Required value",
+            "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].jsonPaths: Required value: at least one JSON path (or JSON pointer, in jsonPointers) is required",
             r#"spec.manifestConfigs[0].feedbackRules[0].type: Unsupported value: "Everything""#,
             "spec.manifestConfigs[0].feedbackRules[1].jsonPaths: Required value: required when type is JSONPaths",
             r#"spec.manifestConfigs[0].feedbackScrapeType: Unsupported value: "Push""#,
@@ -154,4 +154,24 @@ fn replicaset_rollout_rules() {
     // Percentages and counts within range, and 0, are fine.
     ok(&refs("{type: Progressive, progressive: {maxConcurrency: 0, maxFailures: 100%}}"));
     ok(&refs("{type: ProgressivePerGroup, progressivePerGroup: {maxFailures: 0%, minSuccessTime: 1h30m}}"));
+}
+
+#[test]
+fn ignore_fields_take_plain_json_paths_and_pointers() {
+    let with = |ignore: &str| {
+        work(&format!(
+            "  manifestConfigs:\n    - resourceIdentifier: {{resource: configmaps, name: c, namespace: app}}\n      updateStrategy: {{type: ServerSideApply, serverSideApply: {{ignoreFields: {ignore}}}}}\n"
+        ))
+    };
+    has(
+        &refused(&with(r#"[{jsonPaths: [".spec.containers[*].image"], jsonPointers: ["spec/replicas", "/a~2"]}]"#)),
+        &[
+            r#"ignoreFields[0].jsonPaths[0]: Invalid value: ".spec.containers[*].image": only plain paths are supported"#,
+            r#"ignoreFields[0].jsonPointers[0]: Invalid value: "spec/replicas": a JSON pointer starts with '/'"#,
+            r#"ignoreFields[0].jsonPointers[1]: Invalid value: "/a~2""#,
+        ],
+    );
+    ok(&with(
+        r#"[{condition: OnSpokeChange, jsonPointers: [/spec/replicas]}, {jsonPaths: [".metadata.annotations['a/b']"]}]"#,
+    ));
 }

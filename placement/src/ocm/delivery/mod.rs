@@ -20,25 +20,27 @@
 //! | `ServerSideApply` (`force`) | `applyStrategy.type: ServerSideApply` (`force`) |
 //! | `CreateOnly` | `whenToApply: IfNotDrifted`, `whenToTakeOver: Never`, and the manifest as first mirrored is kept: later template edits, cluster-side edits and an object that already existed are left alone; the agent's `FoundDrifts` and `NotTakenOver` read back as applied |
 //! | `ReadOnly` | `applyStrategy.type: ReportDiff` (nothing is written) |
+//! | `ServerSideApply` with `ignoreFields` | the same, and the Work's `ignoreFields` (its paths as JSON pointers; one Work per distinct set of them) |
 //! | `Orphan`, or listed by `SelectivelyOrphan` | `deleteOptions.propagationPolicy: Abandon` |
 //! | `Foreground` (default) | `Delete` |
 //!
 //! The common class (`Update`, deleted with the work) is the Work
 //! `mw.<name>`; others add a suffix (`mw.<name>.create-only`,
-//! `mw.<name>.orphan`, ...). Each Work is labelled with the ManifestWork's
+//! `mw.<name>.orphan`, `mw.<name>.server-side-apply.ignore-1`, ...). Each Work is labelled with the ManifestWork's
 //! name and the generation it was mirrored from, and owned by the
 //! ManifestWork, so deleting the ManifestWork deletes its Works (and the
 //! agent then removes or leaves the objects as their class says).
 //!
 //! Not translated (accepted, no effect): `executor` (the agent applies with
 //! its own identity), `feedbackRules` (no status feedback values),
-//! `conditionRules`, `ttlSecondsAfterFinished`, server-side apply's
-//! `fieldManager` and `ignoreFields`.
+//! `conditionRules`, `ttlSecondsAfterFinished` and server-side apply's
+//! `fieldManager`.
 
 mod status;
 
 use std::collections::BTreeMap;
 
+use fleet_api::ignore_paths;
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
 use fleet_api::member::member_namespace;
 use fleet_api::ocm::manifestwork::{
@@ -46,7 +48,9 @@ use fleet_api::ocm::manifestwork::{
     DELETE_SELECTIVELY_ORPHAN, READ_ONLY, SERVER_SIDE_APPLY,
 };
 use fleet_api::typed::encode;
-use fleet_api::work::{ApplyStrategy, DeleteOptions, ServerSideApplyConfig, WorkSpec, Workload};
+use fleet_api::work::{
+    ApplyStrategy, DeleteOptions, IgnoreFields, ServerSideApplyConfig, WorkSpec, Workload, IGNORE_ON_SPOKE_PRESENT,
+};
 use fleet_api::{Object, ObjectMeta, OwnerReference};
 use serde_json::Value;
 
@@ -73,13 +77,17 @@ pub enum UpdateClass {
     ReadOnly,
 }
 
-/// A manifest's class: its update class and whether it is orphaned.
+/// A manifest's class: its update class, whether it is orphaned, and
+/// which fields the agent leaves to the member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ManifestClass {
     /// How it is updated.
     pub update: UpdateClass,
     /// Whether it stays on the cluster when the ManifestWork is deleted.
     pub orphan: bool,
+    /// Its `ignoreFields`: 0 for none, else the 1-based number of its
+    /// distinct set in the ManifestWork (see [`ignore_sets`]).
+    pub ignore: usize,
 }
 
 impl ManifestClass {
@@ -92,7 +100,8 @@ impl ManifestClass {
             UpdateClass::CreateOnly => ".create-only",
             UpdateClass::ReadOnly => ".read-only",
         };
-        format!("{update}{}", if self.orphan { ".orphan" } else { "" })
+        let ignore = if self.ignore == 0 { String::new() } else { format!(".ignore-{}", self.ignore) };
+        format!("{update}{ignore}{}", if self.orphan { ".orphan" } else { "" })
     }
 
     /// The Work apply strategy of the class.
@@ -161,8 +170,30 @@ fn names(option: &ResourceIdentifier, id: &ResourceIdentifier) -> bool {
         && option.namespace == id.namespace
 }
 
-/// The class of each manifest of `spec`, in manifest order.
-pub fn classes(spec: &ManifestWorkSpec) -> Vec<ManifestClass> {
+/// The `ignoreFields` of a server-side applied manifest's config, as a
+/// Work holds them: JSON paths turned into pointers (admission refused any
+/// that do not parse), `OnSpokePresent` when no condition is given.
+fn ignore_fields_of(config: Option<&ManifestConfigOption>) -> Vec<IgnoreFields> {
+    let Some(ssa) = config.and_then(|c| c.update_strategy.as_ref()).and_then(|u| u.server_side_apply.as_ref()) else {
+        return Vec::new();
+    };
+    ssa.ignore_fields
+        .iter()
+        .map(|f| {
+            let from_paths = f.json_paths.iter().filter_map(|p| ignore_paths::parse_json_path(p).ok());
+            let from_pointers = f.json_pointers.iter().filter_map(|p| ignore_paths::parse_pointer(p).ok());
+            IgnoreFields {
+                condition: f.condition.clone().unwrap_or_else(|| IGNORE_ON_SPOKE_PRESENT.to_string()),
+                json_pointers: from_paths.chain(from_pointers).map(|t| ignore_paths::to_pointer(&t)).collect(),
+            }
+        })
+        .collect()
+}
+
+/// The class of each manifest of `spec`, in manifest order, and the
+/// distinct `ignoreFields` sets their `ignore` numbers name (set `n` is
+/// `sets[n - 1]`, numbered in manifest order).
+pub fn classes_and_ignore_sets(spec: &ManifestWorkSpec) -> (Vec<ManifestClass>, Vec<Vec<IgnoreFields>>) {
     let policy = spec.delete_option.as_ref().and_then(|d| d.propagation_policy.as_deref());
     let orphaned: Vec<&ResourceIdentifier> = match (policy, &spec.delete_option) {
         (Some(DELETE_SELECTIVELY_ORPHAN), Some(d)) => {
@@ -170,7 +201,9 @@ pub fn classes(spec: &ManifestWorkSpec) -> Vec<ManifestClass> {
         }
         _ => Vec::new(),
     };
-    spec.workload
+    let mut sets: Vec<Vec<IgnoreFields>> = Vec::new();
+    let classes = spec
+        .workload
         .manifests
         .iter()
         .map(|manifest| {
@@ -187,9 +220,30 @@ pub fn classes(spec: &ManifestWorkSpec) -> Vec<ManifestClass> {
                 _ => UpdateClass::Update,
             };
             let orphan = policy == Some(DELETE_ORPHAN) || orphaned.iter().any(|o| names(o, &id));
-            ManifestClass { update, orphan }
+            let rules = match update {
+                UpdateClass::ServerSide { .. } => ignore_fields_of(config),
+                _ => Vec::new(),
+            };
+            let ignore = if rules.is_empty() {
+                0
+            } else {
+                match sets.iter().position(|s| *s == rules) {
+                    Some(i) => i + 1,
+                    None => {
+                        sets.push(rules);
+                        sets.len()
+                    }
+                }
+            };
+            ManifestClass { update, orphan, ignore }
         })
-        .collect()
+        .collect();
+    (classes, sets)
+}
+
+/// The class of each manifest of `spec`, in manifest order.
+pub fn classes(spec: &ManifestWorkSpec) -> Vec<ManifestClass> {
+    classes_and_ignore_sets(spec).0
 }
 
 /// Where each manifest of `spec` goes, in manifest order.
@@ -211,6 +265,7 @@ pub fn placements(name: &str, spec: &ManifestWorkSpec) -> Vec<Placed> {
 /// manifest keeps the content it was first mirrored with.
 pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
     let spec = manifestwork::spec_of(mw);
+    let ignore_sets = classes_and_ignore_sets(&spec).1;
     let cluster = mw.metadata.namespace.clone().unwrap_or_default();
     let mut works: BTreeMap<String, (ManifestClass, Vec<Value>)> = BTreeMap::new();
     for (manifest, placed) in spec.workload.manifests.iter().zip(placements(&mw.metadata.name, &spec)) {
@@ -231,6 +286,12 @@ pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
                 delete_options: class.orphan.then(|| DeleteOptions { propagation_policy: Some("Abandon".into()) }),
                 // OCM reports status its own way (ManifestWork feedback).
                 report_back_strategy: None,
+                ignore_fields: class
+                    .ignore
+                    .checked_sub(1)
+                    .and_then(|i| ignore_sets.get(i))
+                    .cloned()
+                    .unwrap_or_default(),
             };
             let mut object = Object {
                 api_version: format!("{FLEET_PLACEMENT_GROUP}/v1beta1"),

@@ -138,3 +138,34 @@ fn a_read_only_manifest_reads_back_from_the_diff_report() {
     let manifest = &folded.resource_status.manifests[0].conditions;
     assert_eq!(find(manifest, CONDITION_APPLIED).unwrap().reason, "FoundDiff");
 }
+
+#[test]
+fn ignore_fields_go_with_their_manifests_as_pointers_one_work_per_distinct_set() {
+    let ssa = |ignore: Value| json!({"type": "ServerSideApply", "serverSideApply": {"ignoreFields": ignore}});
+    let size = json!([{"jsonPaths": [".data.size", ".metadata.annotations['example.com/x']"]}]);
+    let w = mw(
+        json!({"workload": {"manifests": [cm("a", "1"), cm("b", "1"), cm("c", "1"), cm("d", "1")]},
+            "manifestConfigs": [
+                config("a", ssa(size.clone())),
+                config("b", ssa(size)),
+                config("c", ssa(json!([{"condition": "OnSpokeChange", "jsonPointers": ["/data/v"]}]))),
+                config("d", json!({"type": "ServerSideApply"}))]}),
+        1,
+    );
+    let works = mirror_works(&w, &[]);
+    let names: Vec<&str> = works.iter().map(|w| w.metadata.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["mw.web.server-side-apply", "mw.web.server-side-apply.ignore-1", "mw.web.server-side-apply.ignore-2"]
+    );
+    let spec = work::spec_of(&works[1]);
+    assert_eq!(spec.workload.manifests.len(), 2, "a and b share their set");
+    assert_eq!(spec.ignore_fields[0].condition, "OnSpokePresent", "the default condition");
+    assert_eq!(spec.ignore_fields[0].json_pointers, ["/data/size", "/metadata/annotations/example.com~1x"]);
+    let changed = work::spec_of(&works[2]);
+    assert_eq!(
+        (changed.ignore_fields[0].condition.as_str(), changed.ignore_fields[0].json_pointers[0].as_str()),
+        ("OnSpokeChange", "/data/v")
+    );
+    assert!(work::spec_of(&works[0]).ignore_fields.is_empty());
+}
