@@ -227,7 +227,7 @@ async fn reconcile(
             }
             match ocm::OcmKind::of(&read_key) {
                 Some(ocm::OcmKind::ManifestWork) => {
-                    return ocm::delivery::next_step(&store, &read_key, &step_now).map(Some)
+                    return ocm::delivery::next_step(&store, &read_key, &step_now, unix_now).map(Some)
                 }
                 Some(ocm::OcmKind::ReplicaSet) => {
                     return ocm::replicaset::next_step(&store, &read_key, &step_now, unix_now).map(Some)

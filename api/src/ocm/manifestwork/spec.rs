@@ -42,7 +42,7 @@ pub struct DeleteOption {
     /// With `SelectivelyOrphan`: which objects stay.
     #[serde(default, rename = "selectivelyOrphans", skip_serializing_if = "Option::is_none")]
     pub selectively_orphan: Option<SelectivelyOrphan>,
-    /// Deletes the work this long after it completes (≥ 0).
+    /// Deletes the work this long after its `Complete` turned True (≥ 0).
     #[serde(default, rename = "ttlSecondsAfterFinished", skip_serializing_if = "Option::is_none")]
     pub ttl_seconds_after_finished: Option<i64>,
 }
@@ -87,7 +87,8 @@ pub struct ManifestConfigOption {
     /// How the object is updated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_strategy: Option<UpdateStrategy>,
-    /// Conditions derived from the object (WellKnownConditions only).
+    /// Conditions derived from the object's status (WellKnownConditions
+    /// only), evaluated by the hub on the status the agent mirrors back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub condition_rules: Vec<ConditionRule>,
     /// `Poll` (default) or `Watch`.

@@ -21,6 +21,7 @@
 //! | `CreateOnly` | `whenToApply: IfNotDrifted`, `whenToTakeOver: Never`, and the manifest as first mirrored is kept: later template edits, cluster-side edits and an object that already existed are left alone; the agent's `FoundDrifts` and `NotTakenOver` read back as applied |
 //! | `ReadOnly` | `applyStrategy.type: ReportDiff` (nothing is written) |
 //! | `ServerSideApply` with `ignoreFields` | the same, and the Work's `ignoreFields` (its paths as JSON pointers; one Work per distinct set of them) |
+//! | with `conditionRules` | `reportBackStrategy: Mirror` to `WorkAPI` (the hub evaluates the rules on the mirrored status, see [`status`]) |
 //! | `Orphan`, or listed by `SelectivelyOrphan` | `deleteOptions.propagationPolicy: Abandon` |
 //! | `Foreground` (default) | `Delete` |
 //!
@@ -32,10 +33,11 @@
 //! agent then removes or leaves the objects as their class says).
 //!
 //! Not translated (accepted, no effect): `executor` (the agent applies with
-//! its own identity), `feedbackRules` (no status feedback values),
-//! `conditionRules`, `ttlSecondsAfterFinished` and server-side apply's
-//! `fieldManager`.
+//! its own identity), `feedbackRules` (no status feedback values) and
+//! server-side apply's `fieldManager`. `ttlSecondsAfterFinished` is the
+//! ManifestWork controller's (it deletes a completed ManifestWork).
 
+pub mod rules;
 mod status;
 
 use std::collections::BTreeMap;
@@ -49,7 +51,8 @@ use fleet_api::ocm::manifestwork::{
 };
 use fleet_api::typed::encode;
 use fleet_api::work::{
-    ApplyStrategy, DeleteOptions, IgnoreFields, ServerSideApplyConfig, WorkSpec, Workload, IGNORE_ON_SPOKE_PRESENT,
+    ApplyStrategy, DeleteOptions, IgnoreFields, ReportBackStrategy, ServerSideApplyConfig, WorkSpec, Workload,
+    DESTINATION_WORK_API, IGNORE_ON_SPOKE_PRESENT, REPORT_BACK_MIRROR,
 };
 use fleet_api::{Object, ObjectMeta, OwnerReference};
 use serde_json::Value;
@@ -86,8 +89,11 @@ pub struct ManifestClass {
     /// Whether it stays on the cluster when the ManifestWork is deleted.
     pub orphan: bool,
     /// Its `ignoreFields`: 0 for none, else the 1-based number of its
-    /// distinct set in the ManifestWork (see [`ignore_sets`]).
+    /// distinct set in the ManifestWork (see [`classes_and_ignore_sets`]).
     pub ignore: usize,
+    /// Whether the agent mirrors its status back (it has condition rules,
+    /// which the hub evaluates on that status).
+    pub report: bool,
 }
 
 impl ManifestClass {
@@ -101,7 +107,8 @@ impl ManifestClass {
             UpdateClass::ReadOnly => ".read-only",
         };
         let ignore = if self.ignore == 0 { String::new() } else { format!(".ignore-{}", self.ignore) };
-        format!("{update}{ignore}{}", if self.orphan { ".orphan" } else { "" })
+        let report = if self.report { ".status" } else { "" };
+        format!("{update}{ignore}{report}{}", if self.orphan { ".orphan" } else { "" })
     }
 
     /// The Work apply strategy of the class.
@@ -235,10 +242,17 @@ pub fn classes_and_ignore_sets(spec: &ManifestWorkSpec) -> (Vec<ManifestClass>, 
                     }
                 }
             };
-            ManifestClass { update, orphan, ignore }
+            let report = config.is_some_and(|c| !c.condition_rules.is_empty());
+            ManifestClass { update, orphan, ignore, report }
         })
         .collect();
     (classes, sets)
+}
+
+/// The `manifestConfigs` entry naming `manifest`, if any.
+pub fn config_of<'a>(spec: &'a ManifestWorkSpec, manifest: &Value) -> Option<&'a ManifestConfigOption> {
+    let id = identifier_of(manifest);
+    spec.manifest_configs.iter().find(|c| names(&c.resource_identifier, &id))
 }
 
 /// The class of each manifest of `spec`, in manifest order.
@@ -284,8 +298,12 @@ pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
                 workload: Workload { manifests },
                 apply_strategy: class.apply_strategy(),
                 delete_options: class.orphan.then(|| DeleteOptions { propagation_policy: Some("Abandon".into()) }),
-                // OCM reports status its own way (ManifestWork feedback).
-                report_back_strategy: None,
+                // Condition rules are evaluated on the hub, on the status
+                // the agent mirrors (bounded in rate and size by the agent).
+                report_back_strategy: class.report.then(|| ReportBackStrategy {
+                    type_: Some(REPORT_BACK_MIRROR.into()),
+                    destination: Some(DESTINATION_WORK_API.into()),
+                }),
                 ignore_fields: class
                     .ignore
                     .checked_sub(1)

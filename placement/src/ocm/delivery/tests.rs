@@ -169,3 +169,55 @@ fn ignore_fields_go_with_their_manifests_as_pointers_one_work_per_distinct_set()
     );
     assert!(work::spec_of(&works[0]).ignore_fields.is_empty());
 }
+
+#[test]
+fn condition_rules_mirror_the_status_and_complete_the_work() {
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate", "namespace": "app"},
+        "spec": {"template": {"spec": {"containers": [{"name": "m", "image": "busybox"}], "restartPolicy": "Never"}}}});
+    let rule = json!({"resourceIdentifier": {"group": "batch", "resource": "jobs", "name": "migrate", "namespace": "app"},
+        "conditionRules": [{"condition": "Complete", "type": "WellKnownConditions"}]});
+    let w = mw(json!({"workload": {"manifests": [cm("a", "1"), job]}, "manifestConfigs": [rule]}), 1);
+    let mut works = mirror_works(&w, &[]);
+    let names: Vec<&str> = works.iter().map(|w| w.metadata.name.as_str()).collect();
+    assert_eq!(names, ["mw.web", "mw.web.status"]);
+    assert!(work::spec_of(&works[1]).report_back_strategy.is_some_and(|r| r.mirrors()), "the Job's status comes back");
+    assert!(work::spec_of(&works[0]).report_back_strategy.is_none());
+
+    let mirrored = |work: &mut Object, job_status: Value| {
+        let generation = work.metadata.generation;
+        let ok = |t: &str| Condition::new(t, true, "ok", "").observing(generation);
+        let status = WorkStatus {
+            conditions: vec![ok(work::CONDITION_APPLIED)],
+            manifest_conditions: vec![ManifestCondition {
+                identifier: WorkResourceIdentifier { ordinal: 0, ..Default::default() },
+                conditions: vec![ok(CONDITION_APPLIED), ok(CONDITION_AVAILABLE)],
+                back_reported_status: Some(work::BackReportedStatus {
+                    observed_status: json!({"apiVersion": "batch/v1", "kind": "Job", "status": job_status}),
+                    observation_time: "2026-11-27T10:00:00Z".into(),
+                }),
+                ..Default::default()
+            }],
+        };
+        work::set_status(work, &status);
+    };
+    for work in &mut works {
+        work.metadata.generation = 1;
+    }
+    mirrored(&mut works[0], json!({}));
+    mirrored(&mut works[1], json!({"active": 1}));
+    let status = fold_status(&w, &works, "2026-11-27T10:00:01Z");
+    let job_conditions = &status.resource_status.manifests[1].conditions;
+    let complete = find(job_conditions, "Complete").unwrap();
+    assert_eq!((complete.status.as_str(), complete.reason.as_str()), ("False", "ConditionRuleEvaluated"));
+    assert!(find(&status.resource_status.manifests[0].conditions, "Complete").is_none(), "no rule, no condition");
+    assert!(!find(&status.conditions, "Complete").unwrap().is_true());
+
+    let mut done = w.clone();
+    manifestwork::set_status(&mut done, &status);
+    mirrored(&mut works[1], json!({"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}));
+    let status = fold_status(&done, &works, "2026-11-27T10:00:30Z");
+    let work_complete = find(&status.conditions, "Complete").unwrap();
+    assert_eq!((work_complete.status.as_str(), work_complete.reason.as_str()), ("True", "ConditionRulesAggregated"));
+    assert_eq!(work_complete.last_transition_time, "2026-11-27T10:00:30Z", "the ttl counts from here");
+    assert!(find(&status.resource_status.manifests[1].conditions, "Complete").unwrap().is_true());
+}
