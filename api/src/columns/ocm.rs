@@ -97,7 +97,8 @@ fn allocatable(object: &Object, resource: &str) -> String {
 }
 
 /// `NAME`, `HUB ACCEPTED`, `JOINED`, `AVAILABLE`, `AGE` of a ManagedCluster;
-/// wide adds allocatable CPU and memory, taints and labels.
+/// wide adds allocatable CPU and memory, the Kubernetes version, taints and
+/// labels.
 pub fn managed_cluster_columns(wide: bool) -> Vec<Column> {
     let mut columns = vec![
         name_column(),
@@ -112,6 +113,13 @@ pub fn managed_cluster_columns(wide: bool) -> Vec<Column> {
         columns.extend([
             Column { header: "CPU", value: |o, _| allocatable(o, "cpu") },
             Column { header: "MEMORY", value: |o, _| allocatable(o, "memory") },
+            Column {
+                header: "KUBERNETES",
+                value: |o, _| {
+                    let version = o.status().and_then(|s| s.pointer("/version/kubernetes")).and_then(Value::as_str);
+                    version.unwrap_or("<none>").to_string()
+                },
+            },
             Column {
                 header: "TAINTS",
                 value: |o, _| {
@@ -213,7 +221,8 @@ fn count(object: &Object, field: &str) -> String {
 }
 
 /// `NAME`, `APPLIED`, `AVAILABLE`, `AGE` of a ManifestWork; wide adds
-/// `DEGRADED`, `PROGRESSING` and the manifest count.
+/// `DEGRADED`, `PROGRESSING`, `COMPLETE` (from condition rules) and the
+/// manifest count.
 pub fn manifest_work_columns(wide: bool) -> Vec<Column> {
     let mut columns = vec![
         name_column(),
@@ -224,6 +233,7 @@ pub fn manifest_work_columns(wide: bool) -> Vec<Column> {
         columns.extend([
             Column { header: "DEGRADED", value: |o, _| condition_status(o, "Degraded") },
             Column { header: "PROGRESSING", value: |o, _| condition_status(o, "Progressing") },
+            Column { header: "COMPLETE", value: |o, _| condition_status(o, "Complete") },
             Column {
                 header: "MANIFESTS",
                 value: |o, _| {
@@ -276,6 +286,32 @@ mod tests {
         .unwrap();
         let cells = row(&replica_set_columns(true), &mwrs, &at());
         assert_eq!(cells[..12], ["web", "demo", "True", "Unknown", "Unknown", "3", "2", "1", "0", "1", "4", "2"]);
+    }
+
+    #[test]
+    fn manifest_work_and_managed_cluster_rows() {
+        let mw: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+            "metadata": {"name": "migrate", "namespace": "c1"},
+            "spec": {"workload": {"manifests": [{}]}},
+            "status": {"conditions": [{"type": "Applied", "status": "True"}, {"type": "Complete", "status": "True"}]}
+        }))
+        .unwrap();
+        let columns = manifest_work_columns(true);
+        assert_eq!(
+            headers(&columns),
+            ["NAME", "APPLIED", "AVAILABLE", "DEGRADED", "PROGRESSING", "COMPLETE", "MANIFESTS", "AGE"]
+        );
+        assert_eq!(row(&columns, &mw, &at())[5..7], ["True", "1"]);
+        let mc: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+            "metadata": {"name": "kube-1"}, "spec": {},
+            "status": {"version": {"kubernetes": "v1.36.1"}}
+        }))
+        .unwrap();
+        let columns = managed_cluster_columns(true);
+        let at_version = headers(&columns).iter().position(|h| *h == "KUBERNETES").unwrap();
+        assert_eq!(row(&columns, &mc, &at())[at_version], "v1.36.1");
     }
 
     #[test]
