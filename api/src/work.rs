@@ -147,6 +147,25 @@ pub struct WorkSpec {
     /// them (Fleet's addition, for a ManifestWork's `ignoreFields`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignore_fields: Vec<IgnoreFields>,
+    /// Values the agent reads from every applied object into its manifest
+    /// condition's `statusFeedback` (Fleet's addition, for a ManifestWork's
+    /// `feedbackRules`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feedback_rules: Vec<crate::ocm::manifestwork::FeedbackRule>,
+}
+
+/// `statusFeedback` of a Work's manifest condition: the values the
+/// Work's `feedbackRules` read from the object on the member, and when.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkStatusFeedback {
+    /// The values read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<crate::ocm::manifestwork::FeedbackValue>,
+    /// When the agent read them (RFC 3339); a change goes out at most once
+    /// per 30 s per Work unless the status is written anyway.
+    #[serde(default)]
+    pub observation_time: String,
 }
 
 /// When the agent keeps the member's value of some fields.
@@ -318,6 +337,9 @@ pub struct ManifestCondition {
     /// The member's status of the object, with `reportBackStrategy` Mirror.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub back_reported_status: Option<BackReportedStatus>,
+    /// What the Work's `feedbackRules` read from the object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_feedback: Option<WorkStatusFeedback>,
 }
 
 /// `status` of a Work.
@@ -429,6 +451,19 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     }
     for (i, ignore) in spec.ignore_fields.iter().enumerate() {
         errors.extend(ignore.validate(&format!("spec.ignoreFields[{i}]")));
+    }
+    for (i, rule) in spec.feedback_rules.iter().enumerate() {
+        let path = format!("spec.feedbackRules[{i}]");
+        check_enum(&mut errors, &format!("{path}.type"), Some(&rule.type_), &["WellKnownStatus", "JSONPaths"]);
+        for (j, p) in rule.json_paths.iter().enumerate() {
+            if let Err(why) = crate::ocm::manifestwork::feedback::parse(&p.path) {
+                errors.push(FieldError::invalid(
+                    format!("{path}.jsonPaths[{j}].path"),
+                    crate::validation::quote(&p.path),
+                    why,
+                ));
+            }
+        }
     }
     ValidationError::check(&object.kind, &object.metadata.name, errors)
 }

@@ -36,6 +36,7 @@ use serde_json::Value;
 
 use super::compare::{differences, Comparison, Difference};
 use super::details::{details, Report};
+use super::feedback;
 use super::ignore;
 use super::ledger::{Entry, LastApplied};
 use super::provenance::{stamped, Provenance};
@@ -245,6 +246,7 @@ pub async fn apply_work<T: Target>(
     let provenance = Provenance::of_work(work_object);
     let mirror = spec.report_back_strategy.as_ref().is_some_and(|r| r.mirrors());
     let mut observed = std::collections::BTreeMap::new();
+    let mut feedback_read = std::collections::BTreeMap::new();
     let mut items = manifests(&spec);
     items.sort_by_key(|m| {
         let id = &m.identifier;
@@ -297,6 +299,11 @@ pub async fn apply_work<T: Target>(
                 if let Some(status) = observed_status(live).filter(|_| mirror) {
                     observed.insert(m.ordinal, status);
                 }
+                if !spec.feedback_rules.is_empty() {
+                    let (values, synced) = feedback::read(&spec.feedback_rules, live);
+                    feedback_read.insert(m.ordinal, values);
+                    set_condition(&mut conditions, synced.observing(generation), now);
+                }
                 set_condition(
                     &mut conditions,
                     Condition::new(CONDITION_APPLIED, true, "ManifestApplied", "applied").observing(generation),
@@ -344,6 +351,7 @@ pub async fn apply_work<T: Target>(
                 .diffs
                 .map(|d| details(Report::Diff, &d, old_condition.and_then(|c| c.diff_details.as_ref()), g, now)),
             back_reported_status: None,
+            status_feedback: None,
         });
     }
     manifest_conditions.sort_by_key(|c| c.identifier.ordinal);
@@ -406,6 +414,7 @@ pub async fn apply_work<T: Target>(
     // whether a changed report may go out before its interval.
     let written_anyway = report_back::changed_besides_reports(&old, &conditions, &manifest_conditions);
     let back_reports = report_back::fill(&mut manifest_conditions, &observed, &old, written_anyway, now);
+    let feedback_held_back = feedback::fill(&mut manifest_conditions, &feedback_read, &old, written_anyway, now);
     conditions.retain(|c| c.type_ != report_back::CONDITION_STATUS_TRIMMED);
     if let Some(trimmed) = report_back::trimmed_condition(back_reports.trimmed) {
         let previous = old.conditions.iter().find(|c| c.type_ == report_back::CONDITION_STATUS_TRIMMED);
@@ -420,7 +429,7 @@ pub async fn apply_work<T: Target>(
             abandon_on_delete: spec.abandons_on_delete(),
             last_applied,
         },
-        settled: applied_all && !any_pending && !back_reports.held_back,
+        settled: applied_all && !any_pending && !back_reports.held_back && !feedback_held_back,
     }
 }
 

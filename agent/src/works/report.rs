@@ -121,6 +121,7 @@ pub async fn report_work<T: Target>(
             diff_details: compared.ok().map(|(diffs, g)| details(Report::Diff, &diffs, previous_details, g, now)),
             // ReportDiff applies nothing, so there is nothing to report back.
             back_reported_status: None,
+            status_feedback: None,
         });
     }
     let mut conditions = old.conditions.clone();

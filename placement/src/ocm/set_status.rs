@@ -134,7 +134,7 @@ pub fn managed_namespaces_work(cluster: &str, namespaces: &BTreeMap<String, Stri
         // OCM never deletes a managed namespace: neither does Fleet.
         delete_options: Some(DeleteOptions { propagation_policy: Some("Abandon".into()) }),
         report_back_strategy: None,
-        ignore_fields: Vec::new(),
+        ..WorkSpec::default()
     };
     let mut work = Object {
         api_version: format!("{FLEET_PLACEMENT_GROUP}/v1beta1"),

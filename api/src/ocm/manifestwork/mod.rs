@@ -11,6 +11,7 @@ use crate::typed::{encode, spec_or_default, status_or_default};
 use crate::validation::{check_enum, join_path, quote, FieldError, ValidationError};
 use crate::Object;
 
+pub mod feedback;
 mod spec;
 mod status;
 
@@ -157,9 +158,23 @@ fn validate_config(errors: &mut Vec<FieldError>, c: &ManifestConfigOption, base:
         if rule.type_ == "JSONPaths" && rule.json_paths.is_empty() {
             errors.push(FieldError::required(join_path(&path, "jsonPaths"), "required when type is JSONPaths"));
         }
+        let mut names = std::collections::BTreeSet::new();
         for (j, p) in rule.json_paths.iter().enumerate() {
             require(errors, format!("{path}.jsonPaths[{j}].name"), &p.name);
             require(errors, format!("{path}.jsonPaths[{j}].path"), &p.path);
+            if !p.name.is_empty() && !names.insert(p.name.as_str()) {
+                errors.push(FieldError::duplicate(format!("{path}.jsonPaths[{j}].name"), quote(&p.name)));
+            }
+            if let (false, Err(why)) = (p.path.is_empty(), feedback::parse(&p.path)) {
+                errors.push(FieldError::invalid(format!("{path}.jsonPaths[{j}].path"), quote(&p.path), why));
+            }
+        }
+        if rule.json_paths.len() > feedback::MAX_FEEDBACK_VALUES {
+            errors.push(FieldError::too_many(
+                join_path(&path, "jsonPaths"),
+                rule.json_paths.len(),
+                feedback::MAX_FEEDBACK_VALUES,
+            ));
         }
     }
     if let Some(u) = &c.update_strategy {

@@ -175,3 +175,25 @@ fn ignore_fields_take_plain_json_paths_and_pointers() {
         r#"[{condition: OnSpokeChange, jsonPointers: [/spec/replicas]}, {jsonPaths: [".metadata.annotations['a/b']"]}]"#,
     ));
 }
+
+#[test]
+fn feedback_json_paths_are_plain_named_once_and_bounded() {
+    let with = |paths: &str| {
+        work(&format!(
+            "  manifestConfigs:\n    - resourceIdentifier: {{group: apps, resource: deployments, name: web, namespace: app}}\n      feedbackRules: [{{type: JSONPaths, jsonPaths: {paths}}}]\n"
+        ))
+    };
+    has(
+        &refused(&with(r#"[{name: a, path: ".status.items[*].x"}, {name: a, path: ".status.replicas"}]"#)),
+        &[
+            r#"feedbackRules[0].jsonPaths[0].path: Invalid value: ".status.items[*].x": wildcards"#,
+            r#"feedbackRules[0].jsonPaths[1].name: Duplicate value: "a""#,
+        ],
+    );
+    let many: Vec<String> = (0..33).map(|i| format!("{{name: v{i}, path: .status.replicas}}")).collect();
+    has(
+        &refused(&with(&format!("[{}]", many.join(", ")))),
+        &["feedbackRules[0].jsonPaths: Too many: 33: must have at most 32 items"],
+    );
+    ok(&with(r#"[{name: ready, path: '.status.conditions[?(@.type=="Available")].status'}]"#));
+}

@@ -20,21 +20,22 @@
 //! | `ServerSideApply` (`force`) | `applyStrategy.type: ServerSideApply` (`force`) |
 //! | `CreateOnly` | `whenToApply: IfNotDrifted`, `whenToTakeOver: Never`, and the manifest as first mirrored is kept: later template edits, cluster-side edits and an object that already existed are left alone; the agent's `FoundDrifts` and `NotTakenOver` read back as applied |
 //! | `ReadOnly` | `applyStrategy.type: ReportDiff` (nothing is written) |
-//! | `ServerSideApply` with `ignoreFields` | the same, and the Work's `ignoreFields` (its paths as JSON pointers; one Work per distinct set of them) |
+//! | `ServerSideApply` with `ignoreFields` | the same, and the Work's `ignoreFields` (its paths as JSON pointers) |
+//! | with `feedbackRules` | the Work's `feedbackRules`: the agent reads the values into each manifest condition's `statusFeedback` |
 //! | with `conditionRules` | `reportBackStrategy: Mirror` to `WorkAPI` (the hub evaluates the rules on the mirrored status, see [`status`]) |
 //! | `Orphan`, or listed by `SelectivelyOrphan` | `deleteOptions.propagationPolicy: Abandon` |
 //! | `Foreground` (default) | `Delete` |
 //!
 //! The common class (`Update`, deleted with the work) is the Work
 //! `mw.<name>`; others add a suffix (`mw.<name>.create-only`,
-//! `mw.<name>.orphan`, `mw.<name>.server-side-apply.ignore-1`, ...). Each Work is labelled with the ManifestWork's
+//! `mw.<name>.orphan`, `mw.<name>.server-side-apply.options-1` (one Work per distinct set of
+//! `ignoreFields` and `feedbackRules`), ...). Each Work is labelled with the ManifestWork's
 //! name and the generation it was mirrored from, and owned by the
 //! ManifestWork, so deleting the ManifestWork deletes its Works (and the
 //! agent then removes or leaves the objects as their class says).
 //!
 //! Not translated (accepted, no effect): `executor` (the agent applies with
-//! its own identity), `feedbackRules` (no status feedback values) and
-//! server-side apply's `fieldManager`. `ttlSecondsAfterFinished` is the
+//! its own identity) and server-side apply's `fieldManager`. `ttlSecondsAfterFinished` is the
 //! ManifestWork controller's (it deletes a completed ManifestWork).
 
 pub mod rules;
@@ -46,7 +47,7 @@ use fleet_api::ignore_paths;
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
 use fleet_api::member::member_namespace;
 use fleet_api::ocm::manifestwork::{
-    self, ManifestConfigOption, ManifestWorkSpec, ResourceIdentifier, CREATE_ONLY, DELETE_ORPHAN,
+    self, FeedbackRule, ManifestConfigOption, ManifestWorkSpec, ResourceIdentifier, CREATE_ONLY, DELETE_ORPHAN,
     DELETE_SELECTIVELY_ORPHAN, READ_ONLY, SERVER_SIDE_APPLY,
 };
 use fleet_api::typed::encode;
@@ -88,9 +89,10 @@ pub struct ManifestClass {
     pub update: UpdateClass,
     /// Whether it stays on the cluster when the ManifestWork is deleted.
     pub orphan: bool,
-    /// Its `ignoreFields`: 0 for none, else the 1-based number of its
-    /// distinct set in the ManifestWork (see [`classes_and_ignore_sets`]).
-    pub ignore: usize,
+    /// Its `ignoreFields` and `feedbackRules`: 0 for none, else the
+    /// 1-based number of its distinct [`ManifestOptions`] in the
+    /// ManifestWork (see [`classes_and_options`]).
+    pub options: usize,
     /// Whether the agent mirrors its status back (it has condition rules,
     /// which the hub evaluates on that status).
     pub report: bool,
@@ -106,9 +108,9 @@ impl ManifestClass {
             UpdateClass::CreateOnly => ".create-only",
             UpdateClass::ReadOnly => ".read-only",
         };
-        let ignore = if self.ignore == 0 { String::new() } else { format!(".ignore-{}", self.ignore) };
+        let options = if self.options == 0 { String::new() } else { format!(".options-{}", self.options) };
         let report = if self.report { ".status" } else { "" };
-        format!("{update}{ignore}{report}{}", if self.orphan { ".orphan" } else { "" })
+        format!("{update}{options}{report}{}", if self.orphan { ".orphan" } else { "" })
     }
 
     /// The Work apply strategy of the class.
@@ -142,6 +144,13 @@ pub struct Placed {
     pub ordinal: usize,
     /// Its class.
     pub class: ManifestClass,
+}
+
+/// The `ignoreFields` and `feedbackRules` of a Work holding options
+/// number `n` (none for 0) as a partial Work spec.
+fn options_of(sets: &[ManifestOptions], n: usize) -> WorkSpec {
+    let options = n.checked_sub(1).and_then(|i| sets.get(i)).cloned().unwrap_or_default();
+    WorkSpec { ignore_fields: options.ignore_fields, feedback_rules: options.feedback_rules, ..WorkSpec::default() }
 }
 
 /// The name of the Work of `class` for the ManifestWork `name`.
@@ -197,10 +206,20 @@ fn ignore_fields_of(config: Option<&ManifestConfigOption>) -> Vec<IgnoreFields> 
         .collect()
 }
 
+/// What a Work holds for all its manifests besides how they are applied:
+/// the fields left to the member and the status feedback rules.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ManifestOptions {
+    /// Server-side apply's `ignoreFields`, as pointers.
+    pub ignore_fields: Vec<IgnoreFields>,
+    /// `feedbackRules`.
+    pub feedback_rules: Vec<FeedbackRule>,
+}
+
 /// The class of each manifest of `spec`, in manifest order, and the
-/// distinct `ignoreFields` sets their `ignore` numbers name (set `n` is
-/// `sets[n - 1]`, numbered in manifest order).
-pub fn classes_and_ignore_sets(spec: &ManifestWorkSpec) -> (Vec<ManifestClass>, Vec<Vec<IgnoreFields>>) {
+/// distinct options their `options` numbers name (number `n` is
+/// `options[n - 1]`, numbered in manifest order).
+pub fn classes_and_options(spec: &ManifestWorkSpec) -> (Vec<ManifestClass>, Vec<ManifestOptions>) {
     let policy = spec.delete_option.as_ref().and_then(|d| d.propagation_policy.as_deref());
     let orphaned: Vec<&ResourceIdentifier> = match (policy, &spec.delete_option) {
         (Some(DELETE_SELECTIVELY_ORPHAN), Some(d)) => {
@@ -208,7 +227,7 @@ pub fn classes_and_ignore_sets(spec: &ManifestWorkSpec) -> (Vec<ManifestClass>, 
         }
         _ => Vec::new(),
     };
-    let mut sets: Vec<Vec<IgnoreFields>> = Vec::new();
+    let mut sets: Vec<ManifestOptions> = Vec::new();
     let classes = spec
         .workload
         .manifests
@@ -227,23 +246,26 @@ pub fn classes_and_ignore_sets(spec: &ManifestWorkSpec) -> (Vec<ManifestClass>, 
                 _ => UpdateClass::Update,
             };
             let orphan = policy == Some(DELETE_ORPHAN) || orphaned.iter().any(|o| names(o, &id));
-            let rules = match update {
-                UpdateClass::ServerSide { .. } => ignore_fields_of(config),
-                _ => Vec::new(),
+            let options = ManifestOptions {
+                ignore_fields: match update {
+                    UpdateClass::ServerSide { .. } => ignore_fields_of(config),
+                    _ => Vec::new(),
+                },
+                feedback_rules: config.map(|c| c.feedback_rules.clone()).unwrap_or_default(),
             };
-            let ignore = if rules.is_empty() {
+            let options = if options == ManifestOptions::default() {
                 0
             } else {
-                match sets.iter().position(|s| *s == rules) {
+                match sets.iter().position(|s| *s == options) {
                     Some(i) => i + 1,
                     None => {
-                        sets.push(rules);
+                        sets.push(options);
                         sets.len()
                     }
                 }
             };
             let report = config.is_some_and(|c| !c.condition_rules.is_empty());
-            ManifestClass { update, orphan, ignore, report }
+            ManifestClass { update, orphan, options, report }
         })
         .collect();
     (classes, sets)
@@ -257,7 +279,7 @@ pub fn config_of<'a>(spec: &'a ManifestWorkSpec, manifest: &Value) -> Option<&'a
 
 /// The class of each manifest of `spec`, in manifest order.
 pub fn classes(spec: &ManifestWorkSpec) -> Vec<ManifestClass> {
-    classes_and_ignore_sets(spec).0
+    classes_and_options(spec).0
 }
 
 /// Where each manifest of `spec` goes, in manifest order.
@@ -279,7 +301,7 @@ pub fn placements(name: &str, spec: &ManifestWorkSpec) -> Vec<Placed> {
 /// manifest keeps the content it was first mirrored with.
 pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
     let spec = manifestwork::spec_of(mw);
-    let ignore_sets = classes_and_ignore_sets(&spec).1;
+    let option_sets = classes_and_options(&spec).1;
     let cluster = mw.metadata.namespace.clone().unwrap_or_default();
     let mut works: BTreeMap<String, (ManifestClass, Vec<Value>)> = BTreeMap::new();
     for (manifest, placed) in spec.workload.manifests.iter().zip(placements(&mw.metadata.name, &spec)) {
@@ -304,12 +326,7 @@ pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
                     type_: Some(REPORT_BACK_MIRROR.into()),
                     destination: Some(DESTINATION_WORK_API.into()),
                 }),
-                ignore_fields: class
-                    .ignore
-                    .checked_sub(1)
-                    .and_then(|i| ignore_sets.get(i))
-                    .cloned()
-                    .unwrap_or_default(),
+                ..options_of(&option_sets, class.options)
             };
             let mut object = Object {
                 api_version: format!("{FLEET_PLACEMENT_GROUP}/v1beta1"),

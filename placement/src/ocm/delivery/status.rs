@@ -1,6 +1,7 @@
 //! A ManifestWork's status from its mirrored Works' reports: per manifest,
-//! the agent's `Applied`/`Available` conditions under the ManifestWork's
-//! ordinals; for the work, `Applied`, `Available`, `Progressing` and
+//! the agent's `Applied`/`Available` conditions (and `StatusFeedbackSynced`
+//! with the `statusFeedback` values its feedback rules read) under the
+//! ManifestWork's ordinals; for the work, `Applied`, `Available`, `Progressing` and
 //! `Degraded`.
 //!
 //! A Work's report counts when it is *current*: mirrored from this
@@ -22,7 +23,7 @@
 use fleet_api::conditions::{find, set_condition, Condition};
 use fleet_api::ocm::manifestwork::{
     self, ConditionRule, ManifestCondition, ManifestResourceMeta, ManifestResourceStatus, ManifestWorkStatus,
-    CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING,
+    StatusFeedback, CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING,
 };
 use fleet_api::work::{self, WorkStatus};
 use fleet_api::Object;
@@ -120,8 +121,10 @@ fn report(
     let is_true = |type_: &str| find(&conditions, type_).is_some_and(Condition::is_true);
     let (applied, available) = (is_true(CONDITION_APPLIED), is_true(CONDITION_AVAILABLE));
     let complete = rules.iter().any(|r| r.condition == CONDITION_COMPLETE).then(|| is_true(CONDITION_COMPLETE));
+    // The values the agent read on the member (`feedbackRules`).
+    let values = reported.and_then(|m| m.status_feedback.as_ref()).map(|f| f.values.clone()).unwrap_or_default();
     ManifestReport {
-        condition: ManifestCondition { resource_meta: meta, conditions, ..ManifestCondition::default() },
+        condition: ManifestCondition { resource_meta: meta, conditions, status_feedback: StatusFeedback { values } },
         applied,
         available,
         complete,

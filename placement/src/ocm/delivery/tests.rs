@@ -156,7 +156,7 @@ fn ignore_fields_go_with_their_manifests_as_pointers_one_work_per_distinct_set()
     let names: Vec<&str> = works.iter().map(|w| w.metadata.name.as_str()).collect();
     assert_eq!(
         names,
-        ["mw.web.server-side-apply", "mw.web.server-side-apply.ignore-1", "mw.web.server-side-apply.ignore-2"]
+        ["mw.web.server-side-apply", "mw.web.server-side-apply.options-1", "mw.web.server-side-apply.options-2"]
     );
     let spec = work::spec_of(&works[1]);
     assert_eq!(spec.workload.manifests.len(), 2, "a and b share their set");
@@ -220,4 +220,41 @@ fn condition_rules_mirror_the_status_and_complete_the_work() {
     assert_eq!((work_complete.status.as_str(), work_complete.reason.as_str()), ("True", "ConditionRulesAggregated"));
     assert_eq!(work_complete.last_transition_time, "2026-11-27T10:00:30Z", "the ttl counts from here");
     assert!(find(&status.resource_status.manifests[1].conditions, "Complete").unwrap().is_true());
+}
+
+#[test]
+fn feedback_rules_reach_the_work_and_its_values_the_manifestwork() {
+    let rules = json!([{"type": "WellKnownStatus"}]);
+    let w = mw(
+        json!({"workload": {"manifests": [cm("a", "1")]},
+            "manifestConfigs": [{"resourceIdentifier": {"resource": "configmaps", "name": "a", "namespace": "app"},
+                "feedbackRules": rules}]}),
+        1,
+    );
+    let mut works = mirror_works(&w, &[]);
+    assert_eq!(works[0].metadata.name, "mw.web.options-1");
+    assert_eq!(work::spec_of(&works[0]).feedback_rules[0].type_, "WellKnownStatus");
+    works[0].metadata.generation = 1;
+    let value = manifestwork::FeedbackValue {
+        name: "Replicas".into(),
+        field_value: manifestwork::FieldValue { type_: "Integer".into(), integer: Some(3), ..Default::default() },
+    };
+    let ok = |t: &str| Condition::new(t, true, "ok", "").observing(1);
+    let status = WorkStatus {
+        conditions: vec![ok(work::CONDITION_APPLIED)],
+        manifest_conditions: vec![ManifestCondition {
+            identifier: WorkResourceIdentifier { ordinal: 0, ..Default::default() },
+            conditions: vec![ok(CONDITION_APPLIED), ok(CONDITION_AVAILABLE), ok("StatusFeedbackSynced")],
+            status_feedback: Some(work::WorkStatusFeedback {
+                values: vec![value.clone()],
+                observation_time: "t".into(),
+            }),
+            ..Default::default()
+        }],
+    };
+    work::set_status(&mut works[0], &status);
+    let folded = fold_status(&w, &works, "t1");
+    let manifest = &folded.resource_status.manifests[0];
+    assert_eq!(manifest.status_feedback.values, vec![value]);
+    assert!(find(&manifest.conditions, "StatusFeedbackSynced").unwrap().is_true());
 }
