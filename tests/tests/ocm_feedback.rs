@@ -2,7 +2,7 @@
 //! ManifestWork's `WellKnownStatus` and `JSONPaths` feedback rules are read
 //! on the member by its agent and show in the ManifestWork's
 //! `resourceStatus.manifests[].statusFeedback`, following the Deployment
-//! as it scales.
+//! as it scales; a `ReadOnly` ManifestWork reads them without writing.
 
 use fleet_tests::fleet::{apply_yaml, fleet, Member, WAIT};
 use fleet_tests::objects::get;
@@ -42,6 +42,28 @@ spec:
 "
     )
 }
+
+/// A second ManifestWork reading the same Deployment without writing it.
+const READ_ONLY: &str = "\
+apiVersion: work.open-cluster-management.io/v1
+kind: ManifestWork
+metadata: {name: web-status, namespace: fb-1}
+spec:
+  workload:
+    manifests:
+      - apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web, namespace: web}
+        spec:
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata: {labels: {app: web}}
+            spec: {containers: [{name: web, image: nginx}]}
+  manifestConfigs:
+    - resourceIdentifier: {group: apps, resource: deployments, name: web, namespace: web}
+      updateStrategy: {type: ReadOnly}
+      feedbackRules: [{type: WellKnownStatus}]
+";
 
 /// The Deployment manifest's feedback values as `name=value` texts, sorted.
 async fn feedback(hub: &Hub) -> Result<Vec<String>, String> {
@@ -90,6 +112,25 @@ async fn feedback_rules_read_on_the_member_show_in_the_manifestwork() {
     apply_yaml(&hub, &manifest_work(3));
     wait_feedback(&hub, &["AvailableReplicas=3", "ReadyReplicas=3", "Replicas=3", "available=True", "image=nginx"])
         .await;
+
+    // A ReadOnly manifest writes nothing and reads the feedback all the same.
+    apply_yaml(&hub, READ_ONLY);
+    eventually("the ReadOnly ManifestWork reads ReadyReplicas", WAIT, || async {
+        let mut admin = hub.client(hub.running()[0]).await;
+        let mw = get(&mut admin, "manifestwork", "fb-1", "web-status").await.map_err(|e| e.to_string())?;
+        let values = mw.status().and_then(|s| s.pointer("/resourceStatus/manifests/0/statusFeedback/values")).cloned();
+        let ready = values
+            .as_ref()
+            .and_then(Value::as_array)
+            .and_then(|v| v.iter().find(|v| v["name"] == "ReadyReplicas"))
+            .map(|v| v["fieldValue"]["integer"].clone());
+        if ready == Some(Value::from(3)) {
+            Ok(())
+        } else {
+            Err(format!("{values:?}"))
+        }
+    })
+    .await;
 
     let mut admin = hub.client(hub.running()[0]).await;
     let mw = get(&mut admin, "manifestwork", "fb-1", "web").await.unwrap();

@@ -99,7 +99,9 @@ fn report(
     let reported = status.manifest_conditions.iter().find(|m| m.identifier.ordinal == placed.ordinal as i64);
     let mut conditions: Vec<Condition> = reported.map(|m| m.conditions.clone()).unwrap_or_default();
     if placed.class.update == UpdateClass::ReadOnly {
+        let synced = find(&conditions, "StatusFeedbackSynced").cloned();
         conditions = read_only(&conditions);
+        conditions.extend(synced);
     }
     for c in &mut conditions {
         c.observed_generation = Some(generation);
