@@ -86,3 +86,61 @@ async fn a_job_completes_its_manifestwork_which_expires_after_its_ttl_across_a_l
     .await;
     wait_member(&hub, "jobs-1", "job", "batch", "migrate", false).await;
 }
+
+const D: Member = Member { name: "cel-1", labels: &[], nodes: 1, cpu: 8 };
+
+const CEL_WORK: &str = "\
+apiVersion: work.open-cluster-management.io/v1
+kind: ManifestWork
+metadata: {name: web, namespace: cel-1}
+spec:
+  workload:
+    manifests:
+      - apiVersion: v1
+        kind: Namespace
+        metadata: {name: web}
+      - apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web, namespace: web}
+        spec:
+          replicas: 2
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata: {labels: {app: web}}
+            spec: {containers: [{name: web, image: nginx}]}
+  manifestConfigs:
+    - resourceIdentifier: {group: apps, resource: deployments, name: web, namespace: web}
+      conditionRules:
+        - condition: TwoReady
+          type: CEL
+          celExpressions: [\"object.metadata.name == 'web'\", \"has(object.status.readyReplicas) && object.status.readyReplicas == 2\"]
+          messageExpression: \"result ? 'both replicas ready' : 'waiting for replicas'\"
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cel_condition_rule_reads_the_members_status() {
+    let hub = fleet_with(&[&D], &["--drift-check-interval", "2s"]).await;
+    apply_yaml(&hub, CEL_WORK);
+    eventually("TwoReady is True", COMPLETE_WAIT, || async {
+        let mut admin = hub.client(hub.running()[0]).await;
+        let mw = get(&mut admin, "manifestwork", "cel-1", "web").await.map_err(|e| e.to_string())?;
+        let manifests = mw.status().and_then(|s| s.pointer("/resourceStatus/manifests")).cloned().unwrap_or_default();
+        let deployment = manifests.as_array().into_iter().flatten().find(|m| m["resourceMeta"]["kind"] == "Deployment");
+        let c = deployment.and_then(|d| d["conditions"].as_array()?.iter().find(|c| c["type"] == "TwoReady").cloned());
+        match c {
+            Some(c)
+                if c["status"] == "True"
+                    && c["message"] == "both replicas ready"
+                    && c["reason"] == "ConditionRuleEvaluated" =>
+            {
+                Ok(())
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    // No Complete rule, no work-level Complete.
+    let mut admin = hub.client(hub.running()[0]).await;
+    let mw = get(&mut admin, "manifestwork", "cel-1", "web").await.unwrap();
+    assert!(condition(&mw, "Complete").is_none(), "{:?}", mw.status());
+}

@@ -24,8 +24,7 @@
 //!   ManifestWorkReplicaSet's rollout block must match its `type`, and a
 //!   binding's `spec.clusterSet` must equal its name.
 //! - Fields of OCM's newest API that Fleet does not implement (`celSelector`,
-//!   `sortBy`, `scoreRateLimit`, ManifestWork `conditionRules` of type CEL)
-//!   are refused rather than silently ignored.
+//!   `sortBy`, `scoreRateLimit`) are refused rather than silently ignored.
 //! - `cascadeDeletionPolicy` accepts OCM's `Foreground` besides the spec's
 //!   `Background` and `Orphan`.
 //! - Durations (`minSuccessTime`, `progressDeadline`) are whole numbers with

@@ -11,6 +11,7 @@ use crate::typed::{encode, spec_or_default, status_or_default};
 use crate::validation::{check_enum, join_path, quote, FieldError, ValidationError};
 use crate::Object;
 
+pub mod cel_rules;
 pub mod feedback;
 mod spec;
 mod status;
@@ -214,12 +215,35 @@ fn validate_config(errors: &mut Vec<FieldError>, c: &ManifestConfigOption, base:
     for (i, rule) in c.condition_rules.iter().enumerate() {
         let path = format!("{base}.conditionRules[{i}]");
         require(errors, join_path(&path, "condition"), &rule.condition);
-        if rule.type_ == "CEL" || !rule.cel_expressions.is_empty() || !rule.message_expression.is_empty() {
-            errors.push(FieldError::forbidden(path, "CEL condition rules are not supported; use WellKnownConditions"));
-        } else if rule.type_.is_empty() {
-            errors.push(FieldError::required(join_path(&path, "type"), "type is required (WellKnownConditions)"));
+        if rule.type_.is_empty() {
+            errors
+                .push(FieldError::required(join_path(&path, "type"), "type is required (WellKnownConditions or CEL)"));
         } else {
-            check_enum(errors, &join_path(&path, "type"), Some(&rule.type_), &["WellKnownConditions"]);
+            check_enum(errors, &join_path(&path, "type"), Some(&rule.type_), &["WellKnownConditions", "CEL"]);
+        }
+        let expressions_path = join_path(&path, "celExpressions");
+        if rule.type_ == "CEL" && rule.cel_expressions.is_empty() {
+            errors.push(FieldError::required(expressions_path.clone(), "required when type is CEL"));
+        }
+        if rule.type_ != "CEL" && !rule.cel_expressions.is_empty() {
+            errors.push(FieldError::forbidden(expressions_path.clone(), "only allowed when type is CEL"));
+        }
+        if rule.cel_expressions.len() > cel_rules::MAX_EXPRESSIONS {
+            errors.push(FieldError::too_many(expressions_path, rule.cel_expressions.len(), cel_rules::MAX_EXPRESSIONS));
+        }
+        for (j, expression) in rule.cel_expressions.iter().enumerate() {
+            if let Some(why) = cel_rules::check(expression) {
+                errors.push(FieldError::invalid(format!("{path}.celExpressions[{j}]"), quote(expression), why));
+            }
+        }
+        if let Some(why) =
+            (!rule.message_expression.is_empty()).then(|| cel_rules::check(&rule.message_expression)).flatten()
+        {
+            errors.push(FieldError::invalid(
+                join_path(&path, "messageExpression"),
+                quote(&rule.message_expression),
+                why,
+            ));
         }
     }
     check_enum(errors, &join_path(base, "feedbackScrapeType"), c.feedback_scrape_type.as_deref(), SCRAPE_TYPES);

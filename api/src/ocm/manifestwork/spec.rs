@@ -87,8 +87,8 @@ pub struct ManifestConfigOption {
     /// How the object is updated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_strategy: Option<UpdateStrategy>,
-    /// Conditions derived from the object's status (WellKnownConditions
-    /// only), evaluated by the hub on the status the agent mirrors back.
+    /// Conditions derived from the object (`WellKnownConditions` or
+    /// `CEL`), evaluated by the hub on the status the agent mirrors back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub condition_rules: Vec<ConditionRule>,
     /// `Poll` (default) or `Watch`.
@@ -130,16 +130,16 @@ pub struct ConditionRule {
     /// The condition type to set.
     #[serde(default)]
     pub condition: String,
-    /// `WellKnownConditions` (CEL is not supported).
+    /// `WellKnownConditions` or `CEL`.
     #[serde(rename = "type", default)]
     pub type_: String,
-    /// CEL expressions (refused).
+    /// With `CEL`: expressions over `object`, all true for True.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cel_expressions: Vec<String>,
     /// Message of the condition.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
-    /// Message expression (CEL; refused).
+    /// A CEL expression over `object` and `result` giving the message.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message_expression: String,
 }

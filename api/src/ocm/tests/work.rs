@@ -50,7 +50,7 @@ fn manifest_config_rules() {
       updateStrategy: {type: Replace, serverSideApply: {fieldManager: me, ignoreFields: [{condition: Sometimes}]}}
       feedbackRules: [{type: Everything}, {type: JSONPaths}]
       feedbackScrapeType: Push
-      conditionRules: [{condition: Ready, type: CEL, celExpressions: ["true"]}, {type: WellKnownConditions}]
+      conditionRules: [{condition: Ready, type: CEL, celExpressions: ["true =="]}, {type: WellKnownConditions}]
 "#,
     ));
     has(
@@ -63,7 +63,7 @@ fn manifest_config_rules() {
             r#"spec.manifestConfigs[0].feedbackRules[0].type: Unsupported value: "Everything""#,
             "spec.manifestConfigs[0].feedbackRules[1].jsonPaths: Required value: required when type is JSONPaths",
             r#"spec.manifestConfigs[0].feedbackScrapeType: Unsupported value: "Push""#,
-            "spec.manifestConfigs[0].conditionRules[0]: Forbidden: CEL condition rules are not supported",
+            r#"spec.manifestConfigs[0].conditionRules[0].celExpressions[0]: Invalid value: "true ==": does not compile"#,
             "spec.manifestConfigs[0].conditionRules[1].condition: Required value",
         ],
     );

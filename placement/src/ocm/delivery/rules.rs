@@ -1,6 +1,9 @@
-//! A ManifestWork's `conditionRules` of type `WellKnownConditions`,
-//! evaluated on the status the agent mirrors back (`backReportedStatus`),
-//! as OCM's work agent evaluates them on the live object:
+//! A ManifestWork's `conditionRules`, evaluated on the manifest with the
+//! status the agent mirrors back (`backReportedStatus`), as OCM's work
+//! agent evaluates them on the live object. `CEL` rules: see
+//! `fleet_api::ocm::manifestwork::cel_rules` (their `object` is the
+//! manifest as the ManifestWork holds it, with the member's `status`).
+//! `WellKnownConditions`:
 //!
 //! - a `batch` Job is finished (True, "Job is finished") once one of its
 //!   conditions `Complete` or `Failed` is True, else False ("Job is not
@@ -16,7 +19,7 @@
 //! `Complete` rule is Complete; until then `Complete` is False.
 
 use fleet_api::conditions::Condition;
-use fleet_api::ocm::manifestwork::ConditionRule;
+use fleet_api::ocm::manifestwork::{cel_rules, ConditionRule};
 use serde_json::Value;
 
 /// The condition a completion rule sets, on a manifest and on the work.
@@ -28,9 +31,17 @@ pub const REASON_RULE_INVALID: &str = "ConditionRuleInvalid";
 /// Reason of the work's `Complete`.
 pub const REASON_RULES_AGGREGATED: &str = "ConditionRulesAggregated";
 
-/// The condition `rule` sets for an object of `group`/`kind` whose status
-/// the agent mirrored as `status` (the object's `.status`).
-pub fn evaluate(rule: &ConditionRule, group: &str, version: &str, kind: &str, status: &Value) -> Condition {
+/// The condition `rule` sets for `object`: the manifest as the
+/// ManifestWork holds it, with the `status` the agent mirrored.
+pub fn evaluate(rule: &ConditionRule, object: &Value) -> Condition {
+    if rule.type_ == "CEL" {
+        return evaluate_cel(rule, object);
+    }
+    let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or_default();
+    let api_version = text("apiVersion");
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let kind = text("kind");
+    let status = object.get("status").cloned().unwrap_or(Value::Null);
     let (finished, message) = match (group, kind) {
         ("batch", "Job") => {
             let conditions = status.get("conditions").and_then(Value::as_array);
@@ -58,6 +69,28 @@ pub fn evaluate(rule: &ConditionRule, group: &str, version: &str, kind: &str, st
         }
     };
     Condition::new(&rule.condition, finished, REASON_RULE_EVALUATED, message)
+}
+
+/// A `CEL` rule: True when every expression is; the message from
+/// `messageExpression`, else `message`, else OCM's default.
+fn evaluate_cel(rule: &ConditionRule, object: &Value) -> Condition {
+    let result = match cel_rules::evaluate(&rule.cel_expressions, object) {
+        Ok(result) => result,
+        Err(why) => return Condition::new(&rule.condition, false, cel_rules::REASON_EXPRESSION_ERROR, why),
+    };
+    let message = if !rule.message_expression.is_empty() {
+        match cel_rules::message(&rule.message_expression, object, result) {
+            Ok(message) => message,
+            Err(why) => return Condition::new(&rule.condition, result, cel_rules::REASON_EXPRESSION_ERROR, why),
+        }
+    } else if !rule.message.is_empty() {
+        rule.message.clone()
+    } else if result {
+        format!("Manifest is {}", rule.condition)
+    } else {
+        format!("Manifest is not {}", rule.condition)
+    };
+    Condition::new(&rule.condition, result, REASON_RULE_EVALUATED, message)
 }
 
 /// When a ManifestWork whose `deleteOption.ttlSecondsAfterFinished` is
@@ -105,24 +138,50 @@ mod tests {
         ConditionRule { condition: "Complete".into(), type_: "WellKnownConditions".into(), ..Default::default() }
     }
 
+    fn object(api_version: &str, kind: &str, status: Value) -> Value {
+        json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, "status": status})
+    }
+
+    #[test]
+    fn cel_rules_evaluate_every_expression_and_their_message() {
+        let rule = ConditionRule {
+            condition: "OneActive".into(),
+            type_: "CEL".into(),
+            cel_expressions: vec!["object.status.active == 1".into()],
+            message_expression: "result ? 'One pod is active' : 'There is not only one pod active'".into(),
+            ..Default::default()
+        };
+        let one = evaluate(&rule, &object("batch/v1", "Job", json!({"active": 1})));
+        assert_eq!(
+            (one.is_true(), one.reason.as_str(), one.message.as_str()),
+            (true, "ConditionRuleEvaluated", "One pod is active")
+        );
+        let three = evaluate(&rule, &object("batch/v1", "Job", json!({"active": 3})));
+        assert_eq!((three.is_true(), three.message.as_str()), (false, "There is not only one pod active"));
+        let plain = ConditionRule { message_expression: String::new(), ..rule.clone() };
+        assert_eq!(evaluate(&plain, &object("batch/v1", "Job", json!({"active": 1}))).message, "Manifest is OneActive");
+        let broken = evaluate(&rule, &object("batch/v1", "Job", json!({})));
+        assert_eq!((broken.status.as_str(), broken.reason.as_str()), ("False", "ConditionRuleExpressionError"));
+    }
+
     #[test]
     fn jobs_and_pods_finish_as_ocm_says_other_kinds_have_no_rule() {
-        let running = evaluate(&complete(), "batch", "v1", "Job", &json!({"active": 1}));
+        let running = evaluate(&complete(), &object("batch/v1", "Job", json!({"active": 1})));
         assert_eq!(
             (running.status.as_str(), running.reason.as_str(), running.message.as_str()),
             ("False", "ConditionRuleEvaluated", "Job is not finished")
         );
         let done = json!({"conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]});
-        assert!(evaluate(&complete(), "batch", "v1", "Job", &done).is_true());
+        assert!(evaluate(&complete(), &object("batch/v1", "Job", done)).is_true());
         let failed = json!({"conditions": [{"type": "Failed", "status": "True"}]});
-        assert!(evaluate(&complete(), "batch", "v1", "Job", &failed).is_true(), "a failed Job is finished too");
+        assert!(evaluate(&complete(), &object("batch/v1", "Job", failed)).is_true(), "a failed Job is finished too");
         let not_yet = json!({"conditions": [{"type": "Complete", "status": "False"}]});
-        assert!(!evaluate(&complete(), "batch", "v1", "Job", &not_yet).is_true());
-        let pod = evaluate(&complete(), "", "v1", "Pod", &json!({"phase": "Succeeded"}));
+        assert!(!evaluate(&complete(), &object("batch/v1", "Job", not_yet)).is_true());
+        let pod = evaluate(&complete(), &object("v1", "Pod", json!({"phase": "Succeeded"})));
         assert_eq!((pod.is_true(), pod.message.as_str()), (true, "Pod is in phase Succeeded"));
         let renamed = ConditionRule { condition: "Finished".into(), ..complete() };
-        assert_eq!(evaluate(&renamed, "", "v1", "Pod", &json!({"phase": "Running"})).type_, "Finished");
-        let cm = evaluate(&complete(), "", "v1", "ConfigMap", &json!({}));
+        assert_eq!(evaluate(&renamed, &object("v1", "Pod", json!({"phase": "Running"}))).type_, "Finished");
+        let cm = evaluate(&complete(), &object("v1", "ConfigMap", json!({})));
         assert_eq!((cm.status.as_str(), cm.reason.as_str()), ("Unknown", "ConditionRuleInvalid"));
         assert!(cm.message.contains("/v1, Kind=ConfigMap"), "{}", cm.message);
     }

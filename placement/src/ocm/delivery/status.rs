@@ -56,15 +56,14 @@ fn rule_conditions(
     previous: &[Condition],
 ) -> Vec<Condition> {
     let Some(mirrored) = reported.and_then(|m| m.back_reported_status.as_ref()) else { return Vec::new() };
-    let id = identifier_of(manifest);
-    let api_version = manifest.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-    let version = api_version.rsplit('/').next().unwrap_or_default();
-    let kind = manifest.get("kind").and_then(Value::as_str).unwrap_or_default();
-    let object_status = mirrored.observed_status.get("status").cloned().unwrap_or(Value::Null);
+    let mut object = manifest.clone();
+    if let Value::Object(map) = &mut object {
+        map.insert("status".into(), mirrored.observed_status.get("status").cloned().unwrap_or(Value::Null));
+    }
     rules
         .iter()
         .map(|rule| {
-            let mut c = rules::evaluate(rule, &id.group, version, kind, &object_status);
+            let mut c = rules::evaluate(rule, &object);
             c.last_transition_time = match find(previous, &c.type_) {
                 Some(p) if p.status == c.status && !p.last_transition_time.is_empty() => p.last_transition_time.clone(),
                 _ => mirrored.observation_time.clone(),
