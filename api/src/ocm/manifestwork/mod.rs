@@ -11,7 +11,6 @@ use crate::typed::{encode, spec_or_default, status_or_default};
 use crate::validation::{check_enum, join_path, quote, FieldError, ValidationError};
 use crate::Object;
 
-pub mod cel_rules;
 pub mod feedback;
 mod spec;
 mod status;
@@ -228,16 +227,20 @@ fn validate_config(errors: &mut Vec<FieldError>, c: &ManifestConfigOption, base:
         if rule.type_ != "CEL" && !rule.cel_expressions.is_empty() {
             errors.push(FieldError::forbidden(expressions_path.clone(), "only allowed when type is CEL"));
         }
-        if rule.cel_expressions.len() > cel_rules::MAX_EXPRESSIONS {
-            errors.push(FieldError::too_many(expressions_path, rule.cel_expressions.len(), cel_rules::MAX_EXPRESSIONS));
+        if rule.cel_expressions.len() > crate::ocm::cel::MAX_EXPRESSIONS {
+            errors.push(FieldError::too_many(
+                expressions_path,
+                rule.cel_expressions.len(),
+                crate::ocm::cel::MAX_EXPRESSIONS,
+            ));
         }
         for (j, expression) in rule.cel_expressions.iter().enumerate() {
-            if let Some(why) = cel_rules::check(expression) {
+            if let Some(why) = crate::ocm::cel::check(expression) {
                 errors.push(FieldError::invalid(format!("{path}.celExpressions[{j}]"), quote(expression), why));
             }
         }
         if let Some(why) =
-            (!rule.message_expression.is_empty()).then(|| cel_rules::check(&rule.message_expression)).flatten()
+            (!rule.message_expression.is_empty()).then(|| crate::ocm::cel::check(&rule.message_expression)).flatten()
         {
             errors.push(FieldError::invalid(
                 join_path(&path, "messageExpression"),

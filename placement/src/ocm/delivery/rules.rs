@@ -1,7 +1,7 @@
 //! A ManifestWork's `conditionRules`, evaluated on the manifest with the
 //! status the agent mirrors back (`backReportedStatus`), as OCM's work
 //! agent evaluates them on the live object. `CEL` rules: see
-//! `fleet_api::ocm::manifestwork::cel_rules` (their `object` is the
+//! `fleet_api::ocm::cel` (their `object` is the
 //! manifest as the ManifestWork holds it, with the member's `status`).
 //! `WellKnownConditions`:
 //!
@@ -19,7 +19,8 @@
 //! `Complete` rule is Complete; until then `Complete` is False.
 
 use fleet_api::conditions::Condition;
-use fleet_api::ocm::manifestwork::{cel_rules, ConditionRule};
+use fleet_api::ocm::cel as cel_rules;
+use fleet_api::ocm::manifestwork::ConditionRule;
 use serde_json::Value;
 
 /// The condition a completion rule sets, on a manifest and on the work.
@@ -74,7 +75,7 @@ pub fn evaluate(rule: &ConditionRule, object: &Value) -> Condition {
 /// A `CEL` rule: True when every expression is; the message from
 /// `messageExpression`, else `message`, else OCM's default.
 fn evaluate_cel(rule: &ConditionRule, object: &Value) -> Condition {
-    let result = match cel_rules::evaluate(&rule.cel_expressions, object) {
+    let result = match cel_rules::evaluate(&rule.cel_expressions, "object", object) {
         Ok(result) => result,
         Err(why) => return Condition::new(&rule.condition, false, cel_rules::REASON_EXPRESSION_ERROR, why),
     };
