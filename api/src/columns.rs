@@ -74,6 +74,8 @@ pub fn columns_for(kind: &str, wide: bool) -> Vec<Column> {
         "Placement" => ocm::placement_columns(wide),
         "PlacementDecision" => ocm::decision_columns(wide),
         "ManagedCluster" => ocm::managed_cluster_columns(wide),
+        "ManagedClusterSet" => ocm::cluster_set_columns(wide),
+        "ManagedClusterSetBinding" => ocm::set_binding_columns(wide),
         "ManifestWorkReplicaSet" => ocm::replica_set_columns(wide),
         "ManifestWork" => ocm::manifest_work_columns(wide),
         _ => generic_columns(wide),

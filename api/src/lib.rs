@@ -14,6 +14,7 @@ pub mod conditions;
 pub mod defaults;
 pub mod envelope;
 pub mod eviction;
+pub mod ignore_paths;
 pub mod kinds;
 pub mod member;
 pub mod names;

@@ -143,6 +143,74 @@ pub struct WorkSpec {
     /// placement's `strategy.reportBackStrategy`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_back_strategy: Option<ReportBackStrategy>,
+    /// Fields of every manifest the agent leaves as the member cluster has
+    /// them (Fleet's addition, for a ManifestWork's `ignoreFields`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore_fields: Vec<IgnoreFields>,
+    /// Values the agent reads from every applied object into its manifest
+    /// condition's `statusFeedback` (Fleet's addition, for a ManifestWork's
+    /// `feedbackRules`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feedback_rules: Vec<crate::ocm::manifestwork::FeedbackRule>,
+}
+
+/// `statusFeedback` of a Work's manifest condition: the values the
+/// Work's `feedbackRules` read from the object on the member, and when.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkStatusFeedback {
+    /// The values read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<crate::ocm::manifestwork::FeedbackValue>,
+    /// When the agent read them (RFC 3339); a change goes out at most once
+    /// per 30 s per Work unless the status is written anyway.
+    #[serde(default)]
+    pub observation_time: String,
+}
+
+/// When the agent keeps the member's value of some fields.
+pub const IGNORE_ON_SPOKE_PRESENT: &str = "OnSpokePresent";
+/// Only while the member changed them and the Work did not.
+pub const IGNORE_ON_SPOKE_CHANGE: &str = "OnSpokeChange";
+
+/// One `ignoreFields` entry of a Work: fields (JSON pointers) the agent
+/// leaves alone, and when.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IgnoreFields {
+    /// `OnSpokePresent`: once the object exists on the member, these fields
+    /// keep the member's values (or stay absent); `OnSpokeChange`: a field
+    /// keeps the member's value while it differs from what the Work last
+    /// asked and the Work still asks the same.
+    pub condition: String,
+    /// The fields, as RFC 6901 pointers (`/spec/replicas`).
+    pub json_pointers: Vec<String>,
+}
+
+impl IgnoreFields {
+    /// The field errors of the entry at `path`.
+    pub fn validate(&self, path: &str) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        let allowed = [IGNORE_ON_SPOKE_PRESENT, IGNORE_ON_SPOKE_CHANGE];
+        if self.condition.is_empty() {
+            errors.push(FieldError::required(format!("{path}.condition"), "OnSpokePresent or OnSpokeChange"));
+        } else {
+            check_enum(&mut errors, &format!("{path}.condition"), Some(&self.condition), &allowed);
+        }
+        if self.json_pointers.is_empty() {
+            errors.push(FieldError::required(format!("{path}.jsonPointers"), "at least one JSON pointer is required"));
+        }
+        for (i, pointer) in self.json_pointers.iter().enumerate() {
+            if let Err(why) = crate::ignore_paths::parse_pointer(pointer) {
+                errors.push(FieldError::invalid(
+                    format!("{path}.jsonPointers[{i}]"),
+                    crate::validation::quote(pointer),
+                    why,
+                ));
+            }
+        }
+        errors
+    }
 }
 
 /// `reportBackStrategy` of a placement's strategy and of a Work (KubeFleet's):
@@ -260,6 +328,9 @@ pub struct ManifestCondition {
     /// The member's status of the object, with `reportBackStrategy` Mirror.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub back_reported_status: Option<BackReportedStatus>,
+    /// What the Work's `feedbackRules` read from the object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_feedback: Option<WorkStatusFeedback>,
 }
 
 /// `status` of a Work.
@@ -408,6 +479,22 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     }
     if let Some(r) = &spec.report_back_strategy {
         errors.extend(r.validate("spec.reportBackStrategy"));
+    }
+    for (i, ignore) in spec.ignore_fields.iter().enumerate() {
+        errors.extend(ignore.validate(&format!("spec.ignoreFields[{i}]")));
+    }
+    for (i, rule) in spec.feedback_rules.iter().enumerate() {
+        let path = format!("spec.feedbackRules[{i}]");
+        check_enum(&mut errors, &format!("{path}.type"), Some(&rule.type_), &["WellKnownStatus", "JSONPaths"]);
+        for (j, p) in rule.json_paths.iter().enumerate() {
+            if let Err(why) = crate::ocm::manifestwork::feedback::parse(&p.path) {
+                errors.push(FieldError::invalid(
+                    format!("{path}.jsonPaths[{j}].path"),
+                    crate::validation::quote(&p.path),
+                    why,
+                ));
+            }
+        }
     }
     ValidationError::check(&object.kind, &object.metadata.name, errors)
 }

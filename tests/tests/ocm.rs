@@ -229,7 +229,9 @@ async fn a_crp_and_ocm_side_by_side_a_canary_first_rollout_and_leaving_the_set()
         let mwrs = get(&mut admin, "mwrs", NS, "web").await.map_err(|e| e.to_string())?;
         let summary = mwrs.status().map(|s| s["summary"].clone()).unwrap_or_default();
         let rolled = condition(&mwrs, "PlacementRolledOut");
-        if summary["total"] == 3 && summary["applied"] == 3 && rolled.as_ref().is_some_and(|c| c.0 == "True") {
+        let counts = summary["total"] == 3 && summary["applied"] == 3;
+        let desired = summary["desiredTotal"] == 3 && summary["updated"] == 3;
+        if counts && desired && rolled.as_ref().is_some_and(|c| c.0 == "True") {
             Ok(())
         } else {
             Err(format!("{summary} {rolled:?}"))
@@ -237,7 +239,7 @@ async fn a_crp_and_ocm_side_by_side_a_canary_first_rollout_and_leaving_the_set()
     })
     .await;
     let wide = fleetctl(&hub, &["get", "mwrs", "-n", NS, "-o", "wide"]);
-    assert!(has_row(&wide, &["web", "rollout", "True", "True", "True", "3", "3", "3", "0", "0"]), "{wide}");
+    assert!(has_row(&wide, &["web", "rollout", "True", "True", "True", "3", "3", "3", "0", "0", "3", "3"]), "{wide}");
 
     // Relabelled out of the set through the ManagedCluster view: the same
     // MemberCluster changes, the Placement drops x-2, and its ManifestWork

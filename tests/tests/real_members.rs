@@ -204,6 +204,10 @@ async fn a_real_cluster_joins_runs_workloads_and_lets_them_go_with_their_placeme
     assert_eq!(property("kubernetes-fleet.io/node-count"), "2", "{status}");
     assert_eq!(property("fleet.kubernetes-fleet.io/target"), "kubernetes", "{status}");
     assert!(property("k8s.io/k8s-version").starts_with("v1.36."), "{status}");
+    // OCM users read the same version from the ManagedCluster view.
+    let managed = get_object(hub, "managedcluster", "", "kube-1").await.expect("managed cluster view");
+    let version = managed.status().and_then(|s| s.pointer("/version/kubernetes")).cloned().unwrap_or_default();
+    assert_eq!(version.as_str(), Some(property("k8s.io/k8s-version").as_str()), "{:?}", managed.status());
     assert_eq!(property("k8s.io/cluster-entrypoint"), cluster.server, "{status}");
     let kubeconfig = std::fs::read_to_string(&cluster.kubeconfig).expect("kubeconfig");
     let ca = property("k8s.io/cluster-certificate-authority-data");

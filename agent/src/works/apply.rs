@@ -26,7 +26,7 @@ use std::collections::BTreeSet;
 
 use fleet_api::conditions::{set_condition, Condition};
 use fleet_api::work::{
-    self, ManifestCondition, WorkResourceIdentifier, WorkStatus, CONDITION_APPLIED, CONDITION_AVAILABLE,
+    self, IgnoreFields, ManifestCondition, WorkResourceIdentifier, WorkStatus, CONDITION_APPLIED, CONDITION_AVAILABLE,
     CONDITION_DIFF_REPORTED, REASON_ALL_APPLIED, REASON_ALL_AVAILABLE, REASON_NOT_TRACKABLE, REASON_SOME_NOT_APPLIED,
     REASON_SOME_NOT_AVAILABLE,
 };
@@ -36,6 +36,8 @@ use serde_json::Value;
 
 use super::compare::{differences, Comparison, Difference};
 use super::details::{details, Report};
+use super::feedback;
+use super::ignore;
 use super::ledger::{Entry, LastApplied};
 use super::provenance::{stamped, Provenance};
 use super::redact::scrub_message;
@@ -175,9 +177,11 @@ fn remaining_drifts(
 
 /// Reads the live object and, by the strategy's decision, writes the manifest
 /// or only looks at it (when `reapply` is false and nothing is amiss).
+#[allow(clippy::too_many_arguments)]
 async fn process<T: Target>(
     target: &T,
     strategy: &Strategy,
+    ignore_fields: &[IgnoreFields],
     object: &Object,
     owner: &str,
     provenance: Option<&Provenance>,
@@ -191,8 +195,11 @@ async fn process<T: Target>(
     };
     let member_generation = live.as_ref().map_or(0, |l| l.metadata.generation);
     let processed = |result, drifts, diffs, written| Processed { result, drifts, diffs, member_generation, written };
-    let baseline = last_applied.map(|l| l.baseline(strategy.comparison));
-    match decide(strategy, object, live.as_ref(), owner, baseline) {
+    // Fields left to the member take its values, and are no drift.
+    let ignored = ignore::effective(object, live.as_ref(), last_applied.map(|l| &l.manifest), ignore_fields);
+    let object = &ignored.manifest;
+    let baseline = last_applied.map(|l| ignore::aligned(l.baseline(strategy.comparison), live.as_ref(), &ignored.kept));
+    match decide(strategy, object, live.as_ref(), owner, baseline.as_ref()) {
         Decision::Refuse { reason, message, drifts, diffs } => {
             processed(Err((reason.to_string(), message)), non_empty(drifts), non_empty(diffs), false)
         }
@@ -239,6 +246,7 @@ pub async fn apply_work<T: Target>(
     let provenance = Provenance::of_work(work_object);
     let mirror = spec.report_back_strategy.as_ref().is_some_and(|r| r.mirrors());
     let mut observed = std::collections::BTreeMap::new();
+    let mut feedback_read = std::collections::BTreeMap::new();
     let mut items = manifests(&spec);
     items.sort_by_key(|m| {
         let id = &m.identifier;
@@ -258,7 +266,8 @@ pub async fn apply_work<T: Target>(
             (None, Some(object)) => {
                 let id = ResourceId::of(object);
                 let last = previous.and_then(|p| p.last_applied(&id));
-                let p = process(target, &strategy, object, &owner, provenance.as_ref(), last, reapply).await;
+                let ignore = spec.ignore_fields.as_slice();
+                let p = process(target, &strategy, ignore, object, &owner, provenance.as_ref(), last, reapply).await;
                 match &p.result {
                     Ok(live) if p.written => last_applied.push(written_baseline(id, object, live, last)),
                     Ok(_) => last_applied.extend(last.cloned()),
@@ -273,6 +282,11 @@ pub async fn apply_work<T: Target>(
             if let Some(status) = observed_status(live).filter(|_| mirror) {
                 observed.insert(m.ordinal, status);
             }
+            if !spec.feedback_rules.is_empty() {
+                let (values, synced) = feedback::read(&spec.feedback_rules, live);
+                feedback_read.insert(m.ordinal, values);
+                set_condition(&mut conditions, synced.observing(live.metadata.generation), now);
+            }
         }
         set_manifest_conditions(&mut conditions, &processed, &mut tally, now);
         let g = Some(processed.member_generation);
@@ -286,6 +300,7 @@ pub async fn apply_work<T: Target>(
                 .diffs
                 .map(|d| details(Report::Diff, &d, old_condition.and_then(|c| c.diff_details.as_ref()), g, now)),
             back_reported_status: None,
+            status_feedback: None,
         });
     }
     manifest_conditions.sort_by_key(|c| c.identifier.ordinal);
@@ -299,6 +314,7 @@ pub async fn apply_work<T: Target>(
     // whether a changed report may go out before its interval.
     let written_anyway = report_back::changed_besides_reports(&old, &conditions, &manifest_conditions);
     let back_reports = report_back::fill(&mut manifest_conditions, &observed, &old, written_anyway, now);
+    let feedback_held_back = feedback::fill(&mut manifest_conditions, &feedback_read, &old, written_anyway, now);
     conditions.retain(|c| c.type_ != report_back::CONDITION_STATUS_TRIMMED);
     if let Some(trimmed) = report_back::trimmed_condition(back_reports.trimmed) {
         let previous = old.conditions.iter().find(|c| c.type_ == report_back::CONDITION_STATUS_TRIMMED);
@@ -313,7 +329,7 @@ pub async fn apply_work<T: Target>(
             abandon_on_delete: spec.abandons_on_delete(),
             last_applied,
         },
-        settled: tally.applied_all && !tally.any_pending && !back_reports.held_back,
+        settled: tally.applied_all && !tally.any_pending && !back_reports.held_back && !feedback_held_back,
     }
 }
 

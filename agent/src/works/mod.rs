@@ -49,6 +49,8 @@
 pub mod apply;
 pub mod compare;
 pub mod details;
+pub mod feedback;
+pub mod ignore;
 pub mod ledger;
 pub mod provenance;
 pub mod redact;

@@ -27,6 +27,7 @@ use fleet_api::Object;
 use super::apply::{failure_message, failure_reason, manifests, WorkOutcome};
 use super::compare::Difference;
 use super::details::{details, Report};
+use super::feedback;
 use super::ledger::Entry;
 use super::strategy::{report_diff, Strategy};
 use crate::targets::{ResourceId, Target, TargetError};
@@ -88,6 +89,7 @@ pub async fn report_work<T: Target>(
     let old = work::status_of(work_object);
     let mut failed = 0usize;
     let mut manifest_conditions = Vec::new();
+    let mut feedback_read = std::collections::BTreeMap::new();
     for m in manifests(&spec) {
         let old_condition = old.manifest_conditions.iter().find(|c| c.identifier == m.identifier);
         let mut conditions = old_condition.map(|c| c.conditions.clone()).unwrap_or_default();
@@ -104,6 +106,13 @@ pub async fn report_work<T: Target>(
             (None, Some(object)) => match target.get_for(&ResourceId::of(object), &owner).await {
                 Ok(live) => {
                     let g = live.as_ref().map(|l| l.metadata.generation);
+                    // Reading status is what a read-only manifest is for:
+                    // its feedback rules are read as for an applied one.
+                    if let Some(live) = live.as_ref().filter(|_| !spec.feedback_rules.is_empty()) {
+                        let (values, synced) = feedback::read(&spec.feedback_rules, live);
+                        feedback_read.insert(m.identifier.ordinal, values);
+                        set_condition(&mut conditions, synced.observing(generation), now);
+                    }
                     Ok((report_diff(object, live.as_ref(), strategy.comparison), g))
                 }
                 Err(e) => Err(format!("{}: {}", failure_reason(&e), failure_message(&e, object, None))),
@@ -119,14 +128,19 @@ pub async fn report_work<T: Target>(
             conditions,
             drift_details: None,
             diff_details: compared.ok().map(|(diffs, g)| details(Report::Diff, &diffs, previous_details, g, now)),
-            // ReportDiff applies nothing, so there is nothing to report back.
+            // ReportDiff applies nothing, so there is no status to mirror.
             back_reported_status: None,
+            status_feedback: None,
         });
     }
     let mut conditions = old.conditions.clone();
     conditions.retain(|c| c.type_ != CONDITION_APPLIED && c.type_ != CONDITION_AVAILABLE);
     set_condition(&mut conditions, work_condition(failed, manifest_conditions.len()).observing(generation), now);
     let previous = previous.cloned().unwrap_or_default();
+    let feedback_read: std::collections::BTreeMap<usize, _> =
+        feedback_read.into_iter().filter_map(|(o, v)| usize::try_from(o).ok().map(|o| (o, v))).collect();
+    let written_anyway = super::report_back::changed_besides_reports(&old, &conditions, &manifest_conditions);
+    let held_back = feedback::fill(&mut manifest_conditions, &feedback_read, &old, written_anyway, now);
     WorkOutcome {
         status: WorkStatus { conditions, manifest_conditions },
         entry: Entry {
@@ -134,7 +148,7 @@ pub async fn report_work<T: Target>(
             abandon_on_delete: spec.abandons_on_delete(),
             ..previous
         },
-        settled: failed == 0,
+        settled: failed == 0 && !held_back,
     }
 }
 

@@ -114,9 +114,11 @@ pub fn fill(
 }
 
 /// Whether the Work status about to be written differs from the stored one
-/// in anything but the back-reports (then it is written anyway).
+/// in anything but the back-reports and status feedback (then it is
+/// written anyway).
 pub fn changed_besides_reports(old: &WorkStatus, conditions: &[Condition], manifests: &[ManifestCondition]) -> bool {
-    let strip = |c: &ManifestCondition| ManifestCondition { back_reported_status: None, ..c.clone() };
+    let strip =
+        |c: &ManifestCondition| ManifestCondition { back_reported_status: None, status_feedback: None, ..c.clone() };
     old.conditions != conditions
         || old.manifest_conditions.len() != manifests.len()
         || old.manifest_conditions.iter().zip(manifests).any(|(a, b)| strip(a) != strip(b))

@@ -97,7 +97,8 @@ fn allocatable(object: &Object, resource: &str) -> String {
 }
 
 /// `NAME`, `HUB ACCEPTED`, `JOINED`, `AVAILABLE`, `AGE` of a ManagedCluster;
-/// wide adds allocatable CPU and memory, taints and labels.
+/// wide adds allocatable CPU and memory, the Kubernetes version, taints and
+/// labels.
 pub fn managed_cluster_columns(wide: bool) -> Vec<Column> {
     let mut columns = vec![
         name_column(),
@@ -112,6 +113,13 @@ pub fn managed_cluster_columns(wide: bool) -> Vec<Column> {
         columns.extend([
             Column { header: "CPU", value: |o, _| allocatable(o, "cpu") },
             Column { header: "MEMORY", value: |o, _| allocatable(o, "memory") },
+            Column {
+                header: "KUBERNETES",
+                value: |o, _| {
+                    let version = o.status().and_then(|s| s.pointer("/version/kubernetes")).and_then(Value::as_str);
+                    version.unwrap_or("<none>").to_string()
+                },
+            },
             Column {
                 header: "TAINTS",
                 value: |o, _| {
@@ -135,8 +143,47 @@ pub fn managed_cluster_columns(wide: bool) -> Vec<Column> {
     columns
 }
 
+/// `NAME`, `EMPTY`, `AGE` of a ManagedClusterSet (OCM's printer columns);
+/// wide adds `SELECTED` (the condition's message) and the managed
+/// namespaces.
+pub fn cluster_set_columns(wide: bool) -> Vec<Column> {
+    let mut columns =
+        vec![name_column(), Column { header: "EMPTY", value: |o, _| condition_status(o, "ClusterSetEmpty") }];
+    if wide {
+        columns.push(Column {
+            header: "SELECTED",
+            value: |o, _| condition_field(o, "ClusterSetEmpty", "message").unwrap_or_default(),
+        });
+        columns.push(Column {
+            header: "MANAGEDNAMESPACES",
+            value: |o, _| {
+                let names = crate::ocm::clusterset::set_spec_of(o).managed_namespaces;
+                if names.is_empty() {
+                    "<none>".to_string()
+                } else {
+                    names.into_iter().map(|n| n.name).collect::<Vec<_>>().join(",")
+                }
+            },
+        });
+    }
+    columns.push(age_column());
+    columns
+}
+
+/// `NAME`, `BOUND`, `AGE` of a ManagedClusterSetBinding; wide adds the
+/// condition's reason.
+pub fn set_binding_columns(wide: bool) -> Vec<Column> {
+    let mut columns = vec![name_column(), Column { header: "BOUND", value: |o, _| condition_status(o, "Bound") }];
+    if wide {
+        columns.push(Column { header: "REASON", value: |o, _| condition_reason(o, "Bound") });
+    }
+    columns.push(age_column());
+    columns
+}
+
 /// `NAME`, `PLACEMENT`, `FOUND`, `ROLLEDOUT`, `APPLIED`, `AGE` of a
-/// ManifestWorkReplicaSet; wide adds the summary counts.
+/// ManifestWorkReplicaSet; wide adds the summary counts (with
+/// `desiredTotal` and `updated`).
 pub fn replica_set_columns(wide: bool) -> Vec<Column> {
     let mut columns = vec![
         name_column(),
@@ -159,6 +206,8 @@ pub fn replica_set_columns(wide: bool) -> Vec<Column> {
             Column { header: "AVAILABLE#", value: |o, _| count(o, "available") },
             Column { header: "DEGRADED#", value: |o, _| count(o, "degraded") },
             Column { header: "PROGRESSING#", value: |o, _| count(o, "progressing") },
+            Column { header: "DESIRED#", value: |o, _| count(o, "desiredTotal") },
+            Column { header: "UPDATED#", value: |o, _| count(o, "updated") },
         ]);
     }
     columns.push(age_column());
@@ -172,7 +221,8 @@ fn count(object: &Object, field: &str) -> String {
 }
 
 /// `NAME`, `APPLIED`, `AVAILABLE`, `AGE` of a ManifestWork; wide adds
-/// `DEGRADED`, `PROGRESSING` and the manifest count.
+/// `DEGRADED`, `PROGRESSING`, `COMPLETE` (from condition rules) and the
+/// manifest count.
 pub fn manifest_work_columns(wide: bool) -> Vec<Column> {
     let mut columns = vec![
         name_column(),
@@ -183,6 +233,7 @@ pub fn manifest_work_columns(wide: bool) -> Vec<Column> {
         columns.extend([
             Column { header: "DEGRADED", value: |o, _| condition_status(o, "Degraded") },
             Column { header: "PROGRESSING", value: |o, _| condition_status(o, "Progressing") },
+            Column { header: "COMPLETE", value: |o, _| condition_status(o, "Complete") },
             Column {
                 header: "MANIFESTS",
                 value: |o, _| {
@@ -228,11 +279,59 @@ mod tests {
             "apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
             "metadata": {"name": "web", "namespace": "ns1"},
             "spec": {"placementRefs": [{"name": "demo"}]},
-            "status": {"summary": {"total": 3, "applied": 2, "available": 1, "degraded": 0, "progressing": 1},
+            "status": {"summary": {"total": 3, "applied": 2, "available": 1, "degraded": 0, "progressing": 1,
+                "desiredTotal": 4, "updated": 2},
                 "conditions": [{"type": "PlacementVerified", "status": "True"}]}
         }))
         .unwrap();
         let cells = row(&replica_set_columns(true), &mwrs, &at());
-        assert_eq!(cells[..10], ["web", "demo", "True", "Unknown", "Unknown", "3", "2", "1", "0", "1"]);
+        assert_eq!(cells[..12], ["web", "demo", "True", "Unknown", "Unknown", "3", "2", "1", "0", "1", "4", "2"]);
+    }
+
+    #[test]
+    fn manifest_work_and_managed_cluster_rows() {
+        let mw: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+            "metadata": {"name": "migrate", "namespace": "c1"},
+            "spec": {"workload": {"manifests": [{}]}},
+            "status": {"conditions": [{"type": "Applied", "status": "True"}, {"type": "Complete", "status": "True"}]}
+        }))
+        .unwrap();
+        let columns = manifest_work_columns(true);
+        assert_eq!(
+            headers(&columns),
+            ["NAME", "APPLIED", "AVAILABLE", "DEGRADED", "PROGRESSING", "COMPLETE", "MANIFESTS", "AGE"]
+        );
+        assert_eq!(row(&columns, &mw, &at())[5..7], ["True", "1"]);
+        let mc: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+            "metadata": {"name": "kube-1"}, "spec": {},
+            "status": {"version": {"kubernetes": "v1.36.1"}}
+        }))
+        .unwrap();
+        let columns = managed_cluster_columns(true);
+        let at_version = headers(&columns).iter().position(|h| *h == "KUBERNETES").unwrap();
+        assert_eq!(row(&columns, &mc, &at())[at_version], "v1.36.1");
+    }
+
+    #[test]
+    fn set_and_binding_rows() {
+        let set: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+            "metadata": {"name": "prod"}, "spec": {"managedNamespaces": [{"name": "a"}, {"name": "b"}]},
+            "status": {"conditions": [{"type": "ClusterSetEmpty", "status": "False", "reason": "ClustersSelected",
+                "message": "2 ManagedClusters selected"}]}
+        }))
+        .unwrap();
+        let columns = cluster_set_columns(true);
+        assert_eq!(headers(&columns), ["NAME", "EMPTY", "SELECTED", "MANAGEDNAMESPACES", "AGE"]);
+        assert_eq!(row(&columns, &set, &at())[..4], ["prod", "False", "2 ManagedClusters selected", "a,b"]);
+        let binding: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+            "metadata": {"name": "prod", "namespace": "ns1"}, "spec": {"clusterSet": "prod"},
+            "status": {"conditions": [{"type": "Bound", "status": "False", "reason": "ClusterSetNotFound"}]}
+        }))
+        .unwrap();
+        assert_eq!(row(&set_binding_columns(true), &binding, &at())[..3], ["prod", "False", "ClusterSetNotFound"]);
     }
 }

@@ -25,6 +25,18 @@ pub const GLOBAL_SET: &str = "global";
 pub const SELECTOR_EXCLUSIVE_LABEL: &str = "ExclusiveClusterSetLabel";
 /// Members are the clusters a label selector matches.
 pub const SELECTOR_LABEL_SELECTOR: &str = "LabelSelector";
+/// Condition on a set: whether it selects no cluster.
+pub const CONDITION_EMPTY: &str = "ClusterSetEmpty";
+/// `ClusterSetEmpty` True: no cluster is in the set.
+pub const REASON_NO_CLUSTER_MATCHED: &str = "NoClusterMatched";
+/// `ClusterSetEmpty` False: some clusters are in the set.
+pub const REASON_CLUSTERS_SELECTED: &str = "ClustersSelected";
+/// Condition on a binding: whether the set it names exists.
+pub const CONDITION_BOUND: &str = "Bound";
+/// `Bound` True: the set exists.
+pub const REASON_BOUND: &str = "ClusterSetBound";
+/// `Bound` False: the set does not exist.
+pub const REASON_SET_NOT_FOUND: &str = "ClusterSetNotFound";
 /// Every selector type.
 pub const SELECTOR_TYPES: &[&str] = &[SELECTOR_EXCLUSIVE_LABEL, SELECTOR_LABEL_SELECTOR];
 
@@ -35,6 +47,19 @@ pub struct ManagedClusterSetSpec {
     /// How members are chosen; absent means by the set label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_selector: Option<ManagedClusterSelector>,
+    /// Namespaces every member cluster of the set gets (OCM's managed
+    /// namespaces): created on each member, kept while it is in the set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managed_namespaces: Vec<ManagedNamespaceConfig>,
+}
+
+/// One of a set's `spec.managedNamespaces`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ManagedNamespaceConfig {
+    /// The namespace's name (a DNS-1123 label, as OCM's schema requires).
+    #[serde(default)]
+    pub name: String,
 }
 
 /// `spec.clusterSelector` of a ManagedClusterSet.
@@ -79,6 +104,16 @@ pub struct ManagedClusterSetBindingSpec {
     pub cluster_set: String,
 }
 
+/// The status of a stored ManagedClusterSet or ManagedClusterSetBinding.
+pub fn status_of(object: &Object) -> ConditionsStatus {
+    crate::typed::status_or_default(object)
+}
+
+/// Writes a set's or a binding's status.
+pub fn set_status(object: &mut Object, status: &ConditionsStatus) {
+    object.rest.insert("status".into(), crate::typed::encode(status));
+}
+
 /// The spec of a stored ManagedClusterSet.
 pub fn set_spec_of(object: &Object) -> ManagedClusterSetSpec {
     spec_or_default(object)
@@ -115,6 +150,24 @@ fn validate_set(spec: &ManagedClusterSetSpec, name: &str) -> Vec<FieldError> {
             }
         }
         _ => {}
+    }
+    errors.extend(validate_managed_namespaces(&spec.managed_namespaces));
+    errors
+}
+
+/// Each managed namespace needs a DNS-1123 label for a name, named once.
+fn validate_managed_namespaces(namespaces: &[ManagedNamespaceConfig]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, namespace) in namespaces.iter().enumerate() {
+        let path = format!("spec.managedNamespaces[{i}].name");
+        if namespace.name.is_empty() {
+            errors.push(FieldError::required(path, "a namespace name is required"));
+        } else if let Some(detail) = names::dns1123_label_error(&namespace.name) {
+            errors.push(FieldError::invalid(path, quote(&namespace.name), detail));
+        } else if !seen.insert(namespace.name.as_str()) {
+            errors.push(FieldError::duplicate(path, quote(&namespace.name)));
+        }
     }
     errors
 }

@@ -8,7 +8,9 @@
 //! `NoSchedule` reads as `NoSelectIfNew`, which is what it means to both
 //! schedulers); `spec.hubAcceptsClient: true` and `leaseDurationSeconds`
 //! (the heartbeat period); `status.capacity`/`allocatable` from the reported
-//! resources; `status.clusterClaims` from the properties; and the
+//! resources; `status.clusterClaims` from the properties;
+//! `status.version.kubernetes` from the `k8s.io/k8s-version` property (the
+//! API server version the agent of a real cluster reports); and the
 //! conditions `HubAcceptedManagedCluster`, `ManagedClusterJoined` and
 //! `ManagedClusterConditionAvailable` from `Joined` and `Healthy`.
 //!
@@ -107,15 +109,17 @@ pub fn view_of(mc: &Object) -> Object {
         rest: Default::default(),
     };
     view.rest.insert("spec".into(), encode(&view_spec));
-    view.rest.insert(
-        "status".into(),
-        json!({
-            "conditions": encode(&conditions),
-            "capacity": usage.capacity,
-            "allocatable": usage.allocatable,
-            "clusterClaims": claims,
-        }),
-    );
+    let mut view_status = json!({
+        "conditions": encode(&conditions),
+        "capacity": usage.capacity,
+        "allocatable": usage.allocatable,
+        "clusterClaims": claims,
+    });
+    // The agent of a real cluster reports its API server's version.
+    if let Some(version) = status.properties.get(member::K8S_VERSION_PROPERTY) {
+        view_status["version"] = json!({"kubernetes": version.value});
+    }
+    view.rest.insert("status".into(), view_status);
     view
 }
 
@@ -156,7 +160,7 @@ mod tests {
             "status": {"conditions": [
                 {"type": "Joined", "status": "True", "reason": "J"},
                 {"type": "Healthy", "status": "Unknown", "reason": "HeartbeatTimeout"}],
-                "properties": {"region": {"value": "east"}},
+                "properties": {"region": {"value": "east"}, "k8s.io/k8s-version": {"value": "v1.36.1"}},
                 "resourceUsage": {"capacity": {"cpu": "4"}, "allocatable": {"cpu": "3"}, "available": {}}}
         }))
         .unwrap()
@@ -172,7 +176,11 @@ mod tests {
         assert_eq!(spec["leaseDurationSeconds"], 5);
         let status = view.status().unwrap();
         assert_eq!(status["allocatable"]["cpu"], "3");
-        assert_eq!(status["clusterClaims"][0], json!({"name": "region", "value": "east"}));
+        assert_eq!(status["clusterClaims"][1], json!({"name": "region", "value": "east"}));
+        assert_eq!(status["version"], json!({"kubernetes": "v1.36.1"}));
+        let mut unversioned = member();
+        unversioned.rest["status"]["properties"].as_object_mut().unwrap().remove("k8s.io/k8s-version");
+        assert!(view_of(&unversioned).status().unwrap().get("version").is_none(), "no version: none shown");
         let available = status["conditions"]
             .as_array()
             .unwrap()

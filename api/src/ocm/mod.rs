@@ -23,9 +23,8 @@
 //!   decision group names must be unique (rollouts name them), a
 //!   ManifestWorkReplicaSet's rollout block must match its `type`, and a
 //!   binding's `spec.clusterSet` must equal its name.
-//! - Fields of OCM's newest API that Fleet does not implement (`celSelector`,
-//!   `sortBy`, `scoreRateLimit`, ManifestWork `conditionRules` of type CEL)
-//!   are refused rather than silently ignored.
+//! - Fields of OCM's newest API that Fleet does not implement (`sortBy`,
+//!   `scoreRateLimit`) are refused rather than silently ignored.
 //! - `cascadeDeletionPolicy` accepts OCM's `Foreground` besides the spec's
 //!   `Background` and `Orphan`.
 //! - Durations (`minSuccessTime`, `progressDeadline`) are whole numbers with
@@ -39,6 +38,7 @@ use crate::validation::{join_path, quote, FieldError, ValidationError};
 use crate::{LabelSelector, Object};
 
 pub mod addon_score;
+pub mod cel;
 pub mod clusterset;
 pub mod decision;
 pub mod managed_cluster;
@@ -64,6 +64,19 @@ pub struct ClusterSelector {
     /// On the cluster's claims (its properties, as text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_selector: Option<ClaimSelector>,
+    /// CEL expressions over `managedCluster` (the cluster as the
+    /// ManagedCluster view shows it), all of which must be true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cel_selector: Option<ClusterCelSelector>,
+}
+
+/// `celSelector` of a cluster selector.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterCelSelector {
+    /// Each must be true (CEL, over `managedCluster`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cel_expressions: Vec<String>,
 }
 
 /// A selector on cluster claims: AND-ed label-style requirements.
@@ -85,6 +98,17 @@ impl ClusterSelector {
         if let Some(claims) = &self.claim_selector {
             let as_labels = LabelSelector { match_expressions: claims.match_expressions.clone(), ..Default::default() };
             errors.extend(as_labels.validate(&join_path(path, "claimSelector")));
+        }
+        if let Some(cel_selector) = &self.cel_selector {
+            let at = join_path(path, "celSelector.celExpressions");
+            if cel_selector.cel_expressions.len() > cel::MAX_EXPRESSIONS {
+                errors.push(FieldError::too_many(at.clone(), cel_selector.cel_expressions.len(), cel::MAX_EXPRESSIONS));
+            }
+            for (i, expression) in cel_selector.cel_expressions.iter().enumerate() {
+                if let Some(why) = cel::check(expression) {
+                    errors.push(FieldError::invalid(format!("{at}[{i}]"), quote(expression), why));
+                }
+            }
         }
         errors
     }

@@ -188,6 +188,13 @@ pub struct ManifestWorkReplicaSetSummary {
     /// With `Progressing` True.
     #[serde(default)]
     pub progressing: i64,
+    /// ManifestWorks the replica set wants: one per decided cluster.
+    #[serde(default)]
+    pub desired_total: i64,
+    /// ManifestWorks holding the current template and `Applied` at their
+    /// current generation (OCM: clusters with the updated revision applied).
+    #[serde(default)]
+    pub updated: i64,
 }
 
 /// One referenced placement's share.

@@ -229,10 +229,13 @@ async fn reconcile(
             }
             match ocm::OcmKind::of(&read_key) {
                 Some(ocm::OcmKind::ManifestWork) => {
-                    return ocm::delivery::next_step(&store, &read_key, &step_now).map(Some)
+                    return ocm::delivery::next_step(&store, &read_key, &step_now, unix_now).map(Some)
                 }
                 Some(ocm::OcmKind::ReplicaSet) => {
                     return ocm::replicaset::next_step(&store, &read_key, &step_now, unix_now).map(Some)
+                }
+                Some(ocm::OcmKind::SetBinding) => {
+                    return ocm::clusterset::binding_step(&store, &read_key, &step_now).map(Some)
                 }
                 _ => {}
             }
@@ -250,6 +253,12 @@ async fn reconcile(
             match ocm::OcmKind::of(&read_key) {
                 Some(ocm::OcmKind::Placement) => {
                     ocm::placement::next_step(&store, &fleet, &read_key, &step_now, unix_now).map(Some)
+                }
+                Some(ocm::OcmKind::ClusterSet) => {
+                    ocm::clusterset::set_step(&store, &fleet, &read_key, &step_now).map(Some)
+                }
+                Some(ocm::OcmKind::ManagedNamespaces) => {
+                    ocm::clusterset::managed_namespaces_step(&store, &fleet).map(Some)
                 }
                 _ => {
                     let pacer = &caches.status_pacer;

@@ -55,6 +55,7 @@ mod predicates;
 mod prioritizers;
 mod request;
 pub mod rollout;
+pub mod set_status;
 mod sets;
 mod status;
 mod taints;

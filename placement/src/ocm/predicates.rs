@@ -1,9 +1,22 @@
 //! Predicates: a cluster must match at least one of a placement's
-//! `requiredClusterSelector`s (label selector AND claim selector); no
-//! predicate lets every cluster through.
+//! `requiredClusterSelector`s (label selector AND claim selector AND every
+//! CEL expression of its `celSelector`); no predicate lets every cluster
+//! through.
+//!
+//! A `celSelector` sees the cluster as `managedCluster`, shaped like the
+//! ManagedCluster view: `metadata.name` and `metadata.labels`,
+//! `spec.taints`, and `status.clusterClaims[] {name, value}`,
+//! `status.version.kubernetes` (when reported) and `status.allocatable` /
+//! `status.capacity` (`cpu`, `memory`). An expression that fails for a
+//! cluster (a missing field, a non-boolean result) leaves it out, with
+//! why.
 
+use fleet_api::ocm::cel::Compiled;
 use fleet_api::ocm::placement::ClusterPredicate;
 use fleet_api::ocm::ClusterSelector;
+use serde_json::{json, Value};
+
+use crate::cluster::{ClusterInfo, RESOURCE_PROPERTY_PREFIX};
 
 use crate::scheduler::plugins::CompiledLabelSelector;
 use crate::scheduler::table::{ClusterTable, Vocabulary};
@@ -26,10 +39,18 @@ pub(crate) fn compile_selector<'a>(
     labels.and(CompiledLabelSelector::compile_claims(claims, vocabulary))
 }
 
+/// One predicate: its labels and claims, and its CEL expressions (or why
+/// they do not compile: then it matches nothing).
+#[derive(Debug, Clone)]
+struct Term {
+    selector: CompiledLabelSelector,
+    cel: Option<Result<Compiled, String>>,
+}
+
 /// The OR of a placement's predicates.
 #[derive(Debug, Clone)]
 pub(crate) struct Predicates {
-    terms: Vec<CompiledLabelSelector>,
+    terms: Vec<Term>,
 }
 
 impl Predicates {
@@ -38,12 +59,43 @@ impl Predicates {
         let terms = predicates
             .iter()
             .map(|p| match &p.required_cluster_selector {
-                Some(selector) => compile_selector(selector, vocabulary),
-                None => CompiledLabelSelector::default(),
+                Some(selector) => Term {
+                    selector: compile_selector(selector, vocabulary),
+                    cel: selector
+                        .cel_selector
+                        .as_ref()
+                        .filter(|c| !c.cel_expressions.is_empty())
+                        .map(|c| Compiled::new(&c.cel_expressions)),
+                },
+                None => Term { selector: CompiledLabelSelector::default(), cel: None },
             })
             .collect();
         Predicates { terms }
     }
+}
+
+/// A cluster as a `celSelector` sees it (see the module doc).
+pub(crate) fn managed_cluster(info: &ClusterInfo) -> Value {
+    let claims: Vec<Value> = info.claims.iter().map(|(name, value)| json!({"name": name, "value": value})).collect();
+    let mut status = json!({"clusterClaims": claims});
+    if let Some(version) = info.claims.get(fleet_api::member::K8S_VERSION_PROPERTY) {
+        status["version"] = json!({"kubernetes": version});
+    }
+    for (family, field) in [("allocatable", "allocatable"), ("total", "capacity")] {
+        for resource in ["cpu", "memory"] {
+            let name = format!("{RESOURCE_PROPERTY_PREFIX}{family}-{resource}");
+            if let Some(q) = info.properties.get(&name) {
+                status[field][resource] = json!(q.to_string());
+            }
+        }
+    }
+    json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1",
+        "kind": "ManagedCluster",
+        "metadata": {"name": info.name, "labels": info.labels.to_map()},
+        "spec": {"taints": serde_json::to_value(&info.taints).unwrap_or_default()},
+        "status": status,
+    })
 }
 
 impl FilterPlugin for Predicates {
@@ -52,10 +104,29 @@ impl FilterPlugin for Predicates {
     }
 
     fn filter(&self, table: &ClusterTable, cluster: usize) -> Result<(), String> {
-        if self.terms.is_empty() || self.terms.iter().any(|t| t.matches(table, cluster)) {
-            Ok(())
-        } else {
-            Err(REASON_NO_PREDICATE_MATCHES.to_string())
+        if self.terms.is_empty() {
+            return Ok(());
         }
+        let mut why_not = None;
+        let mut object = None;
+        for term in &self.terms {
+            if !term.selector.matches(table, cluster) {
+                continue;
+            }
+            let outcome = match &term.cel {
+                None => Ok(true),
+                Some(Err(why)) => Err(why.clone()),
+                Some(Ok(compiled)) => {
+                    let object = object.get_or_insert_with(|| managed_cluster(table.info(cluster)));
+                    compiled.matches("managedCluster", object)
+                }
+            };
+            match outcome {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(why) => why_not = Some(format!("{REASON_NO_PREDICATE_MATCHES} (celSelector: {why})")),
+            }
+        }
+        Err(why_not.unwrap_or_else(|| REASON_NO_PREDICATE_MATCHES.to_string()))
     }
 }

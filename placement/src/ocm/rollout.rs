@@ -28,8 +28,13 @@
 //! failed, no further cluster is started.
 
 use fleet_api::conditions::{find, Condition};
-use fleet_api::ocm::manifestwork::{self, CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED};
-use fleet_api::ocm::replicaset::{RolloutConfig, RolloutStrategy, ROLLOUT_ALL, ROLLOUT_PROGRESSIVE_PER_GROUP};
+use fleet_api::ocm::manifestwork::{
+    self, CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING,
+};
+
+use fleet_api::ocm::replicaset::{
+    ManifestWorkReplicaSetSummary, RolloutConfig, RolloutStrategy, ROLLOUT_ALL, ROLLOUT_PROGRESSIVE_PER_GROUP,
+};
 use fleet_api::placement::IntOrPercent;
 use fleet_api::Object;
 
@@ -103,6 +108,36 @@ impl ClusterState {
     fn finished(&self) -> bool {
         self.failed() || *self == ClusterState::Succeeded
     }
+}
+
+/// The summary of `works` (a replica set's ManifestWorks, or one
+/// placement's share of them) for `desired_total` decided clusters and the
+/// current `template`: counts by condition (True at any generation, as OCM
+/// counts them), and `updated`, those holding `template` with `Applied`
+/// True at their current generation.
+pub fn summary<'a>(
+    works: impl Iterator<Item = &'a Object>,
+    template: &serde_json::Value,
+    desired_total: usize,
+) -> ManifestWorkReplicaSetSummary {
+    let mut s = ManifestWorkReplicaSetSummary {
+        desired_total: i64::try_from(desired_total).unwrap_or(i64::MAX),
+        ..Default::default()
+    };
+    for work in works {
+        let status = manifestwork::status_of(work);
+        let condition = |t: &str| find(&status.conditions, t);
+        let is_true = |t: &str| i64::from(condition(t).is_some_and(Condition::is_true));
+        s.total += 1;
+        s.applied += is_true(CONDITION_APPLIED);
+        s.available += is_true(CONDITION_AVAILABLE);
+        s.degraded += is_true(CONDITION_DEGRADED);
+        s.progressing += is_true(CONDITION_PROGRESSING);
+        let applied_now = condition(CONDITION_APPLIED)
+            .is_some_and(|c| c.is_true() && c.observed_generation == Some(work.metadata.generation));
+        s.updated += i64::from(work.spec() == Some(template) && applied_now);
+    }
+    s
 }
 
 /// One decided cluster of the placement and its state.

@@ -266,11 +266,24 @@ fn workload_status(object: &Object, workload: Workload, nodes: u32, ready: bool,
                 ("numberUnavailable", pods - up),
             ],
         ),
+        // A Job's pods run until the ready delay is over, then succeed:
+        // the Job is complete, as Kubernetes' Job controller reports it.
         Workload::Job => {
-            let mut s = counts(0, &[("active", pods), ("ready", up)]);
+            let mut s = if ready { counts(0, &[("succeeded", pods)]) } else { counts(0, &[("active", pods)]) };
             s.remove("observedGeneration");
             if let Some(t) = &object.metadata.creation_timestamp {
                 s.insert("startTime".into(), json!(t));
+            }
+            if ready {
+                s.insert("completionTime".into(), json!(since));
+                let done = "Reached expected number of succeeded pods";
+                s.insert(
+                    "conditions".into(),
+                    json!([
+                        condition("SuccessCriteriaMet", true, "CompletionsReached", done, since),
+                        condition("Complete", true, "CompletionsReached", done, since),
+                    ]),
+                );
             }
             s
         }

@@ -242,3 +242,26 @@ fn memory_is_rendered_with_binary_suffixes() {
     assert_eq!(format_memory(q("0")), "0");
     assert_eq!(format_memory(q("1.5")), "1500m");
 }
+
+#[tokio::test]
+async fn a_job_runs_until_the_ready_delay_is_over_then_completes() {
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate", "namespace": "app"},
+        "spec": {"parallelism": 2, "template": {"spec": {"containers": [{"name": "m", "image": "busybox"}], "restartPolicy": "Never"}}}});
+    let running = tempfile::tempdir().unwrap();
+    let slow = open(running.path());
+    apply(&slow, ns("app")).await.unwrap();
+    let live = apply(&slow, job.clone()).await.unwrap().live;
+    let status = &live.rest["status"];
+    assert_eq!((status["active"].as_i64(), status.get("conditions")), (Some(2), None), "{status}");
+
+    let done = tempfile::tempdir().unwrap();
+    let config = SimConfig { ready_delay: Duration::ZERO, ..SimConfig::default() };
+    let fast = EmbeddedTarget::open(done.path(), config).unwrap();
+    apply(&fast, ns("app")).await.unwrap();
+    let live = apply(&fast, job).await.unwrap().live;
+    let status = &live.rest["status"];
+    assert_eq!(status["succeeded"].as_i64(), Some(2), "{status}");
+    assert!(status.get("active").is_none(), "{status}");
+    let complete = status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Complete").unwrap();
+    assert_eq!(complete["status"], "True");
+}

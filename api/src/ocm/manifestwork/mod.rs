@@ -8,9 +8,10 @@
 
 use crate::ocm::{check_object_name, require};
 use crate::typed::{encode, spec_or_default, status_or_default};
-use crate::validation::{check_enum, join_path, FieldError, ValidationError};
+use crate::validation::{check_enum, join_path, quote, FieldError, ValidationError};
 use crate::Object;
 
+pub mod feedback;
 mod spec;
 mod status;
 
@@ -157,9 +158,23 @@ fn validate_config(errors: &mut Vec<FieldError>, c: &ManifestConfigOption, base:
         if rule.type_ == "JSONPaths" && rule.json_paths.is_empty() {
             errors.push(FieldError::required(join_path(&path, "jsonPaths"), "required when type is JSONPaths"));
         }
+        let mut names = std::collections::BTreeSet::new();
         for (j, p) in rule.json_paths.iter().enumerate() {
             require(errors, format!("{path}.jsonPaths[{j}].name"), &p.name);
             require(errors, format!("{path}.jsonPaths[{j}].path"), &p.path);
+            if !p.name.is_empty() && !names.insert(p.name.as_str()) {
+                errors.push(FieldError::duplicate(format!("{path}.jsonPaths[{j}].name"), quote(&p.name)));
+            }
+            if let (false, Err(why)) = (p.path.is_empty(), feedback::parse(&p.path)) {
+                errors.push(FieldError::invalid(format!("{path}.jsonPaths[{j}].path"), quote(&p.path), why));
+            }
+        }
+        if rule.json_paths.len() > feedback::MAX_FEEDBACK_VALUES {
+            errors.push(FieldError::too_many(
+                join_path(&path, "jsonPaths"),
+                rule.json_paths.len(),
+                feedback::MAX_FEEDBACK_VALUES,
+            ));
         }
     }
     if let Some(u) = &c.update_strategy {
@@ -177,9 +192,21 @@ fn validate_config(errors: &mut Vec<FieldError>, c: &ManifestConfigOption, base:
             for (i, f) in ssa.ignore_fields.iter().enumerate() {
                 let fp = format!("{ssa_path}.ignoreFields[{i}]");
                 check_enum(errors, &join_path(&fp, "condition"), f.condition.as_deref(), IGNORE_CONDITIONS);
-                if f.json_paths.is_empty() {
-                    errors
-                        .push(FieldError::required(join_path(&fp, "jsonPaths"), "at least one JSON path is required"));
+                if f.json_paths.is_empty() && f.json_pointers.is_empty() {
+                    errors.push(FieldError::required(
+                        join_path(&fp, "jsonPaths"),
+                        "at least one JSON path (or JSON pointer, in jsonPointers) is required",
+                    ));
+                }
+                for (j, p) in f.json_paths.iter().enumerate() {
+                    if let Err(why) = crate::ignore_paths::parse_json_path(p) {
+                        errors.push(FieldError::invalid(format!("{fp}.jsonPaths[{j}]"), quote(p), why));
+                    }
+                }
+                for (j, p) in f.json_pointers.iter().enumerate() {
+                    if let Err(why) = crate::ignore_paths::parse_pointer(p) {
+                        errors.push(FieldError::invalid(format!("{fp}.jsonPointers[{j}]"), quote(p), why));
+                    }
                 }
             }
         }
@@ -187,12 +214,39 @@ fn validate_config(errors: &mut Vec<FieldError>, c: &ManifestConfigOption, base:
     for (i, rule) in c.condition_rules.iter().enumerate() {
         let path = format!("{base}.conditionRules[{i}]");
         require(errors, join_path(&path, "condition"), &rule.condition);
-        if rule.type_ == "CEL" || !rule.cel_expressions.is_empty() || !rule.message_expression.is_empty() {
-            errors.push(FieldError::forbidden(path, "CEL condition rules are not supported; use WellKnownConditions"));
-        } else if rule.type_.is_empty() {
-            errors.push(FieldError::required(join_path(&path, "type"), "type is required (WellKnownConditions)"));
+        if rule.type_.is_empty() {
+            errors
+                .push(FieldError::required(join_path(&path, "type"), "type is required (WellKnownConditions or CEL)"));
         } else {
-            check_enum(errors, &join_path(&path, "type"), Some(&rule.type_), &["WellKnownConditions"]);
+            check_enum(errors, &join_path(&path, "type"), Some(&rule.type_), &["WellKnownConditions", "CEL"]);
+        }
+        let expressions_path = join_path(&path, "celExpressions");
+        if rule.type_ == "CEL" && rule.cel_expressions.is_empty() {
+            errors.push(FieldError::required(expressions_path.clone(), "required when type is CEL"));
+        }
+        if rule.type_ != "CEL" && !rule.cel_expressions.is_empty() {
+            errors.push(FieldError::forbidden(expressions_path.clone(), "only allowed when type is CEL"));
+        }
+        if rule.cel_expressions.len() > crate::ocm::cel::MAX_EXPRESSIONS {
+            errors.push(FieldError::too_many(
+                expressions_path,
+                rule.cel_expressions.len(),
+                crate::ocm::cel::MAX_EXPRESSIONS,
+            ));
+        }
+        for (j, expression) in rule.cel_expressions.iter().enumerate() {
+            if let Some(why) = crate::ocm::cel::check(expression) {
+                errors.push(FieldError::invalid(format!("{path}.celExpressions[{j}]"), quote(expression), why));
+            }
+        }
+        if let Some(why) =
+            (!rule.message_expression.is_empty()).then(|| crate::ocm::cel::check(&rule.message_expression)).flatten()
+        {
+            errors.push(FieldError::invalid(
+                join_path(&path, "messageExpression"),
+                quote(&rule.message_expression),
+                why,
+            ));
         }
     }
     check_enum(errors, &join_path(base, "feedbackScrapeType"), c.feedback_scrape_type.as_deref(), SCRAPE_TYPES);

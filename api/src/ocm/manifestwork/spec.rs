@@ -42,7 +42,7 @@ pub struct DeleteOption {
     /// With `SelectivelyOrphan`: which objects stay.
     #[serde(default, rename = "selectivelyOrphans", skip_serializing_if = "Option::is_none")]
     pub selectively_orphan: Option<SelectivelyOrphan>,
-    /// Deletes the work this long after it completes (≥ 0).
+    /// Deletes the work this long after its `Complete` turned True (≥ 0).
     #[serde(default, rename = "ttlSecondsAfterFinished", skip_serializing_if = "Option::is_none")]
     pub ttl_seconds_after_finished: Option<i64>,
 }
@@ -87,7 +87,8 @@ pub struct ManifestConfigOption {
     /// How the object is updated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_strategy: Option<UpdateStrategy>,
-    /// Conditions derived from the object (WellKnownConditions only).
+    /// Conditions derived from the object (`WellKnownConditions` or
+    /// `CEL`), evaluated by the hub on the status the agent mirrors back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub condition_rules: Vec<ConditionRule>,
     /// `Poll` (default) or `Watch`.
@@ -129,16 +130,16 @@ pub struct ConditionRule {
     /// The condition type to set.
     #[serde(default)]
     pub condition: String,
-    /// `WellKnownConditions` (CEL is not supported).
+    /// `WellKnownConditions` or `CEL`.
     #[serde(rename = "type", default)]
     pub type_: String,
-    /// CEL expressions (refused).
+    /// With `CEL`: expressions over `object`, all true for True.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cel_expressions: Vec<String>,
     /// Message of the condition.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
-    /// Message expression (CEL; refused).
+    /// A CEL expression over `object` and `result` giving the message.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message_expression: String,
 }
@@ -177,9 +178,13 @@ pub struct IgnoreField {
     /// `OnSpokePresent` (default) or `OnSpokeChange`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub condition: Option<String>,
-    /// JSON paths of the fields.
+    /// The fields as plain JSON paths (`.spec.replicas`,
+    /// `.metadata.annotations['example.com/x']`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub json_paths: Vec<String>,
+    /// The fields as RFC 6901 JSON pointers (`/spec/replicas`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub json_pointers: Vec<String>,
 }
 
 /// `spec.executor`.

@@ -19,9 +19,23 @@ fn unknown_fields_are_refused_with_their_path() {
     );
     // Newer OCM fields Fleet does not implement are refused, not ignored.
     has(
-        &refused(&placement("  predicates: [{requiredClusterSelector: {celSelector: {celExpressions: [x]}}}]\n")),
-        &["spec.predicates[0].requiredClusterSelector.celSelector: Forbidden: unknown field `celSelector`"],
+        &refused(&placement("  predicates: [{requiredClusterSelector: {celSelector: {celExpression: [x]}}}]\n")),
+        &["spec.predicates[0].requiredClusterSelector.celSelector.celExpression: Forbidden: unknown field"],
     );
+    has(
+        &refused(&placement(
+            "  predicates: [{requiredClusterSelector: {celSelector: {celExpressions: [\"managedCluster.metadata.labels[\", \"managedCluster.scores('a').size() > 0\"]}}}]\n",
+        )),
+        &[
+            "spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]: Invalid value",
+            "does not compile",
+            "celExpressions[1]: Invalid value",
+            "calls scores, which Fleet does not provide",
+        ],
+    );
+    ok(&placement(
+        "  predicates: [{requiredClusterSelector: {celSelector: {celExpressions: [\"managedCluster.metadata.labels['env'] == 'prod'\"]}}}]\n",
+    ));
     has(&refused(&placement("  sortBy: Score\n")), &["spec.sortBy: Forbidden"]);
 }
 

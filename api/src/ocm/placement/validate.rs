@@ -161,7 +161,16 @@ fn validate_groups(errors: &mut Vec<FieldError>, groups: &GroupStrategy) {
             errors.push(FieldError::duplicate(name_path, quote(&g.group_name)));
         }
         match &g.group_cluster_selector {
-            Some(selector) => errors.extend(selector.validate(&join_path(&path, "groupClusterSelector"))),
+            Some(selector) => {
+                let at = join_path(&path, "groupClusterSelector");
+                errors.extend(selector.validate(&at));
+                if selector.cel_selector.is_some() {
+                    errors.push(FieldError::forbidden(
+                        join_path(&at, "celSelector"),
+                        "decision groups select by labels and claims; celSelector is for predicates",
+                    ));
+                }
+            }
             None => errors.push(FieldError::required(
                 join_path(&path, "groupClusterSelector"),
                 "groupClusterSelector is required",

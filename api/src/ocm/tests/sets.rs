@@ -44,6 +44,20 @@ fn set_selector_rules() {
 }
 
 #[test]
+fn managed_namespaces_are_labels_named_once() {
+    has(
+        &refused(&set("{managedNamespaces: [{name: Team_A}, {name: ok}, {name: ok}, {}]}")),
+        &[
+            r#"spec.managedNamespaces[0].name: Invalid value: "Team_A""#,
+            r#"spec.managedNamespaces[2].name: Duplicate value: "ok""#,
+            "spec.managedNamespaces[3].name: Required value",
+        ],
+    );
+    has(&refused(&set("{managedNamespaces: [{name: a, labels: {}}]}")), &["unknown field `labels`"]);
+    ok(&set("{managedNamespaces: [{name: team-a}, {name: team-b}]}"));
+}
+
+#[test]
 fn binding_names_its_set() {
     let binding = |name: &str, spec: &str| {
         format!("apiVersion: cluster.open-cluster-management.io/v1beta2\nkind: ManagedClusterSetBinding\nmetadata: {{name: {name}, namespace: ns1}}\nspec: {spec}\n")

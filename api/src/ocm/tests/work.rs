@@ -50,7 +50,7 @@ fn manifest_config_rules() {
       updateStrategy: {type: Replace, serverSideApply: {fieldManager: me, ignoreFields: [{condition: Sometimes}]}}
       feedbackRules: [{type: Everything}, {type: JSONPaths}]
       feedbackScrapeType: Push
-      conditionRules: [{condition: Ready, type: CEL, celExpressions: ["true"]}, {type: WellKnownConditions}]
+      conditionRules: [{condition: Ready, type: CEL, celExpressions: ["true =="]}, {type: WellKnownConditions}]
 "#,
     ));
     has(
@@ -59,11 +59,11 @@ fn manifest_config_rules() {
             r#"spec.manifestConfigs[0].updateStrategy.type: Unsupported value: "Replace": supported values: "Update", "CreateOnly", "ServerSideApply", "ReadOnly""#,
             r#"spec.manifestConfigs[0].updateStrategy.serverSideApply.fieldManager: Invalid value: "me": must start with "work-agent""#,
             r#"spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].condition: Unsupported value: "Sometimes""#,
-            "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].jsonPaths: Required value",
+            "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[0].jsonPaths: Required value: at least one JSON path (or JSON pointer, in jsonPointers) is required",
             r#"spec.manifestConfigs[0].feedbackRules[0].type: Unsupported value: "Everything""#,
             "spec.manifestConfigs[0].feedbackRules[1].jsonPaths: Required value: required when type is JSONPaths",
             r#"spec.manifestConfigs[0].feedbackScrapeType: Unsupported value: "Push""#,
-            "spec.manifestConfigs[0].conditionRules[0]: Forbidden: CEL condition rules are not supported",
+            r#"spec.manifestConfigs[0].conditionRules[0].celExpressions[0]: Invalid value: "true ==": does not compile"#,
             "spec.manifestConfigs[0].conditionRules[1].condition: Required value",
         ],
     );
@@ -154,4 +154,46 @@ fn replicaset_rollout_rules() {
     // Percentages and counts within range, and 0, are fine.
     ok(&refs("{type: Progressive, progressive: {maxConcurrency: 0, maxFailures: 100%}}"));
     ok(&refs("{type: ProgressivePerGroup, progressivePerGroup: {maxFailures: 0%, minSuccessTime: 1h30m}}"));
+}
+
+#[test]
+fn ignore_fields_take_plain_json_paths_and_pointers() {
+    let with = |ignore: &str| {
+        work(&format!(
+            "  manifestConfigs:\n    - resourceIdentifier: {{resource: configmaps, name: c, namespace: app}}\n      updateStrategy: {{type: ServerSideApply, serverSideApply: {{ignoreFields: {ignore}}}}}\n"
+        ))
+    };
+    has(
+        &refused(&with(r#"[{jsonPaths: [".spec.containers[*].image"], jsonPointers: ["spec/replicas", "/a~2"]}]"#)),
+        &[
+            r#"ignoreFields[0].jsonPaths[0]: Invalid value: ".spec.containers[*].image": only plain paths are supported"#,
+            r#"ignoreFields[0].jsonPointers[0]: Invalid value: "spec/replicas": a JSON pointer starts with '/'"#,
+            r#"ignoreFields[0].jsonPointers[1]: Invalid value: "/a~2""#,
+        ],
+    );
+    ok(&with(
+        r#"[{condition: OnSpokeChange, jsonPointers: [/spec/replicas]}, {jsonPaths: [".metadata.annotations['a/b']"]}]"#,
+    ));
+}
+
+#[test]
+fn feedback_json_paths_are_plain_named_once_and_bounded() {
+    let with = |paths: &str| {
+        work(&format!(
+            "  manifestConfigs:\n    - resourceIdentifier: {{group: apps, resource: deployments, name: web, namespace: app}}\n      feedbackRules: [{{type: JSONPaths, jsonPaths: {paths}}}]\n"
+        ))
+    };
+    has(
+        &refused(&with(r#"[{name: a, path: ".status.items[*].x"}, {name: a, path: ".status.replicas"}]"#)),
+        &[
+            r#"feedbackRules[0].jsonPaths[0].path: Invalid value: ".status.items[*].x": wildcards"#,
+            r#"feedbackRules[0].jsonPaths[1].name: Duplicate value: "a""#,
+        ],
+    );
+    let many: Vec<String> = (0..33).map(|i| format!("{{name: v{i}, path: .status.replicas}}")).collect();
+    has(
+        &refused(&with(&format!("[{}]", many.join(", ")))),
+        &["feedbackRules[0].jsonPaths: Too many: 33: must have at most 32 items"],
+    );
+    ok(&with(r#"[{name: ready, path: '.status.conditions[?(@.type=="Available")].status'}]"#));
 }

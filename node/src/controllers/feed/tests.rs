@@ -202,27 +202,36 @@ fn cluster_changes_wake_every_placement_or_only_those_reading_properties() {
     let profile = super::super::profiles::profile_key("east");
     let unfinished_run = key_of(&run(1, 1, false));
 
-    // A new cluster: every placement and every unfinished run.
+    let sets_namespaces = crate::controllers::ocm::clusterset::managed_namespaces_key();
+
+    // A new cluster: every placement, every unfinished run, and the OCM
+    // cluster sets' managed namespaces.
     feed.on_event(&event(EventType::Added, member("east", json!({"env": "prod"}), "3"), 10));
     assert_eq!(
         feed.queue.take_all(),
-        [key_of(&plain), key_of(&by_cost), unfinished_run.clone(), profile.clone()].into_iter().collect()
+        [key_of(&plain), key_of(&by_cost), unfinished_run.clone(), profile.clone(), sets_namespaces.clone()]
+            .into_iter()
+            .collect()
     );
     // A property only: the placements whose policy reads properties.
+    // (OCM reads every cluster change: its sets' managed namespaces wake too.)
     feed.on_event(&event(EventType::Modified, member("east", json!({"env": "prod"}), "4"), 11));
-    assert_eq!(feed.queue.take_all(), [key_of(&by_cost), profile.clone()].into_iter().collect());
+    assert_eq!(
+        feed.queue.take_all(),
+        [key_of(&by_cost), profile.clone(), sets_namespaces.clone()].into_iter().collect()
+    );
     // Nothing the scheduler reads: the profile only.
     feed.on_event(&event(EventType::Modified, member("east", json!({"env": "prod"}), "4"), 12));
     assert_eq!(feed.queue.take_all(), [profile.clone()].into_iter().collect());
     // Labels: everyone again.
     feed.on_event(&event(EventType::Modified, member("east", json!({"env": "dev"}), "4"), 13));
-    assert_eq!(feed.queue.take_all().len(), 4);
+    assert_eq!(feed.queue.take_all().len(), 5);
     // An event the last listing already held changes nothing but the profile.
     feed.clusters_listed_at = 20;
     feed.on_event(&event(EventType::Modified, member("east", json!({"env": "qa"}), "4"), 20));
     assert_eq!(feed.queue.take_all(), [profile.clone()].into_iter().collect());
     feed.on_event(&event(EventType::Deleted, member("east", json!({"env": "qa"}), "4"), 21));
-    assert_eq!(feed.queue.take_all().len(), 4);
+    assert_eq!(feed.queue.take_all().len(), 5);
 }
 
 #[test]

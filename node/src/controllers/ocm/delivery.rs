@@ -2,6 +2,10 @@
 //! mirrors into (`fleet_placement::ocm::delivery`) equal to what it says,
 //! then fold the agent's reports on them into the ManifestWork's status.
 //!
+//! A ManifestWork with `deleteOption.ttlSecondsAfterFinished` is deleted
+//! that long after its `Complete` condition turned True (the time is in
+//! its status, so a new leader keeps the same deadline).
+//!
 //! A ManifestWork whose namespace names no MemberCluster gets no Work and
 //! says so in `Applied`; the feed wakes it when that cluster appears. A
 //! Work of the mirrored name that another controller owns is never
@@ -12,22 +16,40 @@ use fleet_api::kinds::{FLEET_CLUSTER_GROUP, FLEET_PLACEMENT_GROUP};
 use fleet_api::member::member_namespace;
 use fleet_api::ocm::manifestwork::{self, CONDITION_APPLIED};
 use fleet_api::{Object, ObjectKey};
-use fleet_placement::ocm::delivery::{self, MANIFESTWORK_LABEL, WORK_NAME_PREFIX};
+use fleet_placement::ocm::delivery::{self, rules, MANIFESTWORK_LABEL, WORK_NAME_PREFIX};
 use fleet_placement::works::{plan_works, WorkChange};
 use fleet_statemachine::{Op, Store};
 
+use super::delay_until;
 use crate::controllers::events::EventNote;
-use crate::controllers::placement::objects::{check, with_uid};
+use crate::controllers::placement::objects::{check, delete, with_uid};
 use crate::controllers::placement::{Next, Step};
 use crate::controllers::ControllerError;
 
-/// The next step for the ManifestWork at `key`.
-pub fn next_step(store: &Store, key: &ObjectKey, now: &str) -> Result<Next, ControllerError> {
-    let done = Next::Done { recheck_after: None };
-    let Some(mw) = store.get(key)?.0 else { return Ok(done) };
+/// The next step for the ManifestWork at `key`: deleted once its
+/// `ttlSecondsAfterFinished` ran out after it completed, else delivered
+/// (looked at again when the TTL runs out).
+pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Result<Next, ControllerError> {
+    let Some(mw) = store.get(key)?.0 else { return Ok(Next::Done { recheck_after: None }) };
     if mw.metadata.deletion_timestamp.is_some() {
-        return Ok(done);
+        return Ok(Next::Done { recheck_after: None });
     }
+    let ttl = manifestwork::spec_of(&mw).delete_option.and_then(|d| d.ttl_seconds_after_finished);
+    let delete_at = rules::delete_at(ttl, &manifestwork::status_of(&mw).conditions);
+    if delete_at.is_some_and(|at| unix_now >= at) {
+        let message = format!("completed, and its ttlSecondsAfterFinished of {}s ran out", ttl.unwrap_or(0));
+        let events = vec![EventNote::normal("ManifestWorkExpired", message)];
+        return Ok(Next::Write(Box::new(Step { ops: vec![delete(&mw)], events, placement: mw })));
+    }
+    Ok(match deliver(store, mw, now)? {
+        Next::Done { .. } => Next::Done { recheck_after: delete_at.map(|at| delay_until(at, unix_now)) },
+        next => next,
+    })
+}
+
+/// Keeps the ManifestWork's Works as it says and folds their reports.
+fn deliver(store: &Store, mw: Object, now: &str) -> Result<Next, ControllerError> {
+    let done = Next::Done { recheck_after: None };
     let cluster = mw.metadata.namespace.clone().unwrap_or_default();
     let member = store.get(&ObjectKey::new(FLEET_CLUSTER_GROUP, "MemberCluster", "", &cluster))?.0;
     let Some(member) = member else {

@@ -14,7 +14,13 @@
 //! - a ManifestWork: its own changes, its mirrored Works' changes (agent
 //!   reports), and its cluster joining;
 //! - a ManifestWorkReplicaSet: its own changes, the pages and existence of
-//!   the Placements it names, and changes of its ManifestWorks.
+//!   the Placements it names, and changes of its ManifestWorks;
+//! - a ManagedClusterSet: its own changes and any cluster change (its
+//!   `ClusterSetEmpty` counts members);
+//! - a ManagedClusterSetBinding: its own changes and the creation,
+//!   change or deletion of the set it names;
+//! - the managed-namespaces key: any set or cluster change, and any change
+//!   to one of the Works it keeps.
 //!
 //! Soft state, rebuilt at every resync: the Placements (and whether each
 //! reads Balance), a digest of each page's decided clusters, the
@@ -29,9 +35,11 @@ use fleet_api::ocm::decision::{self, PLACEMENT_LABEL};
 use fleet_api::ocm::{addon_score, manifestwork, placement, replicaset, CLUSTER_GROUP, WORK_GROUP};
 use fleet_api::{Object, ObjectKey};
 use fleet_placement::ocm::delivery::MANIFESTWORK_LABEL;
+use fleet_placement::ocm::set_status::MANAGED_NAMESPACES_LABEL;
 use fleet_placement::ocm::{decided_clusters, weighted, Prioritizer};
 use fleet_statemachine::{EventType, ListQuery, Store, WatchEvent};
 
+use super::clusterset::managed_namespaces_key;
 use super::replicaset::REPLICASET_LABEL;
 use crate::controllers::queue::WorkQueue;
 
@@ -47,14 +55,23 @@ pub struct OcmFeed {
     manifest_works: BTreeSet<ObjectKey>,
     /// Each replica set's placement names.
     replica_sets: BTreeMap<ObjectKey, Vec<String>>,
+    /// The ManagedClusterSets.
+    sets: BTreeSet<ObjectKey>,
+    /// The ManagedClusterSetBindings.
+    bindings: BTreeSet<ObjectKey>,
 }
 
 impl OcmFeed {
     /// Rebuilds the soft state from the store and queues every OCM key.
     pub fn resync(&mut self, store: &Store, queue: &WorkQueue<ObjectKey>) -> Result<(), fleet_statemachine::Error> {
         *self = OcmFeed::default();
-        let kinds =
-            [(CLUSTER_GROUP, placement::KIND), (WORK_GROUP, manifestwork::KIND), (WORK_GROUP, replicaset::KIND)];
+        let kinds = [
+            (CLUSTER_GROUP, placement::KIND),
+            (WORK_GROUP, manifestwork::KIND),
+            (WORK_GROUP, replicaset::KIND),
+            (CLUSTER_GROUP, SET_KIND),
+            (CLUSTER_GROUP, BINDING_KIND),
+        ];
         for (group, kind) in kinds {
             let query = ListQuery { group: group.into(), kind: kind.into(), namespace: None, selector: None };
             for object in store.list(&query)?.0 {
@@ -66,6 +83,7 @@ impl OcmFeed {
         for page in store.list(&query)?.0 {
             self.pages.insert(ObjectKey::of(&page), decisions_digest(&page));
         }
+        queue.add(managed_namespaces_key());
         Ok(())
     }
 
@@ -82,6 +100,12 @@ impl OcmFeed {
                 let names = replicaset::spec_of(object).placement_refs.into_iter().map(|r| r.name).collect();
                 self.replica_sets.insert(key, names);
             }
+            (CLUSTER_GROUP, SET_KIND) => {
+                self.sets.insert(key);
+            }
+            (CLUSTER_GROUP, BINDING_KIND) => {
+                self.bindings.insert(key);
+            }
             _ => {}
         }
     }
@@ -90,6 +114,19 @@ impl OcmFeed {
         self.placements.remove(key);
         self.manifest_works.remove(key);
         self.replica_sets.remove(key);
+        self.sets.remove(key);
+        self.bindings.remove(key);
+    }
+
+    /// Remembers (or forgets) an object this controller reconciles and
+    /// queues it unless deleted.
+    fn on_own(&mut self, event: &WatchEvent, queue: &WorkQueue<ObjectKey>) {
+        if event.event_type == EventType::Deleted {
+            self.forget(&event.key);
+        } else {
+            self.remember(&event.object);
+            queue.add(event.key.clone());
+        }
     }
 
     /// Queues every Placement (in `namespace`, if given).
@@ -152,6 +189,10 @@ impl OcmFeed {
     /// A cluster was added, changed in a way scheduling may see, or deleted.
     pub fn on_cluster(&self, queue: &WorkQueue<ObjectKey>, name: &str, added: bool) {
         self.wake_placements(queue, None);
+        for key in &self.sets {
+            queue.add(key.clone());
+        }
+        queue.add(managed_namespaces_key());
         if added {
             for key in self.manifest_works.iter().filter(|k| k.namespace == name) {
                 queue.add(key.clone());
@@ -175,8 +216,20 @@ impl OcmFeed {
                 self.wake_replica_sets(queue, &key.namespace, &key.name);
             }
             (CLUSTER_GROUP, decision::KIND) => self.on_page(event, queue),
-            (CLUSTER_GROUP, SET_KIND | addon_score::KIND) => self.wake_placements(queue, None),
-            (CLUSTER_GROUP, BINDING_KIND) => self.wake_placements(queue, Some(&key.namespace)),
+            (CLUSTER_GROUP, addon_score::KIND) => self.wake_placements(queue, None),
+            (CLUSTER_GROUP, SET_KIND) => {
+                self.on_own(event, queue);
+                self.wake_placements(queue, None);
+                // Bindings are named after their set.
+                for binding in self.bindings.iter().filter(|b| b.name == key.name) {
+                    queue.add(binding.clone());
+                }
+                queue.add(managed_namespaces_key());
+            }
+            (CLUSTER_GROUP, BINDING_KIND) => {
+                self.on_own(event, queue);
+                self.wake_placements(queue, Some(&key.namespace));
+            }
             (WORK_GROUP, manifestwork::KIND | replicaset::KIND) => {
                 if deleted {
                     self.forget(key);
@@ -189,6 +242,9 @@ impl OcmFeed {
                 {
                     queue.add(ObjectKey::new(WORK_GROUP, replicaset::KIND, namespace, name));
                 }
+            }
+            (FLEET_PLACEMENT_GROUP, "Work") if object.metadata.labels.contains_key(MANAGED_NAMESPACES_LABEL) => {
+                queue.add(managed_namespaces_key());
             }
             (FLEET_PLACEMENT_GROUP, "Work") => {
                 let Some(name) = object.metadata.labels.get(MANIFESTWORK_LABEL) else { return false };
@@ -281,7 +337,11 @@ mod tests {
         let binding = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
             "metadata": {"name": "prod", "namespace": "ns2"}, "spec": {"clusterSet": "prod"}});
         feed.on_event(&event(EventType::Added, binding), &queue);
-        assert_eq!(drain(&queue).await, ["Placement/ns2/q"], "bindings wake their namespace");
+        assert_eq!(
+            drain(&queue).await,
+            ["ManagedClusterSetBinding/ns2/prod", "Placement/ns2/q"],
+            "bindings wake their namespace"
+        );
 
         let page = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
             "metadata": {"name": "p-decision-1", "namespace": "ns1", "labels": {PLACEMENT_LABEL: "p"}}});
@@ -322,7 +382,59 @@ mod tests {
         assert!(!feed.on_event(&event(EventType::Modified, plain), &queue), "left to the placement feed");
 
         feed.on_cluster(&queue, "east", true);
-        assert_eq!(drain(&queue).await, ["ManifestWork/east/web", "Placement/ns1/p", "Placement/ns2/q"]);
+        assert_eq!(
+            drain(&queue).await,
+            ["ManagedClusterSet//", "ManifestWork/east/web", "Placement/ns1/p", "Placement/ns2/q"]
+        );
+    }
+
+    #[tokio::test]
+    async fn sets_and_bindings_wake_each_other_and_clusters_wake_every_set() {
+        let queue = WorkQueue::new();
+        let mut feed = OcmFeed::default();
+        let set = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+            "metadata": {"name": "prod"}});
+        let binding = |ns: &str, name: &str| {
+            json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSetBinding", "metadata": {"name": name, "namespace": ns}, "spec": {"clusterSet": name}})
+        };
+        for b in [binding("ns1", "prod"), binding("ns2", "prod"), binding("ns1", "dev")] {
+            assert!(feed.on_event(&event(EventType::Added, b), &queue));
+        }
+        assert_eq!(
+            drain(&queue).await,
+            [
+                "ManagedClusterSetBinding/ns1/dev",
+                "ManagedClusterSetBinding/ns1/prod",
+                "ManagedClusterSetBinding/ns2/prod"
+            ]
+        );
+        feed.on_event(&event(EventType::Added, set.clone()), &queue);
+        assert_eq!(
+            drain(&queue).await,
+            [
+                "ManagedClusterSet//",
+                "ManagedClusterSet//prod",
+                "ManagedClusterSetBinding/ns1/prod",
+                "ManagedClusterSetBinding/ns2/prod"
+            ],
+            "the set, the bindings naming it, the managed namespaces"
+        );
+        feed.on_cluster(&queue, "east", false);
+        assert_eq!(drain(&queue).await, ["ManagedClusterSet//", "ManagedClusterSet//prod"]);
+        feed.on_event(&event(EventType::Deleted, set), &queue);
+        assert_eq!(
+            drain(&queue).await,
+            ["ManagedClusterSet//", "ManagedClusterSetBinding/ns1/prod", "ManagedClusterSetBinding/ns2/prod"],
+            "a deleted set is not reconciled; its bindings are"
+        );
+        feed.on_cluster(&queue, "east", false);
+        assert_eq!(drain(&queue).await, ["ManagedClusterSet//"], "forgotten");
+        let work = json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
+            "metadata": {"name": "mcs.managed-namespaces", "namespace": "fleet-member-east",
+                "labels": {MANAGED_NAMESPACES_LABEL: "true"}}});
+        assert!(feed.on_event(&event(EventType::Deleted, work), &queue));
+        assert_eq!(drain(&queue).await, ["ManagedClusterSet//"], "a removed managed-namespaces Work is put back");
     }
 
     fn placement_object(name: &str, namespace: &str, exact: bool) -> Object {

@@ -16,14 +16,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fleet_api::conditions::{find, set_condition, Condition};
+use fleet_api::conditions::{set_condition, Condition};
 use fleet_api::ocm::decision::{self, DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL};
-use fleet_api::ocm::manifestwork::{
-    self, CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING,
-};
+use fleet_api::ocm::manifestwork;
 use fleet_api::ocm::replicaset::{
-    self as api, ManifestWorkReplicaSetStatus, ManifestWorkReplicaSetSummary, PlacementSummary, CASCADE_ORPHAN,
-    CONDITION_MANIFESTWORK_APPLIED, CONDITION_PLACEMENT_ROLLED_OUT, CONDITION_PLACEMENT_VERIFIED,
+    self as api, ManifestWorkReplicaSetStatus, PlacementSummary, CASCADE_ORPHAN, CONDITION_MANIFESTWORK_APPLIED,
+    CONDITION_PLACEMENT_ROLLED_OUT, CONDITION_PLACEMENT_VERIFIED,
 };
 use fleet_api::ocm::{CLUSTER_GROUP, WORK_GROUP};
 use fleet_api::typed::encode;
@@ -167,7 +165,7 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
         return Ok(Next::Write(Box::new(Step { ops, events, placement: mwrs })));
     }
 
-    let status = status(&mwrs, &refs, &works, now);
+    let status = status(&mwrs, &refs, &works, &template, now);
     if status == api::status_of(&mwrs) {
         return Ok(Next::Done { recheck_after });
     }
@@ -224,31 +222,18 @@ fn write_work(
     }
 }
 
-/// Counts of ManifestWorks by their conditions.
-fn summary<'a>(works: impl Iterator<Item = &'a Object>) -> ManifestWorkReplicaSetSummary {
-    let mut s = ManifestWorkReplicaSetSummary::default();
-    for w in works {
-        let status = manifestwork::status_of(w);
-        let is_true = |t: &str| find(&status.conditions, t).is_some_and(Condition::is_true) as i64;
-        s.total += 1;
-        s.applied += is_true(CONDITION_APPLIED);
-        s.available += is_true(CONDITION_AVAILABLE);
-        s.degraded += is_true(CONDITION_DEGRADED);
-        s.progressing += is_true(CONDITION_PROGRESSING);
-    }
-    s
-}
-
 /// The replica set's status from what was read.
 fn status(
     mwrs: &Object,
     refs: &[RefView],
     works: &BTreeMap<String, Object>,
+    template: &Value,
     now: &str,
 ) -> ManifestWorkReplicaSetStatus {
     let generation = mwrs.metadata.generation;
     let mut status = api::status_of(mwrs);
-    status.summary = summary(works.values());
+    let desired: usize = refs.iter().map(|r| r.clusters.len()).sum();
+    status.summary = rollout::summary(works.values(), template, desired);
     status.placement_summary = refs
         .iter()
         .map(|r| {
@@ -266,7 +251,7 @@ fn status(
                     applied,
                     r.clusters.len()
                 ),
-                summary: summary(mine),
+                summary: rollout::summary(mine, template, r.clusters.len()),
             }
         })
         .collect();

@@ -20,33 +20,41 @@
 //! | `ServerSideApply` (`force`) | `applyStrategy.type: ServerSideApply` (`force`) |
 //! | `CreateOnly` | `whenToApply: IfNotDrifted`, `whenToTakeOver: Never`, and the manifest as first mirrored is kept: later template edits, cluster-side edits and an object that already existed are left alone; the agent's `FoundDrifts` and `NotTakenOver` read back as applied |
 //! | `ReadOnly` | `applyStrategy.type: ReportDiff` (nothing is written) |
+//! | `ServerSideApply` with `ignoreFields` | the same, and the Work's `ignoreFields` (its paths as JSON pointers) |
+//! | with `feedbackRules` | the Work's `feedbackRules`: the agent reads the values into each manifest condition's `statusFeedback` |
+//! | with `conditionRules` | `reportBackStrategy: Mirror` to `WorkAPI` (the hub evaluates the rules on the mirrored status, see [`status`]) |
 //! | `Orphan`, or listed by `SelectivelyOrphan` | `deleteOptions.propagationPolicy: Abandon` |
 //! | `Foreground` (default) | `Delete` |
 //!
 //! The common class (`Update`, deleted with the work) is the Work
 //! `mw.<name>`; others add a suffix (`mw.<name>.create-only`,
-//! `mw.<name>.orphan`, ...). Each Work is labelled with the ManifestWork's
+//! `mw.<name>.orphan`, `mw.<name>.server-side-apply.options-1` (one Work per distinct set of
+//! `ignoreFields` and `feedbackRules`), ...). Each Work is labelled with the ManifestWork's
 //! name and the generation it was mirrored from, and owned by the
 //! ManifestWork, so deleting the ManifestWork deletes its Works (and the
 //! agent then removes or leaves the objects as their class says).
 //!
 //! Not translated (accepted, no effect): `executor` (the agent applies with
-//! its own identity), `feedbackRules` (no status feedback values),
-//! `conditionRules`, `ttlSecondsAfterFinished`, server-side apply's
-//! `fieldManager` and `ignoreFields`.
+//! its own identity) and server-side apply's `fieldManager`. `ttlSecondsAfterFinished` is the
+//! ManifestWork controller's (it deletes a completed ManifestWork).
 
+pub mod rules;
 mod status;
 
 use std::collections::BTreeMap;
 
+use fleet_api::ignore_paths;
 use fleet_api::kinds::FLEET_PLACEMENT_GROUP;
 use fleet_api::member::member_namespace;
 use fleet_api::ocm::manifestwork::{
-    self, ManifestConfigOption, ManifestWorkSpec, ResourceIdentifier, CREATE_ONLY, DELETE_ORPHAN,
+    self, FeedbackRule, ManifestConfigOption, ManifestWorkSpec, ResourceIdentifier, CREATE_ONLY, DELETE_ORPHAN,
     DELETE_SELECTIVELY_ORPHAN, READ_ONLY, SERVER_SIDE_APPLY,
 };
 use fleet_api::typed::encode;
-use fleet_api::work::{ApplyStrategy, DeleteOptions, ServerSideApplyConfig, WorkSpec, Workload};
+use fleet_api::work::{
+    ApplyStrategy, DeleteOptions, IgnoreFields, ReportBackStrategy, ServerSideApplyConfig, WorkSpec, Workload,
+    DESTINATION_WORK_API, IGNORE_ON_SPOKE_PRESENT, REPORT_BACK_MIRROR,
+};
 use fleet_api::{Object, ObjectMeta, OwnerReference};
 use serde_json::Value;
 
@@ -73,13 +81,21 @@ pub enum UpdateClass {
     ReadOnly,
 }
 
-/// A manifest's class: its update class and whether it is orphaned.
+/// A manifest's class: its update class, whether it is orphaned, and
+/// which fields the agent leaves to the member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ManifestClass {
     /// How it is updated.
     pub update: UpdateClass,
     /// Whether it stays on the cluster when the ManifestWork is deleted.
     pub orphan: bool,
+    /// Its `ignoreFields` and `feedbackRules`: 0 for none, else the
+    /// 1-based number of its distinct [`ManifestOptions`] in the
+    /// ManifestWork (see [`classes_and_options`]).
+    pub options: usize,
+    /// Whether the agent mirrors its status back (it has condition rules,
+    /// which the hub evaluates on that status).
+    pub report: bool,
 }
 
 impl ManifestClass {
@@ -92,7 +108,9 @@ impl ManifestClass {
             UpdateClass::CreateOnly => ".create-only",
             UpdateClass::ReadOnly => ".read-only",
         };
-        format!("{update}{}", if self.orphan { ".orphan" } else { "" })
+        let options = if self.options == 0 { String::new() } else { format!(".options-{}", self.options) };
+        let report = if self.report { ".status" } else { "" };
+        format!("{update}{options}{report}{}", if self.orphan { ".orphan" } else { "" })
     }
 
     /// The Work apply strategy of the class.
@@ -128,6 +146,13 @@ pub struct Placed {
     pub class: ManifestClass,
 }
 
+/// The `ignoreFields` and `feedbackRules` of a Work holding options
+/// number `n` (none for 0) as a partial Work spec.
+fn options_of(sets: &[ManifestOptions], n: usize) -> WorkSpec {
+    let options = n.checked_sub(1).and_then(|i| sets.get(i)).cloned().unwrap_or_default();
+    WorkSpec { ignore_fields: options.ignore_fields, feedback_rules: options.feedback_rules, ..WorkSpec::default() }
+}
+
 /// The name of the Work of `class` for the ManifestWork `name`.
 pub fn work_name(name: &str, class: &ManifestClass) -> String {
     format!("{WORK_NAME_PREFIX}{name}{}", class.suffix())
@@ -161,8 +186,40 @@ fn names(option: &ResourceIdentifier, id: &ResourceIdentifier) -> bool {
         && option.namespace == id.namespace
 }
 
-/// The class of each manifest of `spec`, in manifest order.
-pub fn classes(spec: &ManifestWorkSpec) -> Vec<ManifestClass> {
+/// The `ignoreFields` of a server-side applied manifest's config, as a
+/// Work holds them: JSON paths turned into pointers (admission refused any
+/// that do not parse), `OnSpokePresent` when no condition is given.
+fn ignore_fields_of(config: Option<&ManifestConfigOption>) -> Vec<IgnoreFields> {
+    let Some(ssa) = config.and_then(|c| c.update_strategy.as_ref()).and_then(|u| u.server_side_apply.as_ref()) else {
+        return Vec::new();
+    };
+    ssa.ignore_fields
+        .iter()
+        .map(|f| {
+            let from_paths = f.json_paths.iter().filter_map(|p| ignore_paths::parse_json_path(p).ok());
+            let from_pointers = f.json_pointers.iter().filter_map(|p| ignore_paths::parse_pointer(p).ok());
+            IgnoreFields {
+                condition: f.condition.clone().unwrap_or_else(|| IGNORE_ON_SPOKE_PRESENT.to_string()),
+                json_pointers: from_paths.chain(from_pointers).map(|t| ignore_paths::to_pointer(&t)).collect(),
+            }
+        })
+        .collect()
+}
+
+/// What a Work holds for all its manifests besides how they are applied:
+/// the fields left to the member and the status feedback rules.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ManifestOptions {
+    /// Server-side apply's `ignoreFields`, as pointers.
+    pub ignore_fields: Vec<IgnoreFields>,
+    /// `feedbackRules`.
+    pub feedback_rules: Vec<FeedbackRule>,
+}
+
+/// The class of each manifest of `spec`, in manifest order, and the
+/// distinct options their `options` numbers name (number `n` is
+/// `options[n - 1]`, numbered in manifest order).
+pub fn classes_and_options(spec: &ManifestWorkSpec) -> (Vec<ManifestClass>, Vec<ManifestOptions>) {
     let policy = spec.delete_option.as_ref().and_then(|d| d.propagation_policy.as_deref());
     let orphaned: Vec<&ResourceIdentifier> = match (policy, &spec.delete_option) {
         (Some(DELETE_SELECTIVELY_ORPHAN), Some(d)) => {
@@ -170,7 +227,9 @@ pub fn classes(spec: &ManifestWorkSpec) -> Vec<ManifestClass> {
         }
         _ => Vec::new(),
     };
-    spec.workload
+    let mut sets: Vec<ManifestOptions> = Vec::new();
+    let classes = spec
+        .workload
         .manifests
         .iter()
         .map(|manifest| {
@@ -187,9 +246,40 @@ pub fn classes(spec: &ManifestWorkSpec) -> Vec<ManifestClass> {
                 _ => UpdateClass::Update,
             };
             let orphan = policy == Some(DELETE_ORPHAN) || orphaned.iter().any(|o| names(o, &id));
-            ManifestClass { update, orphan }
+            let options = ManifestOptions {
+                ignore_fields: match update {
+                    UpdateClass::ServerSide { .. } => ignore_fields_of(config),
+                    _ => Vec::new(),
+                },
+                feedback_rules: config.map(|c| c.feedback_rules.clone()).unwrap_or_default(),
+            };
+            let options = if options == ManifestOptions::default() {
+                0
+            } else {
+                match sets.iter().position(|s| *s == options) {
+                    Some(i) => i + 1,
+                    None => {
+                        sets.push(options);
+                        sets.len()
+                    }
+                }
+            };
+            let report = config.is_some_and(|c| !c.condition_rules.is_empty());
+            ManifestClass { update, orphan, options, report }
         })
-        .collect()
+        .collect();
+    (classes, sets)
+}
+
+/// The `manifestConfigs` entry naming `manifest`, if any.
+pub fn config_of<'a>(spec: &'a ManifestWorkSpec, manifest: &Value) -> Option<&'a ManifestConfigOption> {
+    let id = identifier_of(manifest);
+    spec.manifest_configs.iter().find(|c| names(&c.resource_identifier, &id))
+}
+
+/// The class of each manifest of `spec`, in manifest order.
+pub fn classes(spec: &ManifestWorkSpec) -> Vec<ManifestClass> {
+    classes_and_options(spec).0
 }
 
 /// Where each manifest of `spec` goes, in manifest order.
@@ -211,6 +301,7 @@ pub fn placements(name: &str, spec: &ManifestWorkSpec) -> Vec<Placed> {
 /// manifest keeps the content it was first mirrored with.
 pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
     let spec = manifestwork::spec_of(mw);
+    let option_sets = classes_and_options(&spec).1;
     let cluster = mw.metadata.namespace.clone().unwrap_or_default();
     let mut works: BTreeMap<String, (ManifestClass, Vec<Value>)> = BTreeMap::new();
     for (manifest, placed) in spec.workload.manifests.iter().zip(placements(&mw.metadata.name, &spec)) {
@@ -229,8 +320,13 @@ pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
                 workload: Workload { manifests },
                 apply_strategy: class.apply_strategy(),
                 delete_options: class.orphan.then(|| DeleteOptions { propagation_policy: Some("Abandon".into()) }),
-                // OCM reports status its own way (ManifestWork feedback).
-                report_back_strategy: None,
+                // Condition rules are evaluated on the hub, on the status
+                // the agent mirrors (bounded in rate and size by the agent).
+                report_back_strategy: class.report.then(|| ReportBackStrategy {
+                    type_: Some(REPORT_BACK_MIRROR.into()),
+                    destination: Some(DESTINATION_WORK_API.into()),
+                }),
+                ..options_of(&option_sets, class.options)
             };
             let mut object = Object {
                 api_version: format!("{FLEET_PLACEMENT_GROUP}/v1beta1"),

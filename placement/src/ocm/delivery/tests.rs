@@ -138,3 +138,123 @@ fn a_read_only_manifest_reads_back_from_the_diff_report() {
     let manifest = &folded.resource_status.manifests[0].conditions;
     assert_eq!(find(manifest, CONDITION_APPLIED).unwrap().reason, "FoundDiff");
 }
+
+#[test]
+fn ignore_fields_go_with_their_manifests_as_pointers_one_work_per_distinct_set() {
+    let ssa = |ignore: Value| json!({"type": "ServerSideApply", "serverSideApply": {"ignoreFields": ignore}});
+    let size = json!([{"jsonPaths": [".data.size", ".metadata.annotations['example.com/x']"]}]);
+    let w = mw(
+        json!({"workload": {"manifests": [cm("a", "1"), cm("b", "1"), cm("c", "1"), cm("d", "1")]},
+            "manifestConfigs": [
+                config("a", ssa(size.clone())),
+                config("b", ssa(size)),
+                config("c", ssa(json!([{"condition": "OnSpokeChange", "jsonPointers": ["/data/v"]}]))),
+                config("d", json!({"type": "ServerSideApply"}))]}),
+        1,
+    );
+    let works = mirror_works(&w, &[]);
+    let names: Vec<&str> = works.iter().map(|w| w.metadata.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["mw.web.server-side-apply", "mw.web.server-side-apply.options-1", "mw.web.server-side-apply.options-2"]
+    );
+    let spec = work::spec_of(&works[1]);
+    assert_eq!(spec.workload.manifests.len(), 2, "a and b share their set");
+    assert_eq!(spec.ignore_fields[0].condition, "OnSpokePresent", "the default condition");
+    assert_eq!(spec.ignore_fields[0].json_pointers, ["/data/size", "/metadata/annotations/example.com~1x"]);
+    let changed = work::spec_of(&works[2]);
+    assert_eq!(
+        (changed.ignore_fields[0].condition.as_str(), changed.ignore_fields[0].json_pointers[0].as_str()),
+        ("OnSpokeChange", "/data/v")
+    );
+    assert!(work::spec_of(&works[0]).ignore_fields.is_empty());
+}
+
+#[test]
+fn condition_rules_mirror_the_status_and_complete_the_work() {
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate", "namespace": "app"},
+        "spec": {"template": {"spec": {"containers": [{"name": "m", "image": "busybox"}], "restartPolicy": "Never"}}}});
+    let rule = json!({"resourceIdentifier": {"group": "batch", "resource": "jobs", "name": "migrate", "namespace": "app"},
+        "conditionRules": [{"condition": "Complete", "type": "WellKnownConditions"}]});
+    let w = mw(json!({"workload": {"manifests": [cm("a", "1"), job]}, "manifestConfigs": [rule]}), 1);
+    let mut works = mirror_works(&w, &[]);
+    let names: Vec<&str> = works.iter().map(|w| w.metadata.name.as_str()).collect();
+    assert_eq!(names, ["mw.web", "mw.web.status"]);
+    assert!(work::spec_of(&works[1]).report_back_strategy.is_some_and(|r| r.mirrors()), "the Job's status comes back");
+    assert!(work::spec_of(&works[0]).report_back_strategy.is_none());
+
+    let mirrored = |work: &mut Object, job_status: Value| {
+        let generation = work.metadata.generation;
+        let ok = |t: &str| Condition::new(t, true, "ok", "").observing(generation);
+        let status = WorkStatus {
+            conditions: vec![ok(work::CONDITION_APPLIED)],
+            manifest_conditions: vec![ManifestCondition {
+                identifier: WorkResourceIdentifier { ordinal: 0, ..Default::default() },
+                conditions: vec![ok(CONDITION_APPLIED), ok(CONDITION_AVAILABLE)],
+                back_reported_status: Some(work::BackReportedStatus {
+                    observed_status: json!({"apiVersion": "batch/v1", "kind": "Job", "status": job_status}),
+                    observation_time: "2026-11-27T10:00:00Z".into(),
+                }),
+                ..Default::default()
+            }],
+        };
+        work::set_status(work, &status);
+    };
+    for work in &mut works {
+        work.metadata.generation = 1;
+    }
+    mirrored(&mut works[0], json!({}));
+    mirrored(&mut works[1], json!({"active": 1}));
+    let status = fold_status(&w, &works, "2026-11-27T10:00:01Z");
+    let job_conditions = &status.resource_status.manifests[1].conditions;
+    let complete = find(job_conditions, "Complete").unwrap();
+    assert_eq!((complete.status.as_str(), complete.reason.as_str()), ("False", "ConditionRuleEvaluated"));
+    assert!(find(&status.resource_status.manifests[0].conditions, "Complete").is_none(), "no rule, no condition");
+    assert!(!find(&status.conditions, "Complete").unwrap().is_true());
+
+    let mut done = w.clone();
+    manifestwork::set_status(&mut done, &status);
+    mirrored(&mut works[1], json!({"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}));
+    let status = fold_status(&done, &works, "2026-11-27T10:00:30Z");
+    let work_complete = find(&status.conditions, "Complete").unwrap();
+    assert_eq!((work_complete.status.as_str(), work_complete.reason.as_str()), ("True", "ConditionRulesAggregated"));
+    assert_eq!(work_complete.last_transition_time, "2026-11-27T10:00:30Z", "the ttl counts from here");
+    assert!(find(&status.resource_status.manifests[1].conditions, "Complete").unwrap().is_true());
+}
+
+#[test]
+fn feedback_rules_reach_the_work_and_its_values_the_manifestwork() {
+    let rules = json!([{"type": "WellKnownStatus"}]);
+    let w = mw(
+        json!({"workload": {"manifests": [cm("a", "1")]},
+            "manifestConfigs": [{"resourceIdentifier": {"resource": "configmaps", "name": "a", "namespace": "app"},
+                "feedbackRules": rules}]}),
+        1,
+    );
+    let mut works = mirror_works(&w, &[]);
+    assert_eq!(works[0].metadata.name, "mw.web.options-1");
+    assert_eq!(work::spec_of(&works[0]).feedback_rules[0].type_, "WellKnownStatus");
+    works[0].metadata.generation = 1;
+    let value = manifestwork::FeedbackValue {
+        name: "Replicas".into(),
+        field_value: manifestwork::FieldValue { type_: "Integer".into(), integer: Some(3), ..Default::default() },
+    };
+    let ok = |t: &str| Condition::new(t, true, "ok", "").observing(1);
+    let status = WorkStatus {
+        conditions: vec![ok(work::CONDITION_APPLIED)],
+        manifest_conditions: vec![ManifestCondition {
+            identifier: WorkResourceIdentifier { ordinal: 0, ..Default::default() },
+            conditions: vec![ok(CONDITION_APPLIED), ok(CONDITION_AVAILABLE), ok("StatusFeedbackSynced")],
+            status_feedback: Some(work::WorkStatusFeedback {
+                values: vec![value.clone()],
+                observation_time: "t".into(),
+            }),
+            ..Default::default()
+        }],
+    };
+    work::set_status(&mut works[0], &status);
+    let folded = fold_status(&w, &works, "t1");
+    let manifest = &folded.resource_status.manifests[0];
+    assert_eq!(manifest.status_feedback.values, vec![value]);
+    assert!(find(&manifest.conditions, "StatusFeedbackSynced").unwrap().is_true());
+}

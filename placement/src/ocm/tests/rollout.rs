@@ -140,3 +140,34 @@ fn states_come_from_the_manifestwork_and_stored_times() {
     let long_done = [("Applied", true, NOW - 100), ("Available", true, NOW - 90)];
     assert_eq!(state(Some(&work(&template, NOW - 200, &long_done))), Succeeded);
 }
+
+#[test]
+fn summary_counts_conditions_desired_clusters_and_updated_works() {
+    let template = json!({"workload": {"manifests": []}});
+    let older = json!({"workload": {"manifests": [{"kind": "ConfigMap"}]}});
+    // (spec, generation, Applied status and its observed generation, Available)
+    let work = |spec: &serde_json::Value, generation: i64, applied: Option<(bool, i64)>, available: bool| {
+        let mut conditions = Vec::new();
+        if let Some((ok, observed)) = applied {
+            conditions.push(Condition::new("Applied", ok, "R", "").observing(observed));
+        }
+        conditions.push(Condition::new("Available", available, "R", ""));
+        let mut w: Object = serde_json::from_value(json!({"apiVersion": "work.open-cluster-management.io/v1",
+            "kind": "ManifestWork", "metadata": {"name": "web", "namespace": "c", "generation": generation},
+            "spec": spec}))
+        .unwrap();
+        manifestwork::set_status(&mut w, &ManifestWorkStatus { conditions, ..Default::default() });
+        w
+    };
+    let works = [
+        work(&template, 2, Some((true, 2)), true),  // updated
+        work(&template, 3, Some((true, 2)), false), // applied, not at its generation yet
+        work(&older, 1, Some((true, 1)), true),     // an older template
+        work(&template, 1, Some((false, 1)), false),
+    ];
+    let s = crate::ocm::rollout::summary(works.iter(), &template, 5);
+    assert_eq!((s.total, s.applied, s.available, s.updated, s.desired_total), (4, 3, 2, 1, 5));
+    assert_eq!((s.degraded, s.progressing), (0, 0));
+    let none = crate::ocm::rollout::summary(std::iter::empty(), &template, 2);
+    assert_eq!((none.total, none.desired_total, none.updated), (0, 2, 0));
+}

@@ -36,6 +36,7 @@ fn label_set(name: &str, labels: &[(&str, &str)]) -> ClusterSet {
                 selector_type: Some("LabelSelector".into()),
                 label_selector: Some(selector),
             }),
+            ..Default::default()
         },
     }
 }
@@ -141,6 +142,39 @@ fn predicates_are_or_ed_and_each_ands_labels_and_claims() {
         {"requiredClusterSelector": {"claimSelector": {"matchExpressions": [{"key": "region", "operator": "Exists"}]}}}
     ]}));
     assert!(outcome.chosen.is_empty());
+}
+
+#[test]
+fn a_cel_selector_sees_labels_claims_version_and_resources() {
+    let clusters = vec![
+        with_property(
+            with_claims(cluster("a", &[("env", "prod")]), &[("k8s.io/k8s-version", "v1.36.1"), ("region", "east")]),
+            crate::ocm::ALLOCATABLE_CPU,
+            "8",
+        ),
+        with_claims(cluster("b", &[("env", "prod")]), &[("region", "west")]),
+        cluster("c", &[("env", "dev")]),
+    ];
+    let cel = |expressions: serde_json::Value| json!({"predicates": [{"requiredClusterSelector": {"celSelector": {"celExpressions": expressions}}}]});
+    let fixture = Fixture::new(clusters);
+    let prod = fixture.run_json(cel(json!(["managedCluster.metadata.labels['env'] == 'prod'"])));
+    assert_eq!(prod.chosen, ["a", "b"]);
+    let east = fixture.run_json(cel(json!([
+        "managedCluster.metadata.labels['env'] == 'prod'",
+        "managedCluster.status.clusterClaims.exists(c, c.name == 'region' && c.value == 'east')"
+    ])));
+    assert_eq!(east.chosen, ["a"], "every expression must hold");
+    let versioned = fixture.run_json(cel(json!(["managedCluster.status.version.kubernetes.startsWith('v1.36')"])));
+    assert_eq!(versioned.chosen, ["a"]);
+    let why = versioned.excluded.iter().find(|e| e.cluster == "b").unwrap();
+    assert!(why.reason.contains("celSelector"), "a missing field says so: {}", why.reason);
+    let cpu = fixture.run_json(cel(json!(["managedCluster.status.allocatable.cpu == '8'"])));
+    assert_eq!(cpu.chosen, ["a"]);
+    // With a label selector in the same predicate, both must hold.
+    let both = fixture.run_json(json!({"predicates": [{"requiredClusterSelector": {
+        "labelSelector": {"matchLabels": {"env": "dev"}},
+        "celSelector": {"celExpressions": ["managedCluster.metadata.name != 'x'"]}}}]}));
+    assert_eq!(both.chosen, ["c"]);
 }
 
 #[test]
