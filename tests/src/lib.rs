@@ -17,4 +17,4 @@ pub mod poll;
 pub mod realkube;
 
 pub use hub::{Hub, HubOptions};
-pub use poll::eventually;
+pub use poll::{eventually, eventually_equals};

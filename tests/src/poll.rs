@@ -23,3 +23,22 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Polls `probe` until what it reads equals `want` (see [`eventually`]).
+pub async fn eventually_equals<T, F, Fut>(what: &str, timeout: Duration, want: &T, mut probe: F)
+where
+    T: PartialEq + std::fmt::Debug,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    eventually(what, timeout, || {
+        let read = probe();
+        async move {
+            match read.await? {
+                got if got == *want => Ok(()),
+                got => Err(format!("{got:?}")),
+            }
+        }
+    })
+    .await
+}

@@ -4,7 +4,7 @@
 //! expression calling a function Fleet does not provide is refused.
 
 use fleet_tests::fleet::{apply_yaml, fleet, list, Member, WAIT};
-use fleet_tests::{eventually, Hub};
+use fleet_tests::{eventually_equals, Hub};
 
 const PROD: Member = Member { name: "cel-prod", labels: &[("env", "prod")], nodes: 1, cpu: 4 };
 const DEV: Member = Member { name: "cel-dev", labels: &[("env", "dev")], nodes: 1, cpu: 4 };
@@ -41,15 +41,8 @@ async fn decided(hub: &Hub) -> Result<Vec<String>, String> {
 }
 
 async fn wait_decided(hub: &Hub, want: &[&str]) {
-    eventually(&format!("prod decides {want:?}"), WAIT, || async {
-        let got = decided(hub).await?;
-        if got == want {
-            Ok(())
-        } else {
-            Err(format!("{got:?}"))
-        }
-    })
-    .await;
+    let want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
+    eventually_equals(&format!("prod decides {want:?}"), WAIT, &want, || decided(hub)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

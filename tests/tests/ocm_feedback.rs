@@ -6,7 +6,7 @@
 
 use fleet_tests::fleet::{apply_yaml, fleet, Member, WAIT};
 use fleet_tests::objects::get;
-use fleet_tests::{eventually, Hub};
+use fleet_tests::{eventually, eventually_equals, Hub};
 use serde_json::Value;
 
 const C: Member = Member { name: "fb-1", labels: &[], nodes: 2, cpu: 8 };
@@ -91,15 +91,8 @@ async fn feedback(hub: &Hub) -> Result<Vec<String>, String> {
 }
 
 async fn wait_feedback(hub: &Hub, want: &[&str]) {
-    eventually(&format!("feedback {want:?}"), WAIT, || async {
-        let got = feedback(hub).await?;
-        if got == want {
-            Ok(())
-        } else {
-            Err(format!("{got:?}"))
-        }
-    })
-    .await;
+    let want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
+    eventually_equals(&format!("feedback {want:?}"), WAIT, &want, || feedback(hub)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
