@@ -1,6 +1,7 @@
 //! Command-line flags of `fleet-bench`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -321,6 +322,14 @@ pub struct MembersArgs {
     /// dir, removed at exit, when omitted).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// Make every Deployment's status change this often (its `Available`
+    /// condition's update time), as for measuring status back-reporting.
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub status_churn: Option<Duration>,
+    /// The agents' `--drift-check-interval` (how often every Work is looked
+    /// at again; the agent's default when omitted).
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub drift_check_interval: Option<Duration>,
 }
 
 /// The scenarios of `fleet-bench scale`.

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fleet_agent::targets::OWNER_ANNOTATION;
 use fleet_agent::targets::{check_owner, Applied, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError};
@@ -21,9 +22,41 @@ pub const MEMORY: &str = "48Gi";
 #[derive(Default, Clone)]
 pub struct MemoryTarget {
     objects: Arc<Mutex<BTreeMap<ResourceId, Object>>>,
+    /// When set, every Deployment reads as available with a status whose
+    /// `Available` condition's `lastUpdateTime` moves each period, as a
+    /// workload whose pods come and go: the load of status back-reporting.
+    status_churn: Option<Duration>,
 }
 
 impl MemoryTarget {
+    /// A target whose Deployments' status changes every `period`.
+    pub fn with_status_churn(period: Duration) -> MemoryTarget {
+        MemoryTarget { status_churn: Some(period), ..MemoryTarget::default() }
+    }
+
+    /// The object as read: a Deployment gets its churning status.
+    fn read(&self, mut object: Object) -> Object {
+        let Some(period) = self.status_churn.filter(|p| !p.is_zero()) else { return object };
+        if object.kind != "Deployment" || object.group() != "apps" {
+            return object;
+        }
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let tick = now.as_secs() - now.as_secs() % period.as_secs().max(1);
+        let replicas = object.spec().and_then(|s| s.get("replicas")).and_then(serde_json::Value::as_i64).unwrap_or(1);
+        let updated = fleet_api::time::rfc3339(i64::try_from(tick).unwrap_or(0));
+        object.rest.insert(
+            "status".into(),
+            serde_json::json!({
+                "observedGeneration": object.metadata.generation,
+                "replicas": replicas, "updatedReplicas": replicas,
+                "readyReplicas": replicas, "availableReplicas": replicas,
+                "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                                "lastUpdateTime": updated}]
+            }),
+        );
+        object
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ResourceId, Object>> {
         self.objects.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -57,7 +90,7 @@ impl Target for MemoryTarget {
                     && existing.metadata.labels == live.metadata.labels
                     && existing.rest == live.rest
                 {
-                    return Ok(Applied { outcome: ApplyOutcome::Unchanged, live: existing.clone() });
+                    return Ok(Applied { outcome: ApplyOutcome::Unchanged, live: self.read(existing.clone()) });
                 }
                 live.metadata.generation += 1;
                 ApplyOutcome::Updated
@@ -68,11 +101,11 @@ impl Target for MemoryTarget {
             }
         };
         objects.insert(id, live.clone());
-        Ok(Applied { outcome, live })
+        Ok(Applied { outcome, live: self.read(live) })
     }
 
     async fn get(&self, id: &ResourceId) -> Result<Option<Object>, TargetError> {
-        Ok(self.lock().get(id).cloned())
+        Ok(self.lock().get(id).cloned().map(|o| self.read(o)))
     }
 
     async fn delete(&self, id: &ResourceId) -> Result<bool, TargetError> {
@@ -123,5 +156,28 @@ mod tests {
         assert!(target.delete(&id).await.unwrap());
         assert!(target.is_empty());
         assert!(target.report().await.unwrap().resource_usage.available.contains_key("cpu"));
+    }
+
+    #[tokio::test]
+    async fn a_churning_target_shows_deployments_available_with_a_moving_status() {
+        let deployment = Object::from_json(
+            br#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"n"},"spec":{"replicas":2}}"#,
+        )
+        .unwrap();
+        let plain = MemoryTarget::default();
+        assert!(plain.apply(request(&deployment, "ns/w")).await.unwrap().live.status().is_none());
+
+        let churning = MemoryTarget::with_status_churn(Duration::from_secs(5));
+        let live = churning.apply(request(&deployment, "ns/w")).await.unwrap().live;
+        assert_eq!(
+            fleet_agent::targets::availability::availability(&live),
+            fleet_agent::targets::availability::Availability::Available
+        );
+        let updated = live.status().and_then(|s| s.pointer("/conditions/0/lastUpdateTime")).cloned();
+        let seconds = updated.as_ref().and_then(|v| v.as_str()).and_then(fleet_api::time::unix_seconds);
+        assert_eq!(seconds.map(|s| s % 5), Some(0), "a multiple of the period: {updated:?}");
+        // Other kinds are left as they are.
+        let cm = config_map("1");
+        assert!(churning.apply(request(&cm, "ns/w")).await.unwrap().live.status().is_none());
     }
 }

@@ -122,10 +122,11 @@ pub async fn run(args: &MembersArgs, shutdown: impl std::future::Future<Output =
             ca_file: Some(pki.join("ca.pem")),
             ca_fingerprint: None,
             kubeconfig: None,
-            drift_check_interval: None,
+            drift_check_interval: args.drift_check_interval,
             collect_namespaces: false,
         };
-        members.spawn(member(config, admin.clone(), joins.clone()));
+        let target = args.status_churn.map(MemoryTarget::with_status_churn).unwrap_or_default();
+        members.spawn(member(config, target, admin.clone(), joins.clone()));
     }
 
     let ready = wait_ready(&mut admin, args, &mut members);
@@ -167,9 +168,13 @@ fn data_root(given: Option<&Path>) -> Result<(Option<tempfile::TempDir>, PathBuf
 
 /// One member: a token and a join (unless its data dir has an identity),
 /// then the agent, restarted after an error until the cluster leaves.
-async fn member(config: AgentConfig, mut admin: FleetClient<Channel>, joins: Arc<Semaphore>) -> Result<(), String> {
+async fn member(
+    config: AgentConfig,
+    target: MemoryTarget,
+    mut admin: FleetClient<Channel>,
+    joins: Arc<Semaphore>,
+) -> Result<(), String> {
     // One target for the agent's restarts: what it applied stays.
-    let target = MemoryTarget::default();
     loop {
         if fleet_agent::identity::load(&config.data_dir).map_err(|e| e.to_string())?.is_none() {
             let permit = joins.acquire().await.map_err(|e| e.to_string())?;
@@ -254,6 +259,8 @@ mod tests {
             heartbeat_seconds: Some(5),
             regions: 4,
             data_dir: None,
+            status_churn: None,
+            drift_check_interval: None,
         }
     }
 
