@@ -110,8 +110,8 @@ fn matches(manifest: &Value, wanted: &Wanted) -> bool {
         && text(meta.and_then(|m| m.get("name"))) == wanted.name
 }
 
-/// The envelope a Work's manifests were unwrapped from.
-fn envelope_of(work: &Object) -> Option<String> {
+/// The envelope a Work's manifests were unwrapped from: `TYPE NS/NAME`.
+pub(super) fn envelope_of(work: &Object) -> Option<String> {
     let labels = &work.metadata.labels;
     let type_ = labels.get(ENVELOPE_WORK_LABEL)?;
     let namespace = labels.get(ENVELOPE_NAMESPACE_LABEL).map(|n| format!("{n}/")).unwrap_or_default();

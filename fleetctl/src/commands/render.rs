@@ -3,7 +3,7 @@
 //! the hub rendered them for that cluster (overrides applied, envelopes
 //! unwrapped), in Work order (main Works, then envelope Works).
 
-use fleet_api::envelope::{ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL, ENVELOPE_WORK_LABEL};
+use fleet_api::envelope::ENVELOPE_WORK_LABEL;
 use fleet_api::member::member_namespace;
 use fleet_api::placement::{CLUSTER_RESOURCE_PLACEMENT, RESOURCE_PLACEMENT};
 use fleet_api::snapshot::PARENT_PLACEMENT_LABEL;
@@ -57,13 +57,8 @@ pub async fn run(client: &Client, args: RenderArgs, io: &mut Io) -> Result<()> {
 
 /// Where a Work's manifests come from, for the YAML comment.
 fn origin(work: &Object) -> String {
-    let labels = &work.metadata.labels;
-    match labels.get(ENVELOPE_WORK_LABEL) {
-        Some(type_) => {
-            let ns = labels.get(ENVELOPE_NAMESPACE_LABEL).map(|n| format!("{n}/")).unwrap_or_default();
-            let name = labels.get(ENVELOPE_NAME_LABEL).cloned().unwrap_or_default();
-            format!("Work {} (unwrapped from {type_} {ns}{name})", work.metadata.name)
-        }
+    match super::origin::envelope_of(work) {
+        Some(envelope) => format!("Work {} (unwrapped from {envelope})", work.metadata.name),
         None => format!("Work {}", work.metadata.name),
     }
 }
@@ -91,6 +86,7 @@ pub fn render_works(works: &[Object], format: Option<OutputFormat>) -> Result<St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fleet_api::envelope::{ENVELOPE_NAMESPACE_LABEL, ENVELOPE_NAME_LABEL};
 
     fn work(name: &str, labels: Value, manifests: Value) -> Object {
         serde_json::from_value(json!({"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "Work",
