@@ -306,7 +306,7 @@ async fn the_member_install_runs_the_agent_with_no_more_than_its_roles() {
         .flatten()
         .filter_map(|m| m["manager"].as_str())
         .collect();
-    assert!(managers.contains(&"fleet-agent"), "written by server-side apply as fleet-agent: {settings}");
+    assert!(managers.contains(&"work-api-agent"), "written by server-side apply as work-api-agent: {settings}");
 
     // An edit on the cluster is undone through the agent's watch of the
     // kinds it placed (list and watch in its role): its periodic check

@@ -137,9 +137,9 @@ async fn applies_with_server_side_apply_and_reports_outcomes() {
     // manager; discovery of a group-version read once and then cached.
     // (The audit log is written as each answer completes: poll for it.)
     let patched = |requests: &[(String, String)], path: &str| {
-        requests
-            .iter()
-            .any(|(v, uri)| v == "patch" && uri.starts_with(path) && uri.contains("fieldManager=fleet-agent"))
+        requests.iter().any(|(v, uri)| {
+            v == "patch" && uri.starts_with(path) && uri.contains(&format!("fieldManager={FIELD_MANAGER}"))
+        })
     };
     let requests = eventually("the agent's requests in the audit log", WAIT, || async {
         let requests = agent_requests(&cluster);

@@ -6,6 +6,7 @@
 pub mod availability;
 pub mod embedded;
 pub mod kubernetes;
+pub mod last_applied;
 pub mod namespaces;
 
 use std::future::Future;
@@ -86,9 +87,10 @@ impl std::fmt::Display for ResourceId {
 /// How to apply (from the Work's apply strategy).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApplyMode {
-    /// Replace the fields the manifest sets (kubectl apply semantics).
+    /// Replace the fields the manifest sets (kubectl apply semantics),
+    /// recording the manifest in [`last_applied::LAST_APPLIED_ANNOTATION`].
     ClientSide,
-    /// Server-side apply with field manager `fleet-agent`.
+    /// Server-side apply with KubeFleet's field manager `work-api-agent`.
     ServerSide { force: bool },
 }
 

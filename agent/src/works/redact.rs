@@ -13,8 +13,10 @@
 //!   keys too). An absent side stays absent. Fleet goes one step further
 //!   than KubeFleet where the data can hide elsewhere: the
 //!   `kubectl.kubernetes.io/last-applied-configuration` annotation (a
-//!   copy of the object as `kubectl apply` last wrote it on the member) is
-//!   redacted the same way, and a difference whose path is an *ancestor*
+//!   copy of the object as `kubectl apply` last wrote it on the member) and
+//!   KubeFleet's `kubernetes-fleet.io/last-applied-configuration` (the
+//!   same, as `ClientSideApply` records it, [`crate::targets::last_applied`])
+//!   are redacted the same way, and a difference whose path is an *ancestor*
 //!   of one of these (`/`, `/metadata`, `/metadata/annotations`: a whole
 //!   map one side lacks) is reported with those parts redacted inside its
 //!   value. Other fields (labels, annotations, `type`, `immutable`) are
@@ -42,8 +44,12 @@ use super::compare::Difference;
 pub const REDACTED: &str = "(redacted for security reasons)";
 
 /// The parts of a Secret whose values are never reported (JSON pointers).
-const SECRET_PATHS: &[&str] =
-    &["/data", "/stringData", "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration"];
+const SECRET_PATHS: &[&str] = &[
+    "/data",
+    "/stringData",
+    "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration",
+    "/metadata/annotations/kubernetes-fleet.io~1last-applied-configuration",
+];
 
 /// Whether `object` is a Kubernetes Secret (core group).
 pub fn is_secret(object: &Value) -> bool {
@@ -216,12 +222,16 @@ mod tests {
 
     #[test]
     fn the_last_applied_annotation_never_shows_a_secrets_values() {
-        // kubectl's annotation carries a copy of the data; as a
-        // `kubernetes.io/` key it is not compared at all.
+        // kubectl's and KubeFleet's annotations carry a copy of the data;
+        // as `kubernetes.io/` keys they are not compared at all.
         let hub = secret(json!({"k": "aHVi"}));
         let mut member = hub.clone();
         let copy = r#"{"data":{"k":"bWVtYmVy"}}"#;
-        member["metadata"]["annotations"] = json!({"kubectl.kubernetes.io/last-applied-configuration": copy, "a": "b"});
+        member["metadata"]["annotations"] = json!({
+            "kubectl.kubernetes.io/last-applied-configuration": copy,
+            "kubernetes-fleet.io/last-applied-configuration": copy,
+            "a": "b",
+        });
         let found = differences(&hub, &member, Comparison::Full);
         assert_eq!(found, vec![d("/metadata/annotations/a", None, Some("b"))]);
     }

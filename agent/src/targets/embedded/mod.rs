@@ -11,7 +11,9 @@
 //! - both apply modes do the same three-way merge ([`merge`]): the manifest's
 //!   fields win, fields Fleet set last time and no longer sets are removed,
 //!   server-set fields are kept. With Fleet as the only writer there are no
-//!   other field managers, so server-side apply's `force` changes nothing;
+//!   other field managers, so server-side apply's `force` changes nothing.
+//!   `ClientSideApply` records the configuration in KubeFleet's annotation,
+//!   as on a real cluster ([`super::last_applied`]);
 //! - an object is applied only by the Work that created it
 //!   ([`OWNER_ANNOTATION`]), or taken over when the request says so
 //!   ([`ApplyRequest::take_over`]); anything else is a [`TargetError::Conflict`];
@@ -260,10 +262,9 @@ impl Inner {
         // Both modes merge the same way (see the module doc): the simulated
         // cluster has no field manager but Fleet, so `force` has nothing to
         // override.
-        let (ApplyMode::ClientSide | ApplyMode::ServerSide { .. }) = mode;
         let mut state = self.lock();
         let key = self.admit(&state, manifest)?;
-        let desired = desired_fields(manifest, Some(owner))?;
+        let desired = desired_fields(manifest, Some((owner, mode)))?;
         let now = SystemTime::now();
         let Some(record) = state.records.get(&key).cloned() else {
             let live = self.create(&mut state, key, &desired, Some(Value::Object(desired.clone())), now)?;
@@ -418,16 +419,22 @@ fn object_map(object: &Object) -> Result<Map<String, Value>, TargetError> {
 }
 
 /// The fields a manifest asks for: without server-set metadata, `status` and
-/// `resourceVersion`, with the owner annotation when Fleet applies it.
-fn desired_fields(manifest: &Object, owner: Option<&str>) -> Result<Map<String, Value>, TargetError> {
+/// `resourceVersion`; when Fleet applies it (`applied_by`: the owning Work
+/// and the apply mode), with the owner annotation and, for
+/// [`ApplyMode::ClientSide`], the record of the configuration that a real
+/// cluster gets too ([`last_applied`](super::last_applied)).
+fn desired_fields(manifest: &Object, applied_by: Option<(&str, ApplyMode)>) -> Result<Map<String, Value>, TargetError> {
     let mut manifest = manifest.clone();
     manifest.strip_server_fields();
     manifest.metadata.resource_version.clear();
     if manifest.metadata.namespace.as_deref() == Some("") {
         manifest.metadata.namespace = None;
     }
-    if let Some(owner) = owner {
+    if let Some((owner, mode)) = applied_by {
         manifest.metadata.annotations.insert(OWNER_ANNOTATION.to_string(), owner.to_string());
+        if mode == ApplyMode::ClientSide {
+            super::last_applied::record(&mut manifest);
+        }
     }
     match serde_json::to_value(&manifest).map_err(|e| internal("encode", e))? {
         Value::Object(map) => Ok(map),

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::targets::last_applied::LAST_APPLIED_ANNOTATION;
 
 const OWNER: &str = "fleet-member-a/web-work";
 
@@ -104,8 +105,11 @@ async fn both_modes_keep_server_set_fields_and_drop_fields_no_longer_applied() {
         let again = apply_as(&target, svc(json!({"app": "a"})), OWNER, mode).await.unwrap();
         assert_eq!(again.live.spec().unwrap()["clusterIP"], ip, "{mode:?}");
         assert_eq!(again.live.spec().unwrap()["selector"], json!({"app": "a"}), "{mode:?}");
+        let recorded = again.live.metadata.annotations.get(LAST_APPLIED_ANNOTATION);
+        assert_eq!(recorded.is_some(), mode == ApplyMode::ClientSide, "{mode:?}: {recorded:?}");
     }
-    let again = apply(&target, svc(json!({"app": "a"}))).await.unwrap();
+    let again =
+        apply_as(&target, svc(json!({"app": "a"})), OWNER, ApplyMode::ServerSide { force: true }).await.unwrap();
     assert_eq!(again.outcome, ApplyOutcome::Unchanged);
 }
 

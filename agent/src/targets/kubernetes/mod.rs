@@ -8,10 +8,13 @@
 //!   `Content-Type: application/apply-patch+yaml`) with field manager
 //!   [`FIELD_MANAGER`]. [`ApplyMode::ServerSide`] passes its `force`;
 //!   [`ApplyMode::ClientSide`] always forces. That is how kubectl-apply
-//!   semantics are had without a `last-applied-configuration` annotation: the
-//!   API server's managed fields record what Fleet set last time, so fields
-//!   the manifest no longer sets are removed, fields set by others (and by
-//!   controllers) are kept, and Fleet's values win where both set a field.
+//!   semantics are had without a three-way merge: the API server's managed
+//!   fields record what Fleet set last time, so fields the manifest no
+//!   longer sets are removed, fields set by others (and by controllers) are
+//!   kept, and Fleet's values win where both set a field. `ClientSide` also
+//!   records the configuration in KubeFleet's annotation
+//!   ([`last_applied`](super::last_applied)), for a cluster that moves to
+//!   KubeFleet; nothing here reads it.
 //! - Ownership follows the same rule as the embedded target: before
 //!   applying, the live object is read; one with another Work's
 //!   [`OWNER_ANNOTATION`], or without it unless the request takes it over
@@ -46,14 +49,16 @@ use serde_json::Value;
 use self::discovery::{ApiResource, Discovery};
 use self::errors::{is_not_found, map_error};
 use super::{
-    check_owner, Applied, ApplyMode, ApplyOutcome, ApplyRequest, Change, ResourceId, Target, TargetError,
+    check_owner, last_applied, Applied, ApplyMode, ApplyOutcome, ApplyRequest, Change, ResourceId, Target, TargetError,
     OWNER_ANNOTATION,
 };
 
 /// The value of [`fleet_api::member::TARGET_PROPERTY`] and of [`Target::name`].
 pub const TARGET_NAME: &str = "kubernetes";
-/// The server-side apply field manager of every write.
-pub const FIELD_MANAGER: &str = "fleet-agent";
+/// The server-side apply field manager of every write: KubeFleet's, so a
+/// cluster moved from KubeFleet to Fleet keeps one owner of what was placed
+/// (a field either applied is removed when the manifest stops setting it).
+pub const FIELD_MANAGER: &str = "work-api-agent";
 /// The `User-Agent` of every request to the cluster.
 pub const AGENT_USER_AGENT: &str = concat!("fleet-agent/", env!("CARGO_PKG_VERSION"));
 /// The `propagationPolicy` of every delete.
@@ -198,8 +203,10 @@ fn not_served(id: &ResourceId) -> TargetError {
 }
 
 /// The apply configuration: the manifest without server-set fields and
-/// `status`, with the owner annotation, in the namespace of its scope.
-fn apply_configuration(manifest: &Object, owner: &str, namespaced: bool) -> Object {
+/// `status`, with the owner annotation, in the namespace of its scope; for
+/// [`ApplyMode::ClientSide`], with its own record
+/// ([`last_applied`](super::last_applied)).
+fn apply_configuration(manifest: &Object, owner: &str, namespaced: bool, mode: ApplyMode) -> Object {
     let mut desired = manifest.clone();
     desired.strip_server_fields();
     desired.metadata.resource_version.clear();
@@ -207,6 +214,9 @@ fn apply_configuration(manifest: &Object, owner: &str, namespaced: bool) -> Obje
         desired.metadata.namespace = None;
     }
     desired.metadata.annotations.insert(OWNER_ANNOTATION.to_string(), owner.to_string());
+    if mode == ApplyMode::ClientSide {
+        last_applied::record(&mut desired);
+    }
     desired
 }
 
@@ -236,7 +246,7 @@ impl Target for KubernetesTarget {
         };
         let mut params = PatchParams::apply(FIELD_MANAGER);
         params.force = force;
-        let body = apply_configuration(manifest, request.owner, located.resource.namespaced);
+        let body = apply_configuration(manifest, request.owner, located.resource.namespaced, request.mode);
         let patch = kube::core::Request::new(&located.collection)
             .patch(&located.name, &params, &Patch::Apply(&body))
             .map_err(|e| TargetError::Invalid(format!("cannot apply {id}: {e}")))?;
@@ -331,12 +341,28 @@ mod tests {
             "status": {"phase": "Active"}
         }))
         .unwrap();
-        let body = apply_configuration(&manifest, "fleet-member-east/app-work", false);
+        let body =
+            apply_configuration(&manifest, "fleet-member-east/app-work", false, ApplyMode::ServerSide { force: true });
         assert_eq!(
             serde_json::to_value(&body).unwrap(),
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo", "labels": {"a": "b"},
                    "annotations": {OWNER_ANNOTATION: "fleet-member-east/app-work"}}})
         );
+    }
+
+    #[test]
+    fn client_side_apply_records_the_configuration_as_kubefleet_does() {
+        let manifest: Object = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "demo"}, "data": {"k": "v"}
+        }))
+        .unwrap();
+        let body = apply_configuration(&manifest, "ns/w", true, ApplyMode::ClientSide);
+        let recorded: Value =
+            serde_json::from_str(&body.metadata.annotations[last_applied::LAST_APPLIED_ANNOTATION]).unwrap();
+        assert_eq!(recorded["data"], json!({"k": "v"}));
+        assert_eq!(recorded["metadata"]["annotations"], json!({OWNER_ANNOTATION: "ns/w"}));
+        let server_side = apply_configuration(&manifest, "ns/w", true, ApplyMode::ServerSide { force: false });
+        assert!(!server_side.metadata.annotations.contains_key(last_applied::LAST_APPLIED_ANNOTATION));
     }
 
     #[test]
