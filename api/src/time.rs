@@ -144,6 +144,19 @@ pub fn now_rfc3339() -> String {
     rfc3339_of(SystemTime::now())
 }
 
+/// `text` without its fraction of a second (`2024-05-01T10:00:00.250Z` →
+/// `2024-05-01T10:00:00Z`); any other text as it is. The agent observes at
+/// millisecond resolution and stamps condition transitions in whole seconds.
+pub fn whole_seconds(text: &str) -> String {
+    match text.split_once('.') {
+        Some((whole, fraction)) => match fraction.find(|c: char| !c.is_ascii_digit()) {
+            Some(zone) => format!("{whole}{}", &fraction[zone..]),
+            None => whole.to_string(),
+        },
+        None => text.to_string(),
+    }
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
@@ -232,6 +245,14 @@ mod tests {
         assert_eq!(rfc3339_millis(UNIX_EPOCH - Duration::from_millis(250)), "1969-12-31T23:59:59.750Z");
         assert_eq!(unix_seconds(&now_rfc3339()).map(|s| s > 1_700_000_000), Some(true));
         assert!(now_unix_millis() > 1_700_000_000_000);
+    }
+
+    #[test]
+    fn whole_seconds_drops_only_the_fraction() {
+        assert_eq!(whole_seconds("2024-05-01T10:00:00.250Z"), "2024-05-01T10:00:00Z");
+        assert_eq!(whole_seconds("2024-05-01T10:00:00.250+02:00"), "2024-05-01T10:00:00+02:00");
+        assert_eq!(whole_seconds("2024-05-01T10:00:00Z"), "2024-05-01T10:00:00Z");
+        assert_eq!(whole_seconds("t1"), "t1");
     }
 
     #[test]

@@ -227,20 +227,22 @@ async fn process<T: Target>(
 }
 
 /// Applies (or, with `reapply` false, only re-checks) a Work. `previous` is
-/// what the ledger says this Work placed before; `now` stamps transitions.
-/// A ReportDiff Work is handed to [`report_work`].
+/// what the ledger says this Work placed before; `observed_at` (RFC 3339,
+/// milliseconds) stamps drift and diff reports, and its whole seconds
+/// condition transitions. A ReportDiff Work is handed to [`report_work`].
 pub async fn apply_work<T: Target>(
     target: &T,
     work_object: &Object,
     previous: Option<&Entry>,
     reapply: bool,
-    now: &str,
+    observed_at: &str,
 ) -> WorkOutcome {
     let spec = work::spec_of(work_object);
     let strategy = Strategy::of(spec.apply_strategy.as_ref());
     if strategy.report_diff {
-        return report_work(target, work_object, &strategy, previous, now).await;
+        return report_work(target, work_object, &strategy, previous, observed_at).await;
     }
+    let now = &fleet_api::time::whole_seconds(observed_at);
     let generation = work_object.metadata.generation;
     let owner = super::work_owner(work_object);
     let provenance = Provenance::of_work(work_object);
@@ -293,12 +295,12 @@ pub async fn apply_work<T: Target>(
         manifest_conditions.push(ManifestCondition {
             identifier: m.identifier.clone(),
             conditions,
-            drift_details: processed
-                .drifts
-                .map(|d| details(Report::Drift, &d, old_condition.and_then(|c| c.drift_details.as_ref()), g, now)),
-            diff_details: processed
-                .diffs
-                .map(|d| details(Report::Diff, &d, old_condition.and_then(|c| c.diff_details.as_ref()), g, now)),
+            drift_details: processed.drifts.map(|d| {
+                details(Report::Drift, &d, old_condition.and_then(|c| c.drift_details.as_ref()), g, observed_at)
+            }),
+            diff_details: processed.diffs.map(|d| {
+                details(Report::Diff, &d, old_condition.and_then(|c| c.diff_details.as_ref()), g, observed_at)
+            }),
             back_reported_status: None,
             status_feedback: None,
         });

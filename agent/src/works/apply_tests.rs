@@ -154,6 +154,30 @@ async fn co_owned_objects_are_applied_only_with_allow_co_ownership() {
 }
 
 #[tokio::test]
+async fn reports_are_stamped_in_milliseconds_and_conditions_in_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = cluster(&dir);
+    let mut w = work(1, json!({"whenToApply": "IfNotDrifted"}), vec![cm("c", json!({"a": "1"}))]);
+    let first = apply_work(&target, &w, None, true, "t0").await;
+    edit(&target, "c", json!({"a": "edited"})).await;
+    work::set_status(&mut w, &first.status);
+    let out = apply_work(&target, &w, Some(&first.entry), false, "2026-11-28T02:57:15.123Z").await;
+    let drift = manifest(&out.status, 0).drift_details.clone().unwrap();
+    assert_eq!(drift["observationTime"], json!("2026-11-28T02:57:15.123Z"));
+    let applied = out.status.conditions.iter().find(|c| c.type_ == CONDITION_APPLIED).unwrap();
+    assert_eq!(applied.last_transition_time, "2026-11-28T02:57:15Z");
+
+    // The member changes again within the same second: the new report
+    // still reads as later than the one it replaces.
+    edit(&target, "c", json!({"a": "edited again"})).await;
+    work::set_status(&mut w, &out.status);
+    let again = apply_work(&target, &w, Some(&out.entry), false, "2026-11-28T02:57:15.731Z").await;
+    let drift = manifest(&again.status, 0).drift_details.clone().unwrap();
+    assert_eq!(drift["observationTime"], json!("2026-11-28T02:57:15.731Z"));
+    assert_eq!(drift["firstDriftedObservedTime"], json!("2026-11-28T02:57:15.123Z"));
+}
+
+#[tokio::test]
 async fn if_not_drifted_reports_a_live_edit_and_does_not_overwrite_it() {
     let dir = tempfile::tempdir().unwrap();
     let target = cluster(&dir);

@@ -11,6 +11,11 @@
 //!   drifts / differences too;
 //! - `observationTime` is kept while the list and the member generation are
 //!   the same as before: it is when the agent last saw the report change.
+//!
+//! Both are in milliseconds (the agent passes `now` so), finer than the
+//! whole seconds of conditions: the agent watches what it placed and reports
+//! a change within the second, and a report that replaces one from the same
+//! second must still read as later.
 
 use serde_json::{json, Value};
 

@@ -393,8 +393,8 @@ async fn apply_and_record<T: Target>(
 ) -> Result<apply::WorkOutcome, AgentError> {
     let previous = ledger.get(name).cloned();
     let reapply = previous.as_ref().is_none_or(|p| p.generation != work.metadata.generation);
-    let now = fleet_api::time::now_rfc3339();
-    let outcome = apply::apply_work(target, work, previous.as_ref(), reapply, &now).await;
+    let observed_at = fleet_api::time::rfc3339_millis(std::time::SystemTime::now());
+    let outcome = apply::apply_work(target, work, previous.as_ref(), reapply, &observed_at).await;
     ledger.set(name, Some(outcome.entry.clone()))?;
     Ok(outcome)
 }

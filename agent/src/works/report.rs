@@ -75,14 +75,16 @@ pub fn work_condition(failed: usize, total: usize) -> Condition {
 }
 
 /// Reports a ReportDiff Work (see the module doc). `previous` is what the
-/// ledger holds for it; `now` stamps transitions and observations.
+/// ledger holds for it; `observed_at` (RFC 3339, milliseconds) stamps the
+/// diff reports, and its whole seconds condition transitions.
 pub async fn report_work<T: Target>(
     target: &T,
     work_object: &Object,
     strategy: &Strategy,
     previous: Option<&Entry>,
-    now: &str,
+    observed_at: &str,
 ) -> WorkOutcome {
+    let now = &fleet_api::time::whole_seconds(observed_at);
     let spec = work::spec_of(work_object);
     let generation = work_object.metadata.generation;
     let owner = super::work_owner(work_object);
@@ -127,7 +129,9 @@ pub async fn report_work<T: Target>(
             identifier: m.identifier.clone(),
             conditions,
             drift_details: None,
-            diff_details: compared.ok().map(|(diffs, g)| details(Report::Diff, &diffs, previous_details, g, now)),
+            diff_details: compared
+                .ok()
+                .map(|(diffs, g)| details(Report::Diff, &diffs, previous_details, g, observed_at)),
             // ReportDiff applies nothing, so there is no status to mirror.
             back_reported_status: None,
             status_feedback: None,
