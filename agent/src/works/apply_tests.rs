@@ -178,18 +178,18 @@ async fn reports_are_stamped_in_milliseconds_and_conditions_in_seconds() {
 }
 
 #[tokio::test]
-async fn if_not_drifted_reports_a_live_edit_and_does_not_overwrite_it() {
+async fn if_not_drifted_reports_a_live_edit_until_the_hub_changes_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
     let target = cluster(&dir);
     let strategy = json!({"whenToApply": "IfNotDrifted"});
-    let first =
-        apply_work(&target, &work(1, strategy.clone(), vec![cm("c", json!({"a": "1"}))]), None, true, "t0").await;
+    let mut w = work(1, strategy.clone(), vec![cm("c", json!({"a": "1"}))]);
+    let first = apply_work(&target, &w, None, true, "t0").await;
     assert!(first.settled);
     edit(&target, "c", json!({"a": "edited"})).await;
 
-    // The hub changes the manifest: the drift stops the apply.
-    let mut w = work(2, strategy.clone(), vec![cm("c", json!({"a": "new"}))]);
-    let out = apply_work(&target, &w, Some(&first.entry), true, "t1").await;
+    // Checked again, the manifest unchanged: the drift is reported and left.
+    work::set_status(&mut w, &first.status);
+    let out = apply_work(&target, &w, Some(&first.entry), false, "t1").await;
     assert_eq!(applied(&out.status, 0), ("False", "FoundDrifts"));
     let drift = manifest(&out.status, 0).drift_details.clone().unwrap();
     assert_eq!(drift["observedDrifts"], json!([{"path": "/data/a", "valueInHub": "1", "valueInMember": "edited"}]));
@@ -210,15 +210,24 @@ async fn if_not_drifted_reports_a_live_edit_and_does_not_overwrite_it() {
         (Some("t1"), Some("t1")),
         "the same drift: the report (and so the Work) does not change"
     );
+    assert_eq!(data(&target, "c").await, json!({"a": "edited"}), "a re-apply of the same manifest holds back too");
 
-    // The edit is reverted on the member: the new manifest is applied.
-    edit(&target, "c", json!({"a": "1"})).await;
+    // The hub changes the manifest: it is applied over the drift, as
+    // KubeFleet does.
+    let mut w = work(2, strategy.clone(), vec![cm("c", json!({"a": "new"}))]);
     work::set_status(&mut w, &again.status);
     let done = apply_work(&target, &w, Some(&again.entry), true, "t3").await;
     assert_eq!(applied(&done.status, 0), ("True", "ManifestApplied"));
     assert!(manifest(&done.status, 0).drift_details.is_none());
     assert_eq!(data(&target, "c").await, json!({"a": "new"}));
     assert_eq!(done.entry.last_applied(&id("c")).unwrap().manifest["data"], json!({"a": "new"}));
+
+    // And the new manifest is held back by a drift of its own.
+    edit(&target, "c", json!({"a": "edited"})).await;
+    work::set_status(&mut w, &done.status);
+    let held = apply_work(&target, &w, Some(&done.entry), false, "t4").await;
+    assert_eq!(applied(&held.status, 0), ("False", "FoundDrifts"));
+    assert_eq!(data(&target, "c").await, json!({"a": "edited"}));
 }
 
 #[tokio::test]

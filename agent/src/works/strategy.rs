@@ -19,7 +19,10 @@
 //!    — the drifts are overwritten, and only what the write leaves is
 //!    reported (see `remaining_drifts` in [`super::apply`]) —, with
 //!    `IfNotDrifted` a drift stops it — `FoundDrifts`, with the drifts, the
-//!    object left as it is. The baseline is kept in the ledger
+//!    object left as it is — as long as the manifest is the one Fleet last
+//!    wrote: a new manifest from the hub is applied over the drift, as
+//!    KubeFleet does (its caller, [`super::apply`], decides with
+//!    `if_not_drifted` off then). The baseline is kept in the ledger
 //!    ([`super::ledger::LastApplied::baseline`]): under `PartialComparison`
 //!    the manifest as last applied (only the fields it sets count), under
 //!    `FullComparison` the object as the cluster returned it right after
