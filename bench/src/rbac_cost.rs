@@ -81,6 +81,26 @@ pub struct Cost {
     pub other_bindings: usize,
     pub listed: u64,
     pub rounds: usize,
+    /// Tenant/admin write throughput of each round: the users run one
+    /// after the other within a round, so the machine's drift over a long
+    /// run cancels out of each round's ratio.
+    pub write_ratios: Vec<f64>,
+    /// The same for lists.
+    pub list_ratios: Vec<f64>,
+}
+
+/// The median and the extremes of `ratios` (zeros when there are none).
+fn spread(ratios: &[f64]) -> (f64, f64, f64) {
+    let mut sorted: Vec<f64> = ratios.iter().copied().filter(|r| r.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    match (sorted.first(), sorted.last()) {
+        (Some(&min), Some(&max)) => {
+            let mid = sorted.len() / 2;
+            let median = if sorted.len() % 2 == 1 { sorted[mid] } else { (sorted[mid - 1] + sorted[mid]) / 2.0 };
+            (median, min, max)
+        }
+        _ => (0.0, 0.0, 0.0),
+    }
 }
 
 impl Cost {
@@ -105,6 +125,7 @@ impl Cost {
             ratio(self.write_user.per_second, self.write_admin.per_second),
             ratio(self.write_user.p50_ms, self.write_admin.p50_ms)
         );
+        out += &per_round(&self.write_ratios);
         out += &format!("lists (List of the namespace's {} ConfigMaps):\n", self.listed);
         out += &row("admin", &self.list_admin);
         out += &row("tenant", &self.list_user);
@@ -113,8 +134,15 @@ impl Cost {
             ratio(self.list_user.per_second, self.list_admin.per_second),
             ratio(self.list_user.p50_ms, self.list_admin.p50_ms)
         );
+        out += &per_round(&self.list_ratios);
         out
     }
+}
+
+/// The line giving the per-round ratios' median and extremes.
+fn per_round(ratios: &[f64]) -> String {
+    let (median, min, max) = spread(ratios);
+    format!("  per round: median x{median:.3}, min x{min:.3}, max x{max:.3} ({} rounds)\n", ratios.len())
 }
 
 fn read(dir: &Path, name: &str) -> Result<Vec<u8>, Error> {
@@ -195,19 +223,33 @@ pub async fn run(args: &RbacCostArgs) -> Result<Cost, Error> {
     // on a warmer (or more compacted) hub.
     let (mut write_admin, mut write_user, mut list_admin, mut list_user) =
         (Tally::new()?, Tally::new()?, Tally::new()?, Tally::new()?);
+    let (mut write_ratios, mut list_ratios) = (Vec::new(), Vec::new());
+    // The ratio of what the two tallies gained in one round.
+    let gained = |user: &Tally, admin: &Tally, before: (u64, u64)| {
+        let (u, a) = (user.ops - before.0, admin.ops - before.1);
+        if a > 0 {
+            u as f64 / a as f64
+        } else {
+            f64::NAN
+        }
+    };
     for round in 0..args.rounds.max(1) {
         let mut order = [(&admin, true), (&user, false)];
         if round % 2 == 1 {
             order.reverse();
         }
+        let before = (write_user.ops, write_admin.ops);
         for (connections, is_admin) in order {
             let tally = if is_admin { &mut write_admin } else { &mut write_user };
             writes(connections, &plan, tally).await?;
         }
+        write_ratios.push(gained(&write_user, &write_admin, before));
+        let before = (list_user.ops, list_admin.ops);
         for (connections, is_admin) in order {
             let tally = if is_admin { &mut list_admin } else { &mut list_user };
             lists(connections, &plan, tally).await?;
         }
+        list_ratios.push(gained(&list_user, &list_admin, before));
     }
     let listed = (args.clients as u64) * args.keys_per_client;
     Ok(Cost {
@@ -219,6 +261,8 @@ pub async fn run(args: &RbacCostArgs) -> Result<Cost, Error> {
         other_bindings: args.other_bindings,
         listed,
         rounds: args.rounds.max(1),
+        write_ratios,
+        list_ratios,
     })
 }
 
@@ -290,6 +334,13 @@ async fn lists(connections: &[Connection], plan: &Plan, tally: &mut Tally) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spread_is_the_median_and_extremes_of_finite_ratios() {
+        assert_eq!(spread(&[1.2, 0.8, f64::NAN, 1.0]), (1.0, 0.8, 1.2));
+        assert_eq!(spread(&[0.9, 1.1]), (1.0, 0.9, 1.1));
+        assert_eq!(spread(&[]), (0.0, 0.0, 0.0));
+    }
 
     #[test]
     fn the_setup_binds_the_tenant_among_others() {
