@@ -56,16 +56,13 @@ pub async fn run<T: Target>(
 /// when `with_namespaces`); the hub's heartbeat period in seconds. The hub
 /// has recorded the report when this returns.
 pub async fn beat<T: Target>(cluster: &str, hub: &Hub, target: &T, with_namespaces: bool) -> Result<u64, AgentError> {
-    let mut report = match target.report().await {
+    let report = match target.report(with_namespaces).await {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!("collecting properties failed: {e}");
             fleet_api::member::HeartbeatReport::default()
         }
     };
-    if !with_namespaces {
-        without_namespaces(&mut report);
-    }
     let request =
         HeartbeatRequest { cluster: cluster.to_string(), report: serde_json::to_vec(&report).unwrap_or_default() };
     let reply = hub
@@ -77,36 +74,9 @@ pub async fn beat<T: Target>(cluster: &str, hub: &Hub, target: &T, with_namespac
     Ok(reply.heartbeat_period_seconds)
 }
 
-/// Drops the namespace list and its condition from a report: without
-/// them the hub's namespace affinity does not filter the cluster, as
-/// KubeFleet's scheduler skips a cluster whose agent does not collect
-/// namespaces.
-fn without_namespaces(report: &mut fleet_api::member::HeartbeatReport) {
-    report.namespaces = None;
-    report.conditions.retain(|c| c.type_ != fleet_api::member::CONDITION_NAMESPACES);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_report_without_namespaces_has_neither_the_list_nor_its_condition() {
-        let mut report = fleet_api::member::HeartbeatReport {
-            namespaces: Some([("app".to_string(), String::new())].into()),
-            ..Default::default()
-        };
-        report.conditions.push(fleet_api::conditions::Condition::new(
-            fleet_api::member::CONDITION_NAMESPACES,
-            true,
-            "Succeeded",
-            "all",
-        ));
-        report.conditions.push(fleet_api::conditions::Condition::new("Other", true, "R", "m"));
-        without_namespaces(&mut report);
-        assert!(report.namespaces.is_none());
-        assert_eq!(report.conditions.iter().map(|c| c.type_.as_str()).collect::<Vec<_>>(), ["Other"]);
-    }
 
     #[test]
     fn jitter_stays_within_ten_percent() {

@@ -58,7 +58,7 @@ async fn apply(
 }
 
 async fn available(target: &EmbeddedTarget) -> (Quantity, Quantity) {
-    let report = target.report().await.expect("report");
+    let report = target.report(true).await.expect("report");
     let q = |k: &str| Quantity::parse(&report.resource_usage.available[k]).expect("a quantity");
     (q("cpu"), q("memory"))
 }

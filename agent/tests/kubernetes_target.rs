@@ -87,7 +87,7 @@ async fn report_sums_nodes_and_pods_across_pages() {
     pod("crashed".into(), "2", "2Gi", "Failed");
     double.take_requests();
 
-    let report = target.report().await.expect("report");
+    let report = target.report(true).await.expect("report");
     assert_eq!(report.properties["kubernetes-fleet.io/node-count"], "2");
     assert_eq!(report.properties[TARGET_PROPERTY], "kubernetes");
     let usage = &report.resource_usage;
@@ -115,7 +115,7 @@ async fn errors_become_target_errors() {
 
     // 5xx: Unavailable.
     double.fail_next("/api/v1/nodes", 1, 500, "InternalError", "etcdserver: request timed out");
-    let e = target.report().await.unwrap_err();
+    let e = target.report(true).await.unwrap_err();
     assert!(matches!(&e, TargetError::Unavailable(m) if m.contains("etcdserver")), "{e}");
     double.fail_next(
         "/api/v1/namespaces/demo",

@@ -350,7 +350,7 @@ fn q(text: &str) -> Quantity {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_report_sums_real_nodes_and_the_pods_that_hold_resources() {
     let (cluster, target) = start().await;
-    let report = target.report().await.expect("report");
+    let report = target.report(true).await.expect("report");
     assert_eq!(report.properties["kubernetes-fleet.io/node-count"], "2");
     let usage = &report.resource_usage;
     assert_eq!((q(&usage.capacity["cpu"]), q(&usage.capacity["memory"])), (q("8"), q("16Gi")));
@@ -367,7 +367,7 @@ async fn the_report_sums_real_nodes_and_the_pods_that_hold_resources() {
     cluster.apply("apiVersion: batch/v1\nkind: Job\nmetadata: {name: once, namespace: demo}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox, resources: {requests: {cpu: \"2\"}}}]\n");
     eventually("the Job finished and the web Pods hold their requests", WAIT, || async {
         let done = cluster.get("job", "demo", "once").is_some_and(|j| j["status"]["succeeded"] == 1);
-        let report = target.report().await.map_err(|e| e.to_string())?;
+        let report = target.report(true).await.map_err(|e| e.to_string())?;
         let available = q(&report.resource_usage.available["cpu"]);
         // The namespace Fleet placed names its Work.
         let placed_by = report.namespaces.as_ref().and_then(|n| n.get("demo")).cloned().unwrap_or_default();

@@ -191,8 +191,11 @@ pub trait Target: Send + Sync + 'static {
     /// Deletes an object; `false` if it did not exist.
     fn delete(&self, id: &ResourceId) -> impl Future<Output = Result<bool, TargetError>> + Send;
 
-    /// Properties and resource usage for the next heartbeat.
-    fn report(&self) -> impl Future<Output = Result<HeartbeatReport, TargetError>> + Send;
+    /// Properties and resource usage for the next heartbeat, and the
+    /// cluster's namespaces with their condition only `with_namespaces`
+    /// (collection is opt-in: a cluster that does not collect is not
+    /// listed at all, and reports neither).
+    fn report(&self, with_namespaces: bool) -> impl Future<Output = Result<HeartbeatReport, TargetError>> + Send;
 
     /// The changes this target watches for, taken once by the Work loop;
     /// `None` for a target that does not watch (the loop then finds drift

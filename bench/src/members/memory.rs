@@ -112,7 +112,7 @@ impl Target for MemoryTarget {
         Ok(self.lock().remove(id).is_some())
     }
 
-    async fn report(&self) -> Result<HeartbeatReport, TargetError> {
+    async fn report(&self, _with_namespaces: bool) -> Result<HeartbeatReport, TargetError> {
         let mut report = HeartbeatReport::default();
         report.properties.insert("kubernetes-fleet.io/node-count".into(), NODES.into());
         for (resource, value) in [("cpu", CPU), ("memory", MEMORY)] {
@@ -155,7 +155,7 @@ mod tests {
         let id = ResourceId::of(&second);
         assert!(target.delete(&id).await.unwrap());
         assert!(target.is_empty());
-        assert!(target.report().await.unwrap().resource_usage.available.contains_key("cpu"));
+        assert!(target.report(false).await.unwrap().resource_usage.available.contains_key("cpu"));
     }
 
     #[tokio::test]

@@ -373,7 +373,7 @@ impl Inner {
         state.records.get(&key_of(id)).map(|r| live_view(r, self.config.nodes, SystemTime::now()))
     }
 
-    fn report(&self) -> HeartbeatReport {
+    fn report(&self, with_namespaces: bool) -> HeartbeatReport {
         let state = self.lock();
         let config = &self.config;
         let capacity = config.cluster_capacity();
@@ -393,6 +393,15 @@ impl Inner {
                 properties.insert(property.to_string(), cost.clone());
             }
         }
+        let mut report = HeartbeatReport {
+            properties,
+            resource_usage: resource_usage(&capacity, &allocatable, &requested, SystemTime::now()),
+            conditions: Vec::new(),
+            namespaces: None,
+        };
+        if !with_namespaces {
+            return report;
+        }
         let seen = state.records.iter().filter(|(key, _)| key.group.is_empty() && key.kind == "Namespace").map(
             |(key, record)| super::namespaces::SeenNamespace {
                 name: &key.name,
@@ -401,12 +410,9 @@ impl Inner {
             },
         );
         let (namespaces, namespaces_condition) = super::namespaces::report(seen);
-        HeartbeatReport {
-            properties,
-            resource_usage: resource_usage(&capacity, &allocatable, &requested, SystemTime::now()),
-            conditions: vec![namespaces_condition],
-            namespaces: Some(namespaces),
-        }
+        report.conditions.push(namespaces_condition);
+        report.namespaces = Some(namespaces);
+        report
     }
 }
 
@@ -513,7 +519,7 @@ impl Target for EmbeddedTarget {
         blocking(move || inner.delete(&id)).await
     }
 
-    async fn report(&self) -> Result<HeartbeatReport, TargetError> {
-        Ok(self.inner.report())
+    async fn report(&self, with_namespaces: bool) -> Result<HeartbeatReport, TargetError> {
+        Ok(self.inner.report(with_namespaces))
     }
 }

@@ -211,7 +211,7 @@ async fn report_properties_and_resource_usage() {
     let config =
         SimConfig::from_flags(Some(2), Some("cpu=4,memory=8Gi"), None, Some("per-cpu-core=0.045"), None).unwrap();
     let target = EmbeddedTarget::open(dir.path(), config).unwrap();
-    let report = target.report().await.unwrap();
+    let report = target.report(true).await.unwrap();
     assert_eq!(report.properties[NODE_COUNT_PROPERTY], "2");
     assert_eq!(report.properties[TARGET_PROPERTY], "embedded");
     assert_eq!(report.properties[CPU_COST_PROPERTY], "0.045");
@@ -224,7 +224,7 @@ async fn report_properties_and_resource_usage() {
         "spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "3", "memory": "128Mi"}}}]}}}}))
     .await
     .unwrap();
-    let report = target.report().await.unwrap();
+    let report = target.report(true).await.unwrap();
     assert_eq!(report.resource_usage.available["cpu"], "2");
     assert_eq!(report.resource_usage.available["memory"], "16128Mi");
     apply(
@@ -234,7 +234,20 @@ async fn report_properties_and_resource_usage() {
     )
     .await
     .unwrap();
-    assert_eq!(target.report().await.unwrap().resource_usage.available["cpu"], "0");
+    assert_eq!(target.report(true).await.unwrap().resource_usage.available["cpu"], "0");
+}
+
+#[tokio::test]
+async fn namespaces_are_reported_only_when_collected() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = open(dir.path());
+    apply(&target, ns("app")).await.unwrap();
+    let collected = target.report(true).await.unwrap();
+    assert!(collected.namespaces.unwrap().contains_key("app"));
+    assert_eq!(collected.conditions.len(), 1, "{:?}", collected.conditions);
+    let not_collected = target.report(false).await.unwrap();
+    assert!(not_collected.namespaces.is_none() && not_collected.conditions.is_empty(), "{not_collected:?}");
+    assert_eq!(not_collected.properties, collected.properties);
 }
 
 #[test]

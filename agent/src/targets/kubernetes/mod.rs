@@ -312,8 +312,8 @@ impl Target for KubernetesTarget {
         self.changes.take()
     }
 
-    async fn report(&self) -> Result<HeartbeatReport, TargetError> {
-        let mut report = report::report(&self.client).await?;
+    async fn report(&self, with_namespaces: bool) -> Result<HeartbeatReport, TargetError> {
+        let mut report = report::report(&self.client, with_namespaces).await?;
         if let Some(version) = self.version.get(&self.client).await {
             report.properties.insert(K8S_VERSION_PROPERTY.to_string(), version);
         }

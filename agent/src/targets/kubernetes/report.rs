@@ -60,12 +60,16 @@ impl VersionCache {
 /// Sums of `cpu` and `memory`.
 type Sums = BTreeMap<String, Quantity>;
 
-/// Lists nodes and unfinished pods and builds the report.
-pub(crate) async fn report(client: &kube::Client) -> Result<HeartbeatReport, TargetError> {
+/// Lists nodes and unfinished pods (and namespaces, `with_namespaces`) and
+/// builds the report.
+pub(crate) async fn report(client: &kube::Client, with_namespaces: bool) -> Result<HeartbeatReport, TargetError> {
     let nodes: Vec<Node> = list_all(&Api::all(client.clone()), ListParams::default(), "nodes").await?;
     let pods: Vec<Pod> =
         list_all(&Api::all(client.clone()), ListParams::default().fields(RUNNING_PODS), "pods").await?;
     let mut report = build_report(&nodes, &pods, SystemTime::now());
+    if !with_namespaces {
+        return Ok(report);
+    }
     // Without the namespace list the rest of the report still counts; the
     // cluster then takes no ResourcePlacement until the list is back.
     match namespaces(client).await {
