@@ -29,6 +29,12 @@ pub const CONDITION_AVAILABLE: &str = "Available";
 pub const CONDITION_PROGRESSING: &str = "Progressing";
 /// Work condition: something failed.
 pub const CONDITION_DEGRADED: &str = "Degraded";
+/// Work condition: the work is deleted and its objects are being removed
+/// from its cluster.
+pub const CONDITION_DELETING: &str = "Deleting";
+/// The finalizer that keeps a deleted ManifestWork (with its `Deleting`
+/// condition) until its objects are removed from its cluster (OCM's name).
+pub const CLEANUP_FINALIZER: &str = "cluster.open-cluster-management.io/manifest-work-cleanup";
 
 /// Delete option: applied objects are deleted with the work (default).
 pub const DELETE_FOREGROUND: &str = "Foreground";
