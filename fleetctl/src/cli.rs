@@ -327,6 +327,10 @@ pub struct GetArgs {
     /// After listing, print changes as they happen until interrupted.
     #[arg(short = 'w', long)]
     pub watch: bool,
+    /// OCM Placements only: each with its decision groups and their
+    /// clusters as a tree (as `clusteradm get placements`).
+    #[arg(long, conflicts_with_all = ["output", "watch"])]
+    pub tree: bool,
 }
 
 /// `describe`.

@@ -1,6 +1,7 @@
 //! `fleetctl create work` on a real trio with real agents (docs/ocm.md):
 //! a ManifestWork per named cluster, and a ManifestWorkReplicaSet that
-//! keeps one on every cluster an OCM Placement decides.
+//! keeps one on every cluster an OCM Placement decides; and `get placements
+//! --tree` showing that Placement's decisions.
 
 use fleet_tests::fleet::{apply_yaml, fleet, wait_member, Member};
 
@@ -50,4 +51,13 @@ async fn create_work_delivers_files_to_named_clusters_and_to_a_placement() {
     let out = hub.fleetctl(&["create", "work", "web-all", "-f", &file, "--placement", "ops/web"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     wait_member(&hub, "cw-west", "configmap", "web", "settings", true).await;
+
+    // The Placement and its decisions as a tree.
+    let out = hub.fleetctl(&["get", "placements", "-n", "ops", "--tree"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.starts_with("ops/web (Satisfied, 2 selected)\n└── group 0\n"), "{tree}");
+    assert!(tree.contains("    ├── cw-east\n    └── cw-west\n"), "{tree}");
+    let out = hub.fleetctl(&["get", "mc", "--tree"]);
+    assert!(!out.status.success(), "--tree is for OCM Placements only");
 }

@@ -19,6 +19,7 @@ mod render;
 mod rollout;
 mod snapshot;
 mod token;
+mod tree;
 mod version;
 
 use std::path::Path;
