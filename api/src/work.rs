@@ -152,6 +152,12 @@ pub struct WorkSpec {
     /// `feedbackRules`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub feedback_rules: Vec<crate::ocm::manifestwork::FeedbackRule>,
+    /// Who the agent acts as on the member when it applies the manifests
+    /// (Fleet's addition, for a ManifestWork's `executor`): a manifest the
+    /// subject may not create, update, patch, get (and delete, unless the
+    /// Work abandons its objects) is not applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<crate::ocm::manifestwork::ManifestWorkExecutor>,
 }
 
 /// `statusFeedback` of a Work's manifest condition: the values the
@@ -483,6 +489,9 @@ pub fn prepare(object: &mut Object) -> Result<(), ValidationError> {
     for (i, ignore) in spec.ignore_fields.iter().enumerate() {
         errors.extend(ignore.validate(&format!("spec.ignoreFields[{i}]")));
     }
+    if let Some(executor) = &spec.executor {
+        errors.extend(crate::ocm::manifestwork::validate_executor(executor, "spec.executor"));
+    }
     for (i, rule) in spec.feedback_rules.iter().enumerate() {
         let path = format!("spec.feedbackRules[{i}]");
         check_enum(&mut errors, &format!("{path}.type"), Some(&rule.type_), &["WellKnownStatus", "JSONPaths"]);
@@ -563,5 +572,19 @@ mod tests {
         assert!(e.contains("spec.applyStrategy.type: Unsupported value: \"Replace\""), "{e}");
         let mut w = work(json!({"workload": {"manifest": []}}));
         assert!(prepare(&mut w).unwrap_err().to_string().contains("spec.workload.manifest"));
+    }
+
+    #[test]
+    fn an_executor_is_checked_as_a_manifestworks() {
+        let sa = |namespace: &str| json!({"subject": {"type": "ServiceAccount", "serviceAccount": {"namespace": namespace, "name": "deployer"}}});
+        let mut w = work(json!({"workload": {"manifests": []}, "executor": sa("app")}));
+        prepare(&mut w).expect("a service account executor");
+        let mut w = work(json!({"workload": {"manifests": []}, "executor": sa("Bad_NS")}));
+        let e = prepare(&mut w).unwrap_err().to_string();
+        assert!(e.contains("spec.executor.subject.serviceAccount.namespace: Invalid value: \"Bad_NS\""), "{e}");
+        let mut w = work(json!({"workload": {"manifests": []}, "executor": {"subject": {"type": "User"}}}));
+        let e = prepare(&mut w).unwrap_err().to_string();
+        assert!(e.contains("spec.executor.subject.type: Unsupported value: \"User\""), "{e}");
+        assert!(e.contains("spec.executor.subject.serviceAccount: Required value"), "{e}");
     }
 }

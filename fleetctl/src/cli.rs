@@ -84,10 +84,43 @@ pub enum Command {
     /// would reschedule it (PickN keeps its clusters while the policy is
     /// unchanged).
     Plan(PlanArgs),
+    /// Make objects from manifest files.
+    #[command(subcommand)]
+    Create(CreateCommand),
     /// Print fleetctl's version and each hub node's.
     Version(VersionArgs),
     /// Print a shell completion script (e.g. `source <(fleetctl completion bash)`).
     Completion(CompletionArgs),
+}
+
+/// `create`.
+#[derive(Debug, Subcommand)]
+pub enum CreateCommand {
+    /// Deliver the manifests of files the OCM way, as `clusteradm create
+    /// work` does: a ManifestWork NAME in the namespace of each of
+    /// --clusters, or a ManifestWorkReplicaSet NAME for --placement (every
+    /// cluster it decides). Applying again updates them.
+    Work(CreateWorkArgs),
+}
+
+/// `create work`.
+#[derive(Debug, Args)]
+pub struct CreateWorkArgs {
+    /// The ManifestWork's (or ManifestWorkReplicaSet's) name.
+    pub name: String,
+    /// A manifest file, a directory of *.yaml/*.yml/*.json files, or - for stdin (repeatable).
+    #[arg(short = 'f', long = "filename", required = true, value_name = "FILE|DIR|-")]
+    pub files: Vec<String>,
+    /// The member clusters to get a ManifestWork, comma-separated.
+    #[arg(long, value_delimiter = ',', required_unless_present = "placement", conflicts_with = "placement")]
+    pub clusters: Vec<String>,
+    /// The OCM Placement, NAMESPACE/NAME or NAME (in -n): a ManifestWorkReplicaSet
+    /// in its namespace keeps one ManifestWork on each cluster it decides.
+    #[arg(long, value_name = "[NAMESPACE/]NAME")]
+    pub placement: Option<String>,
+    /// The namespace of the Placement and the ManifestWorkReplicaSet (default: `default`).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
 }
 
 /// `plan`.
@@ -294,6 +327,10 @@ pub struct GetArgs {
     /// After listing, print changes as they happen until interrupted.
     #[arg(short = 'w', long)]
     pub watch: bool,
+    /// OCM Placements only: each with its decision groups and their
+    /// clusters as a tree (as `clusteradm get placements`).
+    #[arg(long, conflicts_with_all = ["output", "watch"])]
+    pub tree: bool,
 }
 
 /// `describe`.

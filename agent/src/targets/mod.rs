@@ -3,6 +3,7 @@
 //! Every apply-strategy rule holds for both; availability is judged by one
 //! pure function over the live object ([`availability::availability`]).
 
+pub mod access;
 pub mod availability;
 pub mod embedded;
 pub mod kubernetes;
@@ -186,6 +187,23 @@ pub trait Target: Send + Sync + 'static {
     /// takes any kind serves them all.
     fn serves(&self, _id: &ResourceId) -> impl Future<Output = Result<bool, TargetError>> + Send {
         async { Ok(true) }
+    }
+
+    /// Whether the request's service account may perform its verbs on
+    /// the object, by the member's own RBAC ([`access`]). A target that
+    /// cannot tell refuses: a Work with an executor is never applied with
+    /// more than the executor may do.
+    fn access(
+        &self,
+        request: access::AccessRequest<'_>,
+    ) -> impl Future<Output = Result<access::Access, TargetError>> + Send {
+        let name = self.name();
+        let subject = request.subject.user_name();
+        async move {
+            Err(TargetError::Invalid(format!(
+                "the {name} target cannot check what {subject} may do: a Work with an executor cannot be applied here"
+            )))
+        }
     }
 
     /// Deletes an object; `false` if it did not exist.

@@ -8,6 +8,9 @@
 //! drift). Refusals are `Applied=False` with the decision's reason, and
 //! `driftDetails` (drifts) or `diffDetails` (differences preventing a takeover).
 //!
+//! A Work with an `executor` applies a manifest only if the executor may
+//! ([`super::executor`]); refused, it is `Applied=False`.
+//!
 //! With `type: ReportDiff` the Work goes to [`report_work`] instead: nothing
 //! is written, and status speaks of `DiffReported`.
 //!
@@ -36,6 +39,7 @@ use serde_json::Value;
 
 use super::compare::{differences, Comparison, Difference};
 use super::details::{details, Report};
+use super::executor;
 use super::feedback;
 use super::ignore;
 use super::ledger::{Entry, LastApplied};
@@ -274,7 +278,13 @@ pub async fn apply_work<T: Target>(
                 let id = ResourceId::of(object);
                 let last = previous.and_then(|p| p.last_applied(&id));
                 let ignore = spec.ignore_fields.as_slice();
-                let p = process(target, &strategy, ignore, object, &owner, provenance.as_ref(), last, reapply).await;
+                let allowed = executor::check(target, spec.executor.as_ref(), object, spec.abandons_on_delete()).await;
+                let p = match allowed {
+                    Ok(()) => {
+                        process(target, &strategy, ignore, object, &owner, provenance.as_ref(), last, reapply).await
+                    }
+                    Err((reason, message)) => Processed::failed(&reason, message),
+                };
                 match &p.result {
                     Ok(live) if p.written => last_applied.push(written_baseline(id, object, live, last)),
                     Ok(_) => last_applied.extend(last.cloned()),

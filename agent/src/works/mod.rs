@@ -49,6 +49,7 @@
 pub mod apply;
 pub mod compare;
 pub mod details;
+pub mod executor;
 pub mod feedback;
 pub mod ignore;
 pub mod ledger;

@@ -27,6 +27,7 @@ use fleet_api::Object;
 use super::apply::{failure_message, failure_reason, manifests, WorkOutcome};
 use super::compare::Difference;
 use super::details::{details, Report};
+use super::executor;
 use super::feedback;
 use super::ledger::Entry;
 use super::strategy::{report_diff, Strategy};
@@ -96,8 +97,17 @@ pub async fn report_work<T: Target>(
         let old_condition = old.manifest_conditions.iter().find(|c| c.identifier == m.identifier);
         let mut conditions = old_condition.map(|c| c.conditions.clone()).unwrap_or_default();
         conditions.retain(|c| c.type_ != CONDITION_APPLIED && c.type_ != CONDITION_AVAILABLE);
+        // An executor must be allowed even to read (OCM checks the same
+        // verbs for every update strategy).
+        let refused = match (&m.refusal, &m.object) {
+            (None, Some(object)) => {
+                executor::check(target, spec.executor.as_ref(), object, spec.abandons_on_delete()).await.err()
+            }
+            _ => None,
+        };
         let compared = match (&m.refusal, &m.object) {
             (Some((_, message)), _) => Err(message.clone()),
+            (None, Some(_)) if refused.is_some() => Err(refused.map(|(_, message)| message).unwrap_or_default()),
             (None, Some(object)) if !target.serves(&ResourceId::of(object)).await.unwrap_or(true) => {
                 let e = TargetError::NotServed(format!(
                     "cannot compare {}: the cluster serves no such kind at this version",

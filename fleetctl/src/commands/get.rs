@@ -29,6 +29,9 @@ pub async fn run(client: &Client, args: GetArgs, io: &mut Io) -> Result<()> {
         return Err(Error::Usage("a label selector cannot be combined with a name".to_string()));
     }
     let query = list_query(&kind, &args, selector);
+    if args.tree {
+        return tree(client, &kind, &query, name.as_deref(), &args, io).await;
+    }
     let lookups = lookups(client, &query, name.as_deref(), args.output).await;
     if args.watch {
         return watch(client, query, name, &args, lookups, io).await;
@@ -58,6 +61,38 @@ pub async fn run(client: &Client, args: GetArgs, io: &mut Io) -> Result<()> {
             io.out(&render_objects(args.output, &list.items, false, &table, now)?)
         }
     }
+}
+
+/// `--tree`: the OCM Placements listed (or the one named) with their
+/// decisions ([`super::tree`]).
+async fn tree(
+    client: &Client,
+    kind: &KindArg,
+    query: &ListQuery,
+    name: Option<&str>,
+    args: &GetArgs,
+    io: &mut Io,
+) -> Result<()> {
+    if kind.kind() != fleet_api::ocm::placement::KIND || kind.group() != Some(fleet_api::ocm::CLUSTER_GROUP) {
+        return Err(Error::Usage(format!(
+            "--tree shows OCM Placements (placements.cluster.open-cluster-management.io), not {}",
+            args.kind
+        )));
+    }
+    let placements = match name {
+        Some(name) => {
+            let namespace = kind.namespace_for(args.namespace.as_deref());
+            vec![client.get(kind, &namespace, name, args.consistent).await?]
+        }
+        None => client.list(query).await?.items,
+    };
+    if placements.is_empty() {
+        return io.err(&no_resources(query));
+    }
+    let pages =
+        ListQuery { kind: KindArg::resolve("placementdecisions"), label_selector: String::new(), ..query.clone() };
+    let pages = client.list(&pages).await?.items;
+    io.out(&super::tree::render(&placements, &pages))
 }
 
 /// Lists (or gets), prints, then follows the changes.

@@ -5,6 +5,7 @@ mod apply;
 mod approve;
 mod cluster;
 mod completion;
+mod create;
 mod delete;
 mod describe;
 mod drain;
@@ -18,6 +19,7 @@ mod render;
 mod rollout;
 mod snapshot;
 mod token;
+mod tree;
 mod version;
 
 use std::path::Path;
@@ -46,6 +48,7 @@ pub async fn run(cli: Cli, io: &mut Io) -> Result<()> {
     match command {
         Command::Kubeconfig => kubeconfig::run(&client, tls_dir.as_deref().ok_or(Error::NoTlsDir)?, &user, io).await,
         Command::Apply(args) => apply::run(&client, &args, io).await,
+        Command::Create(crate::cli::CreateCommand::Work(args)) => create::work(&client, &args, io).await,
         Command::Get(args) => get::run(&client, args, io).await,
         Command::Describe(args) => describe::run(&client, args, io).await,
         Command::Delete(args) => delete::run(&client, args, io).await,

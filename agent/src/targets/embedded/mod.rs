@@ -22,12 +22,15 @@
 //!   [`SimConfig::ready_delay`] after their latest generation was applied
 //!   ([`simulate`]); Services get cluster IPs at once and LoadBalancers an
 //!   ingress address when ready; CRDs are established at once;
+//! - a Work executor's permissions are decided by the RBAC objects placed
+//!   on it ([`access`]);
 //! - objects are kept durably, one file each ([`store`]), and can be read by
 //!   `fleet-agent inspect` while the agent runs;
 //! - someone other than Fleet can create, change and delete objects
 //!   ([`edit`]), through the running agent (`fleet-agent apply|patch|delete`,
 //!   see [`crate::edits`]).
 
+pub(crate) mod access;
 pub mod config;
 pub mod edit;
 pub(crate) mod merge;
@@ -57,6 +60,7 @@ pub use store::STORE_DIR;
 
 use self::simulate::{live_view, server_defaults, Allocated};
 use self::store::{format_time, Record, Store};
+use super::access::{Access, AccessRequest};
 use super::{
     check_owner, Applied, ApplyMode, ApplyOutcome, ApplyRequest, ResourceId, Target, TargetError, OWNER_ANNOTATION,
 };
@@ -511,6 +515,10 @@ impl Target for EmbeddedTarget {
 
     async fn get(&self, id: &ResourceId) -> Result<Option<Object>, TargetError> {
         Ok(self.inner.get(id))
+    }
+
+    async fn access(&self, request: AccessRequest<'_>) -> Result<Access, TargetError> {
+        Ok(access::decide(&self.inner.lock(), &request))
     }
 
     async fn delete(&self, id: &ResourceId) -> Result<bool, TargetError> {

@@ -23,6 +23,9 @@
 //!   the object goes at once and the garbage collector removes its dependents
 //!   (ReplicaSets, Pods) afterwards, as `kubectl delete` does; a Work that
 //!   puts the object back does not meet a half-deleted one.
+//! - A Work with an executor is applied only where the cluster's RBAC lets
+//!   the executor act (`access.rs`): SubjectAccessReviews, and a dry run
+//!   as the service account for roles and bindings.
 //! - Every kind it applied is watched (`changes.rs`): a change on the
 //!   cluster to an object Fleet placed brings its Work back at once.
 //! - Availability is judged by the shared [`crate::targets::availability`]
@@ -31,6 +34,7 @@
 //!   plus its Kubernetes version, API server URL and certificate authority
 //!   (`report.rs`).
 
+pub(crate) mod access;
 pub(crate) mod changes;
 pub(crate) mod discovery;
 pub(crate) mod errors;
@@ -48,6 +52,7 @@ use serde_json::Value;
 
 use self::discovery::{ApiResource, Discovery};
 use self::errors::{is_not_found, map_error};
+use super::access::{Access, AccessRequest};
 use super::{
     check_owner, last_applied, Applied, ApplyMode, ApplyOutcome, ApplyRequest, Change, ResourceId, Target, TargetError,
     OWNER_ANNOTATION,
@@ -288,6 +293,10 @@ impl Target for KubernetesTarget {
 
     async fn serves(&self, id: &ResourceId) -> Result<bool, TargetError> {
         Ok(self.discovery.resolve(&self.client, &id.group, &id.version, &id.kind).await?.is_some())
+    }
+
+    async fn access(&self, request: AccessRequest<'_>) -> Result<Access, TargetError> {
+        self.decide_access(&request).await
     }
 
     async fn delete(&self, id: &ResourceId) -> Result<bool, TargetError> {

@@ -29,6 +29,12 @@ pub const CONDITION_AVAILABLE: &str = "Available";
 pub const CONDITION_PROGRESSING: &str = "Progressing";
 /// Work condition: something failed.
 pub const CONDITION_DEGRADED: &str = "Degraded";
+/// Work condition: the work is deleted and its objects are being removed
+/// from its cluster.
+pub const CONDITION_DELETING: &str = "Deleting";
+/// The finalizer that keeps a deleted ManifestWork (with its `Deleting`
+/// condition) until its objects are removed from its cluster (OCM's name).
+pub const CLEANUP_FINALIZER: &str = "cluster.open-cluster-management.io/manifest-work-cleanup";
 
 /// Delete option: applied objects are deleted with the work (default).
 pub const DELETE_FOREGROUND: &str = "Foreground";
@@ -36,6 +42,8 @@ pub const DELETE_FOREGROUND: &str = "Foreground";
 pub const DELETE_ORPHAN: &str = "Orphan";
 /// Delete option: the listed objects stay, the rest are deleted.
 pub const DELETE_SELECTIVELY_ORPHAN: &str = "SelectivelyOrphan";
+/// The executor subject type OCM defines: a service account of the member cluster.
+pub const EXECUTOR_SERVICE_ACCOUNT: &str = "ServiceAccount";
 const DELETE_POLICIES: &[&str] = &[DELETE_FOREGROUND, DELETE_ORPHAN, DELETE_SELECTIVELY_ORPHAN];
 
 /// Update strategy: apply changes (the default).
@@ -97,21 +105,30 @@ pub fn validate_spec(spec: &ManifestWorkSpec, path: &str) -> Vec<FieldError> {
         validate_config(&mut errors, c, &format!("{path}.manifestConfigs[{i}]"));
     }
     if let Some(executor) = &spec.executor {
-        let base = join_path(path, "executor.subject");
-        let subject = &executor.subject;
-        if subject.type_.is_empty() {
-            errors.push(FieldError::required(join_path(&base, "type"), "type is required (ServiceAccount)"));
-        } else {
-            check_enum(&mut errors, &join_path(&base, "type"), Some(&subject.type_), &["ServiceAccount"]);
+        errors.extend(validate_executor(executor, &join_path(path, "executor")));
+    }
+    errors
+}
+
+/// The field errors of an `executor` at `path` (`spec.executor` of a
+/// ManifestWork, or of the Work it is mirrored into): OCM's only subject
+/// type, `ServiceAccount`, with a namespace and name that are object names.
+pub fn validate_executor(executor: &ManifestWorkExecutor, path: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let base = join_path(path, "subject");
+    let subject = &executor.subject;
+    if subject.type_.is_empty() {
+        errors.push(FieldError::required(join_path(&base, "type"), "type is required (ServiceAccount)"));
+    } else {
+        check_enum(&mut errors, &join_path(&base, "type"), Some(&subject.type_), &[EXECUTOR_SERVICE_ACCOUNT]);
+    }
+    match &subject.service_account {
+        Some(sa) => {
+            check_object_name(&mut errors, join_path(&base, "serviceAccount.namespace"), &sa.namespace);
+            check_object_name(&mut errors, join_path(&base, "serviceAccount.name"), &sa.name);
         }
-        match &subject.service_account {
-            Some(sa) => {
-                check_object_name(&mut errors, join_path(&base, "serviceAccount.namespace"), &sa.namespace);
-                check_object_name(&mut errors, join_path(&base, "serviceAccount.name"), &sa.name);
-            }
-            None => errors
-                .push(FieldError::required(join_path(&base, "serviceAccount"), "required when type is ServiceAccount")),
-        }
+        None => errors
+            .push(FieldError::required(join_path(&base, "serviceAccount"), "required when type is ServiceAccount")),
     }
     errors
 }

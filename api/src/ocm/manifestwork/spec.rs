@@ -187,7 +187,8 @@ pub struct IgnoreField {
     pub json_pointers: Vec<String>,
 }
 
-/// `spec.executor`.
+/// `spec.executor`: who the member's agent acts as when it applies the
+/// manifests, so the member's own RBAC limits what a ManifestWork may do.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManifestWorkExecutor {
@@ -218,4 +219,21 @@ pub struct ServiceAccountRef {
     /// Its name.
     #[serde(default)]
     pub name: String,
+}
+
+impl ServiceAccountRef {
+    /// The user name the member's API server knows the service account by.
+    pub fn user_name(&self) -> String {
+        format!("system:serviceaccount:{}:{}", self.namespace, self.name)
+    }
+
+    /// The groups every service account of its namespace is in, as the
+    /// member's API server authenticates it.
+    pub fn groups(&self) -> Vec<String> {
+        vec![
+            "system:serviceaccounts".to_string(),
+            format!("system:serviceaccounts:{}", self.namespace),
+            "system:authenticated".to_string(),
+        ]
+    }
 }

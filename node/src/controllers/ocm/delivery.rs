@@ -6,6 +6,9 @@
 //! that long after its `Complete` condition turned True (the time is in
 //! its status, so a new leader keeps the same deadline).
 //!
+//! A deleted ManifestWork goes through [`deleting`] (its objects are
+//! removed from the cluster before it goes).
+//!
 //! A ManifestWork whose namespace names no MemberCluster gets no Work and
 //! says so in `Applied`; the feed wakes it when that cluster appears. A
 //! Work of the mirrored name that another controller owns is never
@@ -20,7 +23,7 @@ use fleet_placement::ocm::delivery::{self, rules, MANIFESTWORK_LABEL, WORK_NAME_
 use fleet_placement::works::{plan_works, WorkChange};
 use fleet_statemachine::{Op, Store};
 
-use super::delay_until;
+use super::{delay_until, deleting};
 use crate::controllers::events::EventNote;
 use crate::controllers::placement::objects::{check, delete, with_uid};
 use crate::controllers::placement::{Next, Step};
@@ -32,7 +35,10 @@ use crate::controllers::ControllerError;
 pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Result<Next, ControllerError> {
     let Some(mw) = store.get(key)?.0 else { return Ok(Next::Done { recheck_after: None }) };
     if mw.metadata.deletion_timestamp.is_some() {
-        return Ok(Next::Done { recheck_after: None });
+        return deleting::remove(store, mw, now);
+    }
+    if let Some(next) = deleting::hold(&mw) {
+        return Ok(next);
     }
     let ttl = manifestwork::spec_of(&mw).delete_option.and_then(|d| d.ttl_seconds_after_finished);
     let delete_at = rules::delete_at(ttl, &manifestwork::status_of(&mw).conditions);

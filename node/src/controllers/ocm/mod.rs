@@ -5,7 +5,8 @@
 //!   crate's OCM scheduler and keeps its PlacementDecision pages, status and
 //!   events current;
 //! - [`delivery`]: mirrors each `ManifestWork` into Fleet `Work`s in its
-//!   cluster's namespace and folds their status back;
+//!   cluster's namespace and folds their status back; [`deleting`] keeps
+//!   a deleted one, `Deleting`, until its objects are removed;
 //! - [`replicaset`]: keeps one ManifestWork per decided cluster of a
 //!   `ManifestWorkReplicaSet`, rolled out as its strategy says;
 //! - [`clusterset`]: keeps each ManagedClusterSet's `ClusterSetEmpty` and
@@ -17,6 +18,7 @@
 //! whole when anything it read and depends on changed meanwhile.
 
 pub mod clusterset;
+pub mod deleting;
 pub mod delivery;
 pub mod feed;
 pub mod placement;

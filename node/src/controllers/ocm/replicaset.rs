@@ -130,6 +130,10 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
                 conflicts.push(cluster.as_str());
                 continue;
             }
+            // Made again once the deleted one is gone (its removal wakes this).
+            if works.get(cluster).is_some_and(|w| w.metadata.deletion_timestamp.is_some()) {
+                continue;
+            }
             if started.len() >= MAX_WRITES {
                 break;
             }
@@ -146,7 +150,12 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
             started.push(cluster.clone());
         }
     }
-    let gone: Vec<&Object> = works.iter().filter(|(cluster, _)| !taken.contains(*cluster)).map(|(_, w)| w).collect();
+    // A ManifestWork already being deleted is removing its objects: left to it.
+    let gone: Vec<&Object> = works
+        .iter()
+        .filter(|(cluster, w)| !taken.contains(*cluster) && w.metadata.deletion_timestamp.is_none())
+        .map(|(_, w)| w)
+        .collect();
     for work in gone.iter().take(MAX_WRITES) {
         ops.push(delete(work));
     }

@@ -22,6 +22,7 @@
 //! | `ReadOnly` | `applyStrategy.type: ReportDiff` (nothing is written) |
 //! | `ServerSideApply` with `ignoreFields` | the same, and the Work's `ignoreFields` (its paths as JSON pointers) |
 //! | with `feedbackRules` | the Work's `feedbackRules`: the agent reads the values into each manifest condition's `statusFeedback` |
+//! | `executor` | the Work's `executor` (every Work of the ManifestWork): the agent applies a manifest only if the subject may, on the member |
 //! | with `conditionRules` | `reportBackStrategy: Mirror` to `WorkAPI` (the hub evaluates the rules on the mirrored status, see [`status`]) |
 //! | `Orphan`, or listed by `SelectivelyOrphan` | `deleteOptions.propagationPolicy: Abandon` |
 //! | `Foreground` (default) | `Delete` |
@@ -34,8 +35,7 @@
 //! ManifestWork, so deleting the ManifestWork deletes its Works (and the
 //! agent then removes or leaves the objects as their class says).
 //!
-//! Not translated (accepted, no effect): `executor` (the agent applies with
-//! its own identity) and server-side apply's `fieldManager`. `ttlSecondsAfterFinished` is the
+//! Not translated (accepted, no effect): server-side apply's `fieldManager`. `ttlSecondsAfterFinished` is the
 //! ManifestWork controller's (it deletes a completed ManifestWork).
 
 pub mod rules;
@@ -302,6 +302,7 @@ pub fn placements(name: &str, spec: &ManifestWorkSpec) -> Vec<Placed> {
 pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
     let spec = manifestwork::spec_of(mw);
     let option_sets = classes_and_options(&spec).1;
+    let executor = spec.executor.clone();
     let cluster = mw.metadata.namespace.clone().unwrap_or_default();
     let mut works: BTreeMap<String, (ManifestClass, Vec<Value>)> = BTreeMap::new();
     for (manifest, placed) in spec.workload.manifests.iter().zip(placements(&mw.metadata.name, &spec)) {
@@ -326,6 +327,9 @@ pub fn mirror_works(mw: &Object, existing: &[Object]) -> Vec<Object> {
                     type_: Some(REPORT_BACK_MIRROR.into()),
                     destination: Some(DESTINATION_WORK_API.into()),
                 }),
+                // Every Work applies as the ManifestWork's executor; the
+                // agent checks the subject's permissions on the member.
+                executor: executor.clone(),
                 ..options_of(&option_sets, class.options)
             };
             let mut object = Object {

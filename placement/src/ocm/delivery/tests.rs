@@ -258,3 +258,25 @@ fn feedback_rules_reach_the_work_and_its_values_the_manifestwork() {
     assert_eq!(manifest.status_feedback.values, vec![value]);
     assert!(find(&manifest.conditions, "StatusFeedbackSynced").unwrap().is_true());
 }
+
+#[test]
+fn every_work_carries_the_executor() {
+    let w = mw(
+        json!({"workload": {"manifests": [cm("a", "1"), cm("b", "1")]},
+            "executor": {"subject": {"type": "ServiceAccount", "serviceAccount": {"namespace": "app", "name": "deployer"}}},
+            "manifestConfigs": [config("b", json!({"type": "CreateOnly"}))]}),
+        1,
+    );
+    let works = mirror_works(&w, &[]);
+    assert_eq!(works.len(), 2);
+    for work in &works {
+        let executor = work::spec_of(work).executor.expect("the executor");
+        let sa = executor.subject.service_account.expect("a service account");
+        assert_eq!(
+            (executor.subject.type_.as_str(), sa.namespace.as_str(), sa.name.as_str()),
+            ("ServiceAccount", "app", "deployer")
+        );
+    }
+    let without = mw(json!({"workload": {"manifests": [cm("a", "1")]}}), 1);
+    assert!(work::spec_of(&mirror_works(&without, &[])[0]).executor.is_none());
+}
