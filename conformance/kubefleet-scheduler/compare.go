@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"sort"
 	"strings"
 )
 
@@ -168,7 +169,19 @@ func compare(index int, p obj, kf, fleet *observation, list []writtenDown) []dif
 		return m
 	}
 	a, b := byCluster(kf), byCluster(fleet)
-	for _, c := range append(poolNames(), "c9") {
+	names := map[string]bool{}
+	for c := range a {
+		names[c] = true
+	}
+	for c := range b {
+		names[c] = true
+	}
+	var sorted []string
+	for c := range names {
+		sorted = append(sorted, c)
+	}
+	sort.Strings(sorted)
+	for _, c := range sorted {
 		da, oka := a[c]
 		db, okb := b[c]
 		if !oka && !okb {

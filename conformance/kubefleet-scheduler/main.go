@@ -157,13 +157,14 @@ func run(c config) error {
 	fmt.Printf("kubefleet-scheduler: compared %d placements: %d selecting %d clusters in all, %d unfulfilled, %d with spread constraints\n",
 		tally.placements, tally.selecting, tally.clusters, tally.unfulfilled, tally.spread)
 	fmt.Printf("kubefleet-scheduler: after changes: compared %d placements again (clusters relabelled or retainted, PickN scaled)\n", tally.changed)
+	fmt.Printf("kubefleet-scheduler: after policy edits: compared %d placements again\n", tally.edited)
 	fmt.Printf("kubefleet-scheduler: ran in %.1fs\n", time.Since(started).Seconds())
 	fmt.Printf("kubefleet-scheduler: %d scenarios, %d differences, %d written down\n", runs, found, written)
 	return nil
 }
 
 // tally counts what was compared, so a run shows it compared something.
-var tally struct{ placements, selecting, clusters, unfulfilled, spread, changed int }
+var tally struct{ placements, selecting, clusters, unfulfilled, spread, changed, edited int }
 
 func count(p obj, o *observation) {
 	tally.placements++
@@ -269,6 +270,13 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 			return nil, err
 		}
 		diffs = append(diffs, changed...)
+		if len(s.Edit) > 0 && !settleFailed(changed) {
+			edited, err := runEdit(ctx, s, kf, fleet, placements, list, quiet, verbose)
+			if err != nil {
+				return nil, err
+			}
+			diffs = append(diffs, edited...)
+		}
 	}
 	if err := applyBoth(kf, fleet, func(sd *side) error { return tearDown(ctx, s, sd) }); err != nil {
 		return nil, err
@@ -294,7 +302,7 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 	// Scaling in drops Scheduled bindings before Bound ones, and each
 	// side binds in its own time: the change starts from bindings bound on
 	// both, and scaling waits for the bindings the cluster change made.
-	if diffs := bothBound(ctx, s, kf, fleet, placements); diffs != nil {
+	if diffs := bothBound(ctx, s, afterTheChange, kf, fleet, placements); diffs != nil {
 		return diffs, nil
 	}
 	written := map[string]string{}
@@ -329,7 +337,7 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 		if diffs := settleFailures(s, afterTheChange, errs); diffs != nil {
 			return diffs, nil
 		}
-		if diffs := bothBound(ctx, s, kf, fleet, placements); diffs != nil {
+		if diffs := bothBound(ctx, s, afterTheChange, kf, fleet, placements); diffs != nil {
 			return diffs, nil
 		}
 	}
@@ -346,6 +354,51 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 	if err != nil {
 		return nil, err
 	}
+	return settleAndCompare(ctx, s, kf, fleet, placements, list, quiet, verbose, " (after the change)", &tally.changed)
+}
+
+// afterTheEdit names the placements compared after a scenario's policy
+// edits.
+const afterTheEdit = "* (after the policy edit)"
+
+// runEdit gives some placements new policies once the change settled and
+// their bindings are bound on both sides, and compares them all again;
+// their differences name the placement "(after the policy edit)".
+func runEdit(ctx context.Context, s *scenario, kf, fleet *side, placements []obj, list []writtenDown, quiet time.Duration, verbose bool) ([]difference, error) {
+	if diffs := bothBound(ctx, s, afterTheEdit, kf, fleet, placements); diffs != nil {
+		return diffs, nil
+	}
+	// An edit one side refuses is a difference.
+	var refused [2]map[string]string
+	_ = applyBoth(kf, fleet, func(sd *side) error {
+		i := sideIndex(sd, kf)
+		refused[i] = map[string]string{}
+		for _, p := range placements {
+			if policy, ok := s.Edit[name(p)]; ok {
+				if err := sd.setPolicy(ctx, name(p), policy); err != nil {
+					refused[i][name(p)] = err.Error()
+				}
+			}
+		}
+		return nil
+	})
+	var diffs []difference
+	for _, p := range placements {
+		if a, b := refused[0][name(p)], refused[1][name(p)]; a != "" || b != "" {
+			diffs = append(diffs, matched(difference{Scenario: s.Index, Placement: name(p), Field: "edited",
+				KubeFleet: orText(a, "edited"), Fleet: orText(b, "edited")}, subject{placement: p}, list))
+		}
+	}
+	if diffs != nil {
+		return diffs, nil
+	}
+	return settleAndCompare(ctx, s, kf, fleet, placements, list, quiet, verbose, " (after the policy edit)", &tally.edited)
+}
+
+// settleAndCompare waits until the placements settled on both sides and
+// compares them, naming each difference's placement with `suffix` and
+// counting the placements compared in `counter`.
+func settleAndCompare(ctx context.Context, s *scenario, kf, fleet *side, placements []obj, list []writtenDown, quiet time.Duration, verbose bool, suffix string, counter *int) ([]difference, error) {
 	var seen [2]map[string]*observation
 	var errs [2]error
 	_ = applyBoth(kf, fleet, func(sd *side) error {
@@ -353,22 +406,32 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 		seen[i], errs[i] = settle(ctx, sd, placements, quiet)
 		return nil
 	})
-	diffs := settleFailures(s, afterTheChange, errs)
+	diffs := settleFailures(s, "*"+suffix, errs)
 	for _, p := range placements {
 		a, b := seen[0][name(p)], seen[1][name(p)]
 		if a == nil || b == nil {
 			continue
 		}
 		if verbose {
-			fmt.Println(jsonIndent(map[string]interface{}{"placement": name(p) + " (after the change)", "kubefleet": a, "fleet": b}))
+			fmt.Println(jsonIndent(map[string]interface{}{"placement": name(p) + suffix, "kubefleet": a, "fleet": b}))
 		}
-		tally.changed++
+		*counter++
 		for _, d := range compare(s.Index, p, a, b, list) {
-			d.Placement += " (after the change)"
+			d.Placement += suffix
 			diffs = append(diffs, d)
 		}
 	}
 	return diffs, nil
+}
+
+// settleFailed says whether differences include a side that did not settle.
+func settleFailed(diffs []difference) bool {
+	for _, d := range diffs {
+		if d.Field == "settled" {
+			return true
+		}
+	}
+	return false
 }
 
 // settleFailures turns each side's failure to settle into a difference
@@ -391,7 +454,7 @@ func settleFailures(s *scenario, placements string, errs [2]error) []difference 
 
 // bothBound waits until every binding of the placements is Bound (or being
 // removed) on both sides; a side that does not get there is a difference.
-func bothBound(ctx context.Context, s *scenario, kf, fleet *side, placements []obj) []difference {
+func bothBound(ctx context.Context, s *scenario, phase string, kf, fleet *side, placements []obj) []difference {
 	var errs [2]error
 	_ = applyBoth(kf, fleet, func(sd *side) error {
 		errs[sideIndex(sd, kf)] = poll(ctx, settleTimeout, sd.name+": every binding Bound", func() (bool, string, error) {
@@ -410,7 +473,7 @@ func bothBound(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 		})
 		return nil
 	})
-	return settleFailures(s, afterTheChange, errs)
+	return settleFailures(s, phase, errs)
 }
 
 // sideIndex is 0 for KubeFleet's side, 1 for Fleet's.

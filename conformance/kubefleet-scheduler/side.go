@@ -161,6 +161,21 @@ func (s *side) setMember(ctx context.Context, name string, labels map[string]str
 
 // scale sets a placement's policy.numberOfClusters (retrying on conflicts).
 func (s *side) scale(ctx context.Context, name string, clusters int64) error {
+	return s.updatePlacement(ctx, name, func(u *unstructured.Unstructured) error {
+		return unstructured.SetNestedField(u.Object, clusters, "spec", "policy", "numberOfClusters")
+	})
+}
+
+// setPolicy replaces a placement's policy (retrying on conflicts).
+func (s *side) setPolicy(ctx context.Context, name string, policy obj) error {
+	return s.updatePlacement(ctx, name, func(u *unstructured.Unstructured) error {
+		return unstructured.SetNestedField(u.Object, deepCopy(policy), "spec", "policy")
+	})
+}
+
+// updatePlacement changes a placement with `change` and writes it back,
+// retrying on conflicts.
+func (s *side) updatePlacement(ctx context.Context, name string, change func(*unstructured.Unstructured) error) error {
 	for attempt := 0; ; attempt++ {
 		u, err := s.get(ctx, gvrPlacement, "", name)
 		if err != nil {
@@ -169,7 +184,7 @@ func (s *side) scale(ctx context.Context, name string, clusters int64) error {
 		if u == nil {
 			return fmt.Errorf("%s: placement %s does not exist", s.name, name)
 		}
-		if err := unstructured.SetNestedField(u.Object, clusters, "spec", "policy", "numberOfClusters"); err != nil {
+		if err := change(u); err != nil {
 			return fmt.Errorf("%s: placement %s: %w", s.name, name, err)
 		}
 		_, err = s.resource(gvrPlacement, "").Update(ctx, u, metav1.UpdateOptions{})

@@ -6,7 +6,8 @@
 //! `conformance/kubefleet-scheduler/` applies a fixed seed's random
 //! placement scenarios to both and compares the policy snapshots' cluster
 //! decisions, the bindings, the Scheduled condition and the ScheduleFailed
-//! entries. Every difference not on the written-down list
+//! entries, also after clusters change and placements get new policies.
+//! Every difference not on the written-down list
 //! (`conformance/kubefleet-scheduler/written-down.json`, each with its
 //! reason) fails the test, printed.
 
@@ -45,5 +46,8 @@ async fn fleet_schedules_as_kubefleets_own_scheduler() {
     // And compared again after their clusters changed or they scaled.
     let again = KUBEFLEET.numbers(&stdout, "after changes:");
     assert!(matches!(again[..], [n] if n * 2 > numbers[0]), "{again:?}");
+    // And again after some got new policies.
+    let edited = KUBEFLEET.numbers(&stdout, "after policy edits:");
+    assert!(matches!(edited[..], [n] if n * 5 > numbers[0]), "{edited:?}");
     eprintln!("{written} written-down differences; the test took {:.1?}", started.elapsed());
 }
