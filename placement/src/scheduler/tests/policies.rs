@@ -137,6 +137,35 @@ fn pick_n_never_evicts_on_label_taint_or_health_changes() {
 }
 
 #[test]
+fn required_affinity_is_judged_before_eligibility() {
+    // KubeFleet's filter order: a cluster that fails both is reported as
+    // not matching, as KubeFleet's scheduler reports it.
+    let required = json!({"requiredDuringSchedulingIgnoredDuringExecution": {"clusterSelectorTerms": [
+        {"labelSelector": {"matchLabels": {"env": "prod"}}}]}});
+    let clusters = [
+        ineligible(cluster("a", &[("env", "dev")]), "cluster is not healthy (HeartbeatTimeout)"),
+        ineligible(cluster("b", &[("env", "prod")]), "cluster is not healthy (HeartbeatTimeout)"),
+        cluster("c", &[("env", "prod")]),
+    ];
+    for placement_type in ["PickAll", "PickN"] {
+        let p = policy(json!({"placementType": placement_type, "numberOfClusters": 2,
+            "affinity": {"clusterAffinity": required.clone()}}));
+        let out = run(&p, None, &clusters, &[]);
+        assert_eq!(names(&out.chosen), ["c"], "{placement_type}");
+        assert_eq!(
+            reason_of(&out.filtered, "a"),
+            "ClusterUnschedulable, cluster does not match with any of the required cluster affinity terms",
+            "{placement_type}"
+        );
+        assert_eq!(
+            reason_of(&out.filtered, "b"),
+            "ClusterUnschedulable, cluster is not eligible: cluster is not healthy (HeartbeatTimeout)",
+            "{placement_type}"
+        );
+    }
+}
+
+#[test]
 fn pick_n_replaces_a_leaving_cluster() {
     let clusters = [cluster("a", &[]), leaving(cluster("b", &[])), cluster("c", &[])];
     let bindings = [binding("a", STATE_BOUND, SNAP, score(0, 0)), binding("b", STATE_BOUND, SNAP, score(0, 0))];
