@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -45,6 +46,8 @@ type subject struct {
 	placement obj
 	kf        *observation
 	fleet     *observation
+	// shown is what each side showed of the field (set by matched).
+	shown [2]string
 }
 
 // facts are the conditions a written-down entry may name.
@@ -116,8 +119,21 @@ func kubefleetReportsBindingsOnly(s subject) bool {
 	return condText(s.kf.SnapshotScheduled) == condText(s.fleet.SnapshotScheduled)
 }
 
+// heartbeatReasons: the field is one cluster's decision, not selected on
+// either side, which KubeFleet filtered for its stale heartbeat and Fleet
+// for its heartbeat timeout.
+var heartbeatReasons = [2]*regexp.Regexp{
+	regexp.MustCompile(`^selected=false score=null reason="ClusterUnschedulable, cluster is not connected to the fleet: no recent heartbeat signals \(last received [0-9]+\.[0-9]{2} minutes ago\)"$`),
+	regexp.MustCompile(`^selected=false score=null reason="ClusterUnschedulable, cluster is not eligible: cluster is not healthy \(HeartbeatTimeout\)"$`),
+}
+
+func heartbeatTimedOut(s subject) bool {
+	return heartbeatReasons[0].MatchString(s.shown[0]) && heartbeatReasons[1].MatchString(s.shown[1])
+}
+
 func init() {
 	facts["kubefleet-reports-bindings-only"] = kubefleetReportsBindingsOnly
+	facts["heartbeat-timed-out"] = heartbeatTimedOut
 }
 
 // loadWrittenDown reads the written-down list and checks every entry
@@ -196,6 +212,7 @@ func compare(index int, p obj, kf, fleet *observation, list []writtenDown) []dif
 // matched marks a difference with the first written-down entry whose
 // field pattern matches and whose fact holds.
 func matched(d difference, s subject, list []writtenDown) difference {
+	s.shown = [2]string{d.KubeFleet, d.Fleet}
 	for _, w := range list {
 		if ok, _ := path.Match(w.Field, d.Field); ok && facts[w.When](s) {
 			d.WrittenDown = w.ID

@@ -129,6 +129,11 @@ func run(c config) error {
 			return fmt.Errorf("--only: %q is not a scenario index", item)
 		}
 	}
+	defer func() {
+		if tools != nil {
+			_ = os.RemoveAll(tools.work)
+		}
+	}()
 	runs, found, written := 0, 0, 0
 	lastBeat := time.Now()
 	for _, i := range indexes {
@@ -158,13 +163,14 @@ func run(c config) error {
 		tally.placements, tally.selecting, tally.clusters, tally.unfulfilled, tally.spread)
 	fmt.Printf("kubefleet-scheduler: after changes: compared %d placements again (clusters relabelled or retainted, PickN scaled)\n", tally.changed)
 	fmt.Printf("kubefleet-scheduler: after policy edits: compared %d placements again\n", tally.edited)
+	fmt.Printf("kubefleet-scheduler: after a member left or went silent: compared %d placements again\n", tally.members)
 	fmt.Printf("kubefleet-scheduler: ran in %.1fs\n", time.Since(started).Seconds())
 	fmt.Printf("kubefleet-scheduler: %d scenarios, %d differences, %d written down\n", runs, found, written)
 	return nil
 }
 
 // tally counts what was compared, so a run shows it compared something.
-var tally struct{ placements, selecting, clusters, unfulfilled, spread, changed, edited int }
+var tally struct{ placements, selecting, clusters, unfulfilled, spread, changed, edited, members int }
 
 func count(p obj, o *observation) {
 	tally.placements++
@@ -207,6 +213,21 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 	})
 	if err != nil {
 		return nil, err
+	}
+	var agent *runningAgent
+	if s.Member != nil {
+		if tools == nil {
+			if tools, err = newFleetTools(); err != nil {
+				return nil, err
+			}
+		}
+		var version string
+		agent, version, err = joinMember(ctx, s.Member, kf, fleet)
+		if err != nil {
+			return nil, err
+		}
+		defer agent.stop()
+		written[s.Member.Name] = version
 	}
 	diffs, err := clustersAlike(ctx, s, kf, fleet, list)
 	if err != nil {
@@ -277,11 +298,55 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 			}
 			diffs = append(diffs, edited...)
 		}
+		if s.Member != nil && !settleFailed(diffs) {
+			ended, err := runMemberEnd(ctx, s, agent, kf, fleet, placements, list, quiet, verbose)
+			if err != nil {
+				return nil, fmt.Errorf("%w\nthe agent of %s:\n%s", err, s.Member.Name, agent.tail())
+			}
+			diffs = append(diffs, ended...)
+		}
 	}
 	if err := applyBoth(kf, fleet, func(sd *side) error { return tearDown(ctx, s, sd) }); err != nil {
 		return nil, err
 	}
+	if s.Member != nil {
+		agent.stop()
+		if err := removeMember(ctx, s.Member, kf, fleet); err != nil {
+			return nil, err
+		}
+	}
 	return diffs, nil
+}
+
+// runMemberEnd makes a scenario's member leave or go silent once the
+// placements settled and their bindings are bound on both sides, and
+// compares them all again; their differences name the placement "(after
+// the member left)" or "(after the member went silent)".
+func runMemberEnd(ctx context.Context, s *scenario, agent *runningAgent, kf, fleet *side, placements []obj, list []writtenDown, quiet time.Duration, verbose bool) ([]difference, error) {
+	suffix := " (after the member went silent)"
+	if s.Member.Leaves {
+		suffix = " (after the member left)"
+	}
+	if diffs := bothBound(ctx, s, "*"+suffix, kf, fleet, placements); diffs != nil {
+		return diffs, nil
+	}
+	if s.Member.Leaves {
+		if err := removeMember(ctx, s.Member, kf, fleet); err != nil {
+			return nil, err
+		}
+	} else {
+		version, err := silenceMember(ctx, s.Member, agent, kf, fleet)
+		if err != nil {
+			return nil, err
+		}
+		if err := hubCache.caughtUp(ctx, map[string]string{s.Member.Name: version}); err != nil {
+			return nil, err
+		}
+	}
+	if quiet < changeQuiet {
+		quiet = changeQuiet
+	}
+	return settleAndCompare(ctx, s, kf, fleet, placements, list, quiet, verbose, suffix, &tally.members)
 }
 
 // afterTheChange names the placements compared after a scenario's change.

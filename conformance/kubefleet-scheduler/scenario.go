@@ -28,6 +28,35 @@ type scenario struct {
 	// Edit is the policy each edited placement gets once the change
 	// settled, by name (none in about half the scenarios).
 	Edit map[string]obj
+	// Member is a cluster beyond the pool that joins before the
+	// placements are made and, once they settled, leaves or stops
+	// heartbeating (in about a third of the scenarios).
+	Member *member
+}
+
+// member is a scenario's own cluster: an agent on an embedded cluster of
+// a pool cluster's size, joining with labels and taints, and then either
+// leaving (its MemberCluster deleted) or going silent (its agent stopped,
+// then relabelled, which makes both schedulers look again).
+type member struct {
+	Name  string
+	Like  string // the pool cluster whose size it has
+	Setup clusterSetup
+	// Leaves: deleted; otherwise silent, with new labels.
+	Leaves  bool
+	Relabel map[string]string
+}
+
+// drawMember draws a scenario's own cluster, or none.
+func drawMember(r *rand.Rand, seed int64, index int) *member {
+	if r.Intn(3) != 0 {
+		return nil
+	}
+	m := &member{Name: fmt.Sprintf("m%d-%d", seed, index), Like: pick(r, pool).Name, Setup: drawCluster(r), Leaves: r.Intn(2) == 0}
+	if !m.Leaves {
+		m.Relabel = drawCluster(r).Labels
+	}
+	return m
 }
 
 // The label vocabulary of the generated clusters and selectors.
@@ -64,6 +93,8 @@ func (g *generator) scenario(index int) *scenario {
 	// Drawn after the change, so the change is what it was before edits
 	// were drawn.
 	s.Edit = g.drawEdit(r, s.Placements, s.Change.Scale)
+	// Drawn last, for the same reason.
+	s.Member = drawMember(r, g.seed, index)
 	return s
 }
 

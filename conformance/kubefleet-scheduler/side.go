@@ -70,11 +70,20 @@ func (s *side) create(ctx context.Context, gvr schema.GroupVersionResource, obje
 	if !hasStatus {
 		return nil
 	}
-	created.Object["status"] = status
-	if _, err := s.resource(gvr, u.GetNamespace()).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("%s: status of %s %s: %w", s.name, gvr.Resource, u.GetName(), err)
+	// Retried on conflicts: a controller may write the object meanwhile.
+	for attempt := 0; ; attempt++ {
+		created.Object["status"] = status
+		_, err := s.resource(gvr, u.GetNamespace()).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt > 20 {
+			return fmt.Errorf("%s: status of %s %s: %w", s.name, gvr.Resource, u.GetName(), err)
+		}
+		if created, err = s.resource(gvr, u.GetNamespace()).Get(ctx, u.GetName(), metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("%s: get %s %s: %w", s.name, gvr.Resource, u.GetName(), err)
+		}
 	}
-	return nil
 }
 
 // ensureNamespace creates a namespace unless it exists.

@@ -6,7 +6,8 @@
 //! `conformance/kubefleet-scheduler/` applies a fixed seed's random
 //! placement scenarios to both and compares the policy snapshots' cluster
 //! decisions, the bindings, the Scheduled condition and the ScheduleFailed
-//! entries, also after clusters change and placements get new policies.
+//! entries, also after clusters change, placements get new policies and
+//! clusters leave or go silent.
 //! Every difference not on the written-down list
 //! (`conformance/kubefleet-scheduler/written-down.json`, each with its
 //! reason) fails the test, printed.
@@ -49,5 +50,8 @@ async fn fleet_schedules_as_kubefleets_own_scheduler() {
     // And again after some got new policies.
     let edited = KUBEFLEET.numbers(&stdout, "after policy edits:");
     assert!(matches!(edited[..], [n] if n * 5 > numbers[0]), "{edited:?}");
+    // And again after a scenario's own member left or went silent.
+    let members = KUBEFLEET.numbers(&stdout, "after a member left or went silent:");
+    assert!(matches!(members[..], [n] if n * 8 > numbers[0]), "{members:?}");
     eprintln!("{written} written-down differences; the test took {:.1?}", started.elapsed());
 }
