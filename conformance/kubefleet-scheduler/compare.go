@@ -44,8 +44,10 @@ type writtenDown struct {
 // each side shows of it.
 type subject struct {
 	placement obj
-	kf        *observation
-	fleet     *observation
+	// edit is the policy the placement was given, once it was edited.
+	edit  obj
+	kf    *observation
+	fleet *observation
 	// shown is what each side showed of the field (set by matched).
 	shown [2]string
 }
@@ -131,9 +133,21 @@ func heartbeatTimedOut(s subject) bool {
 	return heartbeatReasons[0].MatchString(s.shown[0]) && heartbeatReasons[1].MatchString(s.shown[1])
 }
 
+// defaultPolicyGiven: the placement was made without a policy and edited
+// to exactly the default one ({placementType: PickAll}); KubeFleet made a
+// second policy snapshot for it and Fleet kept its first.
+func defaultPolicyGiven(s subject) bool {
+	spec, _ := s.placement["spec"].(obj)
+	if spec["policy"] != nil || len(s.edit) != 1 || s.edit["placementType"] != "PickAll" || s.kf == nil || s.fleet == nil {
+		return false
+	}
+	return s.kf.Snapshot == name(s.placement)+"-1" && s.fleet.Snapshot == name(s.placement)+"-0"
+}
+
 func init() {
 	facts["kubefleet-reports-bindings-only"] = kubefleetReportsBindingsOnly
 	facts["heartbeat-timed-out"] = heartbeatTimedOut
+	facts["default-policy-given"] = defaultPolicyGiven
 }
 
 // loadWrittenDown reads the written-down list and checks every entry
@@ -163,14 +177,14 @@ func loadWrittenDown(file string) ([]writtenDown, error) {
 
 // compare lists every difference between the two sides' observations of
 // one placement, each matched against the written-down list.
-func compare(index int, p obj, kf, fleet *observation, list []writtenDown) []difference {
+func compare(index int, p, edit obj, kf, fleet *observation, list []writtenDown) []difference {
 	var out []difference
 	add := func(field, a, b string) {
 		if a == b {
 			return
 		}
 		d := difference{Scenario: index, Placement: name(p), Field: field, KubeFleet: a, Fleet: b}
-		out = append(out, matched(d, subject{placement: p, kf: kf, fleet: fleet}, list))
+		out = append(out, matched(d, subject{placement: p, edit: edit, kf: kf, fleet: fleet}, list))
 	}
 	add("status.conditions."+scheduledType, condText(kf.Scheduled), condText(fleet.Scheduled))
 	add("status.placementStatuses.ScheduleFailed", failedText(kf.Failed), failedText(fleet.Failed))

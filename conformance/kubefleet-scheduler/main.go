@@ -283,7 +283,7 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 			fmt.Println(jsonIndent(map[string]interface{}{"placement": name(p), "kubefleet": a, "fleet": b}))
 		}
 		count(p, a)
-		diffs = append(diffs, compare(s.Index, p, a, b, list)...)
+		diffs = append(diffs, compare(s.Index, p, nil, a, b, list)...)
 	}
 	if len(placements) > 0 && errs[0] == nil && errs[1] == nil {
 		changed, err := runChange(ctx, s, kf, fleet, placements, list, quiet, verbose)
@@ -457,6 +457,7 @@ func runEdit(ctx context.Context, s *scenario, kf, fleet *side, placements []obj
 	if diffs != nil {
 		return diffs, nil
 	}
+	s.edited = true
 	return settleAndCompare(ctx, s, kf, fleet, placements, list, quiet, verbose, " (after the policy edit)", &tally.edited)
 }
 
@@ -481,7 +482,11 @@ func settleAndCompare(ctx context.Context, s *scenario, kf, fleet *side, placeme
 			fmt.Println(jsonIndent(map[string]interface{}{"placement": name(p) + suffix, "kubefleet": a, "fleet": b}))
 		}
 		*counter++
-		for _, d := range compare(s.Index, p, a, b, list) {
+		var edit obj
+		if s.edited {
+			edit = s.Edit[name(p)]
+		}
+		for _, d := range compare(s.Index, p, edit, a, b, list) {
 			d.Placement += suffix
 			diffs = append(diffs, d)
 		}

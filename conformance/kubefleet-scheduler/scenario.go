@@ -28,6 +28,8 @@ type scenario struct {
 	// Edit is the policy each edited placement gets once the change
 	// settled, by name (none in about half the scenarios).
 	Edit map[string]obj
+	// edited is set once the edits were made on both sides.
+	edited bool
 	// Member is a cluster beyond the pool that joins before the
 	// placements are made and, once they settled, leaves or stops
 	// heartbeating (in about a third of the scenarios).
