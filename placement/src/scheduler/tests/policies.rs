@@ -188,22 +188,43 @@ fn pick_n_replaces_a_deleted_cluster() {
 #[test]
 fn policy_change_keeps_rechosen_bindings_with_an_update_not_a_create() {
     let clusters = fleet(&["a", "b", "c"]);
-    let bindings = [binding("c", STATE_BOUND, OLD_SNAP, score(9, 9)), binding("a", STATE_BOUND, OLD_SNAP, None)];
-    let out = run(&pick_n(2), None, &clusters, &bindings);
-    assert_eq!(names(&out.chosen), ["b", "c"], "scheduled from scratch");
+    let bindings = [binding("c", STATE_BOUND, OLD_SNAP, score(9, 9)), binding("b", STATE_BOUND, OLD_SNAP, None)];
+    let out = run(&pick_n(1), None, &clusters, &bindings);
+    assert_eq!(names(&out.chosen), ["c"], "scheduled from scratch");
     assert_eq!(
         out.actions,
         [
-            BindingAction::Create { cluster: "b".into(), decision: out.chosen[0].clone() },
             BindingAction::Update {
                 binding: "web-c".into(),
                 cluster: "c".into(),
-                decision: out.chosen[1].clone(),
+                decision: out.chosen[0].clone(),
                 revive: false
             },
-            BindingAction::Unschedule { binding: "web-a".into(), cluster: "a".into() },
+            BindingAction::Unschedule { binding: "web-b".into(), cluster: "b".into() },
         ]
     );
+}
+
+#[test]
+fn on_equal_scores_a_policy_change_prefers_the_clusters_placed_before() {
+    // KubeFleet's same-placement affinity: after spread and affinity
+    // scores, a cluster with a binding of an older policy snapshot ranks
+    // above one without, before names decide; so do the not-chosen ones.
+    let clusters = fleet(&["a", "b", "c", "d"]);
+    let bindings = [binding("a", STATE_BOUND, OLD_SNAP, score(0, 0)), binding("b", STATE_SCHEDULED, OLD_SNAP, None)];
+    let out = run(&pick_n(3), None, &clusters, &bindings);
+    assert_eq!(names(&out.chosen), ["a", "b", "d"]);
+    assert_eq!(names(&out.not_chosen), ["c"]);
+    let out = run(&pick_n(1), None, &clusters, &bindings);
+    assert_eq!(names(&out.chosen), ["b"], "b outranks a by name");
+    assert_eq!(names(&out.not_chosen), ["a", "d", "c"]);
+    // A higher affinity score still wins.
+    let p = policy(json!({"placementType": "PickN", "numberOfClusters": 1, "affinity": {"clusterAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "preference": {"labelSelector": {"matchLabels": {"env": "prod"}}}}]}}}));
+    let clusters = [cluster("a", &[]), cluster("b", &[]), cluster("c", &[("env", "prod")])];
+    let out = run(&p, None, &clusters, &bindings);
+    assert_eq!(names(&out.chosen), ["c"]);
 }
 
 #[test]
