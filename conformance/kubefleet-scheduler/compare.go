@@ -186,7 +186,7 @@ func compare(index int, p, edit obj, kf, fleet *observation, list []writtenDown)
 		d := difference{Scenario: index, Placement: name(p), Field: field, KubeFleet: a, Fleet: b}
 		out = append(out, matched(d, subject{placement: p, edit: edit, kf: kf, fleet: fleet}, list))
 	}
-	add("status.conditions."+scheduledType, condText(kf.Scheduled), condText(fleet.Scheduled))
+	add("status.conditions."+kindOf(p).scheduled, condText(kf.Scheduled), condText(fleet.Scheduled))
 	add("status.placementStatuses.ScheduleFailed", failedText(kf.Failed), failedText(fleet.Failed))
 	add("policySnapshot.name", kf.Snapshot, fleet.Snapshot)
 	add("policySnapshot.conditions.Scheduled", condText(kf.SnapshotScheduled), condText(fleet.SnapshotScheduled))

@@ -161,6 +161,7 @@ func run(c config) error {
 	}
 	fmt.Printf("kubefleet-scheduler: compared %d placements: %d selecting %d clusters in all, %d unfulfilled, %d with spread constraints\n",
 		tally.placements, tally.selecting, tally.clusters, tally.unfulfilled, tally.spread)
+	fmt.Printf("kubefleet-scheduler: of which ResourcePlacements: %d\n", tally.resourcePlacements)
 	fmt.Printf("kubefleet-scheduler: after changes: compared %d placements again (clusters relabelled or retainted, PickN scaled)\n", tally.changed)
 	fmt.Printf("kubefleet-scheduler: after policy edits: compared %d placements again\n", tally.edited)
 	fmt.Printf("kubefleet-scheduler: after a member left or went silent: compared %d placements again\n", tally.members)
@@ -170,10 +171,15 @@ func run(c config) error {
 }
 
 // tally counts what was compared, so a run shows it compared something.
-var tally struct{ placements, selecting, clusters, unfulfilled, spread, changed, edited, members int }
+var tally struct {
+	placements, resourcePlacements, selecting, clusters, unfulfilled, spread, changed, edited, members int
+}
 
 func count(p obj, o *observation) {
 	tally.placements++
+	if p["kind"] == "ResourcePlacement" {
+		tally.resourcePlacements++
+	}
 	if n := len(o.selected()); n > 0 {
 		tally.selecting++
 		tally.clusters += n
@@ -245,7 +251,7 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 		i := sideIndex(sd, kf)
 		refused[i] = map[string]string{}
 		for _, p := range s.Placements {
-			if err := sd.create(ctx, gvrPlacement, p); err != nil {
+			if err := sd.create(ctx, kindOf(p).placement, p); err != nil {
 				refused[i][name(p)] = err.Error()
 			}
 		}
@@ -261,7 +267,7 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 		diffs = append(diffs, matched(difference{Scenario: s.Index, Placement: name(p), Field: "created",
 			KubeFleet: orText(a, "created"), Fleet: orText(b, "created")}, subject{placement: p}, list))
 		for _, sd := range []*side{kf, fleet} {
-			if err := sd.remove(ctx, gvrPlacement, "", name(p)); err != nil {
+			if err := sd.remove(ctx, kindOf(p).placement, kindOf(p).namespace, name(p)); err != nil {
 				return nil, err
 			}
 		}
@@ -409,7 +415,7 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 	err = applyBoth(kf, fleet, func(sd *side) error {
 		for _, p := range placements {
 			if n, ok := s.Change.Scale[name(p)]; ok {
-				if err := sd.scale(ctx, name(p), n); err != nil {
+				if err := sd.scale(ctx, p, n); err != nil {
 					return err
 				}
 			}
@@ -440,7 +446,7 @@ func runEdit(ctx context.Context, s *scenario, kf, fleet *side, placements []obj
 		refused[i] = map[string]string{}
 		for _, p := range placements {
 			if policy, ok := s.Edit[name(p)]; ok {
-				if err := sd.setPolicy(ctx, name(p), policy); err != nil {
+				if err := sd.setPolicy(ctx, p, policy); err != nil {
 					refused[i][name(p)] = err.Error()
 				}
 			}
@@ -529,7 +535,7 @@ func bothBound(ctx context.Context, s *scenario, phase string, kf, fleet *side, 
 	_ = applyBoth(kf, fleet, func(sd *side) error {
 		errs[sideIndex(sd, kf)] = poll(ctx, settleTimeout, sd.name+": every binding Bound", func() (bool, string, error) {
 			for _, p := range placements {
-				bindings, err := sd.list(ctx, gvrBinding, "", parentLabel+"="+name(p))
+				bindings, err := sd.list(ctx, kindOf(p).binding, kindOf(p).namespace, parentLabel+"="+name(p))
 				if err != nil {
 					return false, "", err
 				}

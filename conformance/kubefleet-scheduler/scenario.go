@@ -17,8 +17,9 @@ type clusterSetup struct {
 
 // scenario is one random but valid KubeFleet situation: the pool
 // clusters' labels and taints, a namespace to place, and 1-3
-// ClusterResourcePlacements of it, created together; then, once they
-// settled, a change to some clusters and placements.
+// ClusterResourcePlacements of it or ResourcePlacements in it, created
+// together; then, once they settled, a change to some clusters and
+// placements.
 type scenario struct {
 	Index      int
 	Namespace  string
@@ -97,7 +98,29 @@ func (g *generator) scenario(index int) *scenario {
 	s.Edit = g.drawEdit(r, s.Placements, s.Change.Scale)
 	// Drawn last, for the same reason.
 	s.Member = drawMember(r, g.seed, index)
+	// And last again: some placements are ResourcePlacements.
+	for i, p := range s.Placements {
+		if r.Intn(3) == 0 {
+			s.Placements[i] = resourcePlacement(p, s.Namespace)
+		}
+	}
 	return s
+}
+
+// configMap is the object a scenario's ResourcePlacements select, in its
+// namespace.
+const configMap = "kf-oracle"
+
+// resourcePlacement turns a ClusterResourcePlacement into a
+// ResourcePlacement in the namespace, with the same policy, selecting
+// the namespace's ConfigMap.
+func resourcePlacement(p obj, namespace string) obj {
+	rp := deepCopy(p)
+	rp["kind"] = "ResourcePlacement"
+	rp["metadata"] = obj{"name": name(p), "namespace": namespace}
+	spec, _ := rp["spec"].(obj)
+	spec["resourceSelectors"] = []interface{}{obj{"group": "", "version": "v1", "kind": "ConfigMap", "name": configMap}}
+	return rp
 }
 
 // drawCluster draws one pool cluster's labels and taints.
