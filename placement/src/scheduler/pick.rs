@@ -170,14 +170,19 @@ fn pick_n(fw: &mut Framework, request: &SchedulingRequest, table: &ClusterTable,
 
     // Scores, sort, pick. On equal topology spread and affinity scores, a
     // cluster the placement is on under an older policy snapshot goes
-    // first (KubeFleet's same-placement affinity), then the larger name:
-    // the affinity score doubled, plus one for such a cluster, ranks both.
+    // first (KubeFleet's same-placement affinity), then the larger name.
     let scores = fw.score(table, &candidates);
     let obsolete: Vec<bool> = candidates.iter().map(|&i| index.obsolete(i, clusters[i])).collect();
     let kept_indices: Vec<usize> = kept.iter().map(|k| k.0).collect();
     let need = n.saturating_sub(kept.len());
-    let rank = |pos: usize| scores[pos].affinity_score.saturating_mul(2) + i64::from(obsolete[pos]);
-    let result = pick_best(fw, table, &kept_indices, &candidates, rank, NameTies::LargerFirst, need);
+    let affinity = |pos: usize| scores[pos].affinity_score;
+    let older = |pos: usize| obsolete[pos];
+    let result = pick_best(fw, table, &kept_indices, &candidates, affinity, older, NameTies::LargerFirst, need);
+    // The not chosen are reported as the last cycle ranked them: with
+    // spread constraints KubeFleet picks one cluster per cycle, and only
+    // its first still ranks by the older bindings.
+    let last_cycle_first = !fw.has_pickers() || result.picked.is_empty() || (result.picked.len() == 1 && need == 1);
+    let rank = |pos: usize| (scores[pos].affinity_score, last_cycle_first && obsolete[pos]);
 
     for &(pos, spread) in &result.picked {
         let score = ClusterScore { topology_spread_score: spread, ..scores[pos] };

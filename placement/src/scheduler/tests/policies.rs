@@ -218,6 +218,20 @@ fn on_equal_scores_a_policy_change_prefers_the_clusters_placed_before() {
     let out = run(&pick_n(1), None, &clusters, &bindings);
     assert_eq!(names(&out.chosen), ["b"], "b outranks a by name");
     assert_eq!(names(&out.not_chosen), ["a", "d", "c"]);
+    // With spread constraints KubeFleet picks one cluster per cycle and
+    // its first cycle drops the older bindings: they count for the first
+    // pick only.
+    let p = policy(json!({"placementType": "PickN", "numberOfClusters": 2,
+        "topologySpreadConstraints": [{"topologyKey": "zone", "maxSkew": 1}]}));
+    let clusters = [
+        cluster("a", &[("zone", "1")]),
+        cluster("b", &[("zone", "1")]),
+        cluster("c", &[("zone", "2")]),
+        cluster("d", &[("zone", "2")]),
+    ];
+    let older = [binding("a", STATE_BOUND, OLD_SNAP, score(0, 0)), binding("c", STATE_BOUND, OLD_SNAP, score(0, 0))];
+    let out = run(&p, None, &clusters, &older);
+    assert_eq!(names(&out.chosen), ["b", "c"]);
     // A higher affinity score still wins.
     let p = policy(json!({"placementType": "PickN", "numberOfClusters": 1, "affinity": {"clusterAffinity": {
         "preferredDuringSchedulingIgnoredDuringExecution": [
