@@ -27,13 +27,13 @@ type scenario struct {
 	Placements []obj
 	Change     change
 	// Edit is the policy each edited placement gets once the change
-	// settled, by name (none in about half the scenarios).
+	// settled, by name (in about a third of the scenarios).
 	Edit map[string]obj
 	// edited is set once the edits were made on both sides.
 	edited bool
 	// Member is a cluster beyond the pool that joins before the
 	// placements are made and, once they settled, leaves or stops
-	// heartbeating (in about a third of the scenarios).
+	// heartbeating (in about one scenario in six).
 	Member *member
 }
 
@@ -52,7 +52,7 @@ type member struct {
 
 // drawMember draws a scenario's own cluster, or none.
 func drawMember(r *rand.Rand, seed int64, index int) *member {
-	if r.Intn(3) != 0 {
+	if r.Intn(6) != 0 {
 		return nil
 	}
 	m := &member{Name: fmt.Sprintf("m%d-%d", seed, index), Like: pick(r, pool).Name, Setup: drawCluster(r), Leaves: r.Intn(2) == 0}
@@ -378,7 +378,7 @@ func pick[T any](r *rand.Rand, from []T) T {
 	return from[r.Intn(len(from))]
 }
 
-// drawEdit draws, for about half the scenarios, new policies for some of
+// drawEdit draws, for about a third of the scenarios, new policies for some of
 // their placements (at least one), each valid as an update under
 // KubeFleet's validation: the placement type stays (no policy becomes a
 // PickAll one), tolerations are only added, and a policy is never
@@ -387,7 +387,7 @@ func pick[T any](r *rand.Rand, from []T) T {
 // numberOfClusters; `scale` is the numberOfClusters the change set.
 func (g *generator) drawEdit(r *rand.Rand, placements []obj, scale map[string]int64) map[string]obj {
 	edits := map[string]obj{}
-	if r.Intn(2) == 0 {
+	if r.Intn(3) != 0 {
 		return edits
 	}
 	for i, p := range placements {

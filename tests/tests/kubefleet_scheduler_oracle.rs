@@ -52,9 +52,9 @@ async fn fleet_schedules_as_kubefleets_own_scheduler() {
     assert!(matches!(again[..], [n] if n * 2 > numbers[0]), "{again:?}");
     // And again after some got new policies.
     let edited = KUBEFLEET.numbers(&stdout, "after policy edits:");
-    assert!(matches!(edited[..], [n] if n * 5 > numbers[0]), "{edited:?}");
+    assert!(matches!(edited[..], [n] if n * 8 > numbers[0]), "{edited:?}");
     // And again after a scenario's own member left or went silent.
     let members = KUBEFLEET.numbers(&stdout, "after a member left or went silent:");
-    assert!(matches!(members[..], [n] if n * 8 > numbers[0]), "{members:?}");
+    assert!(matches!(members[..], [n] if n * 12 > numbers[0]), "{members:?}");
     eprintln!("{written} written-down differences; the test took {:.1?}", started.elapsed());
 }
