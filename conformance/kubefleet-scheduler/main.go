@@ -17,6 +17,9 @@
 //	kubefleet-scheduler --pool
 //	    prints the pool clusters, one per line: name, then fleet-agent flags
 //	kubefleet-scheduler --kubefleet-kubeconfig K --fleet-kubeconfig K --written-down F [--seed N] [--scenarios M] [--only I]
+//
+// Scenarios with a member of their own run fleetctl and fleet-agent from
+// the directory $FLEET_BIN against $FLEET_ENDPOINTS with $FLEET_TLS_DIR.
 package main
 
 import (
