@@ -62,7 +62,10 @@ mkdir -p "$WORK/$SIDE"
 PIDS+=($!)
 REALKUBE_PID=$!
 
-# The Fleet side: a trio serving the Kubernetes API.
+# The Fleet side: a trio serving the Kubernetes API. FLEET_BIN,
+# FLEET_ENDPOINTS and FLEET_TLS_DIR are also for an oracle that runs
+# fleetctl and fleet-agent itself.
+export FLEET_BIN=$BIN
 export FLEET_TLS_DIR=$WORK/pki
 "$BIN/fleetctl" pki init --dir "$FLEET_TLS_DIR" --nodes 3 --hosts 127.0.0.1,localhost >/dev/null
 PORTS=("$(free_port)" "$(free_port)" "$(free_port)")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -42,8 +44,12 @@ type writtenDown struct {
 // each side shows of it.
 type subject struct {
 	placement obj
-	kf        *observation
-	fleet     *observation
+	// edit is the policy the placement was given, once it was edited.
+	edit  obj
+	kf    *observation
+	fleet *observation
+	// shown is what each side showed of the field (set by matched).
+	shown [2]string
 }
 
 // facts are the conditions a written-down entry may name.
@@ -115,8 +121,33 @@ func kubefleetReportsBindingsOnly(s subject) bool {
 	return condText(s.kf.SnapshotScheduled) == condText(s.fleet.SnapshotScheduled)
 }
 
+// heartbeatReasons: the field is one cluster's decision, not selected on
+// either side, which KubeFleet filtered for its stale heartbeat and Fleet
+// for its heartbeat timeout.
+var heartbeatReasons = [2]*regexp.Regexp{
+	regexp.MustCompile(`^selected=false score=null reason="ClusterUnschedulable, cluster is not connected to the fleet: no recent heartbeat signals \(last received [0-9]+\.[0-9]{2} minutes ago\)"$`),
+	regexp.MustCompile(`^selected=false score=null reason="ClusterUnschedulable, cluster is not eligible: cluster is not healthy \(HeartbeatTimeout\)"$`),
+}
+
+func heartbeatTimedOut(s subject) bool {
+	return heartbeatReasons[0].MatchString(s.shown[0]) && heartbeatReasons[1].MatchString(s.shown[1])
+}
+
+// defaultPolicyGiven: the placement was made without a policy and edited
+// to exactly the default one ({placementType: PickAll}); KubeFleet made a
+// second policy snapshot for it and Fleet kept its first.
+func defaultPolicyGiven(s subject) bool {
+	spec, _ := s.placement["spec"].(obj)
+	if spec["policy"] != nil || len(s.edit) != 1 || s.edit["placementType"] != "PickAll" || s.kf == nil || s.fleet == nil {
+		return false
+	}
+	return s.kf.Snapshot == name(s.placement)+"-1" && s.fleet.Snapshot == name(s.placement)+"-0"
+}
+
 func init() {
 	facts["kubefleet-reports-bindings-only"] = kubefleetReportsBindingsOnly
+	facts["heartbeat-timed-out"] = heartbeatTimedOut
+	facts["default-policy-given"] = defaultPolicyGiven
 }
 
 // loadWrittenDown reads the written-down list and checks every entry
@@ -146,16 +177,16 @@ func loadWrittenDown(file string) ([]writtenDown, error) {
 
 // compare lists every difference between the two sides' observations of
 // one placement, each matched against the written-down list.
-func compare(index int, p obj, kf, fleet *observation, list []writtenDown) []difference {
+func compare(index int, p, edit obj, kf, fleet *observation, list []writtenDown) []difference {
 	var out []difference
 	add := func(field, a, b string) {
 		if a == b {
 			return
 		}
 		d := difference{Scenario: index, Placement: name(p), Field: field, KubeFleet: a, Fleet: b}
-		out = append(out, matched(d, subject{placement: p, kf: kf, fleet: fleet}, list))
+		out = append(out, matched(d, subject{placement: p, edit: edit, kf: kf, fleet: fleet}, list))
 	}
-	add("status.conditions."+scheduledType, condText(kf.Scheduled), condText(fleet.Scheduled))
+	add("status.conditions."+kindOf(p).scheduled, condText(kf.Scheduled), condText(fleet.Scheduled))
 	add("status.placementStatuses.ScheduleFailed", failedText(kf.Failed), failedText(fleet.Failed))
 	add("policySnapshot.name", kf.Snapshot, fleet.Snapshot)
 	add("policySnapshot.conditions.Scheduled", condText(kf.SnapshotScheduled), condText(fleet.SnapshotScheduled))
@@ -168,7 +199,19 @@ func compare(index int, p obj, kf, fleet *observation, list []writtenDown) []dif
 		return m
 	}
 	a, b := byCluster(kf), byCluster(fleet)
-	for _, c := range append(poolNames(), "c9") {
+	names := map[string]bool{}
+	for c := range a {
+		names[c] = true
+	}
+	for c := range b {
+		names[c] = true
+	}
+	var sorted []string
+	for c := range names {
+		sorted = append(sorted, c)
+	}
+	sort.Strings(sorted)
+	for _, c := range sorted {
 		da, oka := a[c]
 		db, okb := b[c]
 		if !oka && !okb {
@@ -183,6 +226,7 @@ func compare(index int, p obj, kf, fleet *observation, list []writtenDown) []dif
 // matched marks a difference with the first written-down entry whose
 // field pattern matches and whose fact holds.
 func matched(d difference, s subject, list []writtenDown) difference {
+	s.shown = [2]string{d.KubeFleet, d.Fleet}
 	for _, w := range list {
 		if ok, _ := path.Match(w.Field, d.Field); ok && facts[w.When](s) {
 			d.WrittenDown = w.ID

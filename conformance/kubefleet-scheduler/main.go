@@ -17,6 +17,9 @@
 //	kubefleet-scheduler --pool
 //	    prints the pool clusters, one per line: name, then fleet-agent flags
 //	kubefleet-scheduler --kubefleet-kubeconfig K --fleet-kubeconfig K --written-down F [--seed N] [--scenarios M] [--only I]
+//
+// Scenarios with a member of their own run fleetctl and fleet-agent from
+// the directory $FLEET_BIN against $FLEET_ENDPOINTS with $FLEET_TLS_DIR.
 package main
 
 import (
@@ -129,6 +132,11 @@ func run(c config) error {
 			return fmt.Errorf("--only: %q is not a scenario index", item)
 		}
 	}
+	defer func() {
+		if tools != nil {
+			_ = os.RemoveAll(tools.work)
+		}
+	}()
 	runs, found, written := 0, 0, 0
 	lastBeat := time.Now()
 	for _, i := range indexes {
@@ -156,17 +164,25 @@ func run(c config) error {
 	}
 	fmt.Printf("kubefleet-scheduler: compared %d placements: %d selecting %d clusters in all, %d unfulfilled, %d with spread constraints\n",
 		tally.placements, tally.selecting, tally.clusters, tally.unfulfilled, tally.spread)
+	fmt.Printf("kubefleet-scheduler: of which ResourcePlacements: %d\n", tally.resourcePlacements)
 	fmt.Printf("kubefleet-scheduler: after changes: compared %d placements again (clusters relabelled or retainted, PickN scaled)\n", tally.changed)
+	fmt.Printf("kubefleet-scheduler: after policy edits: compared %d placements again\n", tally.edited)
+	fmt.Printf("kubefleet-scheduler: after a member left or went silent: compared %d placements again\n", tally.members)
 	fmt.Printf("kubefleet-scheduler: ran in %.1fs\n", time.Since(started).Seconds())
 	fmt.Printf("kubefleet-scheduler: %d scenarios, %d differences, %d written down\n", runs, found, written)
 	return nil
 }
 
 // tally counts what was compared, so a run shows it compared something.
-var tally struct{ placements, selecting, clusters, unfulfilled, spread, changed int }
+var tally struct {
+	placements, resourcePlacements, selecting, clusters, unfulfilled, spread, changed, edited, members int
+}
 
 func count(p obj, o *observation) {
 	tally.placements++
+	if p["kind"] == "ResourcePlacement" {
+		tally.resourcePlacements++
+	}
 	if n := len(o.selected()); n > 0 {
 		tally.selecting++
 		tally.clusters += n
@@ -207,6 +223,21 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 	if err != nil {
 		return nil, err
 	}
+	var agent *runningAgent
+	if s.Member != nil {
+		if tools == nil {
+			if tools, err = newFleetTools(); err != nil {
+				return nil, err
+			}
+		}
+		var version string
+		agent, version, err = joinMember(ctx, s.Member, kf, fleet)
+		if err != nil {
+			return nil, err
+		}
+		defer agent.stop()
+		written[s.Member.Name] = version
+	}
 	diffs, err := clustersAlike(ctx, s, kf, fleet, list)
 	if err != nil {
 		return nil, err
@@ -223,7 +254,7 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 		i := sideIndex(sd, kf)
 		refused[i] = map[string]string{}
 		for _, p := range s.Placements {
-			if err := sd.create(ctx, gvrPlacement, p); err != nil {
+			if err := sd.create(ctx, kindOf(p).placement, p); err != nil {
 				refused[i][name(p)] = err.Error()
 			}
 		}
@@ -239,7 +270,7 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 		diffs = append(diffs, matched(difference{Scenario: s.Index, Placement: name(p), Field: "created",
 			KubeFleet: orText(a, "created"), Fleet: orText(b, "created")}, subject{placement: p}, list))
 		for _, sd := range []*side{kf, fleet} {
-			if err := sd.remove(ctx, gvrPlacement, "", name(p)); err != nil {
+			if err := sd.remove(ctx, kindOf(p).placement, kindOf(p).namespace, name(p)); err != nil {
 				return nil, err
 			}
 		}
@@ -261,7 +292,7 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 			fmt.Println(jsonIndent(map[string]interface{}{"placement": name(p), "kubefleet": a, "fleet": b}))
 		}
 		count(p, a)
-		diffs = append(diffs, compare(s.Index, p, a, b, list)...)
+		diffs = append(diffs, compare(s.Index, p, nil, a, b, list)...)
 	}
 	if len(placements) > 0 && errs[0] == nil && errs[1] == nil {
 		changed, err := runChange(ctx, s, kf, fleet, placements, list, quiet, verbose)
@@ -269,11 +300,62 @@ func runScenario(ctx context.Context, s *scenario, kf, fleet *side, list []writt
 			return nil, err
 		}
 		diffs = append(diffs, changed...)
+		if len(s.Edit) > 0 && !settleFailed(changed) {
+			edited, err := runEdit(ctx, s, kf, fleet, placements, list, quiet, verbose)
+			if err != nil {
+				return nil, err
+			}
+			diffs = append(diffs, edited...)
+		}
+		if s.Member != nil && !settleFailed(diffs) {
+			ended, err := runMemberEnd(ctx, s, agent, kf, fleet, placements, list, quiet, verbose)
+			if err != nil {
+				return nil, fmt.Errorf("%w\nthe agent of %s:\n%s", err, s.Member.Name, agent.tail())
+			}
+			diffs = append(diffs, ended...)
+		}
 	}
 	if err := applyBoth(kf, fleet, func(sd *side) error { return tearDown(ctx, s, sd) }); err != nil {
 		return nil, err
 	}
+	if s.Member != nil {
+		agent.stop()
+		if err := removeMember(ctx, s.Member, kf, fleet); err != nil {
+			return nil, err
+		}
+	}
 	return diffs, nil
+}
+
+// runMemberEnd makes a scenario's member leave or go silent once the
+// placements settled and their bindings are bound on both sides, and
+// compares them all again; their differences name the placement "(after
+// the member left)" or "(after the member went silent)".
+func runMemberEnd(ctx context.Context, s *scenario, agent *runningAgent, kf, fleet *side, placements []obj, list []writtenDown, quiet time.Duration, verbose bool) ([]difference, error) {
+	suffix := " (after the member went silent)"
+	if s.Member.Leaves {
+		suffix = " (after the member left)"
+	}
+	if diffs := bothBound(ctx, s, "*"+suffix, kf, fleet, placements); diffs != nil {
+		return diffs, nil
+	}
+	if s.Member.Leaves {
+		if err := removeMember(ctx, s.Member, kf, fleet); err != nil {
+			return nil, err
+		}
+	} else {
+		version, err := silenceMember(ctx, s.Member, agent, kf, fleet)
+		if err != nil {
+			return nil, err
+		}
+		if err := hubCache.caughtUp(ctx, map[string]string{s.Member.Name: version}); err != nil {
+			return nil, err
+		}
+	}
+	if quiet < changeQuiet {
+		quiet = changeQuiet
+	}
+	return settleAndCompare(ctx, s, kf, fleet, placements, list, quiet, verbose, suffix, &tally.members)
 }
 
 // afterTheChange names the placements compared after a scenario's change.
@@ -294,7 +376,7 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 	// Scaling in drops Scheduled bindings before Bound ones, and each
 	// side binds in its own time: the change starts from bindings bound on
 	// both, and scaling waits for the bindings the cluster change made.
-	if diffs := bothBound(ctx, s, kf, fleet, placements); diffs != nil {
+	if diffs := bothBound(ctx, s, afterTheChange, kf, fleet, placements); diffs != nil {
 		return diffs, nil
 	}
 	written := map[string]string{}
@@ -329,14 +411,14 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 		if diffs := settleFailures(s, afterTheChange, errs); diffs != nil {
 			return diffs, nil
 		}
-		if diffs := bothBound(ctx, s, kf, fleet, placements); diffs != nil {
+		if diffs := bothBound(ctx, s, afterTheChange, kf, fleet, placements); diffs != nil {
 			return diffs, nil
 		}
 	}
 	err = applyBoth(kf, fleet, func(sd *side) error {
 		for _, p := range placements {
 			if n, ok := s.Change.Scale[name(p)]; ok {
-				if err := sd.scale(ctx, name(p), n); err != nil {
+				if err := sd.scale(ctx, p, n); err != nil {
 					return err
 				}
 			}
@@ -346,6 +428,52 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 	if err != nil {
 		return nil, err
 	}
+	return settleAndCompare(ctx, s, kf, fleet, placements, list, quiet, verbose, " (after the change)", &tally.changed)
+}
+
+// afterTheEdit names the placements compared after a scenario's policy
+// edits.
+const afterTheEdit = "* (after the policy edit)"
+
+// runEdit gives some placements new policies once the change settled and
+// their bindings are bound on both sides, and compares them all again;
+// their differences name the placement "(after the policy edit)".
+func runEdit(ctx context.Context, s *scenario, kf, fleet *side, placements []obj, list []writtenDown, quiet time.Duration, verbose bool) ([]difference, error) {
+	if diffs := bothBound(ctx, s, afterTheEdit, kf, fleet, placements); diffs != nil {
+		return diffs, nil
+	}
+	// An edit one side refuses is a difference.
+	var refused [2]map[string]string
+	_ = applyBoth(kf, fleet, func(sd *side) error {
+		i := sideIndex(sd, kf)
+		refused[i] = map[string]string{}
+		for _, p := range placements {
+			if policy, ok := s.Edit[name(p)]; ok {
+				if err := sd.setPolicy(ctx, p, policy); err != nil {
+					refused[i][name(p)] = err.Error()
+				}
+			}
+		}
+		return nil
+	})
+	var diffs []difference
+	for _, p := range placements {
+		if a, b := refused[0][name(p)], refused[1][name(p)]; a != "" || b != "" {
+			diffs = append(diffs, matched(difference{Scenario: s.Index, Placement: name(p), Field: "edited",
+				KubeFleet: orText(a, "edited"), Fleet: orText(b, "edited")}, subject{placement: p}, list))
+		}
+	}
+	if diffs != nil {
+		return diffs, nil
+	}
+	s.edited = true
+	return settleAndCompare(ctx, s, kf, fleet, placements, list, quiet, verbose, " (after the policy edit)", &tally.edited)
+}
+
+// settleAndCompare waits until the placements settled on both sides and
+// compares them, naming each difference's placement with `suffix` and
+// counting the placements compared in `counter`.
+func settleAndCompare(ctx context.Context, s *scenario, kf, fleet *side, placements []obj, list []writtenDown, quiet time.Duration, verbose bool, suffix string, counter *int) ([]difference, error) {
 	var seen [2]map[string]*observation
 	var errs [2]error
 	_ = applyBoth(kf, fleet, func(sd *side) error {
@@ -353,22 +481,36 @@ func runChange(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 		seen[i], errs[i] = settle(ctx, sd, placements, quiet)
 		return nil
 	})
-	diffs := settleFailures(s, afterTheChange, errs)
+	diffs := settleFailures(s, "*"+suffix, errs)
 	for _, p := range placements {
 		a, b := seen[0][name(p)], seen[1][name(p)]
 		if a == nil || b == nil {
 			continue
 		}
 		if verbose {
-			fmt.Println(jsonIndent(map[string]interface{}{"placement": name(p) + " (after the change)", "kubefleet": a, "fleet": b}))
+			fmt.Println(jsonIndent(map[string]interface{}{"placement": name(p) + suffix, "kubefleet": a, "fleet": b}))
 		}
-		tally.changed++
-		for _, d := range compare(s.Index, p, a, b, list) {
-			d.Placement += " (after the change)"
+		*counter++
+		var edit obj
+		if s.edited {
+			edit = s.Edit[name(p)]
+		}
+		for _, d := range compare(s.Index, p, edit, a, b, list) {
+			d.Placement += suffix
 			diffs = append(diffs, d)
 		}
 	}
 	return diffs, nil
+}
+
+// settleFailed says whether differences include a side that did not settle.
+func settleFailed(diffs []difference) bool {
+	for _, d := range diffs {
+		if d.Field == "settled" {
+			return true
+		}
+	}
+	return false
 }
 
 // settleFailures turns each side's failure to settle into a difference
@@ -391,12 +533,12 @@ func settleFailures(s *scenario, placements string, errs [2]error) []difference 
 
 // bothBound waits until every binding of the placements is Bound (or being
 // removed) on both sides; a side that does not get there is a difference.
-func bothBound(ctx context.Context, s *scenario, kf, fleet *side, placements []obj) []difference {
+func bothBound(ctx context.Context, s *scenario, phase string, kf, fleet *side, placements []obj) []difference {
 	var errs [2]error
 	_ = applyBoth(kf, fleet, func(sd *side) error {
 		errs[sideIndex(sd, kf)] = poll(ctx, settleTimeout, sd.name+": every binding Bound", func() (bool, string, error) {
 			for _, p := range placements {
-				bindings, err := sd.list(ctx, gvrBinding, "", parentLabel+"="+name(p))
+				bindings, err := sd.list(ctx, kindOf(p).binding, kindOf(p).namespace, parentLabel+"="+name(p))
 				if err != nil {
 					return false, "", err
 				}
@@ -410,7 +552,7 @@ func bothBound(ctx context.Context, s *scenario, kf, fleet *side, placements []o
 		})
 		return nil
 	})
-	return settleFailures(s, afterTheChange, errs)
+	return settleFailures(s, phase, errs)
 }
 
 // sideIndex is 0 for KubeFleet's side, 1 for Fleet's.

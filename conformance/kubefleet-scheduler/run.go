@@ -9,14 +9,12 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // settleTimeout bounds how long one scenario's placements may take to settle.
 const settleTimeout = 60 * time.Second
-
-// scheduledType is the placement's scheduling condition.
-const scheduledType = "ClusterResourcePlacementScheduled"
 
 // cond is a status condition as compared (no transition time).
 type cond struct {
@@ -88,6 +86,10 @@ func setUp(ctx context.Context, s *scenario, sd *side) (map[string]string, error
 	if err := sd.ensureNamespace(ctx, s.Namespace); err != nil {
 		return nil, err
 	}
+	cm := obj{"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj{"name": configMap, "namespace": s.Namespace}, "data": obj{"k": "v"}}
+	if err := sd.create(ctx, gvrConfigMap, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
 	versions := map[string]string{}
 	for _, c := range pool {
 		setup := s.Clusters[c.Name]
@@ -104,7 +106,7 @@ func setUp(ctx context.Context, s *scenario, sd *side) (map[string]string, error
 // the placements and their bindings are gone.
 func tearDown(ctx context.Context, s *scenario, sd *side) error {
 	for _, p := range s.Placements {
-		if err := sd.remove(ctx, gvrPlacement, "", name(p)); err != nil {
+		if err := sd.remove(ctx, kindOf(p).placement, kindOf(p).namespace, name(p)); err != nil {
 			return err
 		}
 	}
@@ -113,11 +115,12 @@ func tearDown(ctx context.Context, s *scenario, sd *side) error {
 	}
 	return poll(ctx, settleTimeout, sd.name+": the placements of scenario "+fmt.Sprint(s.Index)+" gone", func() (bool, string, error) {
 		for _, p := range s.Placements {
-			u, err := sd.get(ctx, gvrPlacement, "", name(p))
+			k := kindOf(p)
+			u, err := sd.get(ctx, k.placement, k.namespace, name(p))
 			if err != nil || u != nil {
 				return false, name(p) + " left", err
 			}
-			bindings, err := sd.list(ctx, gvrBinding, "", parentLabel+"="+name(p))
+			bindings, err := sd.list(ctx, k.binding, k.namespace, parentLabel+"="+name(p))
 			if err != nil || len(bindings) > 0 {
 				return false, fmt.Sprintf("%d bindings of %s left", len(bindings), name(p)), err
 			}
@@ -153,8 +156,9 @@ func readDecision(m map[string]interface{}) decision {
 
 // observe reads one placement on one side: its status, latest policy
 // snapshot and bindings.
-func observe(ctx context.Context, sd *side, placement string) (*observation, error) {
-	u, err := sd.get(ctx, gvrPlacement, "", placement)
+func observe(ctx context.Context, sd *side, p obj) (*observation, error) {
+	k, placement := kindOf(p), name(p)
+	u, err := sd.get(ctx, k.placement, k.namespace, placement)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +167,7 @@ func observe(ctx context.Context, sd *side, placement string) (*observation, err
 	}
 	o := &observation{Generation: u.GetGeneration()}
 	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	o.Scheduled = condition(conditions, scheduledType)
+	o.Scheduled = condition(conditions, k.scheduled)
 	statuses, _, _ := unstructured.NestedSlice(u.Object, "status", "placementStatuses")
 	for _, item := range statuses {
 		m, _ := item.(map[string]interface{})
@@ -176,7 +180,7 @@ func observe(ctx context.Context, sd *side, placement string) (*observation, err
 		o.Failed = append(o.Failed, failed{Cluster: cluster, Reason: c.Reason, Message: c.Message})
 	}
 	sort.Slice(o.Failed, func(i, j int) bool { return o.Failed[i].Message < o.Failed[j].Message })
-	snapshots, err := sd.list(ctx, gvrSnapshot, "", parentLabel+"="+placement+","+latestLabel+"=true")
+	snapshots, err := sd.list(ctx, k.snapshot, k.namespace, parentLabel+"="+placement+","+latestLabel+"=true")
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +198,7 @@ func observe(ctx context.Context, sd *side, placement string) (*observation, err
 		}
 		sort.Slice(o.Decisions, func(i, j int) bool { return o.Decisions[i].Cluster < o.Decisions[j].Cluster })
 	}
-	bindings, err := sd.list(ctx, gvrBinding, "", parentLabel+"="+placement)
+	bindings, err := sd.list(ctx, k.binding, k.namespace, parentLabel+"="+placement)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +269,7 @@ func settle(ctx context.Context, sd *side, placements []obj, quiet time.Duration
 		all := true
 		var prints []string
 		for _, p := range placements {
-			o, err := observe(ctx, sd, name(p))
+			o, err := observe(ctx, sd, p)
 			if err != nil {
 				return nil, err
 			}

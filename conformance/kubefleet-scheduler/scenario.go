@@ -17,14 +17,49 @@ type clusterSetup struct {
 
 // scenario is one random but valid KubeFleet situation: the pool
 // clusters' labels and taints, a namespace to place, and 1-3
-// ClusterResourcePlacements of it, created together; then, once they
-// settled, a change to some clusters and placements.
+// ClusterResourcePlacements of it or ResourcePlacements in it, created
+// together; then, once they settled, a change to some clusters and
+// placements.
 type scenario struct {
 	Index      int
 	Namespace  string
 	Clusters   map[string]clusterSetup
 	Placements []obj
 	Change     change
+	// Edit is the policy each edited placement gets once the change
+	// settled, by name (in about a third of the scenarios).
+	Edit map[string]obj
+	// edited is set once the edits were made on both sides.
+	edited bool
+	// Member is a cluster beyond the pool that joins before the
+	// placements are made and, once they settled, leaves or stops
+	// heartbeating (in about one scenario in six).
+	Member *member
+}
+
+// member is a scenario's own cluster: an agent on an embedded cluster of
+// a pool cluster's size, joining with labels and taints, and then either
+// leaving (its MemberCluster deleted) or going silent (its agent stopped,
+// then relabelled, which makes both schedulers look again).
+type member struct {
+	Name  string
+	Like  string // the pool cluster whose size it has
+	Setup clusterSetup
+	// Leaves: deleted; otherwise silent, with new labels.
+	Leaves  bool
+	Relabel map[string]string
+}
+
+// drawMember draws a scenario's own cluster, or none.
+func drawMember(r *rand.Rand, seed int64, index int) *member {
+	if r.Intn(6) != 0 {
+		return nil
+	}
+	m := &member{Name: fmt.Sprintf("m%d-%d", seed, index), Like: pick(r, pool).Name, Setup: drawCluster(r), Leaves: r.Intn(2) == 0}
+	if !m.Leaves {
+		m.Relabel = drawCluster(r).Labels
+	}
+	return m
 }
 
 // The label vocabulary of the generated clusters and selectors.
@@ -58,7 +93,34 @@ func (g *generator) scenario(index int) *scenario {
 	// Drawn last, so a scenario's first phase is what it was before
 	// changes were drawn.
 	s.Change = drawChange(r, s.Placements)
+	// Drawn after the change, so the change is what it was before edits
+	// were drawn.
+	s.Edit = g.drawEdit(r, s.Placements, s.Change.Scale)
+	// Drawn last, for the same reason.
+	s.Member = drawMember(r, g.seed, index)
+	// And last again: some placements are ResourcePlacements.
+	for i, p := range s.Placements {
+		if r.Intn(3) == 0 {
+			s.Placements[i] = resourcePlacement(p, s.Namespace)
+		}
+	}
 	return s
+}
+
+// configMap is the object a scenario's ResourcePlacements select, in its
+// namespace.
+const configMap = "kf-oracle"
+
+// resourcePlacement turns a ClusterResourcePlacement into a
+// ResourcePlacement in the namespace, with the same policy, selecting
+// the namespace's ConfigMap.
+func resourcePlacement(p obj, namespace string) obj {
+	rp := deepCopy(p)
+	rp["kind"] = "ResourcePlacement"
+	rp["metadata"] = obj{"name": name(p), "namespace": namespace}
+	spec, _ := rp["spec"].(obj)
+	spec["resourceSelectors"] = []interface{}{obj{"group": "", "version": "v1", "kind": "ConfigMap", "name": configMap}}
+	return rp
 }
 
 // drawCluster draws one pool cluster's labels and taints.
@@ -116,14 +178,36 @@ func drawChange(r *rand.Rand, placements []obj) change {
 // accepts): PickAll with required affinity and tolerations, PickFixed with
 // names only, PickN with all of affinity, spread and tolerations.
 func (g *generator) placement(r *rand.Rand, name, namespace string) obj {
+	policy := g.policy(r, r.Intn(20))
+	spec := obj{"resourceSelectors": []interface{}{obj{"group": "", "version": "v1", "kind": "Namespace", "name": namespace}}}
+	if policy != nil {
+		spec["policy"] = policy
+	}
+	return obj{
+		"apiVersion": placementGroup + "/v1beta1", "kind": "ClusterResourcePlacement",
+		"metadata": obj{"name": name}, "spec": spec,
+	}
+}
+
+// The policy kinds, as policy draws them from 0..19.
+const (
+	kindNone     = 0
+	kindPickAll  = 1
+	kindPickFix  = 6
+	kindPickN    = 9
+	policyKinds  = 20
+	pickAllKinds = kindPickFix - kindPickAll
+)
+
+// policy draws a policy of a kind (0..19: none, PickAll, PickFixed, PickN).
+func (g *generator) policy(r *rand.Rand, kind int) obj {
 	policy := obj{}
-	kind := r.Intn(20)
 	switch {
-	case kind < 1:
+	case kind < kindPickAll:
 		policy = nil
-	case kind < 6:
+	case kind < kindPickFix:
 		policy["placementType"] = "PickAll"
-	case kind < 9:
+	case kind < kindPickN:
 		policy["placementType"] = "PickFixed"
 		chosen := map[string]bool{}
 		var names []interface{}
@@ -216,7 +300,7 @@ func (g *generator) placement(r *rand.Rand, name, namespace string) obj {
 				if r.Intn(3) == 0 {
 					t["effect"] = "NoSchedule"
 				}
-				key := fmt.Sprint(t)
+				key := tolerationKey(t)
 				if !seen[key] {
 					seen[key] = true
 					tolerations = append(tolerations, t)
@@ -225,14 +309,7 @@ func (g *generator) placement(r *rand.Rand, name, namespace string) obj {
 			policy["tolerations"] = tolerations
 		}
 	}
-	spec := obj{"resourceSelectors": []interface{}{obj{"group": "", "version": "v1", "kind": "Namespace", "name": namespace}}}
-	if policy != nil {
-		spec["policy"] = policy
-	}
-	return obj{
-		"apiVersion": placementGroup + "/v1beta1", "kind": "ClusterResourcePlacement",
-		"metadata": obj{"name": name}, "spec": spec,
-	}
+	return policy
 }
 
 // propertyExpressions draws 1-2 requirements over the pool's property
@@ -299,4 +376,90 @@ func poolNames() []string {
 
 func pick[T any](r *rand.Rand, from []T) T {
 	return from[r.Intn(len(from))]
+}
+
+// drawEdit draws, for about a third of the scenarios, new policies for some of
+// their placements (at least one), each valid as an update under
+// KubeFleet's validation: the placement type stays (no policy becomes a
+// PickAll one), tolerations are only added, and a policy is never
+// removed. A PickAll gets new required terms, a PickFixed new names, a
+// PickN any of new required and preferred terms, spread constraints and
+// numberOfClusters; `scale` is the numberOfClusters the change set.
+func (g *generator) drawEdit(r *rand.Rand, placements []obj, scale map[string]int64) map[string]obj {
+	edits := map[string]obj{}
+	if r.Intn(3) != 0 {
+		return edits
+	}
+	for i, p := range placements {
+		if r.Intn(10) >= 6 && (len(edits) > 0 || i < len(placements)-1) {
+			continue
+		}
+		spec, _ := p["spec"].(obj)
+		old, _ := deepCopyValue(spec["policy"]).(obj)
+		if n, ok := scale[name(p)]; ok {
+			old["numberOfClusters"] = n
+		}
+		kind := kindPickAll + r.Intn(pickAllKinds)
+		switch {
+		case old == nil:
+		case old["placementType"] == "PickFixed":
+			kind = kindPickFix + r.Intn(kindPickN-kindPickFix)
+		case old["placementType"] == "PickN":
+			kind = kindPickN + r.Intn(policyKinds-kindPickN)
+		}
+		drawn := g.policy(r, kind)
+		edited := drawn
+		if old != nil && old["placementType"] == "PickN" {
+			// Some of the PickN's fields are new, at least one.
+			edited = deepCopy(old)
+			changed := false
+			for _, field := range []string{"numberOfClusters", "affinity", "topologySpreadConstraints"} {
+				if r.Intn(2) == 0 {
+					continue
+				}
+				changed = true
+				if v, ok := drawn[field]; ok {
+					edited[field] = v
+				} else {
+					delete(edited, field)
+				}
+			}
+			if !changed {
+				edited["affinity"] = drawn["affinity"]
+				if drawn["affinity"] == nil {
+					delete(edited, "affinity")
+				}
+			}
+		}
+		if old != nil {
+			// Tolerations may only be added.
+			var tolerations []interface{}
+			seen := map[string]bool{}
+			for _, list := range []interface{}{old["tolerations"], drawn["tolerations"]} {
+				items, _ := list.([]interface{})
+				for _, t := range items {
+					if key := tolerationKey(t); !seen[key] {
+						seen[key] = true
+						tolerations = append(tolerations, t)
+					}
+				}
+			}
+			delete(edited, "tolerations")
+			if len(tolerations) > 0 {
+				edited["tolerations"] = tolerations
+			}
+		}
+		edits[name(p)] = edited
+	}
+	return edits
+}
+
+// tolerationKey tells tolerations apart as stored (the operator defaults
+// to Equal).
+func tolerationKey(t interface{}) string {
+	m, _ := deepCopyValue(t).(obj)
+	if m["operator"] == nil {
+		m["operator"] = "Equal"
+	}
+	return fmt.Sprint(m)
 }

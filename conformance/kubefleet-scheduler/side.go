@@ -17,10 +17,30 @@ import (
 var (
 	gvrNamespace = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	gvrMember    = schema.GroupVersionResource{Group: clusterGroup, Version: "v1beta1", Resource: "memberclusters"}
-	gvrPlacement = schema.GroupVersionResource{Group: placementGroup, Version: "v1beta1", Resource: "clusterresourceplacements"}
-	gvrSnapshot  = schema.GroupVersionResource{Group: placementGroup, Version: "v1beta1", Resource: "clusterschedulingpolicysnapshots"}
-	gvrBinding   = schema.GroupVersionResource{Group: placementGroup, Version: "v1beta1", Resource: "clusterresourcebindings"}
+	gvrConfigMap = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
+
+// placementKind is where a placement, its policy snapshots and bindings
+// live, by the placement's kind: a ClusterResourcePlacement's are
+// cluster-scoped, a ResourcePlacement's in its namespace.
+type placementKind struct {
+	placement, snapshot, binding schema.GroupVersionResource
+	namespace                    string
+	// scheduled is the placement's scheduling condition.
+	scheduled string
+}
+
+func kindOf(p obj) placementKind {
+	gvr := func(resource string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: placementGroup, Version: "v1beta1", Resource: resource}
+	}
+	if p["kind"] == "ResourcePlacement" {
+		m, _ := p["metadata"].(obj)
+		namespace, _ := m["namespace"].(string)
+		return placementKind{gvr("resourceplacements"), gvr("schedulingpolicysnapshots"), gvr("resourcebindings"), namespace, "ResourcePlacementScheduled"}
+	}
+	return placementKind{gvr("clusterresourceplacements"), gvr("clusterschedulingpolicysnapshots"), gvr("clusterresourcebindings"), "", "ClusterResourcePlacementScheduled"}
+}
 
 const (
 	clusterGroup   = "cluster.kubernetes-fleet.io"
@@ -70,11 +90,20 @@ func (s *side) create(ctx context.Context, gvr schema.GroupVersionResource, obje
 	if !hasStatus {
 		return nil
 	}
-	created.Object["status"] = status
-	if _, err := s.resource(gvr, u.GetNamespace()).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("%s: status of %s %s: %w", s.name, gvr.Resource, u.GetName(), err)
+	// Retried on conflicts: a controller may write the object meanwhile.
+	for attempt := 0; ; attempt++ {
+		created.Object["status"] = status
+		_, err := s.resource(gvr, u.GetNamespace()).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt > 20 {
+			return fmt.Errorf("%s: status of %s %s: %w", s.name, gvr.Resource, u.GetName(), err)
+		}
+		if created, err = s.resource(gvr, u.GetNamespace()).Get(ctx, u.GetName(), metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("%s: get %s %s: %w", s.name, gvr.Resource, u.GetName(), err)
+		}
 	}
-	return nil
 }
 
 // ensureNamespace creates a namespace unless it exists.
@@ -160,19 +189,35 @@ func (s *side) setMember(ctx context.Context, name string, labels map[string]str
 }
 
 // scale sets a placement's policy.numberOfClusters (retrying on conflicts).
-func (s *side) scale(ctx context.Context, name string, clusters int64) error {
+func (s *side) scale(ctx context.Context, p obj, clusters int64) error {
+	return s.updatePlacement(ctx, p, func(u *unstructured.Unstructured) error {
+		return unstructured.SetNestedField(u.Object, clusters, "spec", "policy", "numberOfClusters")
+	})
+}
+
+// setPolicy replaces a placement's policy (retrying on conflicts).
+func (s *side) setPolicy(ctx context.Context, p obj, policy obj) error {
+	return s.updatePlacement(ctx, p, func(u *unstructured.Unstructured) error {
+		return unstructured.SetNestedField(u.Object, deepCopy(policy), "spec", "policy")
+	})
+}
+
+// updatePlacement changes a placement with `change` and writes it back,
+// retrying on conflicts.
+func (s *side) updatePlacement(ctx context.Context, p obj, change func(*unstructured.Unstructured) error) error {
+	k, name := kindOf(p), name(p)
 	for attempt := 0; ; attempt++ {
-		u, err := s.get(ctx, gvrPlacement, "", name)
+		u, err := s.get(ctx, k.placement, k.namespace, name)
 		if err != nil {
 			return err
 		}
 		if u == nil {
 			return fmt.Errorf("%s: placement %s does not exist", s.name, name)
 		}
-		if err := unstructured.SetNestedField(u.Object, clusters, "spec", "policy", "numberOfClusters"); err != nil {
+		if err := change(u); err != nil {
 			return fmt.Errorf("%s: placement %s: %w", s.name, name, err)
 		}
-		_, err = s.resource(gvrPlacement, "").Update(ctx, u, metav1.UpdateOptions{})
+		_, err = s.resource(k.placement, k.namespace).Update(ctx, u, metav1.UpdateOptions{})
 		if err == nil {
 			return nil
 		}

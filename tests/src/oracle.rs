@@ -7,7 +7,7 @@
 //! member clusters with `--pool`, and ends with the line
 //! `<name>: S scenarios, D differences, W written down`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -153,6 +153,10 @@ impl Oracle {
             .arg("--written-down")
             .arg(self.source().join("written-down.json"))
             .args(["--seed", &seed.to_string(), "--scenarios", &scenarios.to_string()])
+            // For an oracle that runs fleetctl and fleet-agent itself.
+            .env("FLEET_BIN", crate::hub::binary("fleet-agent").parent().unwrap_or(Path::new(".")))
+            .env("FLEET_ENDPOINTS", sides.fleet.hub.endpoints())
+            .env("FLEET_TLS_DIR", sides.fleet.hub.pki_dir())
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("run {}: {e}", self.name));

@@ -4,9 +4,11 @@
 //! KubeFleet's CRDs and simulated members, Fleet is a real trio with one
 //! agent per pool cluster, and the oracle program of
 //! `conformance/kubefleet-scheduler/` applies a fixed seed's random
-//! placement scenarios to both and compares the policy snapshots' cluster
-//! decisions, the bindings, the Scheduled condition and the ScheduleFailed
-//! entries. Every difference not on the written-down list
+//! placement scenarios (ClusterResourcePlacements and ResourcePlacements)
+//! to both and compares the policy snapshots' cluster decisions, the
+//! bindings, the Scheduled condition and the ScheduleFailed entries, also
+//! after clusters change, placements get new policies and clusters leave
+//! or go silent. Every difference not on the written-down list
 //! (`conformance/kubefleet-scheduler/written-down.json`, each with its
 //! reason) fails the test, printed.
 
@@ -42,8 +44,17 @@ async fn fleet_schedules_as_kubefleets_own_scheduler() {
             if placements >= SCENARIOS && selecting * 2 > placements && unfulfilled > 0 && spread > 0),
         "{numbers:?}"
     );
+    // Some were ResourcePlacements.
+    let namespaced = KUBEFLEET.numbers(&stdout, "of which ResourcePlacements:");
+    assert!(matches!(namespaced[..], [n] if n * 6 > numbers[0]), "{namespaced:?}");
     // And compared again after their clusters changed or they scaled.
     let again = KUBEFLEET.numbers(&stdout, "after changes:");
     assert!(matches!(again[..], [n] if n * 2 > numbers[0]), "{again:?}");
+    // And again after some got new policies.
+    let edited = KUBEFLEET.numbers(&stdout, "after policy edits:");
+    assert!(matches!(edited[..], [n] if n * 8 > numbers[0]), "{edited:?}");
+    // And again after a scenario's own member left or went silent.
+    let members = KUBEFLEET.numbers(&stdout, "after a member left or went silent:");
+    assert!(matches!(members[..], [n] if n * 12 > numbers[0]), "{members:?}");
     eprintln!("{written} written-down differences; the test took {:.1?}", started.elapsed());
 }

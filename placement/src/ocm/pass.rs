@@ -114,7 +114,8 @@ pub fn schedule(request: &OcmRequest) -> OcmOutcome {
     // Pick.
     let asked = spec.number_of_clusters.map(|n| usize::try_from(n).unwrap_or(0));
     let want = asked.unwrap_or(candidates.len());
-    let picked = pick_best(&mut fw, &table, &[], &candidates, |pos| totals[pos], NameTies::SmallerFirst, want);
+    let picked =
+        pick_best(&mut fw, &table, &[], &candidates, |pos| totals[pos], |_| false, NameTies::SmallerFirst, want);
     let (candidate_list, mut chosen) =
         describe_candidates(&table, &candidates, &per_prioritizer, &totals, picked, want);
     chosen.sort_unstable();

@@ -42,6 +42,15 @@ impl<'r> BindingIndex<'r> {
         (b.is_active() && b.policy_snapshot == self.current && !info.leaving).then_some(b)
     }
 
+    /// Whether the placement is on the cluster under an older policy
+    /// snapshot: its binding is active but not current, and the cluster is
+    /// not leaving (KubeFleet's obsolete binding).
+    pub(crate) fn obsolete(&self, cluster: usize, info: &ClusterInfo) -> bool {
+        let Some(i) = self.primary.get(cluster).copied().flatten() else { return false };
+        let b = &self.bindings[i];
+        b.is_active() && b.policy_snapshot != self.current && !info.leaving
+    }
+
     /// The changes that make the bindings match `chosen` (cluster index and
     /// decision, in name order): creates and updates in cluster order, then
     /// unschedules in binding name order.

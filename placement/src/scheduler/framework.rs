@@ -1,8 +1,9 @@
 //! The scheduling framework: the stages every pass goes through and the
 //! small traits a plugin implements to take part in one of them.
 //!
-//! Stages, in order: **eligibility** (the first filter) → **filters**
-//! (pick-independent: required affinity, taints) → **scores**
+//! Stages, in order: **filters** (pick-independent: required affinity,
+//! eligibility, taints; in KubeFleet's order, as the first rejection is
+//! the reason shown) → **scores**
 //! (pick-independent: preferred affinity) → **sort** → **pick**, where
 //! pick-dependent plugins (topology spread) re-judge the candidates after each
 //! cluster is picked. Adding a concern means adding one plugin to
@@ -82,16 +83,18 @@ pub struct Framework<'a> {
 
 impl<'a> Framework<'a> {
     /// The plugins a (defaulted) policy calls for: PickFixed checks
-    /// eligibility only; PickAll adds required affinity, namespace affinity
-    /// (for a ResourcePlacement in `namespace`) and taints; PickN adds
-    /// preferred affinity scores and topology spread.
+    /// eligibility only; PickAll checks required affinity, then
+    /// eligibility (KubeFleet's filter order: a cluster failing both is
+    /// reported as not matching), namespace affinity (for a
+    /// ResourcePlacement in `namespace`) and taints; PickN adds preferred
+    /// affinity scores and topology spread.
     pub fn for_policy(policy: &'a PlacementPolicy, namespace: Option<&'a str>) -> Framework<'a> {
-        let mut fw = Framework::default().with_filter(Eligibility);
+        let mut fw = Framework::default();
         match policy.placement_type() {
-            PICK_FIXED => fw,
+            PICK_FIXED => fw.with_filter(Eligibility),
             placement_type => {
                 let required = RequiredAffinity::new(policy, fw.vocabulary_mut());
-                fw = fw.with_filter(required);
+                fw = fw.with_filter(required).with_filter(Eligibility);
                 if let Some(namespace) = namespace {
                     fw = fw.with_filter(NamespaceAffinity::new(namespace));
                 }

@@ -168,12 +168,21 @@ fn pick_n(fw: &mut Framework, request: &SchedulingRequest, table: &ClusterTable,
         }
     }
 
-    // Scores, sort, pick.
+    // Scores, sort, pick. On equal topology spread and affinity scores, a
+    // cluster the placement is on under an older policy snapshot goes
+    // first (KubeFleet's same-placement affinity), then the larger name.
     let scores = fw.score(table, &candidates);
+    let obsolete: Vec<bool> = candidates.iter().map(|&i| index.obsolete(i, clusters[i])).collect();
     let kept_indices: Vec<usize> = kept.iter().map(|k| k.0).collect();
     let need = n.saturating_sub(kept.len());
     let affinity = |pos: usize| scores[pos].affinity_score;
-    let result = pick_best(fw, table, &kept_indices, &candidates, affinity, NameTies::LargerFirst, need);
+    let older = |pos: usize| obsolete[pos];
+    let result = pick_best(fw, table, &kept_indices, &candidates, affinity, older, NameTies::LargerFirst, need);
+    // The not chosen are reported as the last cycle ranked them: with
+    // spread constraints KubeFleet picks one cluster per cycle, and only
+    // its first still ranks by the older bindings.
+    let last_cycle_first = !fw.has_pickers() || result.picked.is_empty() || (result.picked.len() == 1 && need == 1);
+    let rank = |pos: usize| (scores[pos].affinity_score, last_cycle_first && obsolete[pos]);
 
     for &(pos, spread) in &result.picked {
         let score = ClusterScore { topology_spread_score: spread, ..scores[pos] };
@@ -183,8 +192,7 @@ fn pick_n(fw: &mut Framework, request: &SchedulingRequest, table: &ClusterTable,
 
     // Only the best few not picked are reported: select them in O(n), then sort those.
     let mut rest = result.allowed;
-    let best_first =
-        |&(pos, spread): &(usize, i64)| (Reverse(spread), Reverse(scores[pos].affinity_score), Reverse(pos));
+    let best_first = |&(pos, spread): &(usize, i64)| (Reverse(spread), Reverse(rank(pos)), Reverse(pos));
     if rest.len() > MAX_NOT_CHOSEN_REPORTED {
         rest.select_nth_unstable_by_key(MAX_NOT_CHOSEN_REPORTED - 1, best_first);
         rest.truncate(MAX_NOT_CHOSEN_REPORTED);

@@ -52,22 +52,34 @@ pub(crate) struct PickResult {
 }
 
 /// Picks up to `need` candidates: best topology spread score, then
-/// `score(pos)`, then the name as `ties` says (candidates are in name
-/// order, so a position stands for the name). With pick-dependent plugins
-/// the candidates are grouped by class key, each group kept in (score,
-/// name) order, and every step judges one head per group.
+/// `score(pos)`, then `preferred(pos)` before not, then the name as `ties`
+/// says (candidates are in name order, so a position stands for the
+/// name). With pick-dependent plugins the candidates are grouped by class
+/// key, each group kept in (score, name) order, and every step judges one
+/// head per group; `preferred` then counts for the first pick only, as
+/// KubeFleet picks one cluster per cycle then and its first cycle drops the
+/// older bindings its preference stands for.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn pick_best(
     fw: &mut Framework,
     table: &ClusterTable,
     kept: &[usize],
     candidates: &[usize],
     score: impl Fn(usize) -> i64,
+    preferred: impl Fn(usize) -> bool,
     ties: NameTies,
     need: usize,
 ) -> PickResult {
     // Best first: the score, then the name; both fit one packed key.
     let key = |pos: usize| rank_key(score(pos), ties.tie(pos));
-    let mut order: Vec<u64> = (0..candidates.len()).map(key).collect();
+    let mut order: Vec<u64> = if fw.has_pickers() {
+        (0..candidates.len()).map(key).collect()
+    } else {
+        // The preference ranks between the score and the name: the score
+        // doubled, plus one for a preferred candidate.
+        let doubled = |pos: usize| score(pos).saturating_mul(2) + i64::from(preferred(pos));
+        (0..candidates.len()).map(|pos| rank_key(doubled(pos), ties.tie(pos))).collect()
+    };
     let by_rank = |a: &u64, b: &u64| b.cmp(a);
 
     if !fw.has_pickers() {
@@ -114,17 +126,30 @@ pub(crate) fn pick_best(
     let mut picked = Vec::with_capacity(need.min(order.len()));
     let mut leftovers = None;
     while picked.len() < need {
-        let mut best: Option<((i64, u64), usize)> = None;
+        let first = picked.is_empty();
+        let mut best: Option<(StepRank, usize, usize)> = None;
         for (g, members) in groups.iter().enumerate() {
-            let Some(&pos) = members.get(heads[g]) else { continue };
-            let Some(spread) = fw.evaluate(candidates[pos]) else { continue };
-            let rank = (spread, ranks[pos]);
-            if best.is_none_or(|(b, _)| rank > b) {
-                best = Some((rank, g));
+            let Some(&head) = members.get(heads[g]) else { continue };
+            let Some(spread) = fw.evaluate(candidates[head]) else { continue };
+            // A group's members get the same verdict; for the first pick a
+            // preferred one of equal score ranks above the head.
+            let mut at = heads[g];
+            if first {
+                let head_score = score(head);
+                let found =
+                    members[at..].iter().take_while(|&&pos| score(pos) == head_score).position(|&pos| preferred(pos));
+                at += found.unwrap_or(0);
+            }
+            let pos = members[at];
+            let rank = (spread, score(pos), first && preferred(pos), ranks[pos]);
+            if best.is_none_or(|(b, _, _)| rank > b) {
+                best = Some((rank, g, at));
             }
         }
-        let Some(((spread, _), g)) = best else { break };
-        let pos = groups[g][heads[g]];
+        let Some(((spread, ..), g, at)) = best else { break };
+        // The group stays in rank order without the one picked.
+        let pos = groups[g].remove(at);
+        groups[g].insert(heads[g], pos);
         picked.push((pos, spread));
         heads[g] += 1;
         if picked.len() == need {
@@ -137,6 +162,10 @@ pub(crate) fn pick_best(
     let (allowed, rejected) = leftovers.unwrap_or_else(|| judge_rest(fw, candidates, &groups, &heads));
     PickResult { picked, allowed, rejected }
 }
+
+/// How a candidate ranks in one pick: spread score, score, preferred, then
+/// its rank key (the score and the name).
+type StepRank = (i64, i64, bool, u64);
 
 /// Not-picked candidates: (allowed with their spread score, rejected with why).
 type Leftovers = (Vec<(usize, i64)>, Vec<(usize, String)>);

@@ -137,6 +137,35 @@ fn pick_n_never_evicts_on_label_taint_or_health_changes() {
 }
 
 #[test]
+fn required_affinity_is_judged_before_eligibility() {
+    // KubeFleet's filter order: a cluster that fails both is reported as
+    // not matching, as KubeFleet's scheduler reports it.
+    let required = json!({"requiredDuringSchedulingIgnoredDuringExecution": {"clusterSelectorTerms": [
+        {"labelSelector": {"matchLabels": {"env": "prod"}}}]}});
+    let clusters = [
+        ineligible(cluster("a", &[("env", "dev")]), "cluster is not healthy (HeartbeatTimeout)"),
+        ineligible(cluster("b", &[("env", "prod")]), "cluster is not healthy (HeartbeatTimeout)"),
+        cluster("c", &[("env", "prod")]),
+    ];
+    for placement_type in ["PickAll", "PickN"] {
+        let p = policy(json!({"placementType": placement_type, "numberOfClusters": 2,
+            "affinity": {"clusterAffinity": required.clone()}}));
+        let out = run(&p, None, &clusters, &[]);
+        assert_eq!(names(&out.chosen), ["c"], "{placement_type}");
+        assert_eq!(
+            reason_of(&out.filtered, "a"),
+            "ClusterUnschedulable, cluster does not match with any of the required cluster affinity terms",
+            "{placement_type}"
+        );
+        assert_eq!(
+            reason_of(&out.filtered, "b"),
+            "ClusterUnschedulable, cluster is not eligible: cluster is not healthy (HeartbeatTimeout)",
+            "{placement_type}"
+        );
+    }
+}
+
+#[test]
 fn pick_n_replaces_a_leaving_cluster() {
     let clusters = [cluster("a", &[]), leaving(cluster("b", &[])), cluster("c", &[])];
     let bindings = [binding("a", STATE_BOUND, SNAP, score(0, 0)), binding("b", STATE_BOUND, SNAP, score(0, 0))];
@@ -159,22 +188,57 @@ fn pick_n_replaces_a_deleted_cluster() {
 #[test]
 fn policy_change_keeps_rechosen_bindings_with_an_update_not_a_create() {
     let clusters = fleet(&["a", "b", "c"]);
-    let bindings = [binding("c", STATE_BOUND, OLD_SNAP, score(9, 9)), binding("a", STATE_BOUND, OLD_SNAP, None)];
-    let out = run(&pick_n(2), None, &clusters, &bindings);
-    assert_eq!(names(&out.chosen), ["b", "c"], "scheduled from scratch");
+    let bindings = [binding("c", STATE_BOUND, OLD_SNAP, score(9, 9)), binding("b", STATE_BOUND, OLD_SNAP, None)];
+    let out = run(&pick_n(1), None, &clusters, &bindings);
+    assert_eq!(names(&out.chosen), ["c"], "scheduled from scratch");
     assert_eq!(
         out.actions,
         [
-            BindingAction::Create { cluster: "b".into(), decision: out.chosen[0].clone() },
             BindingAction::Update {
                 binding: "web-c".into(),
                 cluster: "c".into(),
-                decision: out.chosen[1].clone(),
+                decision: out.chosen[0].clone(),
                 revive: false
             },
-            BindingAction::Unschedule { binding: "web-a".into(), cluster: "a".into() },
+            BindingAction::Unschedule { binding: "web-b".into(), cluster: "b".into() },
         ]
     );
+}
+
+#[test]
+fn on_equal_scores_a_policy_change_prefers_the_clusters_placed_before() {
+    // KubeFleet's same-placement affinity: after spread and affinity
+    // scores, a cluster with a binding of an older policy snapshot ranks
+    // above one without, before names decide; so do the not-chosen ones.
+    let clusters = fleet(&["a", "b", "c", "d"]);
+    let bindings = [binding("a", STATE_BOUND, OLD_SNAP, score(0, 0)), binding("b", STATE_SCHEDULED, OLD_SNAP, None)];
+    let out = run(&pick_n(3), None, &clusters, &bindings);
+    assert_eq!(names(&out.chosen), ["a", "b", "d"]);
+    assert_eq!(names(&out.not_chosen), ["c"]);
+    let out = run(&pick_n(1), None, &clusters, &bindings);
+    assert_eq!(names(&out.chosen), ["b"], "b outranks a by name");
+    assert_eq!(names(&out.not_chosen), ["a", "d", "c"]);
+    // With spread constraints KubeFleet picks one cluster per cycle and
+    // its first cycle drops the older bindings: they count for the first
+    // pick only.
+    let p = policy(json!({"placementType": "PickN", "numberOfClusters": 2,
+        "topologySpreadConstraints": [{"topologyKey": "zone", "maxSkew": 1}]}));
+    let clusters = [
+        cluster("a", &[("zone", "1")]),
+        cluster("b", &[("zone", "1")]),
+        cluster("c", &[("zone", "2")]),
+        cluster("d", &[("zone", "2")]),
+    ];
+    let older = [binding("a", STATE_BOUND, OLD_SNAP, score(0, 0)), binding("c", STATE_BOUND, OLD_SNAP, score(0, 0))];
+    let out = run(&p, None, &clusters, &older);
+    assert_eq!(names(&out.chosen), ["b", "c"]);
+    // A higher affinity score still wins.
+    let p = policy(json!({"placementType": "PickN", "numberOfClusters": 1, "affinity": {"clusterAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "preference": {"labelSelector": {"matchLabels": {"env": "prod"}}}}]}}}));
+    let clusters = [cluster("a", &[]), cluster("b", &[]), cluster("c", &[("env", "prod")])];
+    let out = run(&p, None, &clusters, &bindings);
+    assert_eq!(names(&out.chosen), ["c"]);
 }
 
 #[test]
