@@ -201,8 +201,9 @@ async fn process<T: Target>(
     let processed = |result, drifts, diffs, written| Processed { result, drifts, diffs, member_generation, written };
     // `IfNotDrifted` holds back only the manifest Fleet last wrote: a new
     // one from the hub is applied over the drift (see the strategy module).
-    let manifest_changed =
-        last_applied.is_some_and(|l| serde_json::to_value(object).ok().as_ref() != Some(&l.manifest));
+    // Only asked under `IfNotDrifted`: the encoding is paid on every check.
+    let manifest_changed = strategy.if_not_drifted
+        && last_applied.is_some_and(|l| serde_json::to_value(object).ok().as_ref() != Some(&l.manifest));
     let strategy = &Strategy { if_not_drifted: strategy.if_not_drifted && !manifest_changed, ..*strategy };
     // Fields left to the member take its values, and are no drift.
     let ignored = ignore::effective(object, live.as_ref(), last_applied.map(|l| &l.manifest), ignore_fields);
