@@ -51,6 +51,33 @@ pub enum Command {
     /// What authorization costs end to end: the same write and list load as
     /// admin and as a tenant bound by RBAC, in one run, with the ratio.
     RbacCost(RbacCostArgs),
+    /// Where the time of one write goes: one write at a time through the
+    /// leader, then through a follower, with every node's per-stage
+    /// timings from /metrics.
+    Breakdown(BreakdownArgs),
+}
+
+/// Flags of `fleet-bench breakdown`.
+#[derive(Debug, Clone, Args)]
+pub struct BreakdownArgs {
+    /// Every hub node's gRPC address, `host:port[,host:port...]`.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub endpoints: Vec<String>,
+    /// Every hub node's --http-listen address, in the order of --endpoints.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub metrics: Vec<String>,
+    /// PKI dir with ca.pem, admin.pem and admin-key.pem.
+    #[arg(long, env = "FLEET_TLS_DIR")]
+    pub tls_dir: Option<PathBuf>,
+    /// Measured writes through each node.
+    #[arg(long, default_value_t = 2000)]
+    pub writes: u64,
+    /// Unmeasured writes before them.
+    #[arg(long, default_value_t = 200)]
+    pub warmup: u64,
+    /// Bytes of each ConfigMap's value.
+    #[arg(long, default_value_t = 1024)]
+    pub value_size: usize,
 }
 
 /// Flags of `fleet-bench rbac-cost`.

@@ -2,6 +2,7 @@
 //! comparison, etcd. N clients each keep one write in flight for a fixed
 //! time; the [`report`] gives throughput and latency percentiles.
 
+pub mod breakdown;
 pub mod cli;
 pub mod connect;
 pub mod error;

@@ -35,6 +35,7 @@ fn main() -> anyhow::Result<()> {
                     OutputFormat::Json => println!("{}", report.json()),
                 }
             }
+            Command::Breakdown(args) => print!("{}", fleet_bench::breakdown::run(&args).await?.text()),
             Command::RbacCost(args) => print!("{}", fleet_bench::rbac_cost::run(&args).await?.text()),
             Command::KubeCompare(args) => print!("{}", fleet_bench::kube_compare::run(&args).await?.text()),
             Command::Probe(args) => {

@@ -17,7 +17,7 @@ use fleet_proto::fleet::{
     SaveSnapshotRequest, UpdateStatusRequest, WatchEvent, WatchRequest, WriteResponse,
 };
 use fleet_raft::consensus::MembershipChange;
-use fleet_statemachine::{Op, Store};
+use fleet_statemachine::{Op, Stage, Store};
 use futures::Stream;
 use tonic::{Request, Response, Status};
 
@@ -57,6 +57,44 @@ impl FleetService {
 
     fn store(&self) -> Arc<Store> {
         self.objects.store()
+    }
+
+    /// Apply's work, timed from `started` for the write stages.
+    async fn apply_timed(
+        &self,
+        request: Request<ApplyRequest>,
+        started: std::time::Instant,
+    ) -> Result<Response<ApplyResponse>, Status> {
+        let caller = authorize(&request, "Apply", Access::Write, false)?;
+        let _seat = self.objects.seat(&caller).await?;
+        let req = request.into_inner();
+        if req.documents.is_empty() {
+            return Err(Status::invalid_argument("documents: Required value: nothing to apply"));
+        }
+        let documents: Vec<Document> = req
+            .documents
+            .into_iter()
+            .enumerate()
+            .map(|(i, bytes)| Document {
+                source: req.sources.get(i).cloned().unwrap_or_else(|| "request".to_string()),
+                bytes,
+            })
+            .collect();
+        let store = self.store();
+        let objects = blocking(move || admission::admit(&store, documents)).await?;
+        objects.iter().for_each(|o| crate::metrics::note_kind(&o.kind));
+        self.authorize_apply(&caller, &objects).await?;
+        let ops =
+            objects.into_iter().map(|object| Op::Apply { object, uid: uuid::Uuid::new_v4().to_string() }).collect();
+        self.store().metrics().stages.since(Stage::admit, started);
+        let (index, outcomes) = self.objects.propose(ops).await?;
+        Ok(Response::new(ApplyResponse {
+            resource_version: index.max(self.store().applied_index()),
+            results: outcomes
+                .into_iter()
+                .map(|o| ApplyResult { action: o.action.as_str().to_string(), object: o.object.to_json() })
+                .collect(),
+        }))
     }
 
     /// Resolves the kind a read names and checks that `caller` may `verb`
@@ -159,35 +197,10 @@ type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchEvent, Status>> + Send>
 #[tonic::async_trait]
 impl Fleet for FleetService {
     async fn apply(&self, request: Request<ApplyRequest>) -> Result<Response<ApplyResponse>, Status> {
-        let caller = authorize(&request, "Apply", Access::Write, false)?;
-        let _seat = self.objects.seat(&caller).await?;
-        let req = request.into_inner();
-        if req.documents.is_empty() {
-            return Err(Status::invalid_argument("documents: Required value: nothing to apply"));
-        }
-        let documents: Vec<Document> = req
-            .documents
-            .into_iter()
-            .enumerate()
-            .map(|(i, bytes)| Document {
-                source: req.sources.get(i).cloned().unwrap_or_else(|| "request".to_string()),
-                bytes,
-            })
-            .collect();
-        let store = self.store();
-        let objects = blocking(move || admission::admit(&store, documents)).await?;
-        objects.iter().for_each(|o| crate::metrics::note_kind(&o.kind));
-        self.authorize_apply(&caller, &objects).await?;
-        let ops =
-            objects.into_iter().map(|object| Op::Apply { object, uid: uuid::Uuid::new_v4().to_string() }).collect();
-        let (index, outcomes) = self.objects.propose(ops).await?;
-        Ok(Response::new(ApplyResponse {
-            resource_version: index.max(self.store().applied_index()),
-            results: outcomes
-                .into_iter()
-                .map(|o| ApplyResult { action: o.action.as_str().to_string(), object: o.object.to_json() })
-                .collect(),
-        }))
+        let started = std::time::Instant::now();
+        let answer = self.apply_timed(request, started).await;
+        self.store().metrics().stages.since(Stage::handler, started);
+        answer
     }
 
     async fn update_status(&self, request: Request<UpdateStatusRequest>) -> Result<Response<WriteResponse>, Status> {

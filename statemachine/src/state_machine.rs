@@ -87,9 +87,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.store.metrics().applied_commands.inc_by(commands as u64);
         let store = self.store.clone();
         let durable = self.applies.fetch_add(1, Ordering::Relaxed) % DURABLE_EVERY == DURABLE_EVERY - 1;
-        self.apply_lane
+        let started = std::time::Instant::now();
+        let applied = self
+            .apply_lane
             .run_io(ErrorSubject::StateMachine, ErrorVerb::Write, move || store.apply_entries(entries, durable))
-            .await
+            .await;
+        self.store.metrics().stages.since(crate::Stage::apply, started);
+        applied
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {

@@ -118,6 +118,8 @@ pub struct StoreMetrics {
     pub commit_seconds: prometheus_client::metrics::histogram::Histogram,
     /// Commands applied by this node since it started.
     pub applied_commands: prometheus_client::metrics::counter::Counter,
+    /// Where the time of writes goes on this node, stage by stage.
+    pub stages: crate::stages::WriteStages,
 }
 
 impl Default for StoreMetrics {
@@ -127,6 +129,7 @@ impl Default for StoreMetrics {
                 prometheus_client::metrics::histogram::exponential_buckets(0.0005, 2.0, 15),
             ),
             applied_commands: Default::default(),
+            stages: Default::default(),
         }
     }
 }

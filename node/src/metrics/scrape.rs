@@ -179,6 +179,11 @@ pub(super) fn register_consensus(registry: &mut Registry, consensus: &Consensus)
         "Durable commits (fsync) of the state machine file",
         store.commit_seconds,
     );
+    registry.register(
+        "write_stage_seconds",
+        "Where the time of writes goes on this node, stage by stage (stages overlap)",
+        store.stages.family(),
+    );
 }
 
 /// Counts leader changes: every time this node learns of a new leader.
