@@ -14,7 +14,7 @@
 use std::future::Future;
 use std::sync::{Arc, Weak};
 
-use fleet_statemachine::{EncodedCommand, Part, Proposal, Response};
+use fleet_statemachine::{EncodedCommand, Part, Proposal, Response, Stage, WriteStages};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::consensus::{Consensus, Routed};
@@ -32,6 +32,10 @@ pub(crate) trait Propose: Send + Sync + 'static {
     /// Commits `proposal` here if this node leads, otherwise forwards it to
     /// the leader, retrying while leadership moves.
     fn write_anywhere(&self, proposal: Proposal) -> impl Future<Output = Result<Vec<Response>, Error>> + Send;
+    /// Where time spent queued is recorded, if anywhere.
+    fn stages(&self) -> Option<&WriteStages> {
+        None
+    }
 }
 
 impl Propose for Consensus {
@@ -45,6 +49,10 @@ impl Propose for Consensus {
 
     async fn write_anywhere(&self, proposal: Proposal) -> Result<Vec<Response>, Error> {
         self.on_leader(PeerMethod::Forward, &proposal, || self.write_on_leader(proposal.clone())).await
+    }
+
+    fn stages(&self) -> Option<&WriteStages> {
+        Some(&self.store().metrics().stages)
     }
 }
 
@@ -66,12 +74,14 @@ pub const QUEUE: usize = 8192;
 pub struct Pending {
     part: Part,
     reply: Reply,
+    /// When it was queued.
+    queued: std::time::Instant,
 }
 
 impl Pending {
     /// One client's command.
     pub fn one(command: EncodedCommand, reply: oneshot::Sender<Result<Response, Error>>) -> Pending {
-        Pending { part: Part::Command(command), reply: Reply::One(reply) }
+        Pending { part: Part::Command(command), reply: Reply::One(reply), queued: std::time::Instant::now() }
     }
 
     /// A follower's batch, forwarded to this node as the leader: merged with
@@ -81,7 +91,8 @@ impl Pending {
     /// `NotLeader`, and the follower finds the new leader itself.
     pub fn forwarded(proposal: Proposal, reply: oneshot::Sender<Result<Vec<Response>, Routed>>) -> Pending {
         let count = proposal.commands().len();
-        Pending { part: Part::Batch(proposal), reply: Reply::Forwarded(count, reply) }
+        let queued = std::time::Instant::now();
+        Pending { part: Part::Batch(proposal), reply: Reply::Forwarded(count, reply), queued }
     }
 
     /// Sends a forwarded batch back to its follower to retry on the new leader.
@@ -146,6 +157,9 @@ pub(crate) async fn run<C: Propose>(consensus: Weak<C>, mut rx: mpsc::Receiver<P
         let Ok(slot) = slots.clone().acquire_many_owned(wanted).await else { return };
         let (batch, next) = fill(first, &mut rx);
         carried = next;
+        if let Some(stages) = consensus.stages() {
+            batch.iter().for_each(|p| stages.since(Stage::queue, p.queued));
+        }
         tokio::spawn(async move {
             propose(&consensus, batch).await;
             drop(slot);

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleet_statemachine::{Command, EncodedCommand, OpOutcome, Proposal, Response, StateMachine, Store};
+use fleet_statemachine::{Command, EncodedCommand, OpOutcome, Proposal, Response, Stage, StateMachine, Store};
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
 use openraft::{BasicNode, ChangeMembers, Config, ServerState, SnapshotPolicy};
 use serde::{Deserialize, Serialize};
@@ -18,8 +18,8 @@ use crate::log_store::LogStore;
 use crate::network::{PeerMethod, PeerNetwork, PeerTls};
 use crate::Raft;
 
-/// The Raft log's file in a node's data dir.
-pub(crate) const LOG_FILE: &str = "raft-log.redb";
+/// The Raft log's directory in a node's data dir.
+pub const LOG_DIR: &str = "raft-wal";
 /// The state machine's directory in a node's data dir.
 pub(crate) const STATE_DIR: &str = "state";
 
@@ -128,9 +128,14 @@ impl Consensus {
     ) -> Result<Arc<Consensus>, Error> {
         std::fs::create_dir_all(data_dir).map_err(|e| Error::Storage(format!("{}: {e}", data_dir.display())))?;
         let metrics = crate::metrics::RaftMetrics::default();
-        let log = LogStore::open(&data_dir.join(LOG_FILE))?.with_fsync_histogram(metrics.log_fsync_seconds.clone());
         let sm = StateMachine::open(&data_dir.join(STATE_DIR))?;
         let store = sm.store();
+        let stages = store.metrics().stages.clone();
+        let log = LogStore::open(&data_dir.join(LOG_DIR))?
+            .with_fsync_histogram(metrics.log_fsync_seconds.clone())
+            .with_stages(stages.clone())
+            .with_node_id(id);
+        let durable = log.durable();
         let config = Config {
             cluster_name: "fleet".into(),
             heartbeat_interval: tuning.heartbeat_ms,
@@ -143,7 +148,8 @@ impl Consensus {
         }
         .validate()
         .map_err(|e| Error::Invalid(format!("raft configuration: {e}")))?;
-        let network = PeerNetwork::new(tls, dial);
+        let network = PeerNetwork::new(tls, dial).with_stages(stages).with_durable_log(durable.clone());
+        let sm = crate::gate::DurableApply::new(sm, durable);
         let raft =
             Raft::new(id, Arc::new(config), network.clone(), log, sm).await.map_err(|e| Error::Raft(e.to_string()))?;
         let (queue, pending) = tokio::sync::mpsc::channel(crate::batcher::QUEUE);
@@ -223,7 +229,9 @@ impl Consensus {
         // Committed (and applied on the leader), whatever the state machine said.
         in_flight.committed();
         let (index, outcomes) = response.into_result()?;
+        let answered = std::time::Instant::now();
         self.wait_applied(index, WRITE_DEADLINE).await?;
+        self.store.metrics().stages.since(Stage::wait_applied, answered);
         Ok((index, outcomes))
     }
 
@@ -254,7 +262,10 @@ impl Consensus {
 
     /// Commits a batch of commands on this node, which must be the leader.
     pub async fn write_on_leader(&self, proposal: Proposal) -> Result<Vec<Response>, Routed> {
-        match tokio::time::timeout(WRITE_DEADLINE, self.raft.client_write(proposal)).await {
+        let started = std::time::Instant::now();
+        let written = tokio::time::timeout(WRITE_DEADLINE, self.raft.client_write(proposal)).await;
+        self.store.metrics().stages.since(Stage::commit, started);
+        match written {
             Ok(Ok(reply)) => Ok(reply.data),
             Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) => Err(Routed::NotLeader),
             Ok(Err(e)) => Err(Routed::Failed(e.to_string())),

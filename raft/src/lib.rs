@@ -6,8 +6,10 @@
 pub mod batcher;
 pub mod codec;
 pub mod consensus;
+mod durable;
 pub mod error;
 mod forward;
+mod gate;
 mod log_cache;
 pub mod log_store;
 pub mod metrics;
@@ -15,6 +17,7 @@ pub mod network;
 pub mod peer_service;
 pub mod restore;
 pub mod snapshot_chunk;
+mod wal;
 
 pub use consensus::{Consensus, RaftTuning};
 pub use error::Error;

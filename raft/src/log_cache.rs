@@ -7,9 +7,12 @@
 //! Entries are cheap to clone (a [`fleet_statemachine::Proposal`] is shared).
 //!
 //! Invariant: the cache holds a contiguous run of the log that ends at the
-//! log's last entry, with the same contents as the file. Appends enter it
-//! only after their commit; truncation and purge leave it before theirs. It is
-//! bounded by entries and bytes; older entries are read from the file.
+//! log's last entry. Appends enter it when they are handed to the log's write
+//! thread, before their commit: openraft reads an entry as soon as `append`
+//! returns, and the leader's `append` returns before the fsync. Truncation
+//! and purge leave it before theirs. It is bounded by entries and bytes, but
+//! never lets go of an entry the file does not hold yet; older entries are
+//! read from the file.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -35,6 +38,12 @@ const MAX_BYTES: usize = 4 * 1024 * 1024;
 pub(crate) struct LogCache {
     entries: VecDeque<Entry>,
     bytes: usize,
+    /// The last index the file is known to hold (committed there); the
+    /// entries after it are only here.
+    written: Option<u64>,
+    /// Truncations so far: a write handed over before one may not mark
+    /// the entries that replaced the truncated ones as written.
+    truncations: u64,
 }
 
 fn size_of(entry: &Entry) -> usize {
@@ -53,9 +62,10 @@ impl LogCache {
         self.entries.back().map(|e| e.get_log_id().index)
     }
 
-    /// Records entries just committed to the file.
-    pub(crate) fn appended(&mut self, entries: &[Entry]) {
-        let Some(first) = entries.first().map(|e| e.get_log_id().index) else { return };
+    /// Records entries handed to the file (not yet committed there), and
+    /// returns the truncation count to pass to [`LogCache::written_through`].
+    pub(crate) fn appended(&mut self, entries: &[Entry]) -> u64 {
+        let Some(first) = entries.first().map(|e| e.get_log_id().index) else { return self.truncations };
         match self.last_index() {
             // Overwrites part of the tail: drop it first.
             Some(last) if first <= last => self.truncated(first),
@@ -67,13 +77,37 @@ impl LogCache {
             self.bytes += size_of(entry);
             self.entries.push_back(entry.clone());
         }
+        self.evict();
+        self.truncations
+    }
+
+    /// Records that the file now holds every entry up to `index`, written
+    /// by an append handed over when the truncation count was `truncations`;
+    /// false (and nothing changes) if the log was truncated since.
+    pub(crate) fn written_through(&mut self, index: u64, truncations: u64) -> bool {
+        if truncations != self.truncations {
+            return false;
+        }
+        self.written = Some(self.written.map_or(index, |w| w.max(index)));
+        self.evict();
+        true
+    }
+
+    /// Lets go of the oldest entries over the bounds, if the file has them.
+    fn evict(&mut self) {
         while self.entries.len() > MAX_ENTRIES || (self.bytes > MAX_BYTES && self.entries.len() > 1) {
+            let in_file = self.first_index().zip(self.written).is_some_and(|(first, written)| first <= written);
+            if !in_file {
+                return;
+            }
             self.pop_front();
         }
     }
 
     /// Forgets entries from `index` on (before they are truncated from the file).
     pub(crate) fn truncated(&mut self, index: u64) {
+        self.truncations += 1;
+        self.written = self.written.filter(|&w| w < index).or_else(|| index.checked_sub(1));
         while self.last_index().is_some_and(|last| last >= index) {
             if let Some(e) = self.entries.pop_back() {
                 self.bytes -= size_of(&e);
@@ -184,10 +218,32 @@ mod tests {
     fn stays_within_its_bounds() {
         let mut c = LogCache::default();
         for i in 0..(MAX_ENTRIES as u64 + 100) {
-            c.appended(&[entry(i + 1)]);
+            let truncations = c.appended(&[entry(i + 1)]);
+            assert!(c.written_through(i + 1, truncations));
         }
         assert_eq!(c.entries.len(), MAX_ENTRIES);
         assert_eq!(c.first_index(), Some(101));
         assert_eq!(c.bytes, c.entries.iter().map(size_of).sum::<usize>());
+    }
+
+    #[test]
+    fn keeps_every_entry_the_file_does_not_hold_yet() {
+        let mut c = LogCache::default();
+        let over = MAX_ENTRIES as u64 + 100;
+        let truncations = c.appended(&run(1, over));
+        assert_eq!(c.entries.len() as u64, over, "nothing is in the file yet");
+        assert!(c.written_through(50, truncations));
+        assert_eq!(c.first_index(), Some(51), "only what the file holds goes");
+        assert!(c.written_through(over, truncations));
+        assert_eq!(c.entries.len(), MAX_ENTRIES);
+        // A truncation takes back what the file is known to hold.
+        c.truncated(over - 10);
+        assert_eq!(c.written, Some(over - 11));
+        let after = c.appended(&run(over - 10, over + MAX_ENTRIES as u64));
+        assert_eq!(c.first_index(), Some(over - 10), "the file holds none of them");
+        assert!(!c.written_through(over, truncations), "a write handed over before the truncation");
+        assert_eq!(c.first_index(), Some(over - 10));
+        assert!(c.written_through(over, after));
+        assert_eq!(c.first_index(), Some(over + 1));
     }
 }

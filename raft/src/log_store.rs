@@ -1,17 +1,21 @@
-//! The Raft log on redb, in its own file (`raft-log.redb`).
+//! The Raft log store: openraft's storage API over the write-ahead log
+//! ([`crate::wal`], the directory `raft-wal/`).
 //!
 //! Durability rules (docs/architecture.md, never relaxed):
-//! - `save_vote` commits with fsync before it returns;
-//! - `append` fires its callback only after the fsync'd commit that holds the entries;
-//! - truncation is fsync'd (a truncated suffix must never come back).
+//! - `save_vote` is synced before it returns;
+//! - a follower's `append` fires its callback only after the sync of the
+//!   write that holds the entries; the leader's fires once its entries are
+//!   handed to the write thread, and what the leader's log holds on disk is
+//!   tracked in [`DurableLog`] instead (the argument is in `durable.rs`);
+//! - truncation is synced (a truncated suffix must never come back).
 //!
 //! `committed` and purges may be lazily durable: losing them after a crash
 //! only means re-applying or re-purging entries that are still correct. So
 //! `save_committed` only remembers the id, and the next log write (append,
-//! truncate or purge) stores it in that write's transaction: openraft awaits
-//! `save_committed` on its core task, and a redb commit there on every
-//! commit index change was serial latency on every write.
-//! Every redb call runs on the log's own threads ([`Lane`]s: one for writes,
+//! truncate or purge) stores it with that write: openraft awaits
+//! `save_committed` on its core task, and a sync there on every commit
+//! index change would be serial latency on every write.
+//! Every disk call runs on the log's own threads ([`Lane`]s: one for writes,
 //! a few for reads that miss the cache), never on the async runtime.
 //! Recently appended entries are also kept in memory ([`LogCache`]) for
 //! replication and apply to read.
@@ -24,45 +28,37 @@ use std::sync::{Arc, Mutex};
 use fleet_statemachine::{Lane, TypeConfig};
 use openraft::storage::{LogFlushed, LogState, RaftLogReader, RaftLogStorage};
 use openraft::{ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogId, StorageError, Vote};
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 
-use crate::codec::{decode, encode};
+use crate::durable::DurableLog;
 use crate::error::Error;
 use crate::log_cache::LogCache;
+use crate::wal::{read_entries, sync, Wal};
 
 type Entry = openraft::Entry<TypeConfig>;
 
-const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
-const STATE: TableDefinition<&str, &[u8]> = TableDefinition::new("state");
-const VOTE: &str = "vote";
-const COMMITTED: &str = "committed";
-const LAST_PURGED: &str = "last_purged";
-/// The layout version of the log file (see [`LOG_FORMAT_VERSION`]).
-const FORMAT: &str = "format";
-/// The layout version this code writes and reads. A log file without one
-/// was written before versions were recorded, in this same layout.
-pub const LOG_FORMAT_VERSION: u32 = 1;
-/// redb's page cache for the log file. redb's default is 1 GiB, and it
-/// keeps every page it reads or writes until that is full: the log file's
-/// pages grew each node by its whole size. Recent entries
-/// are served from [`LogCache`]; the file is read for older ones (a
-/// follower catching up) and written by appends, which need only the pages
-/// of the tree's right edge.
-const PAGE_CACHE_BYTES: usize = 16 * 1024 * 1024;
 /// Threads for log reads that miss the cache: the apply loop and each
 /// follower's replication stream can read at once (a 5-node hub has 4).
 const READ_THREADS: usize = 4;
 
-/// The durable Raft log of one node. Cheap to clone (shared database).
+/// The durable Raft log of one node. Cheap to clone (shared log).
 #[derive(Clone)]
 pub struct LogStore {
-    db: Arc<Database>,
+    wal: Arc<Mutex<Wal>>,
     /// The committed id openraft last saved, until a log write stores it.
     committed: Arc<Mutex<Committed>>,
     /// The tail of the log, for reads.
     cache: Arc<Mutex<LogCache>>,
-    /// Durations of the durable (fsync'd) commits, for `/metrics`.
+    /// Durations of the log's syncs, for `/metrics`.
     fsync_seconds: Option<prometheus_client::metrics::histogram::Histogram>,
+    /// Where appends are timed, from the call to the sync.
+    stages: fleet_statemachine::WriteStages,
+    /// How far the file holds the log for sure.
+    durable: DurableLog,
+    /// This node's id, to know its own appends as the leader (none: every
+    /// append waits for its sync).
+    node_id: Option<u64>,
+    /// The vote last saved or read: whom this node follows, or that it leads.
+    vote: Arc<Mutex<Option<Vote<u64>>>>,
     /// Appends, truncations, purges and votes, in order.
     write_lane: Lane,
     /// Reads that miss the cache (entries to apply, a lagging follower's
@@ -79,53 +75,70 @@ struct Committed {
 }
 
 impl LogStore {
-    /// Opens (or creates) the log at `path`.
+    /// Opens (or creates) the log in the directory `path`, first moving a
+    /// redb log file beside it into it (see `wal/legacy.rs`).
     pub fn open(path: &Path) -> Result<LogStore, Error> {
-        let db = Database::builder().set_cache_size(PAGE_CACHE_BYTES).create(path)?;
-        let txn = db.begin_write()?;
-        txn.open_table(LOG)?;
-        {
-            let mut state = txn.open_table(STATE)?;
-            let found = match state.get(FORMAT)? {
-                Some(v) => decode::<u32>(v.value())?,
-                None => LOG_FORMAT_VERSION,
-            };
-            if found > LOG_FORMAT_VERSION {
-                return Err(Error::NewerFormat {
-                    path: path.display().to_string(),
-                    found,
-                    supported: LOG_FORMAT_VERSION,
-                });
-            }
-            state.insert(FORMAT, encode(&LOG_FORMAT_VERSION)?.as_slice())?;
-        }
-        txn.commit()?;
+        crate::wal::legacy::migrate(path)?;
+        let wal = Wal::open(path)?;
+        let last = wal.last_index();
+        let vote = wal.vote();
         let lane =
             |name: &str, threads: usize| Lane::start_shared(name, threads).map_err(|e| Error::Storage(e.to_string()));
         Ok(LogStore {
-            db: Arc::new(db),
+            wal: Arc::new(Mutex::new(wal)),
             committed: Arc::default(),
             cache: Arc::default(),
             fsync_seconds: None,
+            stages: Default::default(),
+            durable: DurableLog::new(last),
+            node_id: None,
+            vote: Arc::new(Mutex::new(vote)),
             write_lane: lane("raft-log-write", 1)?,
             read_lane: lane("raft-log-read", READ_THREADS)?,
         })
     }
 
-    /// Records the duration of every durable commit in `histogram`.
+    /// Records the duration of every sync in `histogram`.
     pub fn with_fsync_histogram(mut self, histogram: prometheus_client::metrics::histogram::Histogram) -> LogStore {
         self.fsync_seconds = Some(histogram);
         self
     }
 
-    /// Commits `txn`, timing it if it is durable (an fsync).
-    fn commit_timed(&self, txn: redb::WriteTransaction, durable: bool) -> Result<(), Error> {
-        let started = std::time::Instant::now();
-        txn.commit()?;
-        if let (true, Some(histogram)) = (durable, &self.fsync_seconds) {
-            histogram.observe(started.elapsed().as_secs_f64());
-        }
-        Ok(())
+    /// Lets this node's appends as the leader return before their sync.
+    pub fn with_node_id(mut self, id: u64) -> LogStore {
+        self.node_id = Some(id);
+        self
+    }
+
+    /// Times appends in `stages`.
+    pub fn with_stages(mut self, stages: fleet_statemachine::WriteStages) -> LogStore {
+        self.stages = stages;
+        self
+    }
+
+    /// How far the file holds the log for sure.
+    pub(crate) fn durable(&self) -> DurableLog {
+        self.durable.clone()
+    }
+
+    /// Bytes the log takes on disk.
+    pub fn disk_bytes(&self) -> u64 {
+        self.wal().bytes()
+    }
+
+    /// Whether `entries` are this node's own, appended as the leader under
+    /// the vote it saved: those need not wait for their sync (see
+    /// `durable.rs`). A follower's append always waits, even of entries
+    /// this node once proposed itself.
+    fn appended_as_leader(&self, entries: &[Entry]) -> bool {
+        let Some(id) = self.node_id else { return false };
+        let vote = *self.vote.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(vote) = vote.filter(|v| v.is_committed() && v.leader_id.node_id == id) else { return false };
+        entries.iter().all(|e| e.get_log_id().leader_id == vote.leader_id)
+    }
+
+    fn wal(&self) -> std::sync::MutexGuard<'_, Wal> {
+        self.wal.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn committed(&self) -> std::sync::MutexGuard<'_, Committed> {
@@ -136,16 +149,27 @@ impl LogStore {
         self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Commits `txn`, storing in it the saved committed id if the file lacks it.
-    fn commit_with_committed(&self, txn: redb::WriteTransaction, durable: bool) -> Result<(), Error> {
+    /// Syncs `file`, timing it.
+    fn sync_timed(&self, file: &std::fs::File) -> Result<(), Error> {
+        let started = std::time::Instant::now();
+        sync(file)?;
+        if let Some(histogram) = &self.fsync_seconds {
+            histogram.observe(started.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
+
+    /// Runs a write of the log that can carry the saved committed id if the
+    /// file lacks it, and notes it stored once the write is done.
+    fn with_committed<T>(
+        &self,
+        write: impl FnOnce(Option<Option<LogId<u64>>>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let unstored = {
             let committed = self.committed();
             committed.latest.filter(|_| !committed.stored)
         };
-        if let Some(latest) = unstored {
-            txn.open_table(STATE)?.insert(COMMITTED, encode(&latest)?.as_slice())?;
-        }
-        self.commit_timed(txn, durable)?;
+        let written = write(unstored)?;
         if let Some(latest) = unstored {
             let mut committed = self.committed();
             // Unless a newer id was saved meanwhile.
@@ -153,81 +177,67 @@ impl LogStore {
                 committed.stored = true;
             }
         }
-        Ok(())
+        Ok(written)
     }
 
-    fn read_state<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, Error> {
-        let txn = self.db.begin_read()?;
-        let table = txn.open_table(STATE)?;
-        match table.get(name)? {
-            Some(v) => Ok(Some(decode(v.value())?)),
-            None => Ok(None),
-        }
+    fn append_blocking(&self, entries: &[Entry]) -> Result<(), Error> {
+        self.with_committed(|committed| {
+            let file = self.wal().append(entries, committed)?;
+            self.sync_timed(&file)
+        })
     }
 
-    fn write_state<T: serde::Serialize>(&self, name: &str, value: &T, durability: Durability) -> Result<(), Error> {
-        let bytes = encode(value)?;
-        let mut txn = self.db.begin_write()?;
-        txn.set_durability(durability)?;
-        txn.open_table(STATE)?.insert(name, bytes.as_slice())?;
-        self.commit_timed(txn, matches!(durability, Durability::Immediate))?;
-        Ok(())
-    }
-
-    fn entries(&self, start: Bound<u64>, end: Bound<u64>) -> Result<Vec<Entry>, Error> {
-        let txn = self.db.begin_read()?;
-        let table = txn.open_table(LOG)?;
-        let mut out = Vec::new();
-        for row in table.range::<u64>((start, end))? {
-            let (_, v) = row?;
-            out.push(decode(v.value())?);
-        }
-        Ok(out)
-    }
-
-    fn log_state(&self) -> Result<LogState<TypeConfig>, Error> {
-        let last_purged: Option<LogId<u64>> = self.read_state(LAST_PURGED)?;
-        let txn = self.db.begin_read()?;
-        let table = txn.open_table(LOG)?;
-        let last = match table.last()? {
-            Some((_, v)) => Some(*decode::<Entry>(v.value())?.get_log_id()),
-            None => last_purged,
-        };
-        Ok(LogState { last_purged_log_id: last_purged, last_log_id: last })
-    }
-
-    fn append_blocking(&self, entries: Vec<Entry>) -> Result<(), Error> {
-        let mut txn = self.db.begin_write()?;
-        txn.set_durability(Durability::Immediate)?;
-        {
-            let mut table = txn.open_table(LOG)?;
-            for entry in &entries {
-                table.insert(entry.get_log_id().index, encode(entry)?.as_slice())?;
+    /// Writes `entries` (already in the cache) and records them as durable,
+    /// or the failure that stops the node. `truncations` is the cache's
+    /// count when the append was handed over: a truncation since has taken
+    /// the entries back.
+    fn write_appended(&self, entries: &[Entry], truncations: u64, started: std::time::Instant) -> Result<(), Error> {
+        let Some(last) = entries.last().map(|e| e.get_log_id().index) else { return Ok(()) };
+        match self.append_blocking(entries) {
+            Ok(()) => {
+                // Under the cache's lock, in step with truncations.
+                let mut cache = self.cache();
+                if cache.written_through(last, truncations) {
+                    self.durable.written_through(last);
+                }
+                drop(cache);
+                self.stages.since(fleet_statemachine::Stage::log_append, started);
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(error = %e, last, "a durable append to the Raft log failed");
+                self.durable.failed();
+                Err(e)
             }
         }
-        self.commit_with_committed(txn, true)?;
-        self.cache().appended(&entries);
-        Ok(())
     }
 
     fn truncate_blocking(&self, from: u64) -> Result<(), Error> {
-        self.cache().truncated(from);
-        let mut txn = self.db.begin_write()?;
-        txn.set_durability(Durability::Immediate)?;
-        txn.open_table(LOG)?.retain_in::<u64, _>(from.., |_, _| false)?;
-        self.commit_with_committed(txn, true)
+        self.with_committed(|committed| {
+            let file = self.wal().truncate(from, committed)?;
+            self.sync_timed(&file)
+        })
     }
 
     fn purge_blocking(&self, log_id: LogId<u64>) -> Result<(), Error> {
-        self.cache().purged(log_id.index);
-        let bytes = encode(&log_id)?;
-        let mut txn = self.db.begin_write()?;
-        txn.set_durability(Durability::None)?;
-        {
-            txn.open_table(STATE)?.insert(LAST_PURGED, bytes.as_slice())?;
-            txn.open_table(LOG)?.retain_in::<u64, _>(..=log_id.index, |_, _| false)?;
-        }
-        self.commit_with_committed(txn, false)
+        self.with_committed(|committed| self.wal().purge(log_id, committed))
+    }
+
+    fn save_vote_blocking(&self, vote: Vote<u64>) -> Result<(), Error> {
+        let file = self.wal().save_vote(vote)?;
+        self.sync_timed(&file)
+    }
+
+    fn entries(&self, start: Bound<u64>, end: Bound<u64>) -> Result<Vec<Entry>, Error> {
+        let found = self.wal().locate((start, end));
+        read_entries(found)
+    }
+}
+
+/// A failed write of the log as openraft's storage error.
+fn io_error(verb: ErrorVerb, e: &dyn std::fmt::Display) -> StorageError<u64> {
+    StorageError::IO {
+        source: openraft::StorageIOError::new(ErrorSubject::Logs, verb, openraft::AnyError::error(e.to_string())),
     }
 }
 
@@ -253,8 +263,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     type LogReader = LogStore;
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<u64>> {
-        let this = self.clone();
-        self.read_lane.run_io(ErrorSubject::Logs, ErrorVerb::Read, move || this.log_state()).await
+        let (last_purged_log_id, last_log_id) = self.wal().log_state();
+        Ok(LogState { last_purged_log_id, last_log_id })
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -264,14 +274,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
         let this = self.clone();
         let vote = *vote;
-        self.write_lane
-            .run_io(ErrorSubject::Vote, ErrorVerb::Write, move || this.write_state(VOTE, &vote, Durability::Immediate))
-            .await
+        self.write_lane.run_io(ErrorSubject::Vote, ErrorVerb::Write, move || this.save_vote_blocking(vote)).await?;
+        *self.vote.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(vote);
+        Ok(())
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
-        let this = self.clone();
-        self.read_lane.run_io(ErrorSubject::Vote, ErrorVerb::Read, move || this.read_state(VOTE)).await
+        Ok(self.wal().vote())
     }
 
     async fn save_committed(&mut self, committed: Option<LogId<u64>>) -> Result<(), StorageError<u64>> {
@@ -285,12 +294,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         if let Some(latest) = self.committed().latest {
             return Ok(latest);
         }
-        let this = self.clone();
-        self.read_lane
-            .run_io(ErrorSubject::Store, ErrorVerb::Read, move || {
-                Ok::<_, Error>(this.read_state::<Option<LogId<u64>>>(COMMITTED)?.flatten())
-            })
-            .await
+        Ok(self.wal().committed())
     }
 
     async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError<u64>>
@@ -299,10 +303,27 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: OptionalSend,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
+        let started = std::time::Instant::now();
+        let as_leader = self.appended_as_leader(&entries);
+        // Readable from now on (openraft reads them as soon as this returns).
+        let truncations = self.cache().appended(&entries);
         let this = self.clone();
-        let result =
-            self.write_lane.run_io(ErrorSubject::Logs, ErrorVerb::Write, move || this.append_blocking(entries)).await;
-        // The callback reports durability: only after the fsync'd commit.
+        let written = self
+            .write_lane
+            .submit(move || this.write_appended(&entries, truncations, started))
+            .map_err(|e| io_error(ErrorVerb::Write, &e))?;
+        if as_leader {
+            // The sync goes on while the entries travel to the followers;
+            // nothing is applied before it ends (see `durable.rs`).
+            callback.log_io_completed(Ok(()));
+            return Ok(());
+        }
+        // The callback reports durability: only after the sync.
+        let result = match written.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(io_error(ErrorVerb::Write, &e)),
+            Err(e) => Err(io_error(ErrorVerb::Write, &e)),
+        };
         match &result {
             Ok(()) => callback.log_io_completed(Ok(())),
             Err(e) => callback.log_io_completed(Err(std::io::Error::other(e.to_string()))),
@@ -311,6 +332,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+        // In call order with appends, which enter the cache when called.
+        {
+            let mut cache = self.cache();
+            cache.truncated(log_id.index);
+            self.durable.truncated(log_id.index);
+        }
         let this = self.clone();
         self.write_lane
             .run_io(ErrorSubject::Logs, ErrorVerb::Delete, move || this.truncate_blocking(log_id.index))
@@ -318,34 +345,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+        self.cache().purged(log_id.index);
         let this = self.clone();
         self.write_lane.run_io(ErrorSubject::Logs, ErrorVerb::Delete, move || this.purge_blocking(log_id)).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_log_file_of_a_newer_format_is_refused_with_a_clear_error() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("raft.redb");
-        drop(LogStore::open(&path).expect("a new log"));
-        drop(LogStore::open(&path).expect("reopened at the same version"));
-        {
-            let db = Database::create(&path).expect("db");
-            let txn = db.begin_write().expect("txn");
-            {
-                let mut state = txn.open_table(STATE).expect("state");
-                let newer = encode(&(LOG_FORMAT_VERSION + 1)).expect("encode");
-                state.insert(FORMAT, newer.as_slice()).expect("insert");
-            }
-            txn.commit().expect("commit");
-        }
-        let err = LogStore::open(&path).err().expect("a newer format refused");
-        let message = err.to_string();
-        assert!(matches!(err, Error::NewerFormat { found, .. } if found == LOG_FORMAT_VERSION + 1), "{message}");
-        assert!(message.contains("raft.redb") && message.contains("newer than the version 1"), "{message}");
     }
 }

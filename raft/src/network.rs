@@ -48,6 +48,11 @@ pub struct PeerNetwork {
     /// Where the channels' connections run (the runtime this network was
     /// made on: Raft's), whichever runtime asks for a channel.
     runtime: tokio::runtime::Handle,
+    /// Where replication round trips are timed.
+    stages: fleet_statemachine::WriteStages,
+    /// How far this node's log is on disk: as the leader, it tells
+    /// followers no commit index past it (see `durable.rs`).
+    durable: Option<crate::durable::DurableLog>,
 }
 
 /// Spawns a channel's background work (its connection) on one runtime.
@@ -94,7 +99,21 @@ impl PeerNetwork {
             dial: Arc::new(dial),
             channels: Arc::new(Mutex::new(HashMap::new())),
             runtime: tokio::runtime::Handle::current(),
+            stages: Default::default(),
+            durable: None,
         }
+    }
+
+    /// Holds back commit indexes past what `durable` says the log holds.
+    pub(crate) fn with_durable_log(mut self, durable: crate::durable::DurableLog) -> PeerNetwork {
+        self.durable = Some(durable);
+        self
+    }
+
+    /// Times replication round trips in `stages`.
+    pub fn with_stages(mut self, stages: fleet_statemachine::WriteStages) -> PeerNetwork {
+        self.stages = stages;
+        self
     }
 
     /// The cached channel to peer `id` at `addr` (re-made if its address changed).
@@ -141,6 +160,7 @@ impl PeerNetwork {
         let data = encode(request).map_err(|e| tonic::Status::internal(e.to_string()))?;
         let mut req = tonic::Request::new(Payload { data });
         req.set_timeout(timeout);
+        let started = std::time::Instant::now();
         let reply = match method {
             PeerMethod::AppendEntries => client.append_entries(req).await,
             PeerMethod::Vote => client.vote(req).await,
@@ -151,6 +171,9 @@ impl PeerNetwork {
             PeerMethod::NodeStatus => client.node_status(req).await,
             PeerMethod::Member => client.member(req).await,
         }?;
+        if matches!(method, PeerMethod::Forward) {
+            self.stages.since(fleet_statemachine::Stage::forward, started);
+        }
         decode(&reply.into_inner().data).map_err(|e| tonic::Status::internal(e.to_string()))
     }
 }
@@ -260,16 +283,35 @@ fn entries_that_fit(entries: &[openraft::Entry<TypeConfig>], budget: usize) -> O
 impl RaftNetwork<TypeConfig> for PeerClient {
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
+        mut rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<u64>, openraft::error::Infallible> {
+        if let (Some(durable), Some(commit)) = (&self.network.durable, rpc.leader_commit) {
+            if !durable.covers(commit.index) {
+                // A message without entries is there to carry the commit
+                // index: it waits (briefly) for the leader's fsync; one
+                // with entries goes at once, committing no further than
+                // the entry before them if that is on disk (a follower
+                // never moves its commit index back).
+                let waited =
+                    rpc.entries.is_empty() && durable.wait_for(commit.index, Some(option.soft_ttl() / 2)).await.is_ok();
+                if !waited {
+                    rpc.leader_commit = rpc.prev_log_id.filter(|p| p.index <= commit.index && durable.covers(p.index));
+                }
+            }
+        }
         let budget = self.append_budget.start();
         if let Some(fits) = entries_that_fit(&rpc.entries, budget) {
             self.append_budget.in_flight = false;
             return Err(PayloadTooLarge::new_entries_hint(fits).into());
         }
+        let started = std::time::Instant::now();
+        let carries_entries = !rpc.entries.is_empty();
         let answer = self.rpc(PeerMethod::AppendEntries, &rpc, &option).await;
         self.append_budget.finish();
+        if carries_entries {
+            self.network.stages.since(fleet_statemachine::Stage::replicate, started);
+        }
         answer
     }
 

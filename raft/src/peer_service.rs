@@ -141,10 +141,17 @@ impl RaftPeer for PeerService {
     async fn append_entries(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
         let caller = member_node(&self.consensus, &request, true)?;
         let raft = self.consensus.raft().clone();
+        let stages = self.consensus.store().metrics().stages.clone();
+        let started = std::time::Instant::now();
         to_completion(async move {
             let rpc: AppendEntriesRequest<TypeConfig> = payload(request)?;
             check_claim(caller, rpc.vote.leader_id.node_id)?;
-            reply(&raft.append_entries(rpc).await)
+            let carries_entries = !rpc.entries.is_empty();
+            let answer = reply(&raft.append_entries(rpc).await);
+            if carries_entries {
+                stages.since(fleet_statemachine::Stage::follower_append, started);
+            }
+            answer
         })
         .await
     }

@@ -8,7 +8,7 @@ use std::path::Path;
 use fleet_statemachine::backup::{read_backup_file, restore_backup, BackupInfo};
 use fleet_statemachine::StateMachine;
 
-use crate::consensus::{LOG_FILE, STATE_DIR};
+use crate::consensus::{LOG_DIR, STATE_DIR};
 use crate::error::Error;
 
 /// Prepares `data_dir` (which must not hold a node's data yet) for node
@@ -27,7 +27,7 @@ pub fn restore_data_dir(
             members.iter().map(|(i, a)| format!("{i}={a}")).collect::<Vec<_>>().join(",")
         )));
     }
-    for existing in [data_dir.join(LOG_FILE), data_dir.join(STATE_DIR)] {
+    for existing in [data_dir.join(LOG_DIR), data_dir.join("raft-log.redb"), data_dir.join(STATE_DIR)] {
         if existing.exists() {
             return Err(Error::Invalid(format!(
                 "--data-dir {}: already holds a node's data ({}): restore into a new, empty directory",

@@ -1,18 +1,18 @@
-//! openraft's storage conformance suite against the real redb-backed log
-//! store and state machine, on real files in a temp dir.
+//! openraft's storage conformance suite against the real write-ahead log
+//! store and redb state machine, on real files in a temp dir.
 
 use fleet_raft::LogStore;
 use fleet_statemachine::{StateMachine, TypeConfig};
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::StorageError;
 
-struct RedbBuilder;
+struct DiskBuilder;
 
-impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for RedbBuilder {
+impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for DiskBuilder {
     async fn build(&self) -> Result<(tempfile::TempDir, LogStore, StateMachine), StorageError<u64>> {
         let dir = tempfile::tempdir()
             .map_err(|e| StorageError::from_io_error(openraft::ErrorSubject::Store, openraft::ErrorVerb::Write, e))?;
-        let log = LogStore::open(&dir.path().join("raft-log.redb")).map_err(|e| {
+        let log = LogStore::open(&dir.path().join("raft-wal")).map_err(|e| {
             StorageError::from_io_error(
                 openraft::ErrorSubject::Logs,
                 openraft::ErrorVerb::Write,
@@ -31,8 +31,8 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Red
 }
 
 #[test]
-fn openraft_storage_suite_passes_on_redb() {
-    if let Err(e) = Suite::test_all(RedbBuilder) {
+fn openraft_storage_suite_passes_on_disk() {
+    if let Err(e) = Suite::test_all(DiskBuilder) {
         panic!("openraft storage suite failed: {e}");
     }
 }

@@ -74,6 +74,16 @@ impl Lane {
     /// Runs `f` on the lane's thread after the jobs before it, and returns
     /// its result.
     pub async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, LaneError> {
+        self.submit(f)?.await
+    }
+
+    /// Hands `f` to the lane now (it runs after the jobs handed over
+    /// before it, whether or not the result is awaited) and returns its
+    /// result to come.
+    pub fn submit<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<impl std::future::Future<Output = Result<T, LaneError>> + Send + 'static, LaneError> {
         let (done, result) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {
             // A panic drops `done` unanswered; the receiver reports it.
@@ -82,7 +92,8 @@ impl Lane {
             }
         });
         self.jobs.send(job).map_err(|_| LaneError::Stopped(self.name.to_string()))?;
-        result.await.map_err(|_| LaneError::Panicked(self.name.to_string()))
+        let name = self.name.clone();
+        Ok(async move { result.await.map_err(|_| LaneError::Panicked(name.to_string())) })
     }
 
     /// Runs storage work `f` on the lane, reporting any failure (its own, a

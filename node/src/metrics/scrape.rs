@@ -171,7 +171,7 @@ pub(super) fn register_consensus(registry: &mut Registry, consensus: &Consensus)
     );
     registry.register(
         "disk_wal_fsync_duration_seconds",
-        "Durable commits (fsync) of the Raft log file",
+        "Syncs (fdatasync) of the Raft log's write-ahead log",
         raft.log_fsync_seconds,
     );
     registry.register(
@@ -226,8 +226,12 @@ pub(super) async fn refresh(node: &Node, g: &StateGauges) {
     g.log_entries.set(as_gauge(last_log.saturating_sub(purged)));
     g.snapshot_index.set(as_gauge(metrics.snapshot.map(|l| l.index).unwrap_or(0)));
     g.oldest_resumable.set(as_gauge(consensus.store().hub().oldest_resumable()));
-    for (file, path) in [("raft_log", "raft-log.redb"), ("state", "state/state.redb")] {
-        let bytes = std::fs::metadata(node.data_dir.join(path)).map(|m| m.len()).unwrap_or(0);
+    let log_dir = node.data_dir.join(fleet_raft::consensus::LOG_DIR);
+    let log_bytes = std::fs::read_dir(&log_dir)
+        .map(|items| items.filter_map(|i| i.ok()?.metadata().ok()).map(|m| m.len()).sum::<u64>())
+        .unwrap_or(0);
+    let state_bytes = std::fs::metadata(node.data_dir.join("state/state.redb")).map(|m| m.len()).unwrap_or(0);
+    for (file, bytes) in [("raft_log", log_bytes), ("state", state_bytes)] {
         g.file_bytes.get_or_create(&FileLabel { file }).set(as_gauge(bytes));
     }
     g.heartbeat_age.clear();
