@@ -121,11 +121,6 @@ impl LogStore {
         self.durable.clone()
     }
 
-    /// Bytes the log takes on disk.
-    pub fn disk_bytes(&self) -> u64 {
-        self.wal().bytes()
-    }
-
     /// Whether `entries` are this node's own, appended as the leader under
     /// the vote it saved: those need not wait for their sync (see
     /// `durable.rs`). A follower's append always waits, even of entries

@@ -76,6 +76,14 @@ fn frame(buf: &mut Vec<u8>, record: &RecordRef<'_>) -> Result<(), Error> {
     Ok(())
 }
 
+/// Whether `payload`, at file offset `start`, has a whole 512-byte sector of
+/// zeros: a page of a record that a crash kept from reaching the disk.
+fn has_zero_sector(payload: &[u8], start: usize) -> bool {
+    const SECTOR: usize = 512;
+    let first = start.next_multiple_of(SECTOR) - start;
+    payload.get(first..).is_some_and(|rest| rest.chunks_exact(SECTOR).any(|s| s.iter().all(|&b| b == 0)))
+}
+
 /// Where an entry's record is.
 #[derive(Debug, Clone, Copy)]
 struct Location {
@@ -182,9 +190,22 @@ impl Wal {
             let start = offset + HEADER;
             let payload = match data.get(start..start.saturating_add(len)) {
                 Some(p) if len > 0 && len <= MAX_PAYLOAD && crc32fast::hash(p) == crc => p,
-                _ => {
-                    torn("incomplete or damaged payload")?;
+                // Past the end of the file, or zeros where a write never
+                // landed: the last write was cut short by a crash.
+                None => {
+                    torn("incomplete payload")?;
                     break;
+                }
+                Some(p) if len == 0 || has_zero_sector(p, start) => {
+                    torn("a record never completely written")?;
+                    break;
+                }
+                // Written whole and changed since: never cut off silently.
+                Some(_) => {
+                    return Err(Error::Storage(format!(
+                        "{}: corrupt record at offset {offset}: its checksum does not match",
+                        path.display()
+                    )))
                 }
             };
             let record: Record = decode(payload).map_err(|e| {
@@ -402,11 +423,6 @@ impl Wal {
     /// The last entry's index.
     pub(crate) fn last_index(&self) -> Option<u64> {
         self.entries.last_key_value().map(|(&i, _)| i)
-    }
-
-    /// Bytes in every segment.
-    pub(crate) fn bytes(&self) -> u64 {
-        self.segments.values().map(|s| s.len).sum()
     }
 }
 

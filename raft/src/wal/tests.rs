@@ -133,3 +133,33 @@ fn a_log_of_a_newer_format_is_refused() {
     let err = Wal::open(dir.path()).err().expect("refused");
     assert!(matches!(err, Error::NewerFormat { found, .. } if found == WAL_FORMAT_VERSION + 1), "{err}");
 }
+
+#[test]
+fn in_the_last_segment_zeros_are_a_torn_write_and_a_changed_record_is_corruption() {
+    let big = |index: u64| {
+        let proposal = Proposal::new(vec![Command { now: "x".repeat(4000), ops: vec![] }]).expect("encodable");
+        Entry { log_id: LogId::new(CommittedLeaderId::new(1, 1), index), payload: EntryPayload::Normal(proposal) }
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let mut wal = Wal::open(dir.path()).expect("new log");
+        append(&mut wal, &[big(1), big(2)]);
+    }
+    let path = segment_path(dir.path(), 1);
+    let whole = std::fs::read(&path).expect("segment");
+    // The file grew, but the last pages of the last record never landed.
+    let mut zeroed = whole.clone();
+    let end = zeroed.len();
+    zeroed[end - 1500..].fill(0);
+    std::fs::write(&path, &zeroed).expect("zeroed");
+    let wal = Wal::open(dir.path()).expect("a torn write is cut off");
+    assert_eq!(wal.last_index(), Some(1));
+    drop(wal);
+    // A whole record whose bytes changed is not a torn write.
+    let mut changed = whole;
+    let end = changed.len();
+    changed[end - 100] ^= 0x01;
+    std::fs::write(&path, &changed).expect("changed");
+    let err = Wal::open(dir.path()).err().expect("refused");
+    assert!(err.to_string().contains("checksum does not match"), "{err}");
+}
