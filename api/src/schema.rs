@@ -274,6 +274,23 @@ mod tests {
     }
 
     #[test]
+    fn an_ocm_placement_describes_sort_by_rate_limit_and_decision_scores() {
+        let mut generator = openapi_generator();
+        let schemas = kind_schemas(&mut generator, CLUSTER_GROUP, ocm::placement::KIND).expect("typed");
+        let spec = serde_json::to_value(schemas.spec.expect("spec")).expect("json");
+        let status = serde_json::to_value(schemas.status.expect("status")).expect("json");
+        kind_schemas(&mut generator, CLUSTER_GROUP, ocm::decision::KIND).expect("typed");
+        let defs = definitions(generator);
+        let name =
+            |r: &Value| r["$ref"].as_str().unwrap_or_default().rsplit('/').next().unwrap_or_default().to_string();
+        let spec = &defs[&name(&spec)]["properties"];
+        assert!(spec["sortBy"]["description"].as_str().unwrap_or_default().contains("Score"), "{spec}");
+        assert!(spec["scoreRateLimit"]["description"].as_str().unwrap_or_default().contains("1m"), "{spec}");
+        assert!(defs[&name(&status)]["properties"].get("lastScoreUpdateTime").is_some());
+        assert_eq!(defs["ClusterDecision"]["properties"]["score"]["type"], "integer");
+    }
+
+    #[test]
     fn untyped_kinds_have_no_schemas() {
         let mut generator = openapi_generator();
         assert!(kind_schemas(&mut generator, "apps", "Deployment").is_none());

@@ -19,7 +19,7 @@ use fleet_api::ocm::placement::{apply_defaults, PlacementSpec};
 use fleet_api::quantity::Quantity;
 use fleet_placement::cluster::ClusterInfo;
 use fleet_placement::ocm::{
-    schedule, AddOnScores, ClusterSet, DecisionCounts, OcmRequest, ALLOCATABLE_CPU, ALLOCATABLE_MEMORY,
+    schedule, AddOnScores, ClusterSet, DecisionCounts, OcmRequest, RecordedScores, ALLOCATABLE_CPU, ALLOCATABLE_MEMORY,
 };
 use serde_json::json;
 
@@ -38,6 +38,7 @@ struct Inputs {
     decided: Vec<String>,
     counts: DecisionCounts,
     addon: AddOnScores,
+    recorded: RecordedScores,
 }
 
 /// The shared fleet with OCM's extras: 4 sets by label, a region claim,
@@ -70,6 +71,7 @@ fn inputs(count: usize) -> Inputs {
         decided,
         counts,
         addon,
+        recorded: RecordedScores::default(),
     }
 }
 
@@ -119,6 +121,7 @@ fn request<'a>(spec: &'a PlacementSpec, inputs: &'a Inputs) -> OcmRequest<'a> {
         decided: &inputs.decided,
         other_decisions: &inputs.counts,
         addon_scores: &inputs.addon,
+        recorded: &inputs.recorded,
         now: NOW,
     }
 }

@@ -21,7 +21,7 @@ fn condition_reason(object: &Object, type_: &str) -> String {
 }
 
 /// `NAME`, `SUCCEEDED`, `REASON`, `SELECTEDCLUSTERS`, `AGE` of a Placement;
-/// wide adds `MISCONFIGURED` and `DECISIONGROUPS`.
+/// wide adds `MISCONFIGURED`, `DECISIONGROUPS` and `SORTBY`.
 pub fn placement_columns(wide: bool) -> Vec<Column> {
     let mut columns = vec![
         name_column(),
@@ -38,6 +38,8 @@ pub fn placement_columns(wide: bool) -> Vec<Column> {
                 groups.map_or(0, Vec::len).to_string()
             },
         });
+        columns
+            .push(Column { header: "SORTBY", value: |o, _| crate::ocm::placement::spec_of(o).sort_by().to_string() });
     }
     columns.push(age_column());
     columns
@@ -264,6 +266,7 @@ mod tests {
         let placement: Object = serde_json::from_value(serde_json::json!({
             "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
             "metadata": {"name": "demo", "namespace": "ns1"},
+            "spec": {"sortBy": "Score"},
             "status": {"numberOfSelectedClusters": 2, "decisionGroups": [{}],
                 "conditions": [{"type": "PlacementSatisfied", "status": "True", "reason": "AllDecisionsScheduled"},
                                {"type": "PlacementMisconfigured", "status": "False"}]}
@@ -272,9 +275,12 @@ mod tests {
         let columns = placement_columns(true);
         assert_eq!(
             headers(&columns),
-            ["NAME", "SUCCEEDED", "REASON", "SELECTEDCLUSTERS", "MISCONFIGURED", "DECISIONGROUPS", "AGE"]
+            ["NAME", "SUCCEEDED", "REASON", "SELECTEDCLUSTERS", "MISCONFIGURED", "DECISIONGROUPS", "SORTBY", "AGE"]
         );
-        assert_eq!(row(&columns, &placement, &at())[..6], ["demo", "True", "AllDecisionsScheduled", "2", "False", "1"]);
+        assert_eq!(
+            row(&columns, &placement, &at())[..7],
+            ["demo", "True", "AllDecisionsScheduled", "2", "False", "1", "Score"]
+        );
         let mwrs: Object = serde_json::from_value(serde_json::json!({
             "apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
             "metadata": {"name": "web", "namespace": "ns1"},

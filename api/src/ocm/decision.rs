@@ -38,6 +38,14 @@ pub struct ClusterDecision {
     /// Why it was chosen (OCM leaves it empty; always written).
     #[serde(default)]
     pub reason: String,
+    /// The cluster's total score from the placement's prioritizers, as of
+    /// the placement's `status.lastScoreUpdateTime` (left out when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub score: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// `status` of a PlacementDecision.

@@ -23,8 +23,8 @@
 //!   decision group names must be unique (rollouts name them), a
 //!   ManifestWorkReplicaSet's rollout block must match its `type`, and a
 //!   binding's `spec.clusterSet` must equal its name.
-//! - Fields of OCM's newest API that Fleet does not implement (`sortBy`,
-//!   `scoreRateLimit`) are refused rather than silently ignored.
+//! - Fields of OCM's newest API that Fleet does not implement are refused
+//!   (unknown fields) rather than silently ignored.
 //! - `cascadeDeletionPolicy` accepts OCM's `Foreground` besides the spec's
 //!   `Background` and `Orphan`.
 //! - Durations (`minSuccessTime`, `progressDeadline`) are whole numbers with

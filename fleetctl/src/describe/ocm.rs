@@ -1,6 +1,7 @@
 //! `describe` of an OCM Placement: the generic header and spec, then the
-//! status as a person reads it — how many clusters were selected, the
-//! conditions, the decision groups, the decisions page by page, and every
+//! status as a person reads it — how many clusters were selected, when the
+//! decision scores were last written, the conditions, the decision groups,
+//! the decisions page by page with their scores, and every
 //! candidate's score per prioritizer and total (the controller records them
 //! in `status.candidateScores`) — then the events (`DecisionCreate`,
 //! `DecisionUpdate`, `ScoreUpdate`).
@@ -33,6 +34,7 @@ pub fn render(placement: &Object, pages: &[Object], events: &[Object], now: Syst
     let status = placement_api::status_of(placement);
     w.header(0, "Status");
     w.field(1, "Number Of Selected Clusters", &status.number_of_selected_clusters.to_string());
+    w.field(1, "Last Score Update Time", status.last_score_update_time.as_deref().unwrap_or("<none>"));
     let raw_conditions = placement.status().and_then(|s| s.get("conditions"));
     conditions(&mut w, 1, raw_conditions, now);
     if status.decision_groups.is_empty() {
@@ -57,11 +59,12 @@ pub fn render(placement: &Object, pages: &[Object], events: &[Object], now: Syst
     text
 }
 
-/// `Decisions:` and a table of PAGE GROUP CLUSTER, pages in name order.
+/// `Decisions:` and a table of PAGE GROUP CLUSTER SCORE, pages in name
+/// order, decisions in page order.
 fn decisions(w: &mut Lines, pages: &[Object]) {
     let mut sorted: Vec<&Object> = pages.iter().collect();
     sorted.sort_by_key(|p| page_number(&p.metadata.name));
-    let mut table = Table::new(["PAGE", "GROUP", "CLUSTER"]);
+    let mut table = Table::new(["PAGE", "GROUP", "CLUSTER", "SCORE"]);
     for page in sorted {
         let label = |k: &str| page.metadata.labels.get(k).cloned().unwrap_or_default();
         let group = match label(DECISION_GROUP_NAME_LABEL) {
@@ -69,7 +72,7 @@ fn decisions(w: &mut Lines, pages: &[Object]) {
             name => format!("{} ({name})", label(DECISION_GROUP_INDEX_LABEL)),
         };
         for d in decision::status_of(page).decisions {
-            table.push(vec![page.metadata.name.clone(), group.clone(), d.cluster_name]);
+            table.push(vec![page.metadata.name.clone(), group.clone(), d.cluster_name, d.score.to_string()]);
         }
     }
     if table.is_empty() {
@@ -121,7 +124,7 @@ mod tests {
             "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
             "metadata": {"name": "demo", "namespace": "ns1"},
             "spec": {"numberOfClusters": 1},
-            "status": {"numberOfSelectedClusters": 1,
+            "status": {"numberOfSelectedClusters": 1, "lastScoreUpdateTime": "2024-05-01T10:00:00Z",
                 "decisionGroups": [{"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": ["demo-decision-1"], "clusterCount": 1}],
                 "conditions": [{"type": "PlacementSatisfied", "status": "True", "reason": "AllDecisionsScheduled"}],
                 "candidateScores": {"prioritizers": [{"name": "Balance", "weight": 1}, {"name": "ResourceAllocatableMemory", "weight": 2}],
@@ -133,13 +136,14 @@ mod tests {
             "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
             "metadata": {"name": "demo-decision-1", "namespace": "ns1", "labels": {
                 PLACEMENT_LABEL: "demo", DECISION_GROUP_INDEX_LABEL: "0", DECISION_GROUP_NAME_LABEL: ""}},
-            "status": {"decisions": [{"clusterName": "big", "reason": ""}]}
+            "status": {"decisions": [{"clusterName": "big", "reason": "", "score": 300}]}
         }))
         .unwrap();
         let now = system_time("2024-05-01T10:10:00Z").unwrap();
         let out = render(&placement, &[page], &[], now);
         assert!(out.contains("Number Of Selected Clusters:  1"), "{out}");
-        assert!(out.contains("demo-decision-1   0       big"), "{out}");
+        assert!(out.contains("Last Score Update Time:       2024-05-01T10:00:00Z"), "{out}");
+        assert!(out.contains("demo-decision-1   0       big       300"), "{out}");
         assert!(out.contains("CLUSTER   Balance(1)   ResourceAllocatableMemory(2)   TOTAL   SELECTED"), "{out}");
         assert!(out.contains("small     100          -100                           -100    no"), "{out}");
         assert!(out.ends_with("Events:  <none>\n"), "{out}");

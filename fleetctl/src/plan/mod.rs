@@ -270,7 +270,9 @@ fn plan_ocm(placement: &Object, clusters: &[ClusterInfo], inventory: &Inventory,
         pages: &inventory.decisions,
         scores: &inventory.addon_scores,
     };
-    let inputs = OcmInputs::from_objects(&namespace_name, &name, objects);
+    let last_score_update =
+        ocm_placement::status_of(placement).last_score_update_time.as_deref().and_then(fleet_api::time::unix_seconds);
+    let inputs = OcmInputs::from_objects(&namespace_name, &name, objects).with_last_score_update(last_score_update);
     let outcome = fleet_placement::ocm::schedule(&inputs.request(&name, &spec, clusters, now));
     let mut score_names: Vec<String> = outcome.prioritizers.iter().map(|p| p.prioritizer.name()).collect();
     score_names.push("total".to_string());

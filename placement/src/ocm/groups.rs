@@ -2,9 +2,10 @@
 //!
 //! Groups: each named `decisionGroups[]` entry takes the chosen clusters its
 //! selector matches that no earlier entry took; the clusters left form the
-//! unnamed groups. Every group's clusters are in name order and split into
-//! groups of at most `clustersPerDecisionGroup` (a count, or a percentage
-//! of all chosen clusters rounded up; 0 or more than all means all).
+//! unnamed groups. Every group's clusters are in decision order (by name,
+//! or by score with `sortBy: Score`) and split into groups of at most
+//! `clustersPerDecisionGroup` (a count, or a percentage of all chosen
+//! clusters rounded up; 0 or more than all means all).
 //! There is always at least one group, possibly empty.
 //!
 //! Pages: each group's clusters in pages of at most 100, named
@@ -27,14 +28,14 @@ use crate::scheduler::plugins::CompiledLabelSelector;
 use crate::scheduler::table::{ClusterTable, Vocabulary};
 
 /// One decision group: its index, its name (empty for the groups of the
-/// remaining clusters) and its clusters in name order.
+/// remaining clusters) and its clusters in decision order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DecisionGroup {
     /// From 0.
     pub index: usize,
     /// The `decisionGroups[]` entry's name, or empty.
     pub name: String,
-    /// The clusters, in name order.
+    /// The clusters, in decision order.
     pub clusters: Vec<String>,
 }
 
@@ -47,7 +48,7 @@ pub struct DecisionPage {
     pub group_index: usize,
     /// The group's name (empty for unnamed groups).
     pub group_name: String,
-    /// At most 100, in name order.
+    /// At most 100, in decision order.
     pub decisions: Vec<ClusterDecision>,
 }
 
@@ -119,7 +120,7 @@ impl<'a> GroupSelectors<'a> {
         }
     }
 
-    /// Splits the chosen clusters (table indices, name order) into groups.
+    /// Splits the chosen clusters (table indices, in decision order) into groups.
     pub(crate) fn form(&self, table: &ClusterTable, chosen: &[usize], length: usize) -> Vec<DecisionGroup> {
         let mut taken = vec![false; chosen.len()];
         let mut groups = Vec::new();
@@ -148,8 +149,13 @@ impl<'a> GroupSelectors<'a> {
     }
 }
 
-/// The pages of a placement's groups and the groups' status entries.
-pub fn paginate(placement: &str, groups: &[DecisionGroup]) -> (Vec<DecisionPage>, Vec<DecisionGroupStatus>) {
+/// The pages of a placement's groups and the groups' status entries; each
+/// decision holds the cluster's score from `scores` (0 when not there).
+pub fn paginate(
+    placement: &str,
+    groups: &[DecisionGroup],
+    scores: &BTreeMap<String, i64>,
+) -> (Vec<DecisionPage>, Vec<DecisionGroupStatus>) {
     let mut pages = Vec::new();
     let mut statuses = Vec::new();
     for group in groups {
@@ -159,7 +165,11 @@ pub fn paginate(placement: &str, groups: &[DecisionGroup]) -> (Vec<DecisionPage>
         for chunk in chunks {
             let decisions = chunk
                 .iter()
-                .map(|name| ClusterDecision { cluster_name: name.clone(), reason: String::new() })
+                .map(|name| ClusterDecision {
+                    cluster_name: name.clone(),
+                    reason: String::new(),
+                    score: scores.get(name).copied().unwrap_or(0),
+                })
                 .collect();
             pages.push(DecisionPage {
                 name: decision::page_name(placement, pages.len() + 1),

@@ -8,7 +8,8 @@
 //! sets (bound, existing, narrowed by `clusterSets`) → not being deleted →
 //! filter plugins (predicates, taints) → prioritizers (weighted sum) →
 //! best-first pick (topology spread, if any, as a pick plugin) → decision
-//! groups → pages of at most 100.
+//! scores and order (module `scores`: `sortBy`, `scoreRateLimit`) →
+//! decision groups → pages of at most 100.
 //!
 //! Choices where the spec is silent (what an OCM user expects):
 //! - Ties of equal total go to the smaller name; with spread constraints the
@@ -40,7 +41,8 @@
 //!   `NoSelectIfNew` on a cluster not yet decided), as OCM's controller
 //!   does, and never covers a taint whose `timeAdded` is unknown.
 //! - `requeue_at` is the first second at which the same inputs may decide
-//!   differently (a toleration period or an add-on score running out).
+//!   differently (a toleration period or an add-on score running out, or
+//!   held-back decision scores becoming due).
 
 use fleet_api::conditions::Condition;
 use fleet_api::ocm::placement::{DecisionGroupStatus, PlacementSpec};
@@ -55,6 +57,7 @@ mod predicates;
 mod prioritizers;
 mod request;
 pub mod rollout;
+mod scores;
 pub mod set_status;
 mod sets;
 mod status;
@@ -71,6 +74,7 @@ pub use prioritizers::{
     ALLOCATABLE_MEMORY, MAX_SCORE,
 };
 pub use request::{OcmInputs, OcmObjects};
+pub use scores::{decide as decide_scores, DecisionScores, RecordedScores};
 pub use sets::{ClusterSet, NoSets};
 pub use status::{page_changes, PageChange};
 
@@ -98,6 +102,8 @@ pub struct OcmRequest<'a> {
     pub other_decisions: &'a DecisionCounts,
     /// Every AddOnPlacementScore (AddOn prioritizers).
     pub addon_scores: &'a AddOnScores,
+    /// The scores the current decisions hold and their time (`scoreRateLimit`).
+    pub recorded: &'a RecordedScores,
     /// Now, in Unix seconds (toleration periods, score expiry).
     pub now: i64,
 }
@@ -157,4 +163,7 @@ pub struct OcmOutcome {
     pub misconfigured: Condition,
     /// The first second at which the same inputs may decide differently.
     pub requeue_at: Option<i64>,
+    /// `status.lastScoreUpdateTime`: when the decisions' scores last changed
+    /// (Unix seconds).
+    pub score_update_time: Option<i64>,
 }

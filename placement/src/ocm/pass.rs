@@ -1,12 +1,15 @@
 //! One OCM scheduling pass over the framework's stages (see the module doc
 //! of [`crate::ocm`]).
 
+use std::collections::BTreeMap;
+
 use fleet_api::ocm::placement::{PlacementSpec, DO_NOT_SCHEDULE, TOPOLOGY_KEY_CLAIM};
 
 use super::groups::{paginate, DecisionGroup, GroupSelectors};
 use super::inputs::NameSet;
 use super::predicates::Predicates;
 use super::prioritizers::{weighted, ScoringInputs, WeightedPrioritizer};
+use super::scores;
 use super::sets::EligibleSets;
 use super::status::{misconfigured, satisfied, Satisfaction};
 use super::taints::OcmTaints;
@@ -56,7 +59,7 @@ pub fn schedule(request: &OcmRequest) -> OcmOutcome {
         Ok(sets) => sets,
         Err(no_sets) => {
             let groups = vec![DecisionGroup::default()];
-            let (pages, group_statuses) = paginate(request.placement_name, &groups);
+            let (pages, group_statuses) = paginate(request.placement_name, &groups, &BTreeMap::new());
             return OcmOutcome {
                 prioritizers,
                 groups,
@@ -64,6 +67,7 @@ pub fn schedule(request: &OcmRequest) -> OcmOutcome {
                 group_statuses,
                 satisfied: satisfied(&Satisfaction::NoSets(no_sets)),
                 misconfigured: misconfigured(&problems),
+                score_update_time: request.recorded.updated,
                 ..OcmOutcome::default()
             };
         }
@@ -120,11 +124,19 @@ pub fn schedule(request: &OcmRequest) -> OcmOutcome {
         describe_candidates(&table, &candidates, &per_prioritizer, &totals, picked, want);
     chosen.sort_unstable();
 
+    // Decision scores and order.
+    let fresh: BTreeMap<String, i64> =
+        candidate_list.iter().filter(|c| c.chosen).map(|c| (c.cluster.clone(), c.total)).collect();
+    let decision_scores = scores::decide(fresh, request.recorded, spec, request.now);
+    requeue_at = earliest(requeue_at, decision_scores.due_at);
+    let mut ordered = chosen.clone();
+    scores::order(spec, &mut ordered, |&c| decision_scores.of(&table.info(c).name));
+
     // Groups and pages.
     let (length, problem) = groups.group_length(chosen.len());
     problems.extend(problem);
-    let decision_groups = groups.form(&table, &chosen, length);
-    let (pages, group_statuses) = paginate(request.placement_name, &decision_groups);
+    let decision_groups = groups.form(&table, &ordered, length);
+    let (pages, group_statuses) = paginate(request.placement_name, &decision_groups, &decision_scores.scores);
 
     let feasible = candidates.len();
     let in_sets = table.len() - outside_sets;
@@ -148,6 +160,7 @@ pub fn schedule(request: &OcmRequest) -> OcmOutcome {
         satisfied: satisfied(&satisfaction),
         misconfigured: misconfigured(&problems),
         requeue_at,
+        score_update_time: decision_scores.updated,
     }
 }
 

@@ -7,6 +7,7 @@ use fleet_api::ocm::placement::PlacementSpec;
 use fleet_api::Object;
 
 use super::inputs::{decided_clusters, pages_of, AddOnScores, DecisionCounts};
+use super::scores::RecordedScores;
 use super::sets::ClusterSet;
 use super::OcmRequest;
 use crate::cluster::ClusterInfo;
@@ -32,6 +33,7 @@ pub struct OcmInputs {
     decided: Vec<String>,
     other_decisions: DecisionCounts,
     addon_scores: AddOnScores,
+    recorded: RecordedScores,
 }
 
 impl OcmInputs {
@@ -48,7 +50,15 @@ impl OcmInputs {
             decided: decided_clusters(pages_of(objects.pages, namespace, name)),
             other_decisions: DecisionCounts::from_pages(objects.pages, namespace, name),
             addon_scores: AddOnScores::from_objects(objects.scores),
+            recorded: RecordedScores::from_pages(pages_of(objects.pages, namespace, name), None),
         }
+    }
+
+    /// The same inputs with the Placement's `status.lastScoreUpdateTime`
+    /// (Unix seconds), from which `scoreRateLimit` counts.
+    pub fn with_last_score_update(mut self, at: Option<i64>) -> OcmInputs {
+        self.recorded.updated = at;
+        self
     }
 
     /// The clusters the Placement's own decisions name, in page order.
@@ -74,6 +84,7 @@ impl OcmInputs {
             decided: &self.decided,
             other_decisions: &self.other_decisions,
             addon_scores: &self.addon_scores,
+            recorded: &self.recorded,
             now,
         }
     }

@@ -91,6 +91,7 @@ impl OcmOutcome {
             decision_groups: self.group_statuses.clone(),
             conditions,
             candidate_scores: Some(self.candidate_scores()),
+            last_score_update_time: self.score_update_time.map(crate::time::rfc3339),
         }
     }
 

@@ -88,6 +88,15 @@ pub const TAINT_UNREACHABLE: &str = "cluster.open-cluster-management.io/unreacha
 /// `clustersPerDecisionGroup` when not given: everything in one group.
 pub const DEFAULT_CLUSTERS_PER_DECISION_GROUP: &str = "100%";
 
+/// `sortBy`: decisions in cluster-name order (the default).
+pub const SORT_BY_CLUSTER_NAME: &str = "ClusterName";
+/// `sortBy`: decisions by score, highest first, ties by cluster name.
+pub const SORT_BY_SCORE: &str = "Score";
+/// Every `sortBy`.
+pub const SORT_BY: &[&str] = &[SORT_BY_CLUSTER_NAME, SORT_BY_SCORE];
+/// `scoreRateLimit` when not given.
+pub const DEFAULT_SCORE_RATE_LIMIT: &str = "1m";
+
 /// Condition: whether the placement got the clusters it asks for.
 pub const CONDITION_SATISFIED: &str = "PlacementSatisfied";
 /// Condition: whether the placement's configuration is usable.
@@ -128,8 +137,11 @@ pub fn set_status(object: &mut Object, status: &PlacementStatus) {
 
 /// Fills OCM's defaults: mode `Additive`, weights 1, coordinate type
 /// `BuiltIn`, toleration operator `Equal`, `maxSkew` 1,
-/// `whenUnsatisfiable: ScheduleAnyway`, `clustersPerDecisionGroup: 100%`.
+/// `whenUnsatisfiable: ScheduleAnyway`, `clustersPerDecisionGroup: 100%`,
+/// `sortBy: ClusterName`, `scoreRateLimit: 1m`.
 pub fn apply_defaults(spec: &mut PlacementSpec) {
+    spec.sort_by.get_or_insert_with(|| SORT_BY_CLUSTER_NAME.to_string());
+    spec.score_rate_limit.get_or_insert_with(|| DEFAULT_SCORE_RATE_LIMIT.to_string());
     let policy = spec.prioritizer_policy.get_or_insert_with(Default::default);
     policy.mode.get_or_insert_with(|| MODE_ADDITIVE.to_string());
     for c in &mut policy.configurations {

@@ -32,6 +32,44 @@ pub struct PlacementSpec {
     /// How the decisions are split into groups (for progressive rollouts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision_strategy: Option<DecisionStrategy>,
+    /// The order of the decisions: `ClusterName` (default) or `Score`
+    /// (highest score first, ties by name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort_by: Option<String>,
+    /// The shortest time between two writes of decision scores that do not
+    /// change which clusters are chosen: digits and `h`, `m` or `s`
+    /// (default `1m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_rate_limit: Option<String>,
+}
+
+impl PlacementSpec {
+    /// `sortBy`, defaulted to `ClusterName`.
+    pub fn sort_by(&self) -> &str {
+        self.sort_by.as_deref().unwrap_or(super::SORT_BY_CLUSTER_NAME)
+    }
+
+    /// `scoreRateLimit` in seconds (default 60); `None` when it does not
+    /// parse (admission refuses that).
+    pub fn score_rate_limit_seconds(&self) -> Option<i64> {
+        parse_rate_limit(self.score_rate_limit.as_deref().unwrap_or(super::DEFAULT_SCORE_RATE_LIMIT))
+    }
+}
+
+/// Seconds in a `scoreRateLimit` (`^[0-9]+[hms]$`, as OCM's schema allows);
+/// `None` for any other text or one too large.
+pub fn parse_rate_limit(text: &str) -> Option<i64> {
+    let unit = match text.as_bytes().last()? {
+        b'h' => 3600,
+        b'm' => 60,
+        b's' => 1,
+        _ => return None,
+    };
+    let digits = &text[..text.len() - 1];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<i64>().ok()?.checked_mul(unit)
 }
 
 /// One predicate: a required selector on labels and claims.

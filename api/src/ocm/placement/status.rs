@@ -23,6 +23,9 @@ pub struct PlacementStatus {
     /// clusters were chosen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate_scores: Option<CandidateScores>,
+    /// When the decisions' scores were last written (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_score_update_time: Option<String>,
 }
 
 /// Most candidates [`CandidateScores`] lists (the best-ranked first).

@@ -36,7 +36,29 @@ fn unknown_fields_are_refused_with_their_path() {
     ok(&placement(
         "  predicates: [{requiredClusterSelector: {celSelector: {celExpressions: [\"managedCluster.metadata.labels['env'] == 'prod'\"]}}}]\n",
     ));
-    has(&refused(&placement("  sortBy: Score\n")), &["spec.sortBy: Forbidden"]);
+}
+
+#[test]
+fn sort_by_and_score_rate_limit() {
+    ok(&placement("  sortBy: Score\n  scoreRateLimit: 30s\n"));
+    ok(&placement("  sortBy: ClusterName\n  scoreRateLimit: 2h\n"));
+    has(
+        &refused(&placement("  sortBy: score\n")),
+        &[r#"spec.sortBy: Unsupported value: "score": supported values: "ClusterName", "Score""#],
+    );
+    for bad in ["1m30s", "m", "-1m", "1d", "1.5m", "99999999999999999999h"] {
+        has(
+            &refused(&placement(&format!("  scoreRateLimit: \"{bad}\"\n"))),
+            &[&format!(r#"spec.scoreRateLimit: Invalid value: "{bad}": must be a whole number followed by h, m or s"#)],
+        );
+    }
+    assert_eq!(parse_rate_limit("0s"), Some(0));
+    assert_eq!(parse_rate_limit("90s"), Some(90));
+    assert_eq!(parse_rate_limit("2m"), Some(120));
+    assert_eq!(parse_rate_limit("1h"), Some(3600));
+    assert_eq!(parse_rate_limit(""), None);
+    let defaulted = PlacementSpec::default();
+    assert_eq!((defaulted.sort_by(), defaulted.score_rate_limit_seconds()), (SORT_BY_CLUSTER_NAME, Some(60)));
 }
 
 #[test]

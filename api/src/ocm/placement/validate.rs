@@ -39,6 +39,16 @@ pub(super) fn validate_spec(spec: &PlacementSpec) -> Vec<FieldError> {
     if let Some(groups) = spec.decision_strategy.as_ref().and_then(|d| d.group_strategy.as_ref()) {
         validate_groups(&mut errors, groups);
     }
+    check_enum(&mut errors, "spec.sortBy", spec.sort_by.as_deref(), SORT_BY);
+    if let Some(limit) = spec.score_rate_limit.as_deref() {
+        if parse_rate_limit(limit).is_none() {
+            errors.push(FieldError::invalid(
+                "spec.scoreRateLimit",
+                quote(limit),
+                "must be a whole number followed by h, m or s (e.g. 30s, 1m, 2h)",
+            ));
+        }
+    }
     errors
 }
 

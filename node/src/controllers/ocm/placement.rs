@@ -82,14 +82,15 @@ pub fn next_step(
 
     let stored: Vec<Object> = pages_of(&all_pages, &namespace, &name).into_iter().cloned().collect();
     let objects = OcmObjects { sets: &set_objects, set_bindings: &bindings, pages: &all_pages, scores: &score_objects };
-    let inputs = OcmInputs::from_objects(&namespace, &name, objects);
+    let previous = placement_api::status_of(&placement);
+    let last_score_update = previous.last_score_update_time.as_deref().and_then(fleet_api::time::unix_seconds);
+    let inputs = OcmInputs::from_objects(&namespace, &name, objects).with_last_score_update(last_score_update);
 
     let timer = crate::metrics::scheduling("ocm");
     let outcome = ocm_scheduler::schedule(&inputs.request(&name, &spec, clusters, unix_now));
     drop(timer);
     let recheck_after = outcome.requeue_at.map(|at| delay_until(at, unix_now));
 
-    let previous = placement_api::status_of(&placement);
     let status = outcome.status(&previous, placement.metadata.generation, now);
     let changes = ocm_scheduler::page_changes(&name, &stored, &outcome.pages);
     if changes.is_empty() && status == previous {

@@ -100,8 +100,11 @@ fn pages_as_objects_and_their_changes() {
     assert_eq!(
         page.status().unwrap(),
         &json!({"decisions": [
-            {"clusterName": "c00", "reason": ""}, {"clusterName": "c01", "reason": ""}, {"clusterName": "c02", "reason": ""}
-        ]})
+            {"clusterName": "c00", "reason": "", "score": 100},
+            {"clusterName": "c01", "reason": "", "score": 100},
+            {"clusterName": "c02", "reason": "", "score": 100}
+        ]}),
+        "Additive: Balance 100 + Steady 0"
     );
     // Stored as desired: no change. A stale page and a missing one.
     assert!(page_changes("demo", std::slice::from_ref(&page), &outcome.pages).is_empty());

@@ -8,7 +8,7 @@ use fleet_api::ocm::placement::{apply_defaults, PlacementSpec};
 use fleet_api::quantity::Quantity;
 use serde_json::json;
 
-use super::{schedule, AddOnScores, ClusterSet, DecisionCounts, OcmOutcome, OcmRequest};
+use super::{schedule, AddOnScores, ClusterSet, DecisionCounts, OcmOutcome, OcmRequest, RecordedScores};
 use crate::cluster::ClusterInfo;
 
 mod groups;
@@ -16,6 +16,7 @@ mod prioritizers;
 mod properties;
 mod ranking;
 mod rollout;
+mod scores;
 mod sets;
 mod spread;
 mod status;
@@ -71,6 +72,7 @@ struct Fixture {
     decided: Vec<String>,
     counts: DecisionCounts,
     addon: AddOnScores,
+    recorded: RecordedScores,
     now: i64,
 }
 
@@ -83,6 +85,7 @@ impl Fixture {
             decided: Vec::new(),
             counts: DecisionCounts::default(),
             addon: AddOnScores::default(),
+            recorded: RecordedScores::default(),
             now: NOW,
         }
     }
@@ -102,6 +105,7 @@ impl Fixture {
             decided: &self.decided,
             other_decisions: &self.counts,
             addon_scores: &self.addon,
+            recorded: &self.recorded,
             now: self.now,
         })
     }
