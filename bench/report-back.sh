@@ -26,12 +26,7 @@ fleet_tmp report-back
 FLEET_POLL=1
 
 fleet_start_hub 120 warn
-echo "joining $MEMBERS simulated members (Deployment status changing every $CHURN)..."
-"$BIN/fleet-bench" members --hub "$FLEET_ENDPOINTS" --tls-dir "$TMP/pki" --count "$MEMBERS" \
-  --heartbeat-seconds 10 --status-churn "$CHURN" --drift-check-interval "$CHURN" --data-dir "$TMP/members" \
-  >"$TMP/members.out" 2>"$TMP/members.log" &
-PIDS+=($!)
-wait_for "$TIMEOUT" "$MEMBERS members ready" grep -qx "ready $MEMBERS" "$TMP/members.out"
+fleet_start_churning_members "$MEMBERS" "$CHURN" "$TIMEOUT"
 
 # The namespace, its Deployments, and the placement with `report` as its
 # reportBackStrategy (YAML flow).

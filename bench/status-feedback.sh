@@ -29,12 +29,7 @@ fleet_tmp status-feedback
 FLEET_POLL=2
 
 fleet_start_hub 120 warn
-echo "joining $MEMBERS simulated members (Deployment status changing every $CHURN)..."
-"$BIN/fleet-bench" members --hub "$FLEET_ENDPOINTS" --tls-dir "$TMP/pki" --count "$MEMBERS" \
-  --heartbeat-seconds 10 --status-churn "$CHURN" --drift-check-interval "$CHURN" --data-dir "$TMP/members" \
-  >"$TMP/members.out" 2>"$TMP/members.log" &
-PIDS+=($!)
-wait_for "$TIMEOUT" "$MEMBERS members ready" grep -qx "ready $MEMBERS" "$TMP/members.out"
+fleet_start_churning_members "$MEMBERS" "$CHURN" "$TIMEOUT"
 
 # Every member's ManifestWorks (YAML flow); with feedback rules when
 # `feedback` is 1.

@@ -128,3 +128,17 @@ fleet_members_ready() {
       ($extra))] | length")
   [ "$n" -ge "$count" ]
 }
+
+# fleet_start_churning_members COUNT CHURN TIMEOUT: COUNT simulated members
+# in one `fleet-bench members` process (heartbeat 10 s), whose Deployments'
+# status and drift checks change every CHURN; waits up to TIMEOUT seconds
+# for all to join. Logs to TMP/members.log.
+fleet_start_churning_members() {
+  local count=$1 churn=$2 limit=$3
+  echo "joining $count simulated members (Deployment status changing every $churn)..."
+  "$BIN/fleet-bench" members --hub "$FLEET_ENDPOINTS" --tls-dir "$TMP/pki" --count "$count" \
+    --heartbeat-seconds 10 --status-churn "$churn" --drift-check-interval "$churn" --data-dir "$TMP/members" \
+    >"$TMP/members.out" 2>"$TMP/members.log" &
+  PIDS+=($!)
+  wait_for "$limit" "$count members ready" grep -qx "ready $count" "$TMP/members.out"
+}
