@@ -94,6 +94,16 @@ struct Location {
     log_id: LogId<u64>,
 }
 
+/// What one write of records put where.
+struct Written {
+    /// The segment written to.
+    segment: u64,
+    /// Its file, to sync.
+    file: Arc<File>,
+    /// Each record's payload offset and length.
+    payloads: Vec<(u64, u32)>,
+}
+
 /// One segment file.
 struct Segment {
     file: Arc<File>,
@@ -309,9 +319,8 @@ impl Wal {
         Ok(seq + 1)
     }
 
-    /// Writes `records` at the end of the log (not synced) and returns the
-    /// file to sync, with each record's payload offset.
-    fn write(&mut self, records: &[RecordRef<'_>]) -> Result<(u64, Arc<File>, Vec<(u64, u32)>), Error> {
+    /// Writes `records` at the end of the log (not synced).
+    fn write(&mut self, records: &[RecordRef<'_>]) -> Result<Written, Error> {
         let seq = self.active()?;
         let mut buf = Vec::new();
         let mut payloads = Vec::with_capacity(records.len());
@@ -324,7 +333,7 @@ impl Wal {
         let path = segment_path(&self.dir, seq);
         segment.file.write_all_at(&buf, segment.len).map_err(|e| io(&path, e))?;
         segment.len += buf.len() as u64;
-        Ok((seq, segment.file.clone(), payloads))
+        Ok(Written { segment: seq, file: segment.file.clone(), payloads })
     }
 
     /// Writes `entries` (and `committed`, if given) at the end of the log,
@@ -336,7 +345,7 @@ impl Wal {
     ) -> Result<Arc<File>, Error> {
         let mut records: Vec<RecordRef<'_>> = entries.iter().map(RecordRef::Entry).collect();
         records.extend(committed.map(RecordRef::Committed));
-        let (seq, file, payloads) = self.write(&records)?;
+        let Written { segment: seq, file, payloads } = self.write(&records)?;
         for (entry, (offset, len)) in entries.iter().zip(payloads) {
             let log_id = *entry.get_log_id();
             self.entries.split_off(&log_id.index);
@@ -353,7 +362,7 @@ impl Wal {
 
     /// Records `vote`; returns the file to sync.
     pub(crate) fn save_vote(&mut self, vote: Vote<u64>) -> Result<Arc<File>, Error> {
-        let (_, file, _) = self.write(&[RecordRef::Vote(vote)])?;
+        let file = self.write(&[RecordRef::Vote(vote)])?.file;
         self.vote = Some(vote);
         Ok(file)
     }
@@ -362,7 +371,7 @@ impl Wal {
     pub(crate) fn truncate(&mut self, from: u64, committed: Option<Option<LogId<u64>>>) -> Result<Arc<File>, Error> {
         let mut records = vec![RecordRef::Truncate(from)];
         records.extend(committed.map(RecordRef::Committed));
-        let (_, file, _) = self.write(&records)?;
+        let file = self.write(&records)?.file;
         self.entries.split_off(&from);
         if let Some(committed) = committed {
             self.committed = committed;
