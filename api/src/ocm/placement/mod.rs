@@ -137,11 +137,12 @@ pub fn set_status(object: &mut Object, status: &PlacementStatus) {
 
 /// Fills OCM's defaults: mode `Additive`, weights 1, coordinate type
 /// `BuiltIn`, toleration operator `Equal`, `maxSkew` 1,
-/// `whenUnsatisfiable: ScheduleAnyway`, `clustersPerDecisionGroup: 100%`,
-/// `sortBy: ClusterName`, `scoreRateLimit: 1m`.
+/// `whenUnsatisfiable: ScheduleAnyway`, `clustersPerDecisionGroup: 100%`.
+/// `sortBy` and `scoreRateLimit` stay absent when not given, as with the
+/// CRDs of OCM releases before them (a real API server stores no value);
+/// [`PlacementSpec::sort_by`] and [`PlacementSpec::score_rate_limit_seconds`]
+/// read their defaults.
 pub fn apply_defaults(spec: &mut PlacementSpec) {
-    spec.sort_by.get_or_insert_with(|| SORT_BY_CLUSTER_NAME.to_string());
-    spec.score_rate_limit.get_or_insert_with(|| DEFAULT_SCORE_RATE_LIMIT.to_string());
     let policy = spec.prioritizer_policy.get_or_insert_with(Default::default);
     policy.mode.get_or_insert_with(|| MODE_ADDITIVE.to_string());
     for c in &mut policy.configurations {

@@ -41,8 +41,7 @@ fn v1alpha1_placement_and_empty_spec_are_accepted() {
     let o = ok("apiVersion: cluster.open-cluster-management.io/v1alpha1\nkind: Placement\nmetadata: {name: all, namespace: ns1}\n");
     assert_eq!(
         o.spec().unwrap(),
-        &json!({"prioritizerPolicy": {"mode": "Additive"}, "decisionStrategy": {"groupStrategy": {"clustersPerDecisionGroup": "100%"}},
-                "sortBy": "ClusterName", "scoreRateLimit": "1m"})
+        &json!({"prioritizerPolicy": {"mode": "Additive"}, "decisionStrategy": {"groupStrategy": {"clustersPerDecisionGroup": "100%"}}})
     );
     ok("apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\nmetadata: {name: all, namespace: ns1}\nspec: {}\n");
 }
