@@ -1,7 +1,8 @@
 //! A Placement's `celSelector` on a real trio with real agents
 //! (docs/spec/ocm.md): CEL over `managedCluster` chooses the clusters, a
-//! relabel through the ManagedCluster view moves the decision, and an
-//! expression calling a function Fleet does not provide is refused.
+//! relabel through the ManagedCluster view moves the decision, Kubernetes'
+//! quantity library compares what the agents report, and an expression
+//! calling a function Fleet does not provide is refused.
 
 use fleet_tests::fleet::{apply_yaml, fleet, list, Member, WAIT};
 use fleet_tests::{eventually_equals, Hub};
@@ -29,6 +30,7 @@ spec:
           celExpressions:
             - managedCluster.metadata.labels['env'] == 'prod'
             - managedCluster.status.clusterClaims.exists(c, c.name == 'fleet.kubernetes-fleet.io/target')
+            - quantity(managedCluster.status.allocatable.cpu).isGreaterThan(quantity('500m'))
 ";
 
 /// The clusters the Placement decides, sorted.
@@ -58,10 +60,10 @@ async fn a_cel_selector_chooses_clusters_and_follows_their_labels() {
     wait_decided(&hub, &["cel-dev", "cel-prod"]).await;
 
     let bad =
-        PLACEMENT.replace("managedCluster.metadata.labels['env'] == 'prod'", "managedCluster.scores('a').size() > 0");
+        PLACEMENT.replace("managedCluster.metadata.labels['env'] == 'prod'", "isURL(managedCluster.metadata.name)");
     let out = hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&bad));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "refused");
     assert!(said.contains("spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]"), "{said}");
-    assert!(said.contains("calls scores, which Fleet does not provide"), "{said}");
+    assert!(said.contains("calls isURL, which this environment does not provide"), "{said}");
 }

@@ -105,7 +105,7 @@ impl ClusterSelector {
                 errors.push(FieldError::too_many(at.clone(), cel_selector.cel_expressions.len(), cel::MAX_EXPRESSIONS));
             }
             for (i, expression) in cel_selector.cel_expressions.iter().enumerate() {
-                if let Some(why) = cel::check(expression) {
+                if let Some(why) = cel::check(expression, cel::Library::Placement) {
                     errors.push(FieldError::invalid(format!("{at}[{i}]"), quote(expression), why));
                 }
             }

@@ -121,6 +121,14 @@ impl AddOnScores {
             .insert(cluster.to_string(), ScoreEntry { valid_until, status });
     }
 
+    /// Every score of the AddOnPlacementScore `resource` of `cluster` as
+    /// (name, value), as stored (expired or not), for a `celSelector`'s
+    /// `scores`; `None` when the cluster has none of that name.
+    pub(crate) fn list(&self, cluster: &str, resource: &str) -> Option<Vec<(String, i64)>> {
+        let entry = self.by_resource.get(resource)?.get(cluster)?;
+        Some(entry.status.scores.iter().map(|s| (s.name.clone(), s.value)).collect())
+    }
+
     /// The score `score` of the AddOnPlacementScore `resource` of `cluster`
     /// at `now`: 0 when missing or when `now` is past `validUntil`; values
     /// outside −100..100 are clamped.

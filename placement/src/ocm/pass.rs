@@ -43,7 +43,7 @@ pub fn schedule(request: &OcmRequest) -> OcmOutcome {
     let decided: NameSet = request.decided.iter().map(String::as_str).collect();
     let mut fw = Framework::default();
     let sets = EligibleSets::resolve(&spec.cluster_sets, request.cluster_sets, request.bound_sets, fw.vocabulary_mut());
-    let predicates = Predicates::compile(&spec.predicates, fw.vocabulary_mut());
+    let predicates = Predicates::compile(&spec.predicates, request.addon_scores, fw.vocabulary_mut());
     let taints = OcmTaints::new(&spec.tolerations, &decided, request.now);
     let group_strategy = spec.decision_strategy.as_ref().and_then(|d| d.group_strategy.as_ref());
     let groups = GroupSelectors::compile(group_strategy, fw.vocabulary_mut());

@@ -9,13 +9,17 @@
 //! `status.version.kubernetes` (when reported) and `status.allocatable` /
 //! `status.capacity` (`cpu`, `memory`). An expression that fails for a
 //! cluster (a missing field, a non-boolean result) leaves it out, with
-//! why.
+//! why. `managedCluster.scores(name)` reads the cluster's
+//! AddOnPlacementScore `name`, as stored.
 
-use fleet_api::ocm::cel::Compiled;
+use std::sync::Arc;
+
+use fleet_api::ocm::cel::{Compiled, ScoreReader};
 use fleet_api::ocm::placement::ClusterPredicate;
 use fleet_api::ocm::ClusterSelector;
 use serde_json::{json, Value};
 
+use super::inputs::AddOnScores;
 use crate::cluster::{ClusterInfo, RESOURCE_PROPERTY_PREFIX};
 
 use crate::scheduler::plugins::CompiledLabelSelector;
@@ -48,15 +52,28 @@ struct Term {
 }
 
 /// The OR of a placement's predicates.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Predicates {
     terms: Vec<Term>,
+    /// The AddOnPlacementScores, when an expression reads them.
+    scores: Option<ScoreReader>,
+}
+
+impl std::fmt::Debug for Predicates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Predicates").field("terms", &self.terms).field("reads_scores", &self.scores.is_some()).finish()
+    }
 }
 
 impl Predicates {
-    /// Compiles the predicates against the pass's vocabulary.
-    pub(crate) fn compile<'a>(predicates: &'a [ClusterPredicate], vocabulary: &mut Vocabulary<'a>) -> Predicates {
-        let terms = predicates
+    /// Compiles the predicates against the pass's vocabulary; `scores`
+    /// serve `celSelector`s that call `scores`.
+    pub(crate) fn compile<'a>(
+        predicates: &'a [ClusterPredicate],
+        scores: &AddOnScores,
+        vocabulary: &mut Vocabulary<'a>,
+    ) -> Predicates {
+        let terms: Vec<Term> = predicates
             .iter()
             .map(|p| match &p.required_cluster_selector {
                 Some(selector) => Term {
@@ -70,7 +87,12 @@ impl Predicates {
                 None => Term { selector: CompiledLabelSelector::default(), cel: None },
             })
             .collect();
-        Predicates { terms }
+        let reads_scores = terms.iter().any(|t| matches!(&t.cel, Some(Ok(c)) if c.uses_scores()));
+        let scores = reads_scores.then(|| {
+            let scores = Arc::new(scores.clone());
+            Arc::new(move |cluster: &str, resource: &str| scores.list(cluster, resource)) as ScoreReader
+        });
+        Predicates { terms, scores }
     }
 }
 
@@ -118,7 +140,7 @@ impl FilterPlugin for Predicates {
                 Some(Err(why)) => Err(why.clone()),
                 Some(Ok(compiled)) => {
                     let object = object.get_or_insert_with(|| managed_cluster(table.info(cluster)));
-                    compiled.matches("managedCluster", object)
+                    compiled.matches(object, self.scores.as_ref())
                 }
             };
             match outcome {

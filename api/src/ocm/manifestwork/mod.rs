@@ -252,12 +252,13 @@ fn validate_config(errors: &mut Vec<FieldError>, c: &ManifestConfigOption, base:
             ));
         }
         for (j, expression) in rule.cel_expressions.iter().enumerate() {
-            if let Some(why) = crate::ocm::cel::check(expression) {
+            if let Some(why) = crate::ocm::cel::check(expression, crate::ocm::cel::Library::Conditions) {
                 errors.push(FieldError::invalid(format!("{path}.celExpressions[{j}]"), quote(expression), why));
             }
         }
-        if let Some(why) =
-            (!rule.message_expression.is_empty()).then(|| crate::ocm::cel::check(&rule.message_expression)).flatten()
+        if let Some(why) = (!rule.message_expression.is_empty())
+            .then(|| crate::ocm::cel::check(&rule.message_expression, crate::ocm::cel::Library::Conditions))
+            .flatten()
         {
             errors.push(FieldError::invalid(
                 join_path(&path, "messageExpression"),

@@ -24,13 +24,13 @@ fn unknown_fields_are_refused_with_their_path() {
     );
     has(
         &refused(&placement(
-            "  predicates: [{requiredClusterSelector: {celSelector: {celExpressions: [\"managedCluster.metadata.labels[\", \"managedCluster.scores('a').size() > 0\"]}}}]\n",
+            "  predicates: [{requiredClusterSelector: {celSelector: {celExpressions: [\"managedCluster.metadata.labels[\", \"isSorted(managedCluster.metadata.name)\"]}}}]\n",
         )),
         &[
             "spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]: Invalid value",
             "does not compile",
             "celExpressions[1]: Invalid value",
-            "calls scores, which Fleet does not provide",
+            "calls isSorted, which this environment does not provide",
         ],
     );
     ok(&placement(

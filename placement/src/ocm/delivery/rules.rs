@@ -75,7 +75,7 @@ pub fn evaluate(rule: &ConditionRule, object: &Value) -> Condition {
 /// A `CEL` rule: True when every expression is; the message from
 /// `messageExpression`, else `message`, else OCM's default.
 fn evaluate_cel(rule: &ConditionRule, object: &Value) -> Condition {
-    let result = match cel_rules::evaluate(&rule.cel_expressions, "object", object) {
+    let result = match cel_rules::evaluate(&rule.cel_expressions, object) {
         Ok(result) => result,
         Err(why) => return Condition::new(&rule.condition, false, cel_rules::REASON_EXPRESSION_ERROR, why),
     };

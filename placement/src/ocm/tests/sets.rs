@@ -178,6 +178,43 @@ fn a_cel_selector_sees_labels_claims_version_and_resources() {
 }
 
 #[test]
+fn a_cel_selector_compares_versions_and_quantities_and_reads_scores() {
+    use fleet_api::ocm::addon_score::{AddOnPlacementScoreItem, AddOnPlacementScoreStatus};
+    let clusters = vec![
+        with_property(
+            with_claims(cluster("a", &[]), &[("k8s.io/k8s-version", "v1.36.1")]),
+            crate::ocm::ALLOCATABLE_CPU,
+            "7800m",
+        ),
+        with_property(
+            with_claims(cluster("b", &[]), &[("k8s.io/k8s-version", "v1.9.0")]),
+            crate::ocm::ALLOCATABLE_CPU,
+            "16",
+        ),
+        cluster("c", &[]),
+    ];
+    let cel = |expression: &str| json!({"predicates": [{"requiredClusterSelector": {"celSelector": {"celExpressions": [expression]}}}]});
+    let mut fixture = Fixture::new(clusters);
+    // Textually "v1.9.0" > "v1.36.1"; as versions it is older.
+    let newer = fixture
+        .run_json(cel("semver(managedCluster.status.version.kubernetes.substring(1)).isGreaterThan(semver('1.20.0'))"));
+    assert_eq!(newer.chosen, ["a"]);
+    // As text "16" < "7800m"; as quantities 16 cores > 7.8.
+    let big = fixture.run_json(cel("quantity(managedCluster.status.allocatable.cpu).compareTo(quantity('8')) > 0"));
+    assert_eq!(big.chosen, ["b"]);
+    let usage = |value: i64| AddOnPlacementScoreStatus {
+        scores: vec![AddOnPlacementScoreItem { name: "cpu".into(), value }],
+        ..Default::default()
+    };
+    fixture.addon.insert("a", "usage", usage(20));
+    fixture.addon.insert("b", "usage", usage(80));
+    let idle = fixture.run_json(cel("managedCluster.scores('usage').exists(s, s.name == 'cpu' && s.value < 50)"));
+    assert_eq!(idle.chosen, ["a"]);
+    let why = idle.excluded.iter().find(|e| e.cluster == "c").unwrap();
+    assert!(why.reason.contains("not found"), "a cluster without the score says so: {}", why.reason);
+}
+
+#[test]
 fn clusters_being_deleted_are_left_out() {
     let mut clusters = plain(2);
     clusters[1].leaving = true;
