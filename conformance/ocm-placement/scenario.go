@@ -56,6 +56,9 @@ const (
 
 func (g *generator) scenario(index int) *scenario {
 	r := rand.New(rand.NewSource(g.seed*1_000_003 + int64(index)))
+	// CEL selectors draw from their own source, so that adding them left
+	// every other draw of a scenario as it was.
+	rc := rand.New(rand.NewSource(g.seed*1_000_003 + int64(index) + 500_000_000_000))
 	s := &scenario{Index: index, Namespace: fmt.Sprintf("oracle-%d-%d", g.seed, index), Clusters: map[string]clusterSetup{}}
 	prefix := fmt.Sprintf("s%d-%d", g.seed, index)
 
@@ -164,7 +167,7 @@ func (g *generator) scenario(index int) *scenario {
 	for i := 0; i < count; i++ {
 		last := i == count-1
 		choices := append(append([]string{}, setNames...), "global", "default")
-		p := g.placement(r, fmt.Sprintf("p%d", i+1), s.Namespace, choices, resources, !last)
+		p := g.placement(r, rc, fmt.Sprintf("p%d", i+1), s.Namespace, choices, resources, !last)
 		if last {
 			if len(first) > 0 {
 				s.Placements = append(s.Placements, first)
@@ -177,7 +180,7 @@ func (g *generator) scenario(index int) *scenario {
 	return s
 }
 
-func (g *generator) placement(r *rand.Rand, name, namespace string, sets, resources []string, noBalance bool) obj {
+func (g *generator) placement(r, rc *rand.Rand, name, namespace string, sets, resources []string, noBalance bool) obj {
 	spec := obj{}
 	if r.Intn(10) < 3 {
 		var chosen []interface{}
@@ -202,6 +205,9 @@ func (g *generator) placement(r *rand.Rand, name, namespace string, sets, resour
 			}
 			if r.Intn(10) < 5 {
 				selector["claimSelector"] = obj{"matchExpressions": g.claimExpressions(r)}
+			}
+			if rc.Intn(10) < 3 {
+				selector["celSelector"] = obj{"celExpressions": celExpressions(rc, resources)}
 			}
 			predicates = append(predicates, obj{"requiredClusterSelector": selector})
 		}
@@ -381,6 +387,37 @@ func expression(r *rand.Rand, key string, values []string) obj {
 		e["values"] = vs
 	}
 	return e
+}
+
+// celExpressions draws 1-2 CEL expressions over what both sides' clusters
+// show: labels, allocatable resources (OCM's quantity library), add-on
+// scores (OCM's scores, of the scenario's resources and one no cluster
+// has) and a JSON document (OCM's parseJSON).
+func celExpressions(r *rand.Rand, resources []string) []interface{} {
+	var out []interface{}
+	for i := 0; i < 1+r.Intn(2); i++ {
+		var e string
+		switch r.Intn(5) {
+		case 0:
+			e = fmt.Sprintf("quantity(managedCluster.status.allocatable.cpu).isGreaterThan(quantity('%s'))",
+				pick(r, []string{"1", "2", "2500m", "3500m", "4"}))
+		case 1:
+			e = fmt.Sprintf("quantity(managedCluster.status.allocatable.memory).compareTo(quantity('%s')) %s 0",
+				pick(r, []string{"4Gi", "8Gi", "15Gi", "16G"}), pick(r, []string{">=", "<", "=="}))
+		case 2:
+			e = fmt.Sprintf("managedCluster.scores('%s').exists(s, s.name == '%s' && s.value > %d)",
+				pick(r, append(append([]string{}, resources...), "absent")), pick(r, []string{"alpha", "beta"}), r.Intn(201)-100)
+		case 3:
+			k := pick(r, labelKeys)
+			e = fmt.Sprintf("'%s' in managedCluster.metadata.labels && managedCluster.metadata.labels['%s'].startsWith('%s')",
+				k, k, pick(r, labelValues[k])[:1])
+		default:
+			e = fmt.Sprintf("'{\"cores\": %d}'.parseJSON().cores <= quantity(managedCluster.status.allocatable.cpu).asApproximateFloat()",
+				1+r.Intn(8))
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 func sameTaint(taints []interface{}, t obj) bool {

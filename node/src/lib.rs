@@ -12,6 +12,7 @@ pub mod config;
 pub mod controllers;
 pub mod crd_status;
 pub mod error;
+pub mod execute_as;
 pub mod fairness;
 pub mod http;
 pub mod kube;

@@ -165,6 +165,7 @@ impl FleetService {
             crate::audit::note_object(object);
             self.objects.authorizer().check_rbac_write(caller, object).await?;
             crate::reach::check(self.objects.authorizer(), self.store(), caller, object).await?;
+            crate::execute_as::check(self.objects.authorizer(), self.store(), caller, object).await?;
         }
         Ok(())
     }

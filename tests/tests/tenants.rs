@@ -269,3 +269,98 @@ async fn a_tenant_cannot_grant_what_it_does_not_hold() {
     assert!(stored.contains("role.rbac.authorization.k8s.io/cm-reader"), "{stored}");
     assert!(!stored.contains("secret-reader") && !stored.contains("/root"), "{stored}");
 }
+
+/// A ManifestWork in team-a applied on its member as `app/<account>`, with
+/// the ConfigMap's `mode`.
+fn work_as(account: Option<&str>, mode: &str) -> String {
+    let executor = account
+        .map(|a| {
+            format!(
+                "  executor:\n    subject: {{type: ServiceAccount, serviceAccount: {{namespace: app, name: {a}}}}}\n"
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "apiVersion: work.open-cluster-management.io/v1\nkind: ManifestWork\nmetadata: {{name: settings, namespace: \
+         team-a}}\nspec:\n{executor}  workload:\n    manifests:\n      - {{apiVersion: v1, kind: ConfigMap, metadata: \
+         {{name: settings, namespace: app}}, data: {{mode: {mode}}}}}\n"
+    )
+}
+
+const WORKS: &str = "\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: works, namespace: team-a}
+rules:
+  - apiGroups: [work.open-cluster-management.io]
+    resources: [manifestworks]
+    verbs: [get, list, create, update, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: works, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: works}
+subjects:
+  - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: team-a}
+";
+
+const EXECUTE_AS_DEPLOYER: &str = "\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: works, namespace: team-a}
+rules:
+  - apiGroups: [work.open-cluster-management.io]
+    resources: [manifestworks]
+    verbs: [get, list, create, update, patch]
+  - apiGroups: [work.open-cluster-management.io]
+    resources: [manifestworks]
+    verbs: [execute-as]
+    resourceNames: ['system:serviceaccount:app:deployer']
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_names_only_executors_it_may_execute_as() {
+    let kube = KubeHub::start().await;
+    let out = kube.hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&format!("{SETUP}---\n{WORKS}")));
+    assert!(out.status.success(), "{}", text(&out));
+    let alice = kube.onboard("alice", &["team-a"]);
+    let write = |name: &str, yaml: &str| {
+        let path = kube.hub.dir.path().join(name);
+        std::fs::write(&path, yaml).expect("write");
+        path.to_str().unwrap_or_default().to_string()
+    };
+    let refusal = "user alice cannot manipulate the Manifestwork with executor app/deployer in namespace team-a";
+
+    // Without execute-as: refused by both APIs, and nothing is stored.
+    let out = kube.kubectl_with(&alice, &["apply", "-f", &write("as-deployer.yaml", &work_as(Some("deployer"), "on"))]);
+    assert!(!out.status.success() && text(&out).contains(refusal), "{}", text(&out));
+    let out = fleetctl_alice(&kube, &["apply", "-f", "-"], Some(&work_as(Some("deployer"), "on")));
+    assert!(!out.status.success() && text(&out).contains(refusal), "{}", text(&out));
+    let out = kube.kubectl(&["get", "manifestwork", "settings", "-n", "team-a"]);
+    assert!(!out.status.success(), "a refused ManifestWork was stored: {}", text(&out));
+
+    // Without an executor there is nothing to check.
+    let out = kube.kubectl_with(&alice, &["apply", "-f", &write("plain.yaml", &work_as(None, "on"))]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // Granted execute-as on app/deployer: that executor, and edits keeping it.
+    let out = kube.hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(EXECUTE_AS_DEPLOYER));
+    assert!(out.status.success(), "{}", text(&out));
+    let applied = eventually("alice names app/deployer", Duration::from_secs(20), || async {
+        let out =
+            kube.kubectl_with(&alice, &["apply", "-f", &write("as-deployer.yaml", &work_as(Some("deployer"), "on"))]);
+        if out.status.success() {
+            Ok(text(&out))
+        } else {
+            Err(text(&out))
+        }
+    })
+    .await;
+    assert!(applied.contains("configured"), "{applied}");
+    let out = fleetctl_alice(&kube, &["apply", "-f", "-"], Some(&work_as(Some("deployer"), "off")));
+    assert!(out.status.success(), "{}", text(&out));
+    // Another service account is still refused.
+    let out = kube.kubectl_with(&alice, &["apply", "-f", &write("as-other.yaml", &work_as(Some("other"), "off"))]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("with executor app/other in namespace team-a"), "{}", text(&out));
+}

@@ -138,6 +138,10 @@ pub async fn admit(ctx: &Ctx, value: &Value) -> Result<Object, KubeError> {
     crate::reach::check(ctx.api.objects.authorizer(), ctx.api.objects.store(), &ctx.caller, &object)
         .await
         .map_err(|s| KubeError::from_request(&s, &subject))?;
+    // A ManifestWork's executor is one its author may act as.
+    crate::execute_as::check(ctx.api.objects.authorizer(), ctx.api.objects.store(), &ctx.caller, &object)
+        .await
+        .map_err(|s| KubeError::from_request(&s, &subject))?;
     Ok(object)
 }
 
