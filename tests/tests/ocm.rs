@@ -10,11 +10,14 @@
 //!   ManifestWorkReplicaSet rolled out `ProgressivePerGroup` reaches the
 //!   canary group (seen on the members) before the rest, its ManifestWorks
 //!   report back; a cluster relabelled out of the set through the
-//!   ManagedCluster view loses its ManifestWork and what it placed.
+//!   ManagedCluster view loses its ManifestWork and what it placed. A
+//!   replica set whose template names per-cluster variables (Fleet's
+//!   extension) gives each cluster its own values, says which cluster lacks
+//!   a label it names, and reaches that cluster once labelled.
 
 use fleet_api::Object;
 use fleet_tests::fleet::{
-    apply_yaml, fleet_sized, list, member_has, start_member, wait_joined, wait_member, Member, WAIT,
+    apply_yaml, fleet_sized, list, member_has, member_object, start_member, wait_joined, wait_member, Member, WAIT,
 };
 use fleet_tests::objects::{condition, get};
 use fleet_tests::{eventually, Hub};
@@ -264,4 +267,54 @@ async fn a_crp_and_ocm_side_by_side_a_canary_first_rollout_and_leaving_the_set()
     .await;
     assert!(member_has(&hub, "x-2", "configmap", "shared", "shared-config"), "the CRP still places on x-2");
     assert!(member_has(&hub, "x-1", "configmap", "ocm-web", "web-config"));
+
+    // Per-cluster variables: canary-1 has the label `tier`, x-1 not yet.
+    apply_yaml(&hub, PER_CLUSTER);
+    let hub = &hub;
+    let values = |cluster: &'static str| async move {
+        let cm = member_object(hub, cluster, "configmap", "ocm-web", "per-cluster").ok_or("not placed")?;
+        Ok::<Value, String>(cm["data"].clone())
+    };
+    let canary = eventually("canary-1 gets its own values", WAIT, || values("canary-1")).await;
+    assert_eq!(canary, serde_json::json!({"cluster": "canary-1", "tier": "canary"}));
+    eventually("the replica set says why x-1 has none", WAIT, || async {
+        let mut admin = hub.client(hub.running()[0]).await;
+        let mwrs = get(&mut admin, "mwrs", NS, "per-cluster").await.map_err(|e| e.to_string())?;
+        let conditions = mwrs.status().and_then(|s| s.get("conditions").cloned()).unwrap_or_default();
+        let applied = conditions
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "ManifestworkApplied"))
+            .map(|c| c["message"].to_string())
+            .unwrap_or_default();
+        if applied.contains("cannot render the template for x-1: label key tier not found on cluster x-1") {
+            Ok(())
+        } else {
+            Err(applied)
+        }
+    })
+    .await;
+    assert!(!member_has(&hub, "x-1", "configmap", "ocm-web", "per-cluster"));
+    apply_yaml(
+        &hub,
+        "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\nmetadata:\n  name: x-1\n  labels: {cluster.open-cluster-management.io/clusterset: prod, tier: web}\nspec: {hubAcceptsClient: true}\n",
+    );
+    let x1 = eventually("x-1, labelled, gets its values", WAIT, || values("x-1")).await;
+    assert_eq!(x1, serde_json::json!({"cluster": "x-1", "tier": "web"}));
 }
+
+/// A replica set on the same Placement whose template names per-cluster
+/// variables.
+const PER_CLUSTER: &str = "\
+apiVersion: work.open-cluster-management.io/v1alpha1
+kind: ManifestWorkReplicaSet
+metadata: {name: per-cluster, namespace: ocm-demo}
+spec:
+  placementRefs: [{name: rollout}]
+  manifestWorkTemplate:
+    workload:
+      manifests:
+        - apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: per-cluster, namespace: ocm-web}
+          data: {cluster: '${MEMBER-CLUSTER-NAME}', tier: '${MEMBER-CLUSTER-LABEL-KEY-tier}'}
+";

@@ -111,13 +111,13 @@ impl ClusterState {
 }
 
 /// The summary of `works` (a replica set's ManifestWorks, or one
-/// placement's share of them) for `desired_total` decided clusters and the
-/// current `template`: counts by condition (True at any generation, as OCM
-/// counts them), and `updated`, those holding `template` with `Applied`
-/// True at their current generation.
+/// placement's share of them) for `desired_total` decided clusters:
+/// counts by condition (True at any generation, as OCM counts them), and
+/// `updated`, those holding their current template (`is_current`) with
+/// `Applied` True at their current generation.
 pub fn summary<'a>(
     works: impl Iterator<Item = &'a Object>,
-    template: &serde_json::Value,
+    is_current: impl Fn(&Object) -> bool,
     desired_total: usize,
 ) -> ManifestWorkReplicaSetSummary {
     let mut s = ManifestWorkReplicaSetSummary {
@@ -135,7 +135,7 @@ pub fn summary<'a>(
         s.progressing += is_true(CONDITION_PROGRESSING);
         let applied_now = condition(CONDITION_APPLIED)
             .is_some_and(|c| c.is_true() && c.observed_generation == Some(work.metadata.generation));
-        s.updated += i64::from(work.spec() == Some(template) && applied_now);
+        s.updated += i64::from(applied_now && is_current(work));
     }
     s
 }

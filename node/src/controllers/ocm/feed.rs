@@ -14,7 +14,8 @@
 //! - a ManifestWork: its own changes, its mirrored Works' changes (agent
 //!   reports), and its cluster joining;
 //! - a ManifestWorkReplicaSet: its own changes, the pages and existence of
-//!   the Placements it names, and changes of its ManifestWorks;
+//!   the Placements it names, changes of its ManifestWorks, and, when its
+//!   template names a cluster's variables, any cluster change;
 //! - a ManagedClusterSet: its own changes and any cluster change (its
 //!   `ClusterSetEmpty` counts members);
 //! - a ManagedClusterSetBinding: its own changes and the creation,
@@ -41,6 +42,7 @@ use fleet_statemachine::{EventType, ListQuery, Store, WatchEvent};
 
 use super::clusterset::managed_namespaces_key;
 use super::replicaset::REPLICASET_LABEL;
+use super::template_variables::uses_variables;
 use crate::controllers::queue::WorkQueue;
 
 /// The OCM part of the feed's soft state.
@@ -53,8 +55,8 @@ pub struct OcmFeed {
     /// multiset), to tell a change of decisions from any other write.
     pages: BTreeMap<ObjectKey, u64>,
     manifest_works: BTreeSet<ObjectKey>,
-    /// Each replica set's placement names.
-    replica_sets: BTreeMap<ObjectKey, Vec<String>>,
+    /// Each replica set's placement names, and whether it reads clusters.
+    replica_sets: BTreeMap<ObjectKey, ReplicaSetRefs>,
     /// The ManagedClusterSets.
     sets: BTreeSet<ObjectKey>,
     /// The ManagedClusterSetBindings.
@@ -97,8 +99,10 @@ impl OcmFeed {
                 self.manifest_works.insert(key);
             }
             (WORK_GROUP, replicaset::KIND) => {
-                let names = replicaset::spec_of(object).placement_refs.into_iter().map(|r| r.name).collect();
-                self.replica_sets.insert(key, names);
+                let spec = replicaset::spec_of(object);
+                let uses_variables = uses_variables(&fleet_api::typed::encode(&spec.manifest_work_template));
+                let placements = spec.placement_refs.into_iter().map(|r| r.name).collect();
+                self.replica_sets.insert(key, ReplicaSetRefs { placements, uses_variables });
             }
             (CLUSTER_GROUP, SET_KIND) => {
                 self.sets.insert(key);
@@ -179,8 +183,8 @@ impl OcmFeed {
 
     /// Queues the replica sets naming the Placement `name` of `namespace`.
     fn wake_replica_sets(&self, queue: &WorkQueue<ObjectKey>, namespace: &str, name: &str) {
-        for (key, names) in &self.replica_sets {
-            if key.namespace == namespace && names.iter().any(|n| n == name) {
+        for (key, refs) in &self.replica_sets {
+            if key.namespace == namespace && refs.placements.iter().any(|n| n == name) {
                 queue.add(key.clone());
             }
         }
@@ -193,6 +197,9 @@ impl OcmFeed {
             queue.add(key.clone());
         }
         queue.add(managed_namespaces_key());
+        for (key, _) in self.replica_sets.iter().filter(|(_, refs)| refs.uses_variables) {
+            queue.add(key.clone());
+        }
         if added {
             for key in self.manifest_works.iter().filter(|k| k.namespace == name) {
                 queue.add(key.clone());
@@ -256,6 +263,16 @@ impl OcmFeed {
         }
         true
     }
+}
+
+/// What a replica set's wake-ups depend on.
+#[derive(Debug)]
+struct ReplicaSetRefs {
+    /// The Placements it names.
+    placements: Vec<String>,
+    /// Whether its template names a cluster's variables (a cluster's
+    /// labels change what it gets).
+    uses_variables: bool,
 }
 
 /// Whether the Placement's prioritizers weight Balance (which scores by
@@ -385,6 +402,19 @@ mod tests {
         assert_eq!(
             drain(&queue).await,
             ["ManagedClusterSet//", "ManifestWork/east/web", "Placement/ns1/p", "Placement/ns2/q"]
+        );
+
+        // A replica set whose template names a cluster's labels: any cluster change.
+        let labelled = json!({"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
+            "metadata": {"name": "per-cluster", "namespace": "ns1"},
+            "spec": {"placementRefs": [{"name": "p"}], "manifestWorkTemplate": {"workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "${MEMBER-CLUSTER-NAME}", "namespace": "default"}}]}}}});
+        feed.on_event(&event(EventType::Added, labelled), &queue);
+        drain(&queue).await;
+        feed.on_cluster(&queue, "east", false);
+        assert_eq!(
+            drain(&queue).await,
+            ["ManagedClusterSet//", "ManifestWorkReplicaSet/ns1/per-cluster", "Placement/ns1/p", "Placement/ns2/q"]
         );
     }
 

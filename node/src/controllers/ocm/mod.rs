@@ -23,6 +23,7 @@ pub mod delivery;
 pub mod feed;
 pub mod placement;
 pub mod replicaset;
+pub mod template_variables;
 
 use fleet_api::ocm::clusterset::{BINDING_KIND, SET_KIND};
 use fleet_api::ocm::{manifestwork, replicaset as replicaset_api, CLUSTER_GROUP, WORK_GROUP};

@@ -12,7 +12,8 @@
 //! cluster's namespace, labelled `<namespace>.<name>` of the replica set
 //! and with the placement it came from, and owned by the replica set unless
 //! `cascadeDeletionPolicy` is `Orphan` (so deleting the replica set deletes
-//! them, and their Works, unless told otherwise).
+//! them, and their Works, unless told otherwise). Its spec is the template,
+//! with per-cluster variables substituted ([`super::template_variables`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -32,6 +33,7 @@ use serde_json::Value;
 
 use super::delay_until;
 use super::placement::list_kind;
+use super::template_variables::Templates;
 use crate::controllers::events::EventNote;
 use crate::controllers::placement::objects::{check, delete};
 use crate::controllers::placement::{Next, Step};
@@ -83,7 +85,7 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
     let namespace = mwrs.metadata.namespace.clone().unwrap_or_default();
     let spec = api::spec_of(&mwrs);
     let id = replica_set_id(&mwrs);
-    let template = encode(&spec.manifest_work_template);
+    let mut templates = Templates::new(encode(&spec.manifest_work_template));
     let query =
         ListQuery { group: WORK_GROUP.into(), kind: manifestwork::KIND.into(), namespace: None, selector: None };
     let (mine, others): (Vec<Object>, Vec<Object>) =
@@ -96,6 +98,9 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
         .filter(|w| w.metadata.name == mwrs.metadata.name)
         .filter_map(|w| w.metadata.namespace)
         .collect();
+    for cluster in works.keys() {
+        templates.prepare(store, cluster)?;
+    }
     let all_pages = list_kind(store, decision::KIND, Some(&namespace))?;
 
     let mut taken = BTreeSet::new();
@@ -107,15 +112,20 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
         let strategy = reference.rollout_strategy.clone().unwrap_or_default();
         let config = strategy.config();
         let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
-        let clusters: Vec<RolloutCluster> = decided(&pages)
-            .into_iter()
-            .filter(|(_, _, cluster)| taken.insert(cluster.clone()))
-            .map(|(group_index, group_name, name)| {
-                *sizes.entry(group_index).or_default() += 1;
-                let state = ClusterState::of(works.get(&name), &template, &config, unix_now);
-                RolloutCluster { name, group_index, group_name, state }
-            })
-            .collect();
+        let mut clusters = Vec::new();
+        for (group_index, group_name, name) in decided(&pages) {
+            if !taken.insert(name.clone()) {
+                continue;
+            }
+            *sizes.entry(group_index).or_default() += 1;
+            templates.prepare(store, &name)?;
+            // A cluster its template cannot be rendered for fails there.
+            let state = match templates.of(&name) {
+                Ok(template) => ClusterState::of(works.get(&name), template, &config, unix_now),
+                Err(_) => ClusterState::Failed,
+            };
+            clusters.push(RolloutCluster { name, group_index, group_name, state });
+        }
         let largest = sizes.values().copied().max().unwrap_or(1);
         let plan = rollout::plan(&strategy, &clusters, largest);
         refs.push(RefView { name: reference.name.clone(), found, pages, clusters, plan });
@@ -137,13 +147,14 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
             if started.len() >= MAX_WRITES {
                 break;
             }
+            let Ok(template) = templates.of(cluster) else { continue };
             ops.push(write_work(
                 &mwrs,
                 &id,
                 &view.name,
                 cluster,
                 works.get(cluster),
-                &template,
+                template,
                 &spec.cascade_deletion_policy,
                 now,
             ));
@@ -174,7 +185,7 @@ pub fn next_step(store: &Store, key: &ObjectKey, now: &str, unix_now: i64) -> Re
         return Ok(Next::Write(Box::new(Step { ops, events, placement: mwrs })));
     }
 
-    let status = status(&mwrs, &refs, &works, &template, now);
+    let status = status(&mwrs, &refs, &works, &templates, now);
     if status == api::status_of(&mwrs) {
         return Ok(Next::Done { recheck_after });
     }
@@ -236,13 +247,17 @@ fn status(
     mwrs: &Object,
     refs: &[RefView],
     works: &BTreeMap<String, Object>,
-    template: &Value,
+    templates: &Templates,
     now: &str,
 ) -> ManifestWorkReplicaSetStatus {
     let generation = mwrs.metadata.generation;
     let mut status = api::status_of(mwrs);
     let desired: usize = refs.iter().map(|r| r.clusters.len()).sum();
-    status.summary = rollout::summary(works.values(), template, desired);
+    let is_current = |work: &Object| {
+        let cluster = work.metadata.namespace.as_deref().unwrap_or_default();
+        templates.of(cluster).is_ok_and(|t| work.spec() == Some(t))
+    };
+    status.summary = rollout::summary(works.values(), is_current, desired);
     status.placement_summary = refs
         .iter()
         .map(|r| {
@@ -260,7 +275,7 @@ fn status(
                     applied,
                     r.clusters.len()
                 ),
-                summary: rollout::summary(mine, template, r.clusters.len()),
+                summary: rollout::summary(mine, is_current, r.clusters.len()),
             }
         })
         .collect();
@@ -301,7 +316,11 @@ fn status(
     let applied = if s.total > 0 && s.applied == s.total {
         Condition::new(CONDITION_MANIFESTWORK_APPLIED, true, "AsExpected", "every ManifestWork is applied")
     } else {
-        let message = format!("{} of {} ManifestWorks applied", s.applied, s.total);
+        let mut message = format!("{} of {} ManifestWorks applied", s.applied, s.total);
+        for why in templates.failures() {
+            message.push_str("; ");
+            message.push_str(why);
+        }
         Condition::new(CONDITION_MANIFESTWORK_APPLIED, false, "NotAsExpected", message)
     };
     for c in [verified, rolled_out, applied] {

@@ -165,9 +165,9 @@ fn summary_counts_conditions_desired_clusters_and_updated_works() {
         work(&older, 1, Some((true, 1)), true),     // an older template
         work(&template, 1, Some((false, 1)), false),
     ];
-    let s = crate::ocm::rollout::summary(works.iter(), &template, 5);
+    let s = crate::ocm::rollout::summary(works.iter(), |w| w.spec() == Some(&template), 5);
     assert_eq!((s.total, s.applied, s.available, s.updated, s.desired_total), (4, 3, 2, 1, 5));
     assert_eq!((s.degraded, s.progressing), (0, 0));
-    let none = crate::ocm::rollout::summary(std::iter::empty(), &template, 2);
+    let none = crate::ocm::rollout::summary(std::iter::empty(), |w| w.spec() == Some(&template), 2);
     assert_eq!((none.total, none.desired_total, none.updated), (0, 2, 0));
 }
