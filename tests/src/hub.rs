@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -27,10 +26,7 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
-/// A free loopback port (bound, then released for the node to take).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
-}
+pub use crate::ports::free_port;
 
 /// How to start a hub.
 #[derive(Debug, Clone)]

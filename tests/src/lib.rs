@@ -14,6 +14,7 @@ pub mod members;
 pub mod objects;
 pub mod oracle;
 pub mod poll;
+pub mod ports;
 pub mod realkube;
 
 pub use hub::{Hub, HubOptions};
