@@ -293,9 +293,9 @@ async fn a_crp_and_ocm_side_by_side_a_canary_first_rollout_and_leaving_the_set()
         }
     })
     .await;
-    assert!(!member_has(&hub, "x-1", "configmap", "ocm-web", "per-cluster"));
+    assert!(!member_has(hub, "x-1", "configmap", "ocm-web", "per-cluster"));
     apply_yaml(
-        &hub,
+        hub,
         "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\nmetadata:\n  name: x-1\n  labels: {cluster.open-cluster-management.io/clusterset: prod, tier: web}\nspec: {hubAcceptsClient: true}\n",
     );
     let x1 = eventually("x-1, labelled, gets its values", WAIT, || values("x-1")).await;
