@@ -363,4 +363,47 @@ async fn a_tenant_names_only_executors_it_may_execute_as() {
     let out = kube.kubectl_with(&alice, &["apply", "-f", &write("as-other.yaml", &work_as(Some("other"), "off"))]);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("with executor app/other in namespace team-a"), "{}", text(&out));
+
+    // A replica set's template executor is checked in its namespace too.
+    let replica_set = |account: &str| {
+        format!(
+            "apiVersion: work.open-cluster-management.io/v1alpha1\nkind: ManifestWorkReplicaSet\nmetadata: {{name: \
+             web, namespace: team-a}}\nspec:\n  placementRefs: [{{name: any}}]\n  manifestWorkTemplate:\n    \
+             executor:\n      subject: {{type: ServiceAccount, serviceAccount: {{namespace: app, name: {account}}}}}\n    \
+             workload:\n      manifests: [{{apiVersion: v1, kind: ConfigMap, metadata: {{name: web, namespace: \
+             app}}}}]\n"
+        )
+    };
+    let out = kube.hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(REPLICA_SETS));
+    assert!(out.status.success(), "{}", text(&out));
+    let refused = eventually("alice may write replica sets", Duration::from_secs(20), || async {
+        let out = fleetctl_alice(&kube, &["apply", "-f", "-"], Some(&replica_set("other")));
+        let said = text(&out);
+        if said.contains("cannot manipulate the ManifestWorkReplicaSet with executor app/other") {
+            Ok(said)
+        } else {
+            Err(said)
+        }
+    })
+    .await;
+    assert!(refused.contains("namespace team-a"), "{refused}");
+    let out = fleetctl_alice(&kube, &["apply", "-f", "-"], Some(&replica_set("deployer")));
+    assert!(out.status.success(), "{}", text(&out));
 }
+
+const REPLICA_SETS: &str = "\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: replica-sets, namespace: team-a}
+rules:
+  - apiGroups: [work.open-cluster-management.io]
+    resources: [manifestworkreplicasets]
+    verbs: [get, list, create, update, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: replica-sets, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: replica-sets}
+subjects:
+  - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: team-a}
+";
