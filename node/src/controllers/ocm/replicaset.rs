@@ -313,11 +313,13 @@ fn status(
         None => Condition::new(CONDITION_PLACEMENT_ROLLED_OUT, false, "Progressing", "the rollout is in progress"),
     };
     let s = status.summary;
-    let applied = if s.total > 0 && s.applied == s.total {
+    let unrendered: Vec<&str> =
+        refs.iter().flat_map(|r| &r.clusters).filter_map(|c| templates.failure(&c.name)).collect();
+    let applied = if s.total > 0 && s.applied == s.total && unrendered.is_empty() {
         Condition::new(CONDITION_MANIFESTWORK_APPLIED, true, "AsExpected", "every ManifestWork is applied")
     } else {
         let mut message = format!("{} of {} ManifestWorks applied", s.applied, s.total);
-        for why in templates.failures() {
+        for why in unrendered {
             message.push_str("; ");
             message.push_str(why);
         }

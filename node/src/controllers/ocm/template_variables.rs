@@ -68,8 +68,9 @@ impl Templates {
         }
     }
 
-    /// Why some clusters get no ManifestWork, in cluster order.
-    pub fn failures(&self) -> Vec<&str> {
-        self.per_cluster.values().filter_map(|r| r.as_ref().err()).map(String::as_str).collect()
+    /// Why `cluster` gets no ManifestWork, if its template could not be
+    /// rendered.
+    pub fn failure(&self, cluster: &str) -> Option<&str> {
+        self.per_cluster.get(cluster).and_then(|r| r.as_ref().err()).map(String::as_str)
     }
 }
