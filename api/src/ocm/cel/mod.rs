@@ -150,6 +150,15 @@ pub fn message(source: &str, object: &Value, result: bool) -> Result<String, Str
     }
 }
 
+/// Whether any of a Placement's `celSelector` expressions calls `scores`
+/// (so that its pass must read the AddOnPlacementScores).
+pub fn calls_scores(expressions: &[String]) -> bool {
+    expressions
+        .iter()
+        .filter_map(|e| compile(e, Library::Placement).ok())
+        .any(|p| p.references().has_function("scores"))
+}
+
 /// A Placement's `celSelector` expressions, compiled once to test many
 /// clusters (a scheduling pass's) against them.
 #[derive(Debug, Clone)]

@@ -139,4 +139,6 @@ fn scores_read_the_receivers_addon_placement_score() {
     assert!(missing.matches(&cluster(), Some(&reader)).unwrap_err().contains("not found"));
     assert!(high_cpu.matches(&cluster(), None).is_err());
     assert!(!compiled("managedCluster.metadata.name == 'c1'").uses_scores());
+    assert!(calls_scores(&exprs(&["true", "managedCluster.scores('x').size() > 0"])));
+    assert!(!calls_scores(&exprs(&["managedCluster.metadata.name == 'scores'"])));
 }

@@ -8,7 +8,8 @@
 //!
 //! A Placement reads other placements' pages only when it weights
 //! `Balance` (their decisions are what Balance counts), and add-on scores
-//! only when it has an AddOn prioritizer.
+//! only when it has an AddOn prioritizer or a `celSelector` calling
+//! `scores`.
 //!
 //! What the command checks: the Placement (its status write is conditional
 //! on the version read), every page it writes, and the set bindings of its
@@ -72,11 +73,16 @@ pub fn next_step(
     let set_objects = list_kind(store, SET_KIND, None)?;
     let bindings = list_kind(store, BINDING_KIND, Some(&namespace))?;
     // Other placements' pages count only for Balance, and add-on scores
-    // only for AddOn prioritizers: a Placement that weights neither reads
-    // only its own namespace's pages and no scores.
+    // only for AddOn prioritizers and CEL selectors calling `scores`: a
+    // Placement with none of them reads only its own namespace's pages and
+    // no scores.
     let (prioritizers, _) = weighted(spec.prioritizer_policy.as_ref());
     let reads_balance = prioritizers.iter().any(|w| w.prioritizer == Prioritizer::Balance);
-    let reads_scores = prioritizers.iter().any(|w| matches!(w.prioritizer, Prioritizer::AddOn(_)));
+    let reads_scores =
+        prioritizers.iter().any(|w| matches!(w.prioritizer, Prioritizer::AddOn(_)))
+            || spec.predicates.iter().filter_map(|p| p.required_cluster_selector.as_ref()).any(|s| {
+                s.cel_selector.as_ref().is_some_and(|c| fleet_api::ocm::cel::calls_scores(&c.cel_expressions))
+            });
     let all_pages = list_kind(store, decision::KIND, (!reads_balance).then_some(namespace.as_str()))?;
     let score_objects = if reads_scores { list_kind(store, addon_score::KIND, None)? } else { Vec::new() };
 
