@@ -287,6 +287,7 @@ fn work_as(account: Option<&str>, mode: &str) -> String {
     )
 }
 
+/// What lets team-a write ManifestWorks (its Role, then the binding).
 const WORKS: &str = "\
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -304,19 +305,18 @@ subjects:
   - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: team-a}
 ";
 
-const EXECUTE_AS_DEPLOYER: &str = "\
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: works, namespace: team-a}
-rules:
-  - apiGroups: [work.open-cluster-management.io]
-    resources: [manifestworks]
-    verbs: [get, list, create, update, patch]
-  - apiGroups: [work.open-cluster-management.io]
+/// The rule that lets its holder name `app/deployer` as an executor.
+const EXECUTE_AS_DEPLOYER: &str = r#"  - apiGroups: [work.open-cluster-management.io]
     resources: [manifestworks]
     verbs: [execute-as]
     resourceNames: ['system:serviceaccount:app:deployer']
-";
+"#;
+
+/// team-a's ManifestWork Role with the execute-as rule added.
+fn works_role_executing_as_deployer() -> String {
+    let role = WORKS.split("---").next().unwrap_or_default();
+    format!("{role}{EXECUTE_AS_DEPLOYER}")
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_names_only_executors_it_may_execute_as() {
@@ -344,7 +344,7 @@ async fn a_tenant_names_only_executors_it_may_execute_as() {
     assert!(out.status.success(), "{}", text(&out));
 
     // Granted execute-as on app/deployer: that executor, and edits keeping it.
-    let out = kube.hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(EXECUTE_AS_DEPLOYER));
+    let out = kube.hub.fleetctl_with_stdin(&["apply", "-f", "-"], Some(&works_role_executing_as_deployer()));
     assert!(out.status.success(), "{}", text(&out));
     let applied = eventually("alice names app/deployer", Duration::from_secs(20), || async {
         let out =
