@@ -1,5 +1,7 @@
-//! Heartbeats: every `heartbeatPeriodSeconds` (as the hub tells it), with a
-//! little jitter so a fleet of agents does not beat in lockstep, carrying the
+//! Heartbeats: every `heartbeatPeriodSeconds` (as the hub tells it) or a
+//! little sooner, jittered so a fleet of agents does not beat in lockstep
+//! and never later than the period, so a changed property reaches the hub
+//! within one period as KubeFleet's agent reports it; carrying the
 //! target's properties, resource usage and (with `--collect-namespaces`, as
 //! KubeFleet's namespace collection is opt-in) namespaces, to any hub node. A
 //! nudge (a namespace Fleet withdrew) beats at once, at most once per
@@ -22,10 +24,10 @@ const INITIAL_PERIOD: Duration = Duration::from_secs(5);
 /// namespace changes costs one heartbeat a second at most.
 pub const MIN_NUDGED_GAP: Duration = Duration::from_secs(1);
 
-/// `period` ± 10 %, from a random draw.
+/// 80 to 100 % of `period`, from a random draw.
 pub fn jittered(period: Duration) -> Duration {
-    let draw = (uuid::Uuid::new_v4().as_u128() % 2001) as f64 / 1000.0 - 1.0; // -1.0 ..= 1.0
-    period.mul_f64(1.0 + 0.1 * draw)
+    let draw = (uuid::Uuid::new_v4().as_u128() % 1001) as f64 / 1000.0; // 0.0 ..= 1.0
+    period.mul_f64(1.0 - 0.2 * draw)
 }
 
 /// Heartbeats until the cluster leaves the fleet.
@@ -79,10 +81,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn jitter_stays_within_ten_percent() {
-        for _ in 0..1000 {
-            let d = jittered(Duration::from_secs(10));
-            assert!(d >= Duration::from_secs(9) && d <= Duration::from_secs(11), "{d:?}");
+    fn jitter_never_waits_past_the_period() {
+        let draws: Vec<Duration> = (0..1000).map(|_| jittered(Duration::from_secs(10))).collect();
+        for d in &draws {
+            assert!(*d >= Duration::from_secs(8) && *d <= Duration::from_secs(10), "{d:?}");
         }
+        assert!(draws.iter().any(|d| *d < Duration::from_millis(9_500)), "the draws spread");
     }
 }
