@@ -40,6 +40,9 @@ pub enum MemberReply {
     Ages(std::collections::BTreeMap<String, u64>),
 }
 
+/// Tries of a heartbeat's status write that lost a race to another writer.
+const HEARTBEAT_WRITE_ATTEMPTS: u32 = 3;
+
 /// A refusal that crossed the peer channel, as its gRPC code and message
 /// (the form older nodes send and read).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -261,20 +264,31 @@ impl MemberService {
         let report: HeartbeatReport = serde_json::from_slice(report)
             .map_err(|e| RequestError::invalid(format!("report: not a valid heartbeat report: {e}")))?;
         let mc_key = fleet_api::ObjectKey::new(fleet_api::kinds::FLEET_CLUSTER_GROUP, "MemberCluster", "", cluster);
-        let Some(mc) = self.read(mc_key).await? else {
-            return Err(RequestError::forbidden(format!("member cluster {cluster:?} has left the fleet")));
-        };
-        let period = member::spec_of(&mc).heartbeat_period().max(1) as u64;
-        if let Some(next) = status::after_heartbeat(&member::status_of(&mc), &report, &now_rfc3339()) {
+        // The status write is conditional on what was read. Another writer
+        // of the MemberCluster (its spec, the health checker) may win the
+        // race; the report is then applied again to what it wrote, so that
+        // a changed property is not a whole heartbeat period late.
+        for attempt in 1..=HEARTBEAT_WRITE_ATTEMPTS {
+            let Some(mc) = self.read(mc_key.clone()).await? else {
+                return Err(RequestError::forbidden(format!("member cluster {cluster:?} has left the fleet")));
+            };
+            let period = member::spec_of(&mc).heartbeat_period().max(1) as u64;
+            let Some(next) = status::after_heartbeat(&member::status_of(&mc), &report, &now_rfc3339()) else {
+                return Ok(MemberReply::Heartbeat { period_seconds: period });
+            };
             let mut updated = mc;
             member::set_status(&mut updated, &next);
-            // Conditional on what was read; a lost race is fixed by the next heartbeat.
             let command = Command { now: now_rfc3339(), ops: vec![Op::UpdateStatus { object: updated }] };
-            if let Err(e) = self.consensus.write(command).await {
-                tracing::debug!(cluster, "heartbeat status write skipped: {e}");
+            match self.consensus.write(command).await {
+                Ok(_) => return Ok(MemberReply::Heartbeat { period_seconds: period }),
+                Err(e) if attempt == HEARTBEAT_WRITE_ATTEMPTS => {
+                    tracing::debug!(cluster, "heartbeat status write skipped: {e}");
+                    return Ok(MemberReply::Heartbeat { period_seconds: period });
+                }
+                Err(e) => tracing::debug!(cluster, attempt, "heartbeat status write lost a race, again: {e}"),
             }
         }
-        Ok(MemberReply::Heartbeat { period_seconds: period })
+        Err(RequestError::internal("heartbeat: no attempt made"))
     }
 
     /// The certificate answer as the proto has it.
