@@ -13,12 +13,32 @@ use fleet_statemachine::{ListQuery, Store};
 use super::ControllerError;
 
 /// The objects of `kind` (in the placement's namespace) that belong to
-/// `placement`: named `<placement>-...` and labelled with it as parent.
+/// `placement`: named `<placement>-...`, labelled with it as parent, and
+/// owned by this placement, not by a deleted one of the same name whose
+/// children are still going (a binding waits for its member to remove
+/// what it placed): a placement made again under the same name starts
+/// with none of them, as KubeFleet's scheduler ignores bindings being
+/// deleted.
 pub fn children(store: &Store, placement: &Object, kind: &str) -> Result<Vec<Object>, ControllerError> {
     let namespace = placement.metadata.namespace.as_deref().unwrap_or("");
     let name = &placement.metadata.name;
     let (objects, _) = store.list_named_prefix(FLEET_PLACEMENT_GROUP, kind, namespace, &format!("{name}-"))?;
-    Ok(objects.into_iter().filter(|o| o.metadata.labels.get(PARENT_PLACEMENT_LABEL) == Some(name)).collect())
+    Ok(objects
+        .into_iter()
+        .filter(|o| o.metadata.labels.get(PARENT_PLACEMENT_LABEL) == Some(name))
+        .filter(|o| owned_by(o, placement))
+        .collect())
+}
+
+/// Whether `child`'s controlling owner is `placement` (the same uid). A
+/// child without one counts as the placement's unless it is being deleted:
+/// deleting an owner removes its reference from the dependents that a
+/// finalizer keeps.
+fn owned_by(child: &Object, placement: &Object) -> bool {
+    match child.metadata.owner_references.iter().find(|r| r.controller == Some(true)) {
+        Some(owner) => owner.uid == placement.metadata.uid,
+        None => child.metadata.deletion_timestamp.is_none(),
+    }
 }
 
 /// Hub resources for selection, read from the store. The trait cannot fail,

@@ -105,6 +105,41 @@ fn a_deleted_placement_held_by_a_finalizer_is_withdrawn_from_its_clusters() {
 }
 
 #[test]
+fn a_placement_made_again_under_its_name_ignores_the_old_ones_leftovers() {
+    let (mut fixture, clusters, key) = hub();
+    settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
+    // The old placement's binding waits for its member (a finalizer) when
+    // the placement goes.
+    let mut old_binding = list(&fixture, FLEET_PLACEMENT_GROUP, "ClusterResourceBinding").remove(0);
+    old_binding.metadata.finalizers.push("example.com/member-cleanup".into());
+    fixture.apply(vec![fleet_statemachine::Op::Update { object: old_binding.clone() }], NOW);
+    let (placement, _) = fixture.store.get(&key).unwrap();
+    let placement = placement.unwrap();
+    fixture.apply(vec![fleet_statemachine::Op::Delete { key: key.clone(), resource_version: None }], NOW);
+    assert!(fixture.store.get(&key).unwrap().0.is_none());
+    // Its Work is gone from the member; the binding's finalizer is not yet removed.
+    let works = list(&fixture, FLEET_PLACEMENT_GROUP, "Work");
+    let deletes =
+        works.iter().map(|w| fleet_statemachine::Op::Delete { key: ObjectKey::of(w), resource_version: None });
+    fixture.apply(deletes.collect(), NOW);
+
+    let mut again = serde_json::to_value(&placement).unwrap();
+    again["metadata"] = json!({"name": "web", "generation": 1});
+    let again = fixture.create(again, NOW);
+    assert_ne!(again.metadata.uid, placement.metadata.uid);
+    settle_placement(&mut fixture, &clusters, &key, UNIX_NOW);
+
+    let bindings = list(&fixture, FLEET_PLACEMENT_GROUP, "ClusterResourceBinding");
+    let owner = |b: &Object| b.metadata.owner_references.first().map(|o| o.uid.clone()).unwrap_or_default();
+    let new: Vec<&Object> = bindings.iter().filter(|b| owner(b) == again.metadata.uid).collect();
+    assert_eq!(new.len(), 1, "the new placement binds east itself: {bindings:?}");
+    assert_eq!(new[0].rest["spec"]["targetCluster"], "east");
+    assert!(new[0].metadata.deletion_timestamp.is_none());
+    let old = bindings.iter().find(|b| b.metadata.name == old_binding.metadata.name).expect("the old binding waits");
+    assert!(old.metadata.deletion_timestamp.is_some(), "still going, untouched by the new placement");
+}
+
+#[test]
 fn a_placement_that_is_gone_is_done() {
     let (fixture, clusters, _) = hub();
     let key = ObjectKey::new(FLEET_PLACEMENT_GROUP, "ClusterResourcePlacement", "", "nothing");
