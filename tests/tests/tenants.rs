@@ -75,6 +75,15 @@ fn kind(kind: &str, api_version: &str) -> Option<KindRef> {
     Some(KindRef { kind: kind.into(), api_version: api_version.into() })
 }
 
+/// The output's text, as `Ok` when the command succeeded.
+fn succeeded(out: &std::process::Output) -> Result<String, String> {
+    if out.status.success() {
+        Ok(text(out))
+    } else {
+        Err(text(out))
+    }
+}
+
 /// Runs fleetctl as alice with `stdin`.
 fn fleetctl_alice(kube: &KubeHub, args: &[&str], stdin: Option<&str>) -> std::process::Output {
     let args: Vec<&str> = ["--user", "alice"].iter().chain(args).copied().collect();
@@ -91,11 +100,7 @@ async fn a_tenant_works_in_its_namespace_only() {
     // Creating in team-a: kubectl (ConfigMap) and fleetctl (ResourcePlacement).
     let created = eventually("alice creates a ConfigMap in team-a", Duration::from_secs(20), || async {
         let out = kube.kubectl_with(&alice, &["create", "configmap", "app", "-n", "team-a", "--from-literal=a=1"]);
-        if out.status.success() {
-            Ok(text(&out))
-        } else {
-            Err(text(&out))
-        }
+        succeeded(&out)
     })
     .await;
     assert!(created.contains("created"), "{created}");
@@ -349,11 +354,7 @@ async fn a_tenant_names_only_executors_it_may_execute_as() {
     let applied = eventually("alice names app/deployer", Duration::from_secs(20), || async {
         let out =
             kube.kubectl_with(&alice, &["apply", "-f", &write("as-deployer.yaml", &work_as(Some("deployer"), "on"))]);
-        if out.status.success() {
-            Ok(text(&out))
-        } else {
-            Err(text(&out))
-        }
+        succeeded(&out)
     })
     .await;
     assert!(applied.contains("configured"), "{applied}");
