@@ -73,6 +73,7 @@ pub async fn beat<T: Target>(cluster: &str, hub: &Hub, target: &T, with_namespac
             async move { c.heartbeat(request).await }
         })
         .await?;
+    tracing::trace!(properties = ?report.properties, allocatable = ?report.resource_usage.allocatable, "heartbeat recorded");
     Ok(reply.heartbeat_period_seconds)
 }
 

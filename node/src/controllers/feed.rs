@@ -380,6 +380,7 @@ impl Feed {
             }
             None => false,
         };
+        tracing::trace!(cluster = %name, everyone, properties_only, "cluster changed");
         for (key, placement) in &self.placements {
             if everyone || (properties_only && placement.reads_properties) || namespace_moved(&key.namespace) {
                 self.queue.add(key.clone());

@@ -280,7 +280,10 @@ impl MemberService {
             member::set_status(&mut updated, &next);
             let command = Command { now: now_rfc3339(), ops: vec![Op::UpdateStatus { object: updated }] };
             match self.consensus.write(command).await {
-                Ok(_) => return Ok(MemberReply::Heartbeat { period_seconds: period }),
+                Ok(_) => {
+                    tracing::trace!(cluster, "heartbeat changed the status");
+                    return Ok(MemberReply::Heartbeat { period_seconds: period });
+                }
                 Err(e) if attempt == HEARTBEAT_WRITE_ATTEMPTS => {
                     tracing::debug!(cluster, "heartbeat status write skipped: {e}");
                     return Ok(MemberReply::Heartbeat { period_seconds: period });
