@@ -164,8 +164,9 @@ async fn worker(
         let key = queue.next().await;
         let started = std::time::Instant::now();
         let result = reconcile(&consensus, &key, &caches, &recorder).await;
-        crate::metrics::reconciled(&key.kind, reconcile_result(&result), started.elapsed());
-        tracing::trace!(key = %key, took = ?started.elapsed(), result = ?reconcile_result(&result), "reconciled");
+        let (outcome, took) = (reconcile_result(&result), started.elapsed());
+        crate::metrics::reconciled(&key.kind, outcome, took);
+        tracing::trace!(key = %key, ?took, result = ?outcome, "reconciled");
         match result {
             Ok(Pass::Done { recheck_after: None }) => {}
             Ok(Pass::Done { recheck_after: Some(delay) }) => queue.add_after(key.clone(), delay),
