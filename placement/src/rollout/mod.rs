@@ -11,12 +11,15 @@
 //! - *ready*: Bound or Unscheduled bindings whose readiness is
 //!   [`Readiness::Ready`], or [`Readiness::NotTrackable`] whose
 //!   `unavailablePeriodSeconds` has passed;
-//! - *failed*: [`Readiness::Failed`] (not applied) or
-//!   [`Readiness::Unavailable`] (applied, Available False), as KubeFleet
-//!   counts a binding with a False condition: it will not become ready by
-//!   waiting, so it does not hold back new clusters;
+//! - *failed*: [`Readiness::Failed`] (not applied),
+//!   [`Readiness::Unavailable`] (applied, Available False) or
+//!   [`Readiness::Applying`] (its Works' verdict for their current
+//!   generation not reported yet), as KubeFleet counts a binding with a
+//!   False condition, which its work generator also writes while a Work is
+//!   being applied: moving it takes nothing down, and it does not hold
+//!   back new clusters;
 //! - *in progress*: Bound or Unscheduled bindings that are neither ready nor
-//!   failed;
+//!   failed (their Works not yet those of their snapshot);
 //! - Scheduled bindings count as neither (they have no Work yet).
 //!
 //! Decisions beyond the spec's wording:
@@ -27,7 +30,7 @@
 //!   Bound binding to move (but failed ones) spends `maxToRemove`, whether
 //!   ready or still in progress: deletes first, then updates, each by cluster name. So
 //!   the plan never takes the ready count below `N − maxUnavailable`, and a
-//!   binding still in progress (or untrackable within its
+//!   binding whose Works are not yet rewritten (or untrackable within its
 //!   `unavailablePeriodSeconds`) is not moved again before the ready ones
 //!   allow it;
 //! - `maxToRemove = ready − (min(N, active) − maxUnavailable)`, active being
@@ -216,7 +219,7 @@ pub fn plan_rollout(input: &RolloutInput) -> RolloutPlan {
             continue;
         }
         let is_ready = b.readiness.is_ready(input.now, limits.unavailable_period_seconds);
-        let failed = matches!(b.readiness, Readiness::Failed | Readiness::Unavailable);
+        let failed = matches!(b.readiness, Readiness::Failed | Readiness::Unavailable | Readiness::Applying);
         if is_ready {
             ready += 1;
         } else if !failed {

@@ -31,8 +31,17 @@ pub enum Readiness {
     /// ready and does not hold back the others, and a new snapshot reaches
     /// it at once.
     Unavailable,
-    /// Anything else: no Work yet, Works for an older snapshot, not yet
-    /// applied or available, observedGeneration behind.
+    /// Every Work of the binding's snapshot is there, and some has not
+    /// reported both Applied and Available for its current generation yet
+    /// (its agent is applying it, or its conditions speak for an older
+    /// generation). KubeFleet's work generator writes the binding's
+    /// `Applied` (or `Available`) False meanwhile, so its rollout counts
+    /// such a binding as failed: it is not ready, and moving it to a newer
+    /// snapshot takes nothing down.
+    Applying,
+    /// Anything else: no Work yet, Works for an older snapshot or fewer
+    /// than the snapshot needs, a `ReportDiff` Work whose diff is not
+    /// reported at its generation yet.
     InProgress,
 }
 
@@ -44,7 +53,7 @@ impl Readiness {
             Readiness::NotTrackable { available_since } => {
                 now >= available_since.saturating_add(unavailable_period_seconds)
             }
-            Readiness::Failed | Readiness::Unavailable | Readiness::InProgress => false,
+            Readiness::Failed | Readiness::Unavailable | Readiness::Applying | Readiness::InProgress => false,
         }
     }
 }
@@ -82,10 +91,10 @@ pub fn readiness(expected_resource_index: u64, works: &[Object], expected_work_c
         return Readiness::InProgress;
     }
     let mut untrackable_since: Option<i64> = None;
-    let (mut pending, mut unavailable) = (false, false);
+    let (mut diff_pending, mut pending, mut unavailable) = (false, false, false);
     for (work, status) in matching.iter().zip(&statuses) {
         if reports_diff(work) {
-            pending |= !current(work, &status.conditions, CONDITION_DIFF_REPORTED).is_some_and(Condition::is_true);
+            diff_pending |= !current(work, &status.conditions, CONDITION_DIFF_REPORTED).is_some_and(Condition::is_true);
             continue;
         }
         let applied = current(work, &status.conditions, CONDITION_APPLIED);
@@ -109,10 +118,11 @@ pub fn readiness(expected_resource_index: u64, works: &[Object], expected_work_c
             untrackable_since = Some(untrackable_since.map_or(since, |s| s.max(since)));
         }
     }
-    match (unavailable, pending, untrackable_since) {
-        (true, _, _) => Readiness::Unavailable,
-        (false, true, _) => Readiness::InProgress,
-        (false, false, Some(available_since)) => Readiness::NotTrackable { available_since },
-        (false, false, None) => Readiness::Ready,
+    match (unavailable, diff_pending, pending, untrackable_since) {
+        (true, _, _, _) => Readiness::Unavailable,
+        (false, true, _, _) => Readiness::InProgress,
+        (false, false, true, _) => Readiness::Applying,
+        (false, false, false, Some(available_since)) => Readiness::NotTrackable { available_since },
+        (false, false, false, None) => Readiness::Ready,
     }
 }

@@ -257,6 +257,46 @@ fn stale_bindings_spend_the_budget_unless_they_failed_or_are_unavailable() {
 }
 
 #[test]
+fn a_binding_whose_works_have_no_verdict_yet_moves_without_the_budget() {
+    // Three clusters, maxUnavailable 1: c0 unavailable on the old snapshot,
+    // c1 and c2 with Works whose Available speaks for no generation (the
+    // agent applying them, or a verdict written over). KubeFleet counts
+    // them failed (its work generator writes Available False), so all
+    // three move to the latest snapshot at once; nothing ready is taken down.
+    let bindings = vec![
+        b("c0", STATE_BOUND, "web-0-snapshot", Readiness::Unavailable),
+        b("c1", STATE_BOUND, "web-0-snapshot", Readiness::Applying),
+        b("c2", STATE_BOUND, "web-0-snapshot", Readiness::Applying),
+    ];
+    let s = strategy(IntOrString::Int(1), pct(25), 60);
+    let p = plan(&policy("PickAll", None, 0), &s, &bindings, 0);
+    assert_eq!(updated(&p), vec!["web-c0", "web-c1", "web-c2"]);
+    // Whose Works are not yet those of its snapshot is still on its way: it spends the budget.
+    let mut waiting = bindings.clone();
+    waiting[1].readiness = Readiness::InProgress;
+    waiting[2].readiness = Readiness::Ready;
+    let p = plan(&policy("PickAll", None, 0), &s, &waiting, 0);
+    assert_eq!(updated(&p), vec!["web-c0"]);
+}
+
+#[test]
+fn an_applying_binding_does_not_hold_back_new_clusters() {
+    // N = 3 + surge 1: two ready, one applying, two new: the applying one
+    // does not count against the surge, as KubeFleet counts it failed.
+    let mut bindings: Vec<_> =
+        (0..2).map(|i| b(&format!("c{i}"), STATE_BOUND, "web-1-snapshot", Readiness::Ready)).collect();
+    bindings.push(b("c2", STATE_BOUND, "web-1-snapshot", Readiness::Applying));
+    bindings.push(b("c3", STATE_SCHEDULED, "", Readiness::InProgress));
+    bindings.push(b("c4", STATE_SCHEDULED, "", Readiness::InProgress));
+    let s = strategy(IntOrString::Int(1), IntOrString::Int(1), 60);
+    let p = plan(&policy("PickN", Some(3), 0), &s, &bindings, 0);
+    assert_eq!(bound(&p), vec!["web-c3", "web-c4"]);
+    bindings[2].readiness = Readiness::InProgress;
+    let p = plan(&policy("PickN", Some(3), 0), &s, &bindings, 0);
+    assert_eq!(bound(&p), vec!["web-c3"]);
+}
+
+#[test]
 fn unscheduled_deletion_is_bounded_by_max_to_remove_and_comes_first() {
     // N = 4 (PickN), 4 ready Bound stale + 3 ready Unscheduled: ready 7, min available 3 → remove 4.
     let mut bindings: Vec<_> =

@@ -11,8 +11,12 @@ use super::*;
 /// One simulated world step.
 #[derive(Debug, Clone)]
 enum Event {
-    /// The binding at this position (mod len) becomes ready if it was in progress.
+    /// The binding at this position (mod len) becomes ready if it was in
+    /// progress or applying.
     BecomeReady(usize),
+    /// The binding at this position gets its Works rewritten and waits for
+    /// its agent's verdict, if it was in progress.
+    StartApplying(usize),
     /// The binding at this position fails.
     Fail(usize),
     /// A new resource snapshot.
@@ -28,6 +32,7 @@ enum Event {
 fn event() -> impl Strategy<Value = Event> {
     prop_oneof![
         4 => any::<usize>().prop_map(Event::BecomeReady),
+        2 => any::<usize>().prop_map(Event::StartApplying),
         1 => any::<usize>().prop_map(Event::Fail),
         1 => Just(Event::NewSnapshot),
         1 => Just(Event::AddCluster),
@@ -66,7 +71,12 @@ proptest! {
             let len = bindings.len().max(1);
             match e {
                 Event::BecomeReady(i) => if let Some(x) = bindings.get_mut(i % len) {
-                    if x.state != STATE_SCHEDULED && x.readiness == Readiness::InProgress { x.readiness = Readiness::Ready; }
+                    if x.state != STATE_SCHEDULED && matches!(x.readiness, Readiness::InProgress | Readiness::Applying) {
+                        x.readiness = Readiness::Ready;
+                    }
+                },
+                Event::StartApplying(i) => if let Some(x) = bindings.get_mut(i % len) {
+                    if x.state != STATE_SCHEDULED && x.readiness == Readiness::InProgress { x.readiness = Readiness::Applying; }
                 },
                 Event::Fail(i) => if let Some(x) = bindings.get_mut(i % len) {
                     if x.state != STATE_SCHEDULED { x.readiness = Readiness::Failed; }
@@ -89,7 +99,9 @@ proptest! {
                     let plan = plan_rollout(&input);
                     let ready_before = bindings.iter().filter(|x| is_ready(x)).count();
                     let counted_before = bindings.iter()
-                        .filter(|x| x.state != STATE_SCHEDULED && x.readiness != Readiness::Failed).count();
+                        .filter(|x| x.state != STATE_SCHEDULED)
+                        .filter(|x| !matches!(x.readiness, Readiness::Failed | Readiness::Applying))
+                        .count();
                     let mut binds = 0usize;
                     for action in &plan.actions {
                         match action {
@@ -132,7 +144,7 @@ proptest! {
         // Converges: with everything becoming ready after each pass and no more changes,
         // every binding ends up Bound on the latest snapshot and ready.
         for x in &mut bindings {
-            if x.readiness == Readiness::Failed { x.readiness = Readiness::InProgress; }
+            if matches!(x.readiness, Readiness::Failed | Readiness::Applying) { x.readiness = Readiness::InProgress; }
         }
         let latest_name = latest(snapshot);
         for _ in 0..100 {

@@ -59,13 +59,21 @@ fn conditions_of_an_older_generation_do_not_count() {
         3,
         &[("Applied", "True", "AllManifestsApplied", 2, T0), ("Available", "True", "AllManifestsAvailable", 2, T0)],
     );
-    assert_eq!(readiness(3, &[stale], 1), Readiness::InProgress);
+    assert_eq!(readiness(3, &[stale], 1), Readiness::Applying);
     let stale_failure = work("w", 3, 3, &[("Applied", "False", "SomeManifestsAreNotApplied", 2, T0)]);
-    assert_eq!(readiness(3, &[stale_failure], 1), Readiness::InProgress);
+    assert_eq!(readiness(3, &[stale_failure], 1), Readiness::Applying);
+    // A verdict written by someone else without a generation speaks for none.
+    let unversioned = work(
+        "w",
+        3,
+        2,
+        &[("Applied", "True", "AllManifestsApplied", 2, T0), ("Available", "False", "WorkNotAvailable", 0, T0)],
+    );
+    assert_eq!(readiness(3, &[unversioned], 1), Readiness::Applying);
 }
 
 #[test]
-fn available_false_is_unavailable_and_no_verdict_yet_is_in_progress() {
+fn available_false_is_unavailable_and_no_verdict_yet_is_applying() {
     let unavailable = work(
         "w",
         3,
@@ -77,7 +85,9 @@ fn available_false_is_unavailable_and_no_verdict_yet_is_in_progress() {
     );
     assert_eq!(readiness(3, std::slice::from_ref(&unavailable), 1), Readiness::Unavailable);
     let pending = work("w2", 3, 2, &[("Applied", "True", "AllManifestsApplied", 2, T0)]);
-    assert_eq!(readiness(3, std::slice::from_ref(&pending), 1), Readiness::InProgress);
+    assert_eq!(readiness(3, std::slice::from_ref(&pending), 1), Readiness::Applying);
+    let applying = work("w3", 3, 2, &[]);
+    assert_eq!(readiness(3, &[ok("w", 3), applying], 2), Readiness::Applying, "no verdict at all");
     // One Work unavailable makes the binding unavailable, whatever its siblings.
     assert_eq!(readiness(3, &[pending, unavailable], 2), Readiness::Unavailable);
 }
