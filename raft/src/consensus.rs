@@ -155,7 +155,7 @@ impl Consensus {
         let (queue, pending) = tokio::sync::mpsc::channel(crate::batcher::QUEUE);
         let consensus = Arc::new(Consensus { id, raft, network, store, metrics, queue });
         tokio::spawn(crate::batcher::run(Arc::downgrade(&consensus), pending));
-        tokio::spawn(log_leadership(id, consensus.raft.metrics()));
+        tokio::spawn(log_leadership(id, consensus.raft.server_metrics()));
         Ok(consensus)
     }
 
@@ -479,7 +479,7 @@ impl crate::forward::Route for Consensus {
     }
 
     async fn leadership_leaves(&self, leader: u64) -> u64 {
-        let mut metrics = self.raft.metrics();
+        let mut metrics = self.raft.server_metrics();
         let successor = metrics
             .wait_for(|m| m.current_leader.is_some_and(|l| l != leader))
             .await
@@ -561,12 +561,15 @@ fn describe(command: &fleet_statemachine::Command) -> String {
 /// Logs each change of the leader or of this node's role as this node sees
 /// it (with the term), so a node's log tells when it lost and found a
 /// leader; ends when Raft stops.
-async fn log_leadership(id: u64, mut metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<u64, BasicNode>>) {
+async fn log_leadership(
+    id: u64,
+    mut metrics: tokio::sync::watch::Receiver<openraft::metrics::RaftServerMetrics<u64, BasicNode>>,
+) {
     let mut seen = None;
     loop {
         let (leader, state, term) = {
             let m = metrics.borrow_and_update();
-            (m.current_leader, m.state, m.current_term)
+            (m.current_leader, m.state, m.vote.leader_id().term)
         };
         if seen != Some((leader, state)) {
             match leader {

@@ -85,7 +85,9 @@ impl ControllerError {
 /// Runs the controllers whenever this node leads, until `stopping`.
 pub async fn run(consensus: Arc<Consensus>, mut stopping: tokio::sync::watch::Receiver<bool>) {
     let id = consensus.id();
-    let mut metrics = consensus.raft().metrics();
+    // Server metrics change only with the vote, role, leader or membership,
+    // not with every entry appended or applied.
+    let mut metrics = consensus.raft().server_metrics();
     loop {
         let leading = { metrics.borrow_and_update().current_leader == Some(id) };
         if leading {

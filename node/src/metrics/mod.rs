@@ -275,7 +275,7 @@ pub fn register_node(
     }
     let mut registry = METRICS.registry();
     scrape::register_consensus(&mut registry, &consensus);
-    tokio::spawn(scrape::count_leader_changes(consensus.raft().metrics(), METRICS.state.leader_changes.clone()));
+    tokio::spawn(scrape::count_leader_changes(consensus.raft().server_metrics(), METRICS.state.leader_changes.clone()));
 }
 
 /// The Prometheus text of every metric, fresh.

@@ -189,7 +189,7 @@ pub(super) fn register_consensus(registry: &mut Registry, consensus: &Consensus)
 /// Counts leader changes: every time this node learns of a new leader.
 /// Ends when Raft stops.
 pub(super) async fn count_leader_changes(
-    mut metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<u64, openraft::BasicNode>>,
+    mut metrics: tokio::sync::watch::Receiver<openraft::metrics::RaftServerMetrics<u64, openraft::BasicNode>>,
     changes: Counter,
 ) {
     let mut last = None;
