@@ -17,9 +17,7 @@ use fleet_api::{Object, ObjectKey};
 use fleet_proto::tls::Identity;
 use fleet_rbac::bootstrap::{AUTHENTICATED_GROUP, MASTERS_GROUP, VIEWERS_GROUP};
 use fleet_rbac::{Attributes, Binding, BindingKind, Policy, Role, RoleKind, UserInfo, GROUP};
-use fleet_statemachine::{HubMessage, ListQuery, Store};
-use tokio::sync::broadcast::error::TryRecvError;
-use tokio::sync::broadcast::Receiver;
+use fleet_statemachine::{Ended, HubMessage, ListQuery, LiveEvents, Store};
 
 use crate::auth::Caller;
 use crate::blocking::blocking;
@@ -52,7 +50,7 @@ pub fn is_master(identity: &Identity) -> bool {
 }
 
 struct Cache {
-    receiver: Receiver<HubMessage>,
+    receiver: LiveEvents,
     policy: Option<Arc<Policy>>,
     /// Bumped by every change seen: a rebuild that started before a change
     /// does not install its (possibly older) policy.
@@ -68,11 +66,12 @@ pub struct Authorizer {
 impl Authorizer {
     /// An authorizer over `store`'s RBAC objects.
     pub fn new(store: Arc<Store>) -> Authorizer {
-        // No history wanted: only the events applied from now on (a
+        // No history wanted: only the RBAC events applied from now on (a
         // subscription from the end of the history is never expired).
-        let receiver = match store.hub().subscribe_where(u64::MAX, |_| false) {
+        let receiver = match store.hub().subscribe_where(u64::MAX, |key| key.group == GROUP) {
             Ok(subscription) => subscription.receiver,
-            Err(_) => closed_receiver(),
+            // A receiver that has ended: every decision then rebuilds the policy, correct if slow.
+            Err(_) => LiveEvents::ended(),
         };
         Authorizer { store, cache: Mutex::new(Cache { receiver, policy: None, generation: 0 }) }
     }
@@ -88,10 +87,10 @@ impl Authorizer {
         let mut changed = false;
         loop {
             match cache.receiver.try_recv() {
-                Ok(HubMessage::Event(event)) => changed |= event.key.group == GROUP,
-                Ok(HubMessage::Reset { .. }) | Err(TryRecvError::Lagged(_)) => changed = true,
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Closed) => {
+                Ok(Some(HubMessage::Event(event))) => changed |= event.key.group == GROUP,
+                Ok(Some(HubMessage::Reset { .. })) | Err(Ended::Lagged) => changed = true,
+                Ok(None) => break,
+                Err(Ended::Closed) => {
                     changed = true;
                     break;
                 }
@@ -221,13 +220,6 @@ fn invalid_text(error: &fleet_rbac::RbacError) -> String {
         }
         RbacError::Required { kind, name, field } => format!("{kind} {name:?} is invalid:\n  {field}: Required value"),
     }
-}
-
-/// A receiver whose sender is gone: every decision then rebuilds the
-/// policy, correct if slow.
-fn closed_receiver() -> Receiver<HubMessage> {
-    let (_, receiver) = tokio::sync::broadcast::channel(1);
-    receiver
 }
 
 /// The policy of the stored RBAC objects and the built-in ones. A stored

@@ -7,10 +7,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use fleet_proto::fleet::WatchEvent as WireEvent;
-use fleet_statemachine::watch::HubMessage;
-use fleet_statemachine::{ListQuery, Store};
+use fleet_statemachine::watch::{HubMessage, LIVE_CAPACITY};
+use fleet_statemachine::{Ended, Interest, ListQuery, LiveEvents, Store};
 use futures::Stream;
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -79,10 +78,11 @@ pub async fn start_with_bookmarks(
     // move past the list's index between the two.
     let (initial, from, subscription) = {
         let (store, query) = (store.clone(), query.clone());
+        let member_of = member.as_ref().map(|(name, _)| name.clone());
         blocking(move || {
             let (initial, from) = if listed { store.list(&query).map_err(storage_error)? } else { (Vec::new(), from) };
-            let subscription =
-                store.hub().subscribe_where(from, |key| query.in_scope(key)).map_err(|e| expired(e.to_string()))?;
+            let interest = interest_of(&query, member_of.as_deref());
+            let subscription = store.hub().subscribe_to(from, interest).map_err(|e| expired(e.to_string()))?;
             Ok((initial, from, subscription))
         })
         .await?
@@ -115,6 +115,24 @@ pub async fn start_with_bookmarks(
         forward_live(tx, subscription.receiver, stopping, live).await;
     });
     Ok(Box::pin(ReceiverStream::new(rx)))
+}
+
+/// The live events a watch of `query` needs: its kind in its namespace (or
+/// in any), and for a member's watch the two objects whose change can end
+/// it (its MemberCluster and its credential, see [`revoked`]).
+fn interest_of(query: &ListQuery, member: Option<&str>) -> Interest {
+    let scope = query.clone();
+    let wanted = move |key: &fleet_api::ObjectKey| scope.in_scope(key);
+    let interest = match &query.namespace {
+        Some(namespace) => Interest::in_namespace(namespace, wanted),
+        None => Interest::anywhere(wanted),
+    };
+    match member {
+        Some(member) => interest
+            .and_object(fleet_api::ObjectKey::new(fleet_api::kinds::FLEET_CLUSTER_GROUP, "MemberCluster", "", member))
+            .and_object(crate::members::internal::credential_key(member)),
+        None => interest,
+    }
 }
 
 async fn send_if_matching(
@@ -156,7 +174,7 @@ async fn next_bookmark(interval: &mut Option<tokio::time::Interval>) {
 }
 
 /// Handles one message of the hub: `false` once the stream has ended.
-async fn forward(tx: &Out, live: &Live, message: Result<HubMessage, RecvError>) -> bool {
+async fn forward(tx: &Out, live: &Live, message: Result<HubMessage, Ended>) -> bool {
     match message {
         Ok(HubMessage::Event(event)) => {
             if let Some(ended) = live.member.as_ref().and_then(|(m, serial)| revoked(&event, m, serial)) {
@@ -173,30 +191,30 @@ async fn forward(tx: &Out, live: &Live, message: Result<HubMessage, RecvError>) 
                 .await;
             false
         }
-        Err(RecvError::Lagged(n)) => {
+        Err(Ended::Lagged) => {
             let _ = tx
                 .send(Err(expired(format!(
-                    "watch fell {n} events behind: expired, resume from the last resourceVersion received or relist"
+                    "watch fell more than {LIVE_CAPACITY} events behind: expired, resume from the last resourceVersion \
+                     received or relist"
                 ))))
                 .await;
             false
         }
-        Err(RecvError::Closed) => false,
+        Err(Ended::Closed) => false,
     }
 }
 
 /// Sends a BOOKMARK at the applied index once every event published
 /// before it has been forwarded: `false` once the stream has ended.
-async fn bookmark(tx: &Out, live: &mut Live, receiver: &mut tokio::sync::broadcast::Receiver<HubMessage>) -> bool {
+async fn bookmark(tx: &Out, live: &mut Live, receiver: &mut LiveEvents) -> bool {
     let Some((_, store)) = &live.bookmarks else { return true };
     // Events are published before the applied index moves past them.
     let applied = store.applied_index();
     loop {
         let message = match receiver.try_recv() {
-            Ok(message) => Ok(message),
-            Err(TryRecvError::Empty) => break,
-            Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
-            Err(TryRecvError::Closed) => Err(RecvError::Closed),
+            Ok(Some(message)) => Ok(message),
+            Ok(None) => break,
+            Err(ended) => Err(ended),
         };
         if !forward(tx, live, message).await {
             return false;
@@ -212,7 +230,7 @@ async fn bookmark(tx: &Out, live: &mut Live, receiver: &mut tokio::sync::broadca
 
 async fn forward_live(
     tx: Out,
-    mut receiver: tokio::sync::broadcast::Receiver<HubMessage>,
+    mut receiver: LiveEvents,
     mut stopping: tokio::sync::watch::Receiver<bool>,
     mut live: Live,
 ) {

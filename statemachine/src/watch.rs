@@ -7,13 +7,15 @@
 //! decoded object takes several times the bytes of its JSON, and at 1,000
 //! placements the decoded history was the largest part of a node's memory
 //! (profiled with heaptrack). It is decoded again only for a watcher that
-//! resumes from it. Live events reach watchers decoded, through the broadcast.
+//! resumes from it. Live events reach the watchers that want them decoded,
+//! through the fan-out (`fanout.rs`).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use fleet_api::{Object, ObjectKey};
-use tokio::sync::broadcast;
+
+use crate::fanout::{Fanout, Interest, LiveEvents};
 
 /// How many events the history keeps by default.
 pub const DEFAULT_HISTORY: usize = 20_000;
@@ -22,8 +24,9 @@ pub const DEFAULT_HISTORY: usize = 20_000;
 /// events grow a node by gigabytes; a watcher further behind gets "expired,
 /// relist".
 pub const DEFAULT_HISTORY_BYTES: usize = 32 * 1024 * 1024;
-/// How far a live watcher may fall behind before it is told to resume.
-const BROADCAST_CAPACITY: usize = 16_384;
+/// How far a live watcher may fall behind (events it wants, queued) before
+/// it is told to resume.
+pub const LIVE_CAPACITY: usize = 16_384;
 
 /// What happened to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +124,7 @@ impl Recorded {
     }
 }
 
-/// What the broadcast carries.
+/// What a watcher's live queue carries.
 #[derive(Debug, Clone)]
 pub enum HubMessage {
     /// One event.
@@ -151,13 +154,13 @@ struct Inner {
 /// The event fan-out of one node's state machine.
 pub struct WatchHub {
     inner: Mutex<Inner>,
-    tx: broadcast::Sender<HubMessage>,
+    fanout: Fanout,
 }
 
 /// A new watcher: the backlog it must send first, then the live receiver.
 pub struct Subscription {
     pub backlog: Vec<Arc<WatchEvent>>,
-    pub receiver: broadcast::Receiver<HubMessage>,
+    pub receiver: LiveEvents,
 }
 
 impl WatchHub {
@@ -169,10 +172,9 @@ impl WatchHub {
     /// A hub keeping at most `capacity` events and `byte_budget` bytes of
     /// objects (the newest event is always kept).
     pub fn with_budget(applied: u64, capacity: usize, byte_budget: usize) -> WatchHub {
-        let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
         let inner =
             Inner { history: VecDeque::new(), floor: applied, capacity: capacity.max(1), bytes: 0, byte_budget };
-        WatchHub { inner: Mutex::new(inner), tx }
+        WatchHub { inner: Mutex::new(inner), fanout: Fanout::default() }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -181,8 +183,9 @@ impl WatchHub {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records and broadcasts the events of one applied batch, each with
-    /// the stored JSON of its objects (what the history keeps).
+    /// Records the events of one applied batch, each with the stored JSON
+    /// of its objects (what the history keeps), and queues each for the
+    /// watchers that want it.
     pub fn publish(&self, events: Vec<(WatchEvent, EventJson)>) {
         if events.is_empty() {
             return;
@@ -192,8 +195,7 @@ impl WatchHub {
             let recorded = Recorded::new(&event, json);
             inner.bytes += recorded.size();
             inner.history.push_back(Arc::new(recorded));
-            // No receiver is not an error: nobody is watching.
-            let _ = self.tx.send(HubMessage::Event(Arc::new(event)));
+            self.fanout.publish(Arc::new(event));
         }
         while inner.history.len() > inner.capacity || (inner.bytes > inner.byte_budget && inner.history.len() > 1) {
             let Some(old) = inner.history.pop_front() else { break };
@@ -208,7 +210,7 @@ impl WatchHub {
         inner.history.clear();
         inner.bytes = 0;
         inner.floor = resource_version;
-        let _ = self.tx.send(HubMessage::Reset { resource_version });
+        self.fanout.broadcast(HubMessage::Reset { resource_version });
     }
 
     /// Subscribes to every event after `from`. Events already in the history
@@ -216,23 +218,57 @@ impl WatchHub {
     /// under one lock, so nothing is missed or repeated between the two (the
     /// backlog is decoded after it is released, so apply does not wait).
     pub fn subscribe(&self, from: u64) -> Result<Subscription, Expired> {
-        self.subscribe_where(from, |_| true)
+        self.subscribe_to(from, Interest::everything())
     }
 
-    /// [`WatchHub::subscribe`], with only the history's events whose key
-    /// `wanted` accepts in the backlog (the receiver still carries every
-    /// later event). A watcher resuming after thousands of events of other
-    /// kinds (an agent reconnecting for its Works) decodes only its own.
-    pub fn subscribe_where(&self, from: u64, wanted: impl Fn(&ObjectKey) -> bool) -> Result<Subscription, Expired> {
+    /// [`WatchHub::subscribe`] to the events whose key `wanted` accepts,
+    /// in any namespace.
+    pub fn subscribe_where(
+        &self,
+        from: u64,
+        wanted: impl Fn(&ObjectKey) -> bool + Send + Sync + 'static,
+    ) -> Result<Subscription, Expired> {
+        self.subscribe_to(from, Interest::anywhere(wanted))
+    }
+
+    /// [`WatchHub::subscribe`] to the events `interest` names: the backlog
+    /// holds only those (a watcher resuming after thousands of events of
+    /// other kinds, an agent reconnecting for its Works, decodes only its
+    /// own), and so does the receiver (an event wakes only the watchers it
+    /// concerns).
+    pub fn subscribe_to(&self, from: u64, interest: Interest) -> Result<Subscription, Expired> {
         let (recorded, receiver) = {
             let inner = self.lock();
-            if from < inner.floor {
-                return Err(Expired { requested: from, oldest: inner.floor });
-            }
-            let start = inner.history.partition_point(|e| e.resource_version <= from);
-            let recorded = inner.history.range(start..).filter(|e| wanted(&e.key)).cloned().collect::<Vec<_>>();
-            (recorded, self.tx.subscribe())
+            let recorded = Self::recorded_since(&inner, from, |key| interest.wants(key))?;
+            (recorded, self.fanout.subscribe(interest, LIVE_CAPACITY))
         };
+        Ok(Subscription { backlog: Self::decoded(from, recorded)?, receiver })
+    }
+
+    /// The history's events after `from` whose key `wanted` accepts,
+    /// without subscribing to later ones.
+    pub fn events_since(
+        &self,
+        from: u64,
+        wanted: impl Fn(&ObjectKey) -> bool,
+    ) -> Result<Vec<Arc<WatchEvent>>, Expired> {
+        let recorded = Self::recorded_since(&self.lock(), from, wanted)?;
+        Self::decoded(from, recorded)
+    }
+
+    fn recorded_since(
+        inner: &Inner,
+        from: u64,
+        wanted: impl Fn(&ObjectKey) -> bool,
+    ) -> Result<Vec<Arc<Recorded>>, Expired> {
+        if from < inner.floor {
+            return Err(Expired { requested: from, oldest: inner.floor });
+        }
+        let start = inner.history.partition_point(|e| e.resource_version <= from);
+        Ok(inner.history.range(start..).filter(|e| wanted(&e.key)).cloned().collect())
+    }
+
+    fn decoded(from: u64, recorded: Vec<Arc<Recorded>>) -> Result<Vec<Arc<WatchEvent>>, Expired> {
         let mut backlog = Vec::with_capacity(recorded.len());
         for record in recorded {
             // Apply wrote this JSON; should it not decode, the watcher relists
@@ -240,7 +276,12 @@ impl WatchHub {
             let event = record.decode().ok_or(Expired { requested: from, oldest: record.resource_version })?;
             backlog.push(Arc::new(event));
         }
-        Ok(Subscription { backlog, receiver })
+        Ok(backlog)
+    }
+
+    /// How many watchers receive live events.
+    pub fn watchers(&self) -> usize {
+        self.fanout.watchers()
     }
 
     /// The oldest resourceVersion a watch can resume from.
@@ -282,10 +323,10 @@ mod tests {
         assert_eq!(sub.backlog.iter().map(|e| e.resource_version).collect::<Vec<_>>(), vec![2]);
         hub.publish(vec![ev(3, "c")]);
         match sub.receiver.try_recv().unwrap() {
-            HubMessage::Event(e) => assert_eq!(e.resource_version, 3),
+            Some(HubMessage::Event(e)) => assert_eq!(e.resource_version, 3),
             other => panic!("unexpected {other:?}"),
         }
-        assert!(sub.receiver.try_recv().is_err());
+        assert!(sub.receiver.try_recv().unwrap().is_none());
     }
 
     #[test]
@@ -303,17 +344,23 @@ mod tests {
     }
 
     #[test]
-    fn a_filtered_backlog_holds_only_the_wanted_keys_and_the_receiver_everything_later() {
+    fn a_filtered_subscription_holds_only_the_wanted_keys_in_backlog_and_receiver() {
         let hub = WatchHub::new(0, 100);
         hub.publish(vec![ev(1, "mine-1"), ev(2, "other"), ev(3, "mine-2")]);
         let mut sub = hub.subscribe_where(1, |key| key.name.starts_with("mine")).unwrap();
         let backlog: Vec<(u64, &str)> = sub.backlog.iter().map(|e| (e.resource_version, e.key.name.as_str())).collect();
         assert_eq!(backlog, vec![(3, "mine-2")], "after 1, and not the other object");
-        hub.publish(vec![ev(4, "other")]);
+        hub.publish(vec![ev(4, "other"), ev(5, "mine-3")]);
         match sub.receiver.try_recv().unwrap() {
-            HubMessage::Event(e) => assert_eq!(e.resource_version, 4, "live events are not filtered here"),
+            Some(HubMessage::Event(e)) => assert_eq!(e.resource_version, 5, "the other object is not delivered"),
             other => panic!("unexpected {other:?}"),
         }
+        assert!(sub.receiver.try_recv().unwrap().is_none());
+        let events = hub.events_since(3, |key| key.name == "other").unwrap();
+        assert_eq!(events.iter().map(|e| e.resource_version).collect::<Vec<_>>(), vec![4]);
+        assert_eq!(hub.watchers(), 1, "reading the history subscribes nobody");
+        drop(sub);
+        assert_eq!(hub.watchers(), 0, "a dropped receiver takes itself out");
     }
 
     #[test]

@@ -198,7 +198,7 @@ fn deleting_an_owner_cascades_to_dependents_with_no_other_owner() {
     let shared = h.get("shared").expect("a dependent with another owner stays");
     assert_eq!(shared.metadata.owner_references.len(), 1);
     let mut deleted = Vec::new();
-    while let Ok(fleet_statemachine::watch::HubMessage::Event(e)) = sub.receiver.try_recv() {
+    while let Ok(Some(fleet_statemachine::watch::HubMessage::Event(e))) = sub.receiver.try_recv() {
         if e.event_type == EventType::Deleted {
             deleted.push(e.key.name.clone());
         }
@@ -290,7 +290,7 @@ fn a_label_selector_watch_sees_objects_enter_and_leave_it() {
     };
     let everything = ListQuery { kind: "ConfigMap".into(), ..Default::default() };
     let (mut seen_by_web, mut seen_by_all) = (Vec::new(), Vec::new());
-    while let Ok(fleet_statemachine::watch::HubMessage::Event(e)) = sub.receiver.try_recv() {
+    while let Ok(Some(fleet_statemachine::watch::HubMessage::Event(e))) = sub.receiver.try_recv() {
         let view = |q: &ListQuery| q.view_of(&e).map(|(t, o)| (t, o.metadata.labels.get("app").cloned()));
         seen_by_web.push(view(&web));
         seen_by_all.push(view(&everything).map(|(t, _)| t));
@@ -346,7 +346,7 @@ fn commands_batched_in_one_entry_stand_or_fall_alone_and_emit_one_event_per_obje
     assert_eq!(x.metadata.generation, 3, "two spec changes, two generations");
     // One event for x at this index, holding its final state.
     let mut events = Vec::new();
-    while let Ok(fleet_statemachine::watch::HubMessage::Event(e)) = sub.receiver.try_recv() {
+    while let Ok(Some(fleet_statemachine::watch::HubMessage::Event(e))) = sub.receiver.try_recv() {
         events.push(e);
     }
     assert_eq!(events.len(), 1, "{events:?}");
@@ -502,7 +502,7 @@ fn an_object_with_finalizers_is_marked_and_goes_with_its_last_finalizer() {
     assert_eq!(h.ok(vec![Op::Update { object: none_left }])[0].action, Action::Deleted);
     assert!(h.get("guarded").is_none(), "the last finalizer's removal deletes it");
     match sub.receiver.try_recv() {
-        Ok(fleet_statemachine::watch::HubMessage::Event(e)) => assert_eq!(e.event_type, EventType::Deleted),
+        Ok(Some(fleet_statemachine::watch::HubMessage::Event(e))) => assert_eq!(e.event_type, EventType::Deleted),
         other => panic!("expected a DELETED event, got {other:?}"),
     }
 }

@@ -37,8 +37,7 @@ use fleet_api::{binding, snapshot, Object, ObjectKey};
 use fleet_placement::cluster::ClusterInfo;
 use fleet_placement::overrides::OverrideIndex;
 use fleet_raft::Consensus;
-use fleet_statemachine::{EventType, HubMessage, ListQuery, Store, WatchEvent};
-use tokio::sync::broadcast::error::RecvError;
+use fleet_statemachine::{Ended, EventType, HubMessage, ListQuery, Store, WatchEvent};
 
 use super::clusters::ClusterCache;
 use super::evictions::evictions_key;
@@ -117,8 +116,8 @@ pub async fn follow(consensus: Arc<Consensus>, queue: Arc<WorkQueue<ObjectKey>>,
         loop {
             match subscription.receiver.recv().await {
                 Ok(HubMessage::Event(event)) => feed.on_event(&event),
-                Ok(HubMessage::Reset { .. }) | Err(RecvError::Lagged(_)) => break,
-                Err(RecvError::Closed) => return,
+                Ok(HubMessage::Reset { .. }) | Err(Ended::Lagged) => break,
+                Err(Ended::Closed) => return,
             }
         }
         tracing::info!("controller feed fell behind or the state was replaced: resyncing");

@@ -60,8 +60,8 @@ impl Token {
                 self.resource_version, self.after
             ))
         };
-        let since = store.hub().subscribe(self.resource_version).map_err(|_| expired())?;
-        let changed = since.backlog.iter().any(|event| {
+        let since = store.hub().events_since(self.resource_version, |_| true).map_err(|_| expired())?;
+        let changed = since.iter().any(|event| {
             let key = format!("{}/{}", event.key.namespace, event.key.name);
             key > self.after && query.view_of(event).is_some()
         });

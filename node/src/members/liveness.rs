@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 use fleet_api::kinds::FLEET_CLUSTER_GROUP;
 use fleet_api::member::{self, CONDITION_HEALTHY, CONDITION_JOINED};
 use fleet_api::Object;
-use fleet_statemachine::{EventType, HubMessage, ListQuery, Store, WatchEvent};
-use tokio::sync::broadcast::error::RecvError;
+use fleet_statemachine::{Ended, EventType, HubMessage, Interest, ListQuery, Store, WatchEvent};
 
 /// One cluster's part of the view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +96,8 @@ pub async fn follow(store: Arc<Store>, view: SharedView) {
     let query = ListQuery { group: FLEET_CLUSTER_GROUP.into(), kind: "MemberCluster".into(), ..Default::default() };
     loop {
         let from = store.applied_index();
-        let mut subscription = match store.hub().subscribe(from) {
+        let wanted = |key: &fleet_api::ObjectKey| key.group == FLEET_CLUSTER_GROUP && key.kind == "MemberCluster";
+        let mut subscription = match store.hub().subscribe_to(from, Interest::in_namespace("", wanted)) {
             Ok(s) => s,
             Err(e) => {
                 tracing::debug!("member liveness view: {e}");
@@ -134,8 +134,8 @@ pub async fn follow(store: Arc<Store>, view: SharedView) {
                         v.apply(&event);
                     }
                 }
-                Ok(HubMessage::Reset { .. }) | Err(RecvError::Lagged(_)) => break,
-                Err(RecvError::Closed) => return,
+                Ok(HubMessage::Reset { .. }) | Err(Ended::Lagged) => break,
+                Err(Ended::Closed) => return,
             }
         }
     }
