@@ -17,7 +17,7 @@ use fleet_api::{Object, ObjectKey};
 use fleet_proto::tls::Identity;
 use fleet_rbac::bootstrap::{AUTHENTICATED_GROUP, MASTERS_GROUP, VIEWERS_GROUP};
 use fleet_rbac::{Attributes, Binding, BindingKind, Policy, Role, RoleKind, UserInfo, GROUP};
-use fleet_statemachine::{Ended, HubMessage, ListQuery, LiveEvents, Store};
+use fleet_statemachine::{Ended, ListQuery, LiveEvents, Store};
 
 use crate::auth::Caller;
 use crate::blocking::blocking;
@@ -87,8 +87,8 @@ impl Authorizer {
         let mut changed = false;
         loop {
             match cache.receiver.try_recv() {
-                Ok(Some(HubMessage::Event(event))) => changed |= event.key.group == GROUP,
-                Ok(Some(HubMessage::Reset { .. })) | Err(Ended::Lagged) => changed = true,
+                // The subscription carries only RBAC events (and resets).
+                Ok(Some(_)) | Err(Ended::Lagged) => changed = true,
                 Ok(None) => break,
                 Err(Ended::Closed) => {
                     changed = true;

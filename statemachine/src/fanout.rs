@@ -147,6 +147,16 @@ fn unlist(ids: &mut Vec<u64>, id: u64) {
     }
 }
 
+/// Takes `id` out of `index`'s list at `key`, and the list once empty.
+fn unindex<K: std::hash::Hash + Eq>(index: &mut HashMap<K, Vec<u64>>, key: &K, id: u64) {
+    if let Some(ids) = index.get_mut(key) {
+        unlist(ids, id);
+        if ids.is_empty() {
+            index.remove(key);
+        }
+    }
+}
+
 impl Registry {
     fn add(&mut self, interest: Interest, capacity: usize) -> (u64, mpsc::Receiver<HubMessage>, Arc<AtomicBool>) {
         let id = self.next;
@@ -167,23 +177,11 @@ impl Registry {
     fn remove(&mut self, id: u64) {
         let Some(watcher) = self.watchers.remove(&id) else { return };
         match &watcher.interest.namespace {
-            Some(namespace) => {
-                if let Some(ids) = self.by_namespace.get_mut(namespace) {
-                    unlist(ids, id);
-                    if ids.is_empty() {
-                        self.by_namespace.remove(namespace);
-                    }
-                }
-            }
+            Some(namespace) => unindex(&mut self.by_namespace, namespace, id),
             None => unlist(&mut self.anywhere, id),
         }
         for key in &watcher.interest.also {
-            if let Some(ids) = self.by_object.get_mut(key) {
-                unlist(ids, id);
-                if ids.is_empty() {
-                    self.by_object.remove(key);
-                }
-            }
+            unindex(&mut self.by_object, key, id);
         }
     }
 
@@ -220,11 +218,6 @@ impl Registry {
             self.remove(id);
         }
     }
-
-    /// How many watchers are registered.
-    fn len(&self) -> usize {
-        self.watchers.len()
-    }
 }
 
 /// The registry of one hub, shared with the receivers it hands out (they
@@ -259,7 +252,7 @@ impl Fanout {
 
     /// How many watchers are registered.
     pub(crate) fn watchers(&self) -> usize {
-        lock(&self.registry).len()
+        lock(&self.registry).watchers.len()
     }
 }
 

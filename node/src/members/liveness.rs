@@ -96,8 +96,9 @@ pub async fn follow(store: Arc<Store>, view: SharedView) {
     let query = ListQuery { group: FLEET_CLUSTER_GROUP.into(), kind: "MemberCluster".into(), ..Default::default() };
     loop {
         let from = store.applied_index();
-        let wanted = |key: &fleet_api::ObjectKey| key.group == FLEET_CLUSTER_GROUP && key.kind == "MemberCluster";
-        let mut subscription = match store.hub().subscribe_to(from, Interest::in_namespace("", wanted)) {
+        let scope = query.clone();
+        let interest = Interest::in_namespace("", move |key| scope.in_scope(key));
+        let mut subscription = match store.hub().subscribe_to(from, interest) {
             Ok(s) => s,
             Err(e) => {
                 tracing::debug!("member liveness view: {e}");
