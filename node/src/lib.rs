@@ -99,7 +99,7 @@ pub async fn run(
     let fleet = FleetServer::new(service::FleetService::new(objects.clone(), member_service.clone(), stop_rx.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let peer = RaftPeerServer::new(PeerService::new(consensus.clone(), Some(member_service)))
+    let peer = RaftPeerServer::new(PeerService::new(consensus.clone(), Some(member_service), stop_rx.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
 

@@ -3,6 +3,7 @@
 //! [`consensus`] handle the node uses to write, read linearizably and change
 //! membership from whichever node it runs on.
 
+mod append_stream;
 pub mod batcher;
 pub mod codec;
 pub mod consensus;

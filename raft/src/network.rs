@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
+use crate::append_stream::{AppendStream, Replies};
 use crate::codec::{decode, encode};
 use crate::error::Error;
 use crate::MAX_MESSAGE_BYTES;
@@ -182,7 +183,13 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> Self::Network {
-        PeerClient { target, addr: node.addr.clone(), network: self.clone(), append_budget: AppendBudget::default() }
+        PeerClient {
+            target,
+            addr: node.addr.clone(),
+            network: self.clone(),
+            append_budget: AppendBudget::default(),
+            append_stream: AppendStream::default(),
+        }
     }
 }
 
@@ -192,6 +199,7 @@ pub struct PeerClient {
     addr: String,
     network: PeerNetwork,
     append_budget: AppendBudget,
+    append_stream: AppendStream,
 }
 
 type RpcResult<T, E> = Result<T, RPCError<u64, BasicNode, RaftError<u64, E>>>;
@@ -204,15 +212,48 @@ impl PeerClient {
         E: std::error::Error + DeserializeOwned,
     {
         let reply: Result<Resp, RaftError<u64, E>> =
-            self.network.call(self.target, &self.addr, method, req, option.hard_ttl()).await.map_err(|status| {
-                match status.code() {
-                    tonic::Code::Unavailable | tonic::Code::DeadlineExceeded => {
-                        RPCError::Unreachable(Unreachable::new(&status))
-                    }
-                    _ => RPCError::Network(NetworkError::new(&status)),
-                }
-            })?;
+            self.network.call(self.target, &self.addr, method, req, option.hard_ttl()).await.map_err(unreached)?;
         reply.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+
+    /// Sends an AppendEntries on the stream to the peer, or as a unary call
+    /// to a peer that does not know the stream.
+    async fn append(
+        &mut self,
+        rpc: &AppendEntriesRequest<TypeConfig>,
+        option: &RPCOption,
+    ) -> RpcResult<AppendEntriesResponse<u64>, openraft::error::Infallible> {
+        if self.append_stream.usable(std::time::Instant::now()) {
+            let data = encode(rpc).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+            let channel =
+                self.network.channel(self.target, &self.addr).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+            let open = |requests| async move {
+                let mut client = RaftPeerClient::new(channel)
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_MESSAGE_BYTES);
+                let replies: Replies = Box::pin(client.append_stream(requests).await?.into_inner());
+                Ok(replies)
+            };
+            match self.append_stream.exchange(data, option.hard_ttl(), open).await {
+                Ok(data) => {
+                    let reply: Result<AppendEntriesResponse<u64>, RaftError<u64>> =
+                        decode(&data).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+                    return reply.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)));
+                }
+                Err(status) if status.code() == tonic::Code::Unimplemented => {}
+                Err(status) => return Err(unreached(status)),
+            }
+        }
+        self.rpc(PeerMethod::AppendEntries, rpc, option).await
+    }
+}
+
+/// A failed peer call as openraft's error: a peer that could not be reached
+/// in time, or any other failure of the exchange.
+fn unreached<E: std::error::Error>(status: tonic::Status) -> RPCError<u64, BasicNode, E> {
+    match status.code() {
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded => RPCError::Unreachable(Unreachable::new(&status)),
+        _ => RPCError::Network(NetworkError::new(&status)),
     }
 }
 
@@ -307,7 +348,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         }
         let started = std::time::Instant::now();
         let carries_entries = !rpc.entries.is_empty();
-        let answer = self.rpc(PeerMethod::AppendEntries, &rpc, &option).await;
+        let answer = self.append(&rpc, &option).await;
         self.append_budget.finish();
         if carries_entries {
             self.network.stages.since(fleet_statemachine::Stage::replicate, started);

@@ -18,13 +18,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use fleet_proto::peer::raft_peer_server::RaftPeer;
-use fleet_proto::peer::Payload;
+use fleet_proto::peer::{Payload, Sequenced};
 use fleet_proto::tls::{presented, Identity};
 use fleet_statemachine::{Proposal, TypeConfig};
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tonic::{Request, Response, Status};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
 
 use crate::codec::{decode, encode};
 use crate::consensus::{Consensus, MembershipChange, Routed};
@@ -46,14 +47,21 @@ pub struct PeerService {
     /// on (the node's main one), not the Raft runtime peer calls arrive on,
     /// so that a burst of joins does not hold up replication.
     member_runtime: tokio::runtime::Handle,
+    /// Turns true when the node stops: long-lived append streams end then,
+    /// so that the server's graceful shutdown need not wait for the leader.
+    stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl PeerService {
-    /// Serves peer traffic for this node's consensus; `members` handles
-    /// forwarded member calls when this node leads, on the runtime this is
-    /// called on.
-    pub fn new(consensus: Arc<Consensus>, members: Option<Arc<dyn MemberHandler>>) -> PeerService {
-        PeerService { consensus, members, member_runtime: tokio::runtime::Handle::current() }
+    /// Serves peer traffic for this node's consensus until `stopping` turns
+    /// true; `members` handles forwarded member calls when this node leads,
+    /// on the runtime this is called on.
+    pub fn new(
+        consensus: Arc<Consensus>,
+        members: Option<Arc<dyn MemberHandler>>,
+        stopping: tokio::sync::watch::Receiver<bool>,
+    ) -> PeerService {
+        PeerService { consensus, members, member_runtime: tokio::runtime::Handle::current(), stopping }
     }
 }
 
@@ -128,7 +136,28 @@ where
 }
 
 fn payload<T: DeserializeOwned>(request: Request<Payload>) -> Result<T, Status> {
-    decode(&request.into_inner().data).map_err(|e| Status::invalid_argument(e.to_string()))
+    decoded(&request.into_inner().data)
+}
+
+fn decoded<T: DeserializeOwned>(data: &[u8]) -> Result<T, Status> {
+    decode(data).map_err(|e| Status::invalid_argument(e.to_string()))
+}
+
+/// Handles one AppendEntries from `caller`, as a unary call or a message
+/// of its append stream, and returns the encoded answer.
+async fn append_entries(consensus: Arc<Consensus>, caller: u64, data: Vec<u8>) -> Result<Vec<u8>, Status> {
+    let started = std::time::Instant::now();
+    // Checked for each message: a stream outlives the membership change
+    // that retires its sender.
+    admit(&consensus, caller, true)?;
+    let rpc: AppendEntriesRequest<TypeConfig> = decoded(&data)?;
+    check_claim(caller, rpc.vote.leader_id.node_id)?;
+    let carries_entries = !rpc.entries.is_empty();
+    let answer = encode(&consensus.raft().append_entries(rpc).await).map_err(|e| Status::internal(e.to_string()));
+    if carries_entries {
+        consensus.store().metrics().stages.since(fleet_statemachine::Stage::follower_append, started);
+    }
+    answer
 }
 
 fn reply<T: Serialize>(value: &T) -> Result<Response<Payload>, Status> {
@@ -140,20 +169,30 @@ fn reply<T: Serialize>(value: &T) -> Result<Response<Payload>, Status> {
 impl RaftPeer for PeerService {
     async fn append_entries(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
         let caller = member_node(&self.consensus, &request, true)?;
-        let raft = self.consensus.raft().clone();
-        let stages = self.consensus.store().metrics().stages.clone();
-        let started = std::time::Instant::now();
+        let consensus = self.consensus.clone();
         to_completion(async move {
-            let rpc: AppendEntriesRequest<TypeConfig> = payload(request)?;
-            check_claim(caller, rpc.vote.leader_id.node_id)?;
-            let carries_entries = !rpc.entries.is_empty();
-            let answer = reply(&raft.append_entries(rpc).await);
-            if carries_entries {
-                stages.since(fleet_statemachine::Stage::follower_append, started);
-            }
-            answer
+            let data = append_entries(consensus, caller, request.into_inner().data).await?;
+            Ok(Response::new(Payload { data }))
         })
         .await
+    }
+
+    type AppendStreamStream = ReceiverStream<Result<Sequenced, Status>>;
+
+    async fn append_stream(
+        &self,
+        request: Request<Streaming<Sequenced>>,
+    ) -> Result<Response<Self::AppendStreamStream>, Status> {
+        let caller = member_node(&self.consensus, &request, true)?;
+        let consensus = self.consensus.clone();
+        let mut stopping = self.stopping.clone();
+        let stop = async move {
+            let _ = stopping.wait_for(|stop| *stop).await;
+        };
+        let replies = crate::append_stream::serve(request.into_inner(), stop, move |data| {
+            append_entries(consensus.clone(), caller, data)
+        });
+        Ok(Response::new(replies))
     }
 
     async fn vote(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
