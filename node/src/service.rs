@@ -23,7 +23,7 @@ use tonic::{Request, Response, Status};
 
 use crate::admission::{self, Document, ResolvedKind};
 use crate::auth::{authorize, Access, Caller};
-use crate::blocking::blocking;
+use crate::blocking::{blocking, blocking_if_large};
 use crate::error::raft_error;
 use crate::members::service::{MemberCall, MemberReply, MemberService};
 use crate::objects::{parse_selector, Objects};
@@ -81,7 +81,8 @@ impl FleetService {
             })
             .collect();
         let store = self.store();
-        let objects = blocking(move || admission::admit(&store, documents)).await?;
+        let bytes = documents.iter().map(|d| d.bytes.len()).sum();
+        let objects = blocking_if_large(bytes, move || admission::admit(&store, documents)).await?;
         objects.iter().for_each(|o| crate::metrics::note_kind(&o.kind));
         self.authorize_apply(&caller, &objects).await?;
         let ops =
