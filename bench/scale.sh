@@ -132,7 +132,10 @@ started=$SECONDS
 "$BIN/fleet-bench" members --hub "$FLEET_ENDPOINTS" --tls-dir "$TMP/pki" --count "$MEMBERS" \
   --heartbeat-seconds "$HEARTBEAT" --data-dir "$TMP/members" >"$TMP/members.out" 2>"$TMP/members.log" &
 echo $! >"$TMP/members.pid"
-wait_for "$START_TIMEOUT" "$MEMBERS members ready" grep -qx "ready $MEMBERS" "$TMP/members.out"
+# Ready, or the members process gone (its error is in members.log).
+members_done() { grep -qx "ready $MEMBERS" "$TMP/members.out" || ! node_running "$(cat "$TMP/members.pid")"; }
+wait_for "$START_TIMEOUT" "$MEMBERS members ready" members_done
+grep -qx "ready $MEMBERS" "$TMP/members.out" || { echo "fleet-bench members exited:" >&2; tail -n 5 "$TMP/members.log" >&2; exit 1; }
 echo "$MEMBERS members joined and healthy after $((SECONDS - started)) s"
 # One real agent on an embedded target, for its resident memory.
 fleet_apply_members 1

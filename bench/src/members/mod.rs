@@ -38,7 +38,7 @@ const READY_POLL: Duration = Duration::from_millis(500);
 /// Pause before a member whose agent stopped on an error starts again.
 const RESTART_PAUSE: Duration = Duration::from_secs(1);
 
-/// The name of member `i` (1-based): `<prefix>0001`...
+/// The name of member `i` (1-based): `<prefix>0001`... `<prefix>99999`.
 pub fn member_name(prefix: &str, i: usize) -> String {
     format!("{prefix}{i:04}")
 }
@@ -70,9 +70,13 @@ pub fn member_document(args: &MembersArgs, i: usize) -> Result<Value, Error> {
     }))
 }
 
+/// The most members one process runs (names have up to five digits).
+const MAX_MEMBERS: usize = 99_999;
+
 fn check(args: &MembersArgs) -> Result<(), Error> {
-    if args.count == 0 || args.count > 9999 {
-        return Err(Error::Invalid { flag: "--count", value: args.count.to_string(), reason: "1 to 9999".into() });
+    if args.count == 0 || args.count > MAX_MEMBERS {
+        let reason = format!("1 to {MAX_MEMBERS}");
+        return Err(Error::Invalid { flag: "--count", value: args.count.to_string(), reason });
     }
     let prefix_ok = !args.prefix.is_empty()
         && args.prefix.len() <= 40
