@@ -4,10 +4,15 @@
 //! Every write costs each follower two AppendEntries (the entries, then the
 //! commit index). As unary calls each one opened an HTTP/2 stream, sent and
 //! parsed two header blocks and a trailer, and spawned a task on both sides;
-//! on a stream it is one data frame each way. Requests and replies carry a
-//! sequence number: openraft gives every AppendEntries a time-to-live and
-//! drops the call when it passes, so a reply may belong to a request whose
-//! caller has gone, and the next caller skips it.
+//! on a stream it is one data frame each way.
+//!
+//! openraft gives every AppendEntries a time-to-live and drops the call when
+//! it passes. The next call then opens a new stream instead of queueing
+//! behind the request it gave up on: on a busy follower a backlog of
+//! abandoned requests, each handled in full, would keep every later one late
+//! too, and the leader would never hear from that follower in time again.
+//! Requests and replies carry a sequence number, so that a reply can never
+//! be taken for another's.
 //!
 //! A follower handles the messages of a stream one at a time, each to the
 //! end even if the leader stops waiting (see `peer_service.rs` for why), and
@@ -42,6 +47,9 @@ pub(crate) type Replies = Pin<Box<dyn Stream<Item = Result<Sequenced, Status>> +
 pub(crate) struct AppendStream {
     open: Option<(mpsc::Sender<Sequenced>, Replies)>,
     next_seq: u64,
+    /// A request was sent and its caller has not had the reply: if the next
+    /// call finds this set, that caller gave up on it.
+    awaiting: bool,
     /// The follower refused the stream as unknown: until then, unary calls.
     unsupported_until: Option<Instant>,
 }
@@ -53,10 +61,11 @@ impl AppendStream {
     }
 
     /// Sends one request and returns its reply, opening the stream with
-    /// `open` (given the requests to send) if none is open. Any failure,
-    /// or no reply within `timeout`, closes the stream: the next request
-    /// opens a new one. A follower that does not know the stream makes
-    /// [`AppendStream::usable`] false for a while.
+    /// `open` (given the requests to send) if none is open. Any failure, no
+    /// reply within `timeout`, or a caller that gave up before its reply
+    /// closes the stream: the next request opens a new one. A follower that
+    /// does not know the stream makes [`AppendStream::usable`] false for a
+    /// while.
     pub(crate) async fn exchange<F, Fut>(
         &mut self,
         data: Vec<u8>,
@@ -67,12 +76,17 @@ impl AppendStream {
         F: FnOnce(ReceiverStream<Sequenced>) -> Fut,
         Fut: Future<Output = Result<Replies, Status>>,
     {
+        if self.awaiting {
+            self.open = None;
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.awaiting = true;
         let answer = match tokio::time::timeout(timeout, self.send_and_wait(seq, data, open)).await {
             Ok(answer) => answer,
             Err(_) => Err(Status::deadline_exceeded(format!("no reply on the append stream within {timeout:?}"))),
         };
+        self.awaiting = false;
         if let Err(status) = &answer {
             self.open = None;
             if status.code() == tonic::Code::Unimplemented {
@@ -99,21 +113,14 @@ impl AppendStream {
             .send(Sequenced { seq, data })
             .await
             .map_err(|_| Status::unavailable("the append stream to the follower has closed"))?;
-        loop {
-            match replies.next().await {
-                Some(Ok(reply)) if reply.seq == seq => return Ok(reply.data),
-                // The reply to a request whose caller stopped waiting.
-                Some(Ok(reply)) if reply.seq < seq => continue,
-                Some(Ok(reply)) => {
-                    return Err(Status::internal(format!(
-                        "the follower answered request {} on the append stream, which was never sent (the last \
-                         sent was {seq})",
-                        reply.seq
-                    )))
-                }
-                Some(Err(status)) => return Err(status),
-                None => return Err(Status::unavailable("the follower ended the append stream")),
-            }
+        match replies.next().await {
+            Some(Ok(reply)) if reply.seq == seq => Ok(reply.data),
+            Some(Ok(reply)) => Err(Status::internal(format!(
+                "the follower answered request {} on the append stream while request {seq} waited",
+                reply.seq
+            ))),
+            Some(Err(status)) => Err(status),
+            None => Err(Status::unavailable("the follower ended the append stream")),
         }
     }
 }

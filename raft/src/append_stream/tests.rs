@@ -43,16 +43,22 @@ async fn requests_share_one_stream_and_get_their_own_replies() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_reply_to_an_abandoned_request_is_skipped() {
+async fn a_request_given_up_on_leaves_its_stream_behind() {
     let opens = Arc::new(AtomicUsize::new(0));
     let mut stream = AppendStream::default();
-    // openraft drops a call at its time-to-live; the stream stays open.
+    // openraft drops a call at its time-to-live: the next call does not
+    // queue behind the request it gave up on, on a new stream.
     let abandoned =
         tokio::time::timeout(Duration::from_millis(50), stream.exchange(b"slow".to_vec(), LONG, opener(&opens))).await;
     assert!(abandoned.is_err());
+    let started = tokio::time::Instant::now();
     let reply = stream.exchange(b"next".to_vec(), LONG, opener(&opens)).await;
     assert_eq!(reply.map_err(|s| s.to_string()), Ok(b"NEXT".to_vec()));
-    assert_eq!(opens.load(Ordering::SeqCst), 1, "the same stream carried both");
+    assert!(started.elapsed() < Duration::from_millis(100), "answered without waiting for the slow request");
+    assert_eq!(opens.load(Ordering::SeqCst), 2);
+    let reply = stream.exchange(b"then".to_vec(), LONG, opener(&opens)).await;
+    assert_eq!(reply.map_err(|s| s.to_string()), Ok(b"THEN".to_vec()));
+    assert_eq!(opens.load(Ordering::SeqCst), 2, "an answered call keeps its stream");
 }
 
 #[tokio::test(start_paused = true)]
