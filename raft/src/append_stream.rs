@@ -84,7 +84,11 @@ impl AppendStream {
         self.awaiting = true;
         let answer = match tokio::time::timeout(timeout, self.send_and_wait(seq, data, open)).await {
             Ok(answer) => answer,
-            Err(_) => Err(Status::deadline_exceeded(format!("no reply on the append stream within {timeout:?}"))),
+            // Cancelled, as a unary call's own deadline reports it: a late
+            // reply is not an unreachable peer (openraft would stop sending
+            // to it for a while, heartbeats too, and it would call an
+            // election).
+            Err(_) => Err(Status::cancelled(format!("no reply on the append stream within {timeout:?}"))),
         };
         self.awaiting = false;
         if let Err(status) = &answer {

@@ -400,6 +400,18 @@ mod tests {
     }
 
     #[test]
+    fn only_a_peer_that_cannot_be_reached_is_unreachable_not_a_late_reply() {
+        let kind = |status| match unreached::<openraft::error::Infallible>(status) {
+            RPCError::Unreachable(_) => "unreachable",
+            RPCError::Network(_) => "network",
+            _ => "other",
+        };
+        assert_eq!(kind(tonic::Status::unavailable("tcp connect error")), "unreachable");
+        assert_eq!(kind(tonic::Status::cancelled("no reply on the append stream within 100ms")), "network");
+        assert_eq!(kind(tonic::Status::internal("decode")), "network");
+    }
+
+    #[test]
     fn the_budget_halves_after_each_call_dropped_unanswered_and_grows_back_after_answers() {
         let mut budget = AppendBudget::default();
         assert_eq!(budget.start(), APPEND_BUDGET);
