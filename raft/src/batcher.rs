@@ -90,7 +90,7 @@ impl Pending {
     /// here: if this node no longer leads, it goes back to its follower as
     /// `NotLeader`, and the follower finds the new leader itself.
     pub fn forwarded(proposal: Proposal, reply: oneshot::Sender<Result<Vec<Response>, Routed>>) -> Pending {
-        let count = proposal.commands().len();
+        let count = proposal.len();
         let queued = std::time::Instant::now();
         Pending { part: Part::Batch(proposal), reply: Reply::Forwarded(count, reply), queued }
     }
@@ -192,7 +192,7 @@ async fn propose<C: Propose>(consensus: &Arc<C>, mut batch: Vec<Pending>) {
         return propose_anywhere(consensus, proposal, replies).await;
     }
     // Only ever proposed here (see `Pending::forwarded`).
-    let expected = proposal.commands().len();
+    let expected = proposal.len();
     match consensus.write_on_leader(proposal.clone()).await {
         Ok(responses) => settle(replies, expected, Ok(responses)),
         Err(Routed::NotLeader) => reroute(consensus, &proposal, replies).await,
@@ -202,7 +202,7 @@ async fn propose<C: Propose>(consensus: &Arc<C>, mut batch: Vec<Pending>) {
 
 /// Proposes on whichever node leads (here, or forwarded), then answers.
 async fn propose_anywhere<C: Propose>(consensus: &Arc<C>, proposal: Proposal, replies: Vec<Reply>) {
-    let expected = proposal.commands().len();
+    let expected = proposal.len();
     let result = consensus.write_anywhere(proposal).await;
     settle(replies, expected, result);
 }
@@ -236,15 +236,16 @@ fn own_writes(proposal: &Proposal, replies: Vec<Reply>) -> (Vec<Part>, Vec<Reply
     for reply in replies {
         match reply {
             Reply::One(tx) => {
-                if let Some(command) = proposal.commands().get(at) {
-                    match EncodedCommand::new(command.clone()) {
-                        Ok(encoded) => {
-                            own.push(Part::Command(encoded));
-                            own_replies.push(Reply::One(tx));
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(Error::Codec(e.to_string())));
-                        }
+                let command = proposal.commands().map_err(|e| e.to_string()).and_then(|commands| {
+                    commands.get(at).cloned().ok_or_else(|| format!("the batch has no command {at}"))
+                });
+                match command.and_then(|c| EncodedCommand::new(c).map_err(|e| e.to_string())) {
+                    Ok(encoded) => {
+                        own.push(Part::Command(encoded));
+                        own_replies.push(Reply::One(tx));
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(Error::Codec(e)));
                     }
                 }
                 at += 1;

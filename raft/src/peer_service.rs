@@ -220,6 +220,9 @@ impl RaftPeer for PeerService {
     async fn forward(&self, request: Request<Payload>) -> Result<Response<Payload>, Status> {
         member_node(&self.consensus, &request, false)?;
         let proposal: Proposal = payload(request)?;
+        // Decoded here, before it is merged into an entry: an entry whose
+        // commands did not decode would fail to apply on every node.
+        proposal.commands().map_err(|e| Status::invalid_argument(e.to_string()))?;
         reply(&self.consensus.write_forwarded(proposal).await)
     }
 

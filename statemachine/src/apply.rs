@@ -128,8 +128,8 @@ fn apply_proposal(
     proposal: &Proposal,
     index: u64,
 ) -> Result<Vec<Response>, Error> {
-    let mut replies = Vec::with_capacity(proposal.commands().len());
-    for command in proposal.commands() {
+    let mut replies = Vec::with_capacity(proposal.len());
+    for command in proposal.commands()? {
         let mark = overlay.mark();
         match overlay.run(tables, command, index) {
             Ok(outcomes) => replies.push(Response::Applied { index, outcomes }),

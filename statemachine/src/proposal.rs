@@ -6,9 +6,16 @@
 //! CPU, so a proposal keeps the MessagePack bytes of its commands next to the
 //! decoded commands: it serializes as those bytes, and cloning it (the log
 //! cache, replication, apply) shares both.
+//!
+//! A proposal read from the log or the wire is decoded only when its
+//! commands are asked for (to apply them, or to check a follower's batch).
+//! The leader reads older entries back from its log to send them to a
+//! follower that fell behind: decoding them (objects as JSON trees) and
+//! freeing them afterwards only to send their bytes again took most of the
+//! Raft thread's time at 10,000 members.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::de::{Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -23,8 +30,11 @@ use crate::error::Error;
 pub struct Proposal(Arc<Parts>);
 
 struct Parts {
-    commands: Vec<Command>,
-    /// MessagePack of `commands` (an array of [`EncodedCommand`]s).
+    /// How many commands `bytes` holds (its array header says).
+    count: usize,
+    /// The commands, once decoded (at once when made from them).
+    commands: OnceLock<Vec<Command>>,
+    /// MessagePack of the commands (an array of [`EncodedCommand`]s).
     bytes: Vec<u8>,
 }
 
@@ -69,53 +79,101 @@ impl Proposal {
         let count: usize = parts.iter().map(Part::commands).sum();
         let mut bytes = Vec::with_capacity(5 + parts.iter().map(Part::encoded_len).sum::<usize>());
         write_array_header(&mut bytes, count);
-        let mut commands = Vec::with_capacity(count);
+        // The merged commands, if every part has them decoded (otherwise
+        // they are decoded from the merged bytes when asked for).
+        let mut commands = Some(Vec::with_capacity(count));
         for part in parts {
             match part {
                 Part::Command(e) => {
                     bytes.extend_from_slice(&e.bytes);
-                    commands.push(e.command);
+                    if let Some(commands) = &mut commands {
+                        commands.push(e.command);
+                    }
                 }
                 Part::Batch(p) => {
                     bytes.extend_from_slice(p.body());
-                    match Arc::try_unwrap(p.0) {
-                        Ok(parts) => commands.extend(parts.commands),
-                        Err(shared) => commands.extend(shared.commands.iter().cloned()),
+                    let decoded = match Arc::try_unwrap(p.0) {
+                        Ok(parts) => parts.commands.into_inner(),
+                        Err(shared) => shared.commands.get().cloned(),
+                    };
+                    match (&mut commands, decoded) {
+                        (Some(commands), Some(decoded)) => commands.extend(decoded),
+                        _ => commands = None,
                     }
                 }
             }
         }
-        Proposal(Arc::new(Parts { commands, bytes }))
+        let decoded = OnceLock::new();
+        if let Some(commands) = commands {
+            let _ = decoded.set(commands);
+        }
+        Proposal(Arc::new(Parts { count, commands: decoded, bytes }))
     }
 
     /// The encoded commands without the array header in front of them.
     fn body(&self) -> &[u8] {
-        let header = array_header_len(self.0.commands.len());
+        let header = array_header_len(self.0.count);
         self.0.bytes.get(header..).unwrap_or_default()
     }
 
-    /// Decodes a proposal from the bytes it serializes as, keeping them.
-    /// They must be exactly what encoding the commands writes (a minimal
-    /// array header, nothing after the array), so that [`Proposal::concat`]
-    /// can take the commands' bytes behind the header as they are.
+    /// A proposal of the bytes it serializes as, kept as they are; only the
+    /// array header in front is read now. They must be exactly what encoding
+    /// the commands writes (a minimal array header, nothing after the array),
+    /// so that [`Proposal::concat`] can take the commands' bytes behind the
+    /// header as they are: [`Proposal::commands`] checks the rest.
     fn from_bytes(bytes: Vec<u8>) -> Result<Proposal, Error> {
         let refuse = |detail: String| Error::Decode { what: "proposal".into(), detail };
-        let mut de = rmp_serde::Deserializer::new(std::io::Cursor::new(bytes.as_slice()));
+        let count = match bytes.first() {
+            Some(&b) if b & 0xf0 == 0x90 => usize::from(b & 0x0f),
+            Some(0xdc) => bytes.get(1..3).map(|n| usize::from(u16::from_be_bytes([n[0], n[1]]))).unwrap_or(usize::MAX),
+            Some(0xdd) => {
+                bytes.get(1..5).map(|n| u32::from_be_bytes([n[0], n[1], n[2], n[3]]) as usize).unwrap_or(usize::MAX)
+            }
+            _ => usize::MAX,
+        };
+        let mut header = Vec::with_capacity(5);
+        write_array_header(&mut header, count);
+        if count == usize::MAX || !bytes.starts_with(&header) {
+            return Err(refuse("the list of commands does not start with a minimal array header".into()));
+        }
+        Ok(Proposal(Arc::new(Parts { count, commands: OnceLock::new(), bytes })))
+    }
+
+    /// Decodes the commands of `bytes`, which must hold `count` of them and
+    /// nothing after.
+    fn decode(bytes: &[u8], count: usize) -> Result<Vec<Command>, Error> {
+        let refuse = |detail: String| Error::Decode { what: "proposal".into(), detail };
+        let mut de = rmp_serde::Deserializer::new(std::io::Cursor::new(bytes));
         let commands = Vec::<Command>::deserialize(&mut de).map_err(|e| refuse(e.to_string()))?;
         if de.position() != bytes.len() as u64 {
             return Err(refuse(format!("{} bytes after the commands", bytes.len() as u64 - de.position())));
         }
-        let mut header = Vec::with_capacity(5);
-        write_array_header(&mut header, commands.len());
-        if !bytes.starts_with(&header) {
-            return Err(refuse("the list of commands does not start with a minimal array header".into()));
+        if commands.len() != count {
+            return Err(refuse(format!("{} commands where the header says {count}", commands.len())));
         }
-        Ok(Proposal(Arc::new(Parts { commands, bytes })))
+        Ok(commands)
     }
 
-    /// The commands, in order.
-    pub fn commands(&self) -> &[Command] {
-        &self.0.commands
+    /// The commands, in order, decoded on the first call if this proposal
+    /// was read from the log or the wire.
+    pub fn commands(&self) -> Result<&[Command], Error> {
+        if let Some(commands) = self.0.commands.get() {
+            return Ok(commands);
+        }
+        let decoded = Proposal::decode(&self.0.bytes, self.0.count)?;
+        // Two callers may decode at once; either's result is the same.
+        let _ = self.0.commands.set(decoded);
+        Ok(self.0.commands.get().map(Vec::as_slice).unwrap_or_default())
+    }
+
+    /// How many commands it holds.
+    pub fn len(&self) -> usize {
+        self.0.count
+    }
+
+    /// Whether it holds no command.
+    pub fn is_empty(&self) -> bool {
+        self.0.count == 0
     }
 
     /// Bytes of the encoded commands (what the log and the wire carry).
@@ -137,7 +195,7 @@ impl Part {
     pub fn commands(&self) -> usize {
         match self {
             Part::Command(_) => 1,
-            Part::Batch(p) => p.commands().len(),
+            Part::Batch(p) => p.len(),
         }
     }
 
@@ -177,13 +235,19 @@ fn write_array_header(out: &mut Vec<u8>, len: usize) {
 
 impl fmt::Debug for Proposal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Proposal").field("commands", &self.0.commands).finish()
+        match self.0.commands.get() {
+            Some(commands) => f.debug_struct("Proposal").field("commands", commands).finish(),
+            None => {
+                f.debug_struct("Proposal").field("count", &self.0.count).field("bytes", &self.0.bytes.len()).finish()
+            }
+        }
     }
 }
 
 impl PartialEq for Proposal {
+    /// Equal encodings: encoding the same commands always gives the same bytes.
     fn eq(&self, other: &Self) -> bool {
-        self.0.commands == other.0.commands
+        self.0.bytes == other.0.bytes
     }
 }
 
@@ -263,7 +327,7 @@ mod tests {
             let commands: Vec<Command> = (0..n as u64).map(command).collect();
             let proposal = Proposal::new(commands.clone()).unwrap();
             assert_eq!(proposal.0.bytes, rmp_serde::to_vec_named(&commands).unwrap(), "{n} commands");
-            assert_eq!(proposal.commands(), commands.as_slice());
+            assert_eq!(proposal.commands().ok(), Some(commands.as_slice()));
         }
     }
 
@@ -284,7 +348,7 @@ mod tests {
             all.push(command(99));
             all.extend(second);
             assert_eq!(merged.0.bytes, rmp_serde::to_vec_named(&all).unwrap(), "{a} + 1 + {b} commands");
-            assert_eq!(merged.commands(), all.as_slice());
+            assert_eq!(merged.commands().ok(), Some(all.as_slice()));
         }
     }
 
@@ -297,7 +361,7 @@ mod tests {
         let commands: Vec<Command> = (0..3).map(command).collect();
         let packed = rmp_serde::to_vec_named(&Earlier { commands: commands.clone() }).unwrap();
         let read: Proposal = rmp_serde::from_slice(&packed).unwrap();
-        assert_eq!(read.commands(), commands.as_slice());
+        assert_eq!(read.commands().ok(), Some(commands.as_slice()));
         assert_eq!(read, Proposal::new(commands).unwrap());
     }
 
@@ -328,7 +392,7 @@ mod tests {
             .collect();
         let proposal = Proposal::new(commands.clone()).unwrap();
         let decoded = Proposal::from_bytes(proposal.0.bytes.clone()).unwrap();
-        assert_eq!(decoded.commands(), commands.as_slice());
+        assert_eq!(decoded.commands().ok(), Some(commands.as_slice()));
     }
 
     #[test]
@@ -353,12 +417,50 @@ mod tests {
         wide.extend_from_slice(&good[1..]);
         for (bytes, why) in [(vec![0xc1, 0x00], "not MessagePack"), (trailing, "after"), (wide, "minimal")] {
             let packed = rmp_serde::to_vec_named(&serde_bytes_like(&bytes)).unwrap();
-            let err = rmp_serde::from_slice::<Proposal>(&packed).unwrap_err();
-            assert!(err.to_string().contains("proposal"), "{err}");
+            // Refused when read, or (what only decoding finds) when its
+            // commands are asked for.
+            let err = rmp_serde::from_slice::<Proposal>(&packed)
+                .map_err(|e| e.to_string())
+                .and_then(|p| p.commands().map(|_| ()).map_err(|e| e.to_string()))
+                .unwrap_err();
+            assert!(err.contains("proposal"), "{err}");
             if why != "not MessagePack" {
-                assert!(err.to_string().contains(why), "{err}");
+                assert!(err.contains(why), "{err}");
             }
         }
+    }
+
+    #[test]
+    fn a_proposal_read_is_decoded_only_when_its_commands_are_asked_for() {
+        let commands: Vec<Command> = (0..20).map(command).collect();
+        let bytes = rmp_serde::to_vec_named(&commands).unwrap();
+        let read = Proposal::from_bytes(bytes.clone()).unwrap();
+        assert!(read.0.commands.get().is_none());
+        assert_eq!((read.len(), read.encoded_len()), (20, bytes.len()));
+        // Sent on as it came, without decoding.
+        assert_eq!(
+            rmp_serde::to_vec_named(&read).unwrap(),
+            rmp_serde::to_vec_named(&serde_bytes_like(&bytes)).unwrap()
+        );
+        assert!(read.0.commands.get().is_none());
+        // Merged undecoded with decoded commands: the whole decodes from the merged bytes.
+        let merged =
+            Proposal::concat(vec![Part::Command(EncodedCommand::new(command(99)).unwrap()), Part::Batch(read.clone())]);
+        assert!(merged.0.commands.get().is_none());
+        let mut all = vec![command(99)];
+        all.extend(commands.iter().cloned());
+        assert_eq!(merged.commands().ok(), Some(all.as_slice()));
+        assert_eq!(read.commands().ok(), Some(commands.as_slice()));
+        assert!(read.0.commands.get().is_some(), "decoded once, kept");
+    }
+
+    #[test]
+    fn a_header_that_counts_other_than_the_commands_is_refused() {
+        let mut bytes = rmp_serde::to_vec_named(&vec![command(1), command(2)]).unwrap();
+        bytes[0] = 0x93; // three, for two commands
+        let read = Proposal::from_bytes(bytes).unwrap();
+        let err = read.commands().map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains("proposal"), "{err}");
     }
 
     /// MessagePack `bin` of raw bytes, as a proposal is written.

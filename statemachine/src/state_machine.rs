@@ -80,7 +80,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let commands: usize = entries
             .iter()
             .map(|e| match &e.payload {
-                openraft::EntryPayload::Normal(proposal) => proposal.commands().len(),
+                openraft::EntryPayload::Normal(proposal) => proposal.len(),
                 _ => 0,
             })
             .sum();

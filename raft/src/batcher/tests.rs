@@ -104,7 +104,7 @@ fn command(name: &str) -> Command {
 }
 
 fn names(proposal: &Proposal) -> Vec<String> {
-    proposal.commands().iter().map(|c| c.now.clone()).collect()
+    proposal.commands().unwrap_or_default().iter().map(|c| c.now.clone()).collect()
 }
 
 /// An answer per command that says which command it answers.
