@@ -30,8 +30,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
 /// Messages that may wait on either side of a stream. The leader sends one
-/// AppendEntries to a follower at a time; the room is for requests whose
-/// callers gave up.
+/// AppendEntries to a follower at a time and waits for its reply.
 const STREAM_DEPTH: usize = 4;
 
 /// How long a leader keeps using unary calls with a follower that does not

@@ -155,9 +155,7 @@ impl PeerNetwork {
         timeout: Duration,
     ) -> Result<Resp, tonic::Status> {
         let channel = self.channel(id, addr).map_err(|e| tonic::Status::invalid_argument(e.to_string()))?;
-        let mut client = RaftPeerClient::new(channel)
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        let mut client = peer_client(channel);
         let data = encode(request).map_err(|e| tonic::Status::internal(e.to_string()))?;
         let mut req = tonic::Request::new(Payload { data });
         req.set_timeout(timeout);
@@ -177,6 +175,13 @@ impl PeerNetwork {
         }
         decode(&reply.into_inner().data).map_err(|e| tonic::Status::internal(e.to_string()))
     }
+}
+
+/// A client of the peer service on `channel`, taking messages up to the peer limit.
+fn peer_client(channel: Channel) -> RaftPeerClient<Channel> {
+    RaftPeerClient::new(channel)
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES)
 }
 
 impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
@@ -228,10 +233,7 @@ impl PeerClient {
             let channel =
                 self.network.channel(self.target, &self.addr).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
             let open = |requests| async move {
-                let mut client = RaftPeerClient::new(channel)
-                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                    .max_encoding_message_size(MAX_MESSAGE_BYTES);
-                let replies: Replies = Box::pin(client.append_stream(requests).await?.into_inner());
+                let replies: Replies = Box::pin(peer_client(channel).append_stream(requests).await?.into_inner());
                 Ok(replies)
             };
             match self.append_stream.exchange(data, option.hard_ttl(), open).await {

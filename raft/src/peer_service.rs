@@ -143,13 +143,10 @@ fn decoded<T: DeserializeOwned>(data: &[u8]) -> Result<T, Status> {
     decode(data).map_err(|e| Status::invalid_argument(e.to_string()))
 }
 
-/// Handles one AppendEntries from `caller`, as a unary call or a message
-/// of its append stream, and returns the encoded answer.
+/// Handles one AppendEntries from `caller`, already admitted, as a unary
+/// call or a message of its append stream, and returns the encoded answer.
 async fn append_entries(consensus: Arc<Consensus>, caller: u64, data: Vec<u8>) -> Result<Vec<u8>, Status> {
     let started = std::time::Instant::now();
-    // Checked for each message: a stream outlives the membership change
-    // that retires its sender.
-    admit(&consensus, caller, true)?;
     let rpc: AppendEntriesRequest<TypeConfig> = decoded(&data)?;
     check_claim(caller, rpc.vote.leader_id.node_id)?;
     let carries_entries = !rpc.entries.is_empty();
@@ -190,7 +187,13 @@ impl RaftPeer for PeerService {
             let _ = stopping.wait_for(|stop| *stop).await;
         };
         let replies = crate::append_stream::serve(request.into_inner(), stop, move |data| {
-            append_entries(consensus.clone(), caller, data)
+            let consensus = consensus.clone();
+            async move {
+                // Checked for each message: a stream outlives the membership
+                // change that retires its sender.
+                admit(&consensus, caller, true)?;
+                append_entries(consensus, caller, data).await
+            }
         });
         Ok(Response::new(replies))
     }

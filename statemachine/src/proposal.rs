@@ -139,17 +139,14 @@ impl Proposal {
         Ok(Proposal(Arc::new(Parts { count, commands: OnceLock::new(), bytes })))
     }
 
-    /// Decodes the commands of `bytes`, which must hold `count` of them and
-    /// nothing after.
-    fn decode(bytes: &[u8], count: usize) -> Result<Vec<Command>, Error> {
+    /// Decodes the commands of `bytes`, which must hold nothing after them
+    /// (their count is the header's, which [`Proposal::from_bytes`] read).
+    fn decode(bytes: &[u8]) -> Result<Vec<Command>, Error> {
         let refuse = |detail: String| Error::Decode { what: "proposal".into(), detail };
         let mut de = rmp_serde::Deserializer::new(std::io::Cursor::new(bytes));
         let commands = Vec::<Command>::deserialize(&mut de).map_err(|e| refuse(e.to_string()))?;
         if de.position() != bytes.len() as u64 {
             return Err(refuse(format!("{} bytes after the commands", bytes.len() as u64 - de.position())));
-        }
-        if commands.len() != count {
-            return Err(refuse(format!("{} commands where the header says {count}", commands.len())));
         }
         Ok(commands)
     }
@@ -160,7 +157,7 @@ impl Proposal {
         if let Some(commands) = self.0.commands.get() {
             return Ok(commands);
         }
-        let decoded = Proposal::decode(&self.0.bytes, self.0.count)?;
+        let decoded = Proposal::decode(&self.0.bytes)?;
         // Two callers may decode at once; either's result is the same.
         let _ = self.0.commands.set(decoded);
         Ok(self.0.commands.get().map(Vec::as_slice).unwrap_or_default())
