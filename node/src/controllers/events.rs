@@ -142,8 +142,8 @@ fn batch_ops(
         }
     }
     let mut ops = Vec::new();
-    let mut creates: Vec<(String, &Object, usize)> = Vec::new();
     let mut touched: Vec<String> = Vec::new();
+    let mut new_events = Vec::new();
     for ((namespace, name), involved, note, repeats) in &wanted {
         let key = ObjectKey::new("", "Event", namespace, name);
         match store.get(&key).map_err(|e| e.to_string())?.0 {
@@ -154,16 +154,30 @@ fn batch_ops(
                 ops.push(Op::Update { object: event });
                 touched.push(name.clone());
             }
-            None => {
-                let mut event = new_event(involved, note, namespace, name, now)?;
-                event.rest.insert("count".into(), json!(repeats));
-                ops.push(Op::Create { object: event });
-                match creates.iter_mut().find(|c| c.0 == *namespace && c.1.metadata.name == involved.metadata.name) {
-                    Some(c) => c.2 += 1,
-                    None => creates.push((namespace.clone(), involved, 1)),
-                }
-            }
+            None => new_events.push((namespace, name, *involved, *note, *repeats)),
         }
+    }
+    // Of the new events about one object, only the last (newest) within
+    // the cap are created: the others would be the oldest, the first to
+    // go (a placement scheduled onto thousands of clusters notes one per
+    // cluster).
+    let mut creates: Vec<(String, &Object, usize)> = Vec::new();
+    let mut kept = Vec::new();
+    for (namespace, name, involved, note, repeats) in new_events.into_iter().rev() {
+        let slot = creates.iter().position(|c| c.0 == *namespace && c.1.metadata.name == involved.metadata.name);
+        let slot = slot.unwrap_or_else(|| {
+            creates.push((namespace.clone(), involved, 0));
+            creates.len() - 1
+        });
+        if creates[slot].2 < MAX_EVENTS_PER_OBJECT {
+            creates[slot].2 += 1;
+            kept.push((namespace, name, involved, note, repeats));
+        }
+    }
+    for (namespace, name, involved, note, repeats) in kept.into_iter().rev() {
+        let mut event = new_event(involved, note, namespace, name, now)?;
+        event.rest.insert("count".into(), json!(repeats));
+        ops.push(Op::Create { object: event });
     }
     for (namespace, involved, added) in creates {
         ops.extend(over_cap(store, involved, &namespace, added, &touched)?);

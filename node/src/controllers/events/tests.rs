@@ -102,6 +102,33 @@ fn the_oldest_events_of_an_object_go_beyond_the_cap_never_one_just_repeated() {
     assert_eq!(events.iter().filter(|e| is_about(e, &web)).count(), MAX_EVENTS_PER_OBJECT);
 }
 
+/// A batch noting more new events about one object than the cap holds
+/// (a placement scheduled onto thousands of clusters) creates only the
+/// newest that fit, and the stored ones make room for them.
+#[test]
+fn a_batch_over_the_cap_creates_only_its_newest_events() {
+    let mut fixture = Fixture::new();
+    let web = placement("web");
+    let note = |i: usize| EventNote::normal("ClusterScheduled", format!("cluster {i}"));
+    fixture.record(&web, &[note(0), note(1)], &at(0));
+    let many: Vec<EventNote> = (100..100 + 3 * MAX_EVENTS_PER_OBJECT).map(note).collect();
+    let ops = fixture.record(&web, &many, &at(10));
+    let created: Vec<String> = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Create { object } => Some(object.metadata.name.clone()),
+            _ => None,
+        })
+        .collect();
+    let newest: Vec<String> = many[many.len() - MAX_EVENTS_PER_OBJECT..].iter().map(|n| event_name(&web, n)).collect();
+    assert_eq!(created, newest);
+    let deletes = ops.iter().filter(|op| matches!(op, Op::Delete { .. })).count();
+    assert_eq!(deletes, 2, "the stored ones make room");
+    let query = ListQuery { group: String::new(), kind: "Event".into(), namespace: None, selector: None };
+    let (events, _) = fixture.store.list(&query).unwrap();
+    assert_eq!(events.iter().filter(|e| is_about(e, &web)).count(), MAX_EVENTS_PER_OBJECT);
+}
+
 #[test]
 fn an_event_name_is_stable_per_note_and_fits_a_name() {
     let web = placement("web");
