@@ -41,17 +41,26 @@ use tokio::task::JoinSet;
 
 use clusters::ClusterCache;
 use fleet_api::time::now_rfc3339;
+use futures::StreamExt;
 use override_cache::OverrideCache;
+use placement::Step;
 use queue::WorkQueue;
 
 /// Placements reconciled at once.
 const WORKERS: usize = 4;
 /// Most steps of one reconcile before the key is requeued (lets others in).
 const MAX_STEPS: usize = 8;
+/// Steps of one pass committing at once (the Work writes of a placement on
+/// many clusters come as many steps).
+const STEPS_IN_FLIGHT: usize = 8;
 /// Retry delay after a conflict (someone wrote in between: re-read soon).
 const CONFLICT_RETRY: Duration = Duration::from_millis(20);
 /// Retry delay after any other failure.
 const ERROR_RETRY: Duration = Duration::from_millis(500);
+/// A pass that found nothing more to do and took at least this long to
+/// compute makes its key rest as long before the next (see
+/// [`WorkQueue::done_after`]); cheaper passes run again at once.
+const REST_AFTER: Duration = Duration::from_millis(20);
 
 /// What can stop a reconcile.
 #[derive(Debug, thiserror::Error)]
@@ -169,11 +178,24 @@ async fn worker(
         let (outcome, took) = (reconcile_result(&result), started.elapsed());
         crate::metrics::reconciled(&key.kind, outcome, took);
         tracing::trace!(key = %key, ?took, result = ?outcome, "reconciled");
+        let mut rest = Duration::ZERO;
         match result {
-            Ok(Pass::Done { recheck_after: None }) => {}
-            Ok(Pass::Done { recheck_after: Some(delay) }) => queue.add_after(key.clone(), delay),
+            Ok(Pass::Done { recheck_after, cost }) => {
+                if let Some(delay) = recheck_after {
+                    queue.add_after(key.clone(), delay);
+                }
+                if cost >= REST_AFTER {
+                    rest = cost;
+                }
+            }
             // Added while held: queued again when done.
             Ok(Pass::MoreSteps) => queue.add(key.clone()),
+            Ok(Pass::Finished { cost }) => {
+                queue.add(key.clone());
+                if cost >= REST_AFTER {
+                    rest = cost;
+                }
+            }
             Err(e) if e.is_conflict() => {
                 tracing::debug!(placement = %key, "reconcile lost a race, retrying: {e}");
                 queue.add_after(key.clone(), CONFLICT_RETRY);
@@ -183,7 +205,7 @@ async fn worker(
                 queue.add_after(key.clone(), ERROR_RETRY);
             }
         }
-        queue.done(&key);
+        queue.done_after(key, rest);
     }
 }
 
@@ -192,7 +214,7 @@ fn reconcile_result(result: &Result<Pass, ControllerError>) -> crate::metrics::R
     use crate::metrics::ReconcileResult;
     match result {
         Ok(Pass::Done { .. }) => ReconcileResult::Success,
-        Ok(Pass::MoreSteps) => ReconcileResult::Requeue,
+        Ok(Pass::MoreSteps | Pass::Finished { .. }) => ReconcileResult::Requeue,
         Err(e) if e.is_conflict() => ReconcileResult::Conflict,
         Err(_) => ReconcileResult::Error,
     }
@@ -200,10 +222,14 @@ fn reconcile_result(result: &Result<Pass, ControllerError>) -> crate::metrics::R
 
 /// How a reconcile ended.
 enum Pass {
-    /// Up to date (look again after this long, if time alone matters).
-    Done { recheck_after: Option<Duration> },
+    /// Up to date (look again after this long, if time alone matters);
+    /// `cost` is what computing the last step took.
+    Done { recheck_after: Option<Duration>, cost: Duration },
     /// The step budget is spent; requeue to let other keys in.
     MoreSteps,
+    /// The pass wrote its last step (`cost` to compute); look again, after
+    /// a rest as long if it was costly, for what came in meanwhile.
+    Finished { cost: Duration },
 }
 
 /// Runs steps until the placement is up to date or the step budget is spent.
@@ -221,6 +247,7 @@ async fn reconcile(
         let step_now = now.clone();
         let unix_millis = fleet_api::time::now_unix_millis();
         let unix_now = unix_millis.div_euclid(1000);
+        let computing = std::time::Instant::now();
         // Blocking: redb reads, and the cluster list may need a rebuild.
         let next = tokio::task::spawn_blocking(move || {
             if read_key.group == fleet_api::kinds::FLEET_PLACEMENT_GROUP
@@ -272,15 +299,35 @@ async fn reconcile(
         })
         .await
         .map_err(|e| ControllerError::Task(e.to_string()))??;
-        let steps = match next {
-            Some(placement::Next::Write(step)) => vec![*step],
-            Some(placement::Next::WriteEach(steps)) => steps,
-            Some(placement::Next::Done { recheck_after }) => return Ok(Pass::Done { recheck_after }),
-            None => return Ok(Pass::Done { recheck_after: Some(ERROR_RETRY) }),
+        let computed = computing.elapsed();
+        let (steps, last) = match next {
+            Some(placement::Next::Write(step)) => (vec![*step], false),
+            Some(placement::Next::WriteLast(step)) => (vec![*step], true),
+            Some(placement::Next::WriteEach(steps)) => (steps, false),
+            Some(placement::Next::Done { recheck_after }) => {
+                return Ok(Pass::Done { recheck_after, cost: computed });
+            }
+            None => return Ok(Pass::Done { recheck_after: Some(ERROR_RETRY), cost: Duration::ZERO }),
         };
-        for step in steps {
-            consensus.write(Command { now: now.clone(), ops: step.ops }).await?;
-            recorder.record(&step.placement, step.events);
+        // In order, a few in flight at once: each step checks what it was
+        // computed from, so it stands on its own, and the Raft batcher
+        // carries concurrent ones in one entry.
+        let mut writes = futures::stream::iter(steps.into_iter().map(|Step { ops, events, placement }| {
+            let command = Command { now: now.clone(), ops };
+            let (count, committing) = (command.ops.len(), std::time::Instant::now());
+            async move {
+                let written = consensus.write(command).await;
+                tracing::trace!(key = %key, ?computed, ops = count, committed = ?committing.elapsed(), "step");
+                written.map(|_| (placement, events))
+            }
+        }))
+        .buffered(STEPS_IN_FLIGHT);
+        while let Some(written) = writes.next().await {
+            let (placement, events) = written?;
+            recorder.record(&placement, events);
+        }
+        if last {
+            return Ok(Pass::Finished { cost: computed });
         }
     }
     Ok(Pass::MoreSteps)

@@ -57,7 +57,7 @@ mod tests {
         let mut events = Vec::new();
         for _ in 0..10 {
             match next_step(&fixture.store, key).unwrap() {
-                Next::Write(step) => {
+                Next::Write(step) | Next::WriteLast(step) => {
                     events.extend(step.events.iter().map(|e| e.message.clone()));
                     fixture.apply(step.ops, NOW);
                 }

@@ -110,6 +110,24 @@ impl<K: Ord + Clone + Send + 'static> WorkQueue<K> {
         }
     }
 
+    /// Marks `key` processed after `cooldown`: until then it stays held,
+    /// so the events that add it meanwhile queue it once, for after. A
+    /// controller gives a key whose pass was costly a rest as long as the
+    /// pass, so a stream of events about one large object (a placement on
+    /// thousands of clusters whose Works report in) runs its pass at most
+    /// half the time instead of back to back.
+    pub fn done_after(self: &std::sync::Arc<Self>, key: K, cooldown: Duration) {
+        if cooldown.is_zero() {
+            self.done(&key);
+            return;
+        }
+        let queue = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(cooldown).await;
+            queue.done(&key);
+        });
+    }
+
     /// How many keys wait.
     pub fn len(&self) -> usize {
         self.lock().order.len()
@@ -148,6 +166,27 @@ mod tests {
         assert_eq!(q.next().await, "a");
         q.done(&"a");
         q.done(&"b");
+        assert!(q.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_key_resting_after_its_pass_is_queued_once_when_the_rest_ends() {
+        let q = std::sync::Arc::new(WorkQueue::new());
+        q.add("a");
+        let key = q.next().await;
+        let rested = std::time::Instant::now();
+        q.done_after(key, Duration::from_millis(200));
+        q.add("a");
+        q.add("a");
+        q.add("b");
+        // Only the other key is handed out while "a" rests.
+        assert_eq!(q.next().await, "b");
+        q.done(&"b");
+        assert!(q.is_empty());
+        let next = tokio::time::timeout(Duration::from_secs(10), q.next()).await.expect("queued after its rest");
+        assert_eq!(next, "a");
+        assert!(rested.elapsed() >= Duration::from_millis(200));
+        q.done(&"a");
         assert!(q.is_empty());
     }
 }

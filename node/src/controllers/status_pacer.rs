@@ -32,17 +32,32 @@ pub struct StatusPacer {
 }
 
 impl StatusPacer {
+    /// How long until a status of `entries` per-cluster entries may be
+    /// written for `key` (`None`: now), without recording anything: a pass
+    /// that may not write the status need not compute it.
+    pub fn wait(&self, key: &ObjectKey, entries: usize, now: Instant) -> Option<Duration> {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        Self::wait_locked(&last, key, entries, now)
+    }
+
+    fn wait_locked(
+        last: &HashMap<ObjectKey, Instant>,
+        key: &ObjectKey,
+        entries: usize,
+        now: Instant,
+    ) -> Option<Duration> {
+        let interval = PER_ENTRY.saturating_mul(u32::try_from(entries).unwrap_or(u32::MAX));
+        let due = *last.get(key)? + interval;
+        (now < due).then(|| due - now)
+    }
+
     /// Whether a status of `entries` per-cluster entries may be written for
     /// `key` at `now`: `None` if so (and the write is recorded), otherwise
     /// how long until it may.
     pub fn admit(&self, key: &ObjectKey, entries: usize, now: Instant) -> Option<Duration> {
-        let interval = PER_ENTRY.saturating_mul(u32::try_from(entries).unwrap_or(u32::MAX));
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(at) = last.get(key) {
-            let due = *at + interval;
-            if now < due {
-                return Some(due - now);
-            }
+        if let Some(wait) = Self::wait_locked(&last, key, entries, now) {
+            return Some(wait);
         }
         if last.len() >= REMEMBERED {
             // Drop what no longer paces anything (a minute is the interval
@@ -66,7 +81,10 @@ mod tests {
     fn a_large_status_waits_its_interval_and_a_small_one_hardly_at_all() {
         let pacer = StatusPacer::default();
         let t0 = Instant::now();
+        assert_eq!(pacer.wait(&key("big"), 5000, t0), None);
         assert_eq!(pacer.admit(&key("big"), 5000, t0), None);
+        // Asking does not record a write.
+        assert_eq!(pacer.wait(&key("big"), 5000, t0 + Duration::from_millis(400)), Some(Duration::from_millis(600)));
         assert_eq!(pacer.admit(&key("big"), 5000, t0 + Duration::from_millis(400)), Some(Duration::from_millis(600)));
         assert_eq!(pacer.admit(&key("big"), 5000, t0 + Duration::from_secs(1)), None);
         // Another placement is paced on its own.

@@ -84,7 +84,7 @@ pub fn settle_placement(fixture: &mut Fixture, clusters: &[ClusterInfo], key: &O
         // A new pacer each time: pacing is tested on its own.
         let pacer = StatusPacer::default();
         let steps = match next_step(&fixture.store, clusters, &overrides, &pacer, key, NOW, unix_now).unwrap() {
-            Next::Write(step) => vec![*step],
+            Next::Write(step) | Next::WriteLast(step) => vec![*step],
             Next::WriteEach(steps) => steps,
             Next::Done { .. } => return taken,
         };

@@ -19,7 +19,7 @@ fn eviction(fixture: &mut Fixture, name: &str, placement: &str, now: &str) -> fl
 
 fn step(fixture: &Fixture) -> Option<Step> {
     match next_step(&fixture.store, &[], &OverrideIndex::default(), "2026-11-27T11:00:00Z").unwrap() {
-        Next::Write(step) => Some(*step),
+        Next::Write(step) | Next::WriteLast(step) => Some(*step),
         Next::Done { recheck_after: None } => None,
         Next::Done { recheck_after: Some(after) } => panic!("a recheck after {after:?}"),
         Next::WriteEach(_) => panic!("several steps"),

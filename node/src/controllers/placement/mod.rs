@@ -72,9 +72,13 @@ pub struct Step {
 pub enum Next {
     /// Commit this step, then look again.
     Write(Box<Step>),
-    /// Commit these steps in order, each as its own command (the Work
-    /// writes of one view, too many for one), stopping at the first that
-    /// fails; then look again.
+    /// Commit this step, the last of the pass (the placement's status): a
+    /// new pass follows, after a rest as long as this one if it was costly,
+    /// for whatever changed meanwhile.
+    WriteLast(Box<Step>),
+    /// Commit these steps, each as its own command (the Work writes of one
+    /// view, too many for one), in order with a few in flight at once; the
+    /// first that fails ends the pass. Then look again.
     WriteEach(Vec<Step>),
     /// Up to date; look again after this long if time alone can change
     /// something (an unavailable period ending).
@@ -220,11 +224,17 @@ pub fn next_step(
     }
     let recheck_after =
         rollout.recheck_at.map(|at| Duration::from_secs(u64::try_from(at - unix_now).unwrap_or(0).max(1)));
+    // A status the pacer would hold back is not worth computing yet: the
+    // pass it may be written in computes it then.
+    let entries = scheduled.outcome.chosen.len();
+    let paced = |wait: Duration| Next::Done { recheck_after: Some(recheck_after.map_or(wait, |r| r.min(wait))) };
+    if let Some(wait) = pacer.wait(key, entries, std::time::Instant::now()) {
+        return Ok(paced(wait));
+    }
     if let Some(step) = status::step(&view, &scheduled, &works, &rendered, now) {
-        let entries = scheduled.outcome.chosen.len();
         match pacer.admit(key, entries, std::time::Instant::now()) {
-            None => return Ok(Next::Write(Box::new(step))),
-            Some(wait) => return Ok(Next::Done { recheck_after: Some(recheck_after.map_or(wait, |r| r.min(wait))) }),
+            None => return Ok(Next::WriteLast(Box::new(step))),
+            Some(wait) => return Ok(paced(wait)),
         }
     }
     Ok(Next::Done { recheck_after })

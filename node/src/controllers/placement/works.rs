@@ -67,11 +67,11 @@ pub fn bound_group<'a>(view: &'a View, binding_spec: &binding::BindingSpec) -> O
 /// Creates, updates and deletes that bring bound bindings' Works up to date
 /// (bindings whose rendering failed keep theirs), as commands of at most
 /// [`MAX_WORK_WRITES`] Works or [`MAX_WORK_BYTES`] each, up to
-/// [`MAX_PASS_BYTES`] in all. They are written one after the other from
-/// this one view: each checks its bindings and the placement are as read,
-/// so a change in between fails the rest, and the next pass starts again.
-/// (A pass per command made a PickAll over 5,000 clusters read every
-/// binding and Work 50 times: quadratic.)
+/// [`MAX_PASS_BYTES`] in all. They are all written from this one view,
+/// several at once: each checks its bindings and the placement are as
+/// read, so one computed before a change in between is refused, and the
+/// next pass starts again. (A pass per command made a PickAll over 5,000
+/// clusters read every binding and Work 50 times: quadratic.)
 pub fn sync_steps(view: &View, works: &BindingWorks, rendered: &Rendered) -> Vec<Step> {
     let mut steps = Vec::new();
     let mut chunk = Chunk::default();
@@ -81,7 +81,9 @@ pub fn sync_steps(view: &View, works: &BindingWorks, rendered: &Rendered) -> Vec
         if spec.state != STATE_BOUND {
             continue;
         }
-        let Some(desired) = rendered.bound.get(&b.metadata.name).and_then(|r| r.works.as_ref()) else { continue };
+        let Some(rendering) = rendered.bound.get(&b.metadata.name) else { continue };
+        // Rendering compared them with what is stored already.
+        let Some(desired) = rendering.works.as_ref().filter(|_| !rendering.in_sync) else { continue };
         let existing = works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default();
         let changes = works_plan::plan_works(desired, existing);
         if changes.is_empty() {

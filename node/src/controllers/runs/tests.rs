@@ -16,7 +16,7 @@ const UNIX_NOW: i64 = 1_795_773_600;
 fn settle_run(fixture: &mut Fixture, clusters: &[ClusterInfo], key: &ObjectKey) {
     for _ in 0..50 {
         match next_step(&fixture.store, clusters, &OverrideIndex::default(), key, UNIX_NOW * 1000).unwrap() {
-            Next::Write(step) => fixture.apply(step.ops, NOW),
+            Next::Write(step) | Next::WriteLast(step) => fixture.apply(step.ops, NOW),
             Next::WriteEach(steps) => steps.into_iter().for_each(|s| fixture.apply(s.ops, NOW)),
             Next::Done { .. } => return,
         }
