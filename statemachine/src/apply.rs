@@ -65,7 +65,7 @@ impl Store {
                         let index = log_id.index;
                         let mut overlay = Overlay::default();
                         let tables = Tables { objects: &objects, owners: &owners, namespaces: &namespaces };
-                        let replies = apply_proposal(&mut overlay, &tables, &proposal, index)?;
+                        let replies = apply_proposal(&mut overlay, &tables, proposal, index)?;
                         overlay.flush(&mut objects, &mut owners, &mut namespaces, index, &mut events)?;
                         responses.push(replies);
                     }
@@ -125,11 +125,11 @@ struct Tables<'t, 'txn> {
 fn apply_proposal(
     overlay: &mut Overlay,
     tables: &Tables,
-    proposal: &Proposal,
+    proposal: Proposal,
     index: u64,
 ) -> Result<Vec<Response>, Error> {
     let mut replies = Vec::with_capacity(proposal.len());
-    for command in proposal.commands()? {
+    for command in proposal.into_commands()? {
         let mark = overlay.mark();
         match overlay.run(tables, command, index) {
             Ok(outcomes) => replies.push(Response::Applied { index, outcomes }),
@@ -147,11 +147,11 @@ fn apply_proposal(
 /// field by field: cloning the whole object first would copy the status
 /// being replaced, which for a placement on thousands of clusters is
 /// megabytes.
-fn with_status(existing: &Object, status: Option<&serde_json::Value>, index: u64) -> Object {
+fn with_status(existing: &Object, status: Option<serde_json::Value>, index: u64) -> Object {
     let mut rest: serde_json::Map<String, serde_json::Value> =
         existing.rest.iter().filter(|(k, _)| k.as_str() != "status").map(|(k, v)| (k.clone(), v.clone())).collect();
     if let Some(status) = status {
-        rest.insert("status".into(), status.clone());
+        rest.insert("status".into(), status);
     }
     let mut updated = Object {
         api_version: existing.api_version.clone(),
@@ -227,43 +227,44 @@ impl Overlay {
         }
     }
 
-    fn run(&mut self, tables: &Tables, command: &Command, index: u64) -> Result<Vec<OpOutcome>, Refusal> {
+    fn run(&mut self, tables: &Tables, command: Command, index: u64) -> Result<Vec<OpOutcome>, Refusal> {
         let Tables { objects, owners, namespaces } = *tables;
-        let mut outcomes = Vec::with_capacity(command.ops.len());
-        for op in &command.ops {
+        let Command { now, ops } = command;
+        let mut outcomes = Vec::with_capacity(ops.len());
+        for op in ops {
             let outcome = match op {
-                Op::Create { object } => self.create(objects, object.clone(), &command.now, index, true)?,
-                Op::Apply { object, uid } => {
-                    let key = ObjectKey::of(object).storage_key();
+                Op::Create { object } => self.create(objects, object, &now, index, true)?,
+                Op::Apply { mut object, uid } => {
+                    let key = ObjectKey::of(&object).storage_key();
                     match self.get(objects, &key)? {
                         Some(existing) => {
                             let outcome = self.replace(key.clone(), existing, object, index)?;
-                            self.release_if_finalized(objects, owners, key, outcome, &command.now, index)?
+                            self.release_if_finalized(objects, owners, key, outcome, &now, index)?
                         }
                         None if object.metadata.resource_version_number().is_some() => {
-                            return Err(StoreError::NotFound { key: ObjectKey::of(object) }.into())
+                            return Err(StoreError::NotFound { key: ObjectKey::of(&object) }.into())
                         }
                         None => {
-                            let mut object = object.clone();
-                            object.metadata.uid.clone_from(uid);
-                            self.create(objects, object, &command.now, index, false)?
+                            object.metadata.uid = uid;
+                            self.create(objects, object, &now, index, false)?
                         }
                     }
                 }
                 Op::Update { object } => {
-                    let key = ObjectKey::of(object).storage_key();
-                    let existing = self.get(objects, &key)?.ok_or_else(|| not_found(object))?;
+                    let key = ObjectKey::of(&object).storage_key();
+                    let existing = self.get(objects, &key)?.ok_or_else(|| not_found(&object))?;
                     let outcome = self.replace(key.clone(), existing, object, index)?;
-                    self.release_if_finalized(objects, owners, key, outcome, &command.now, index)?
+                    self.release_if_finalized(objects, owners, key, outcome, &now, index)?
                 }
-                Op::UpdateStatus { object } => {
-                    let key = ObjectKey::of(object).storage_key();
-                    let existing = self.get(objects, &key)?.ok_or_else(|| not_found(object))?;
-                    check_precondition(object, &existing)?;
-                    if existing.status() == object.status() {
+                Op::UpdateStatus { mut object } => {
+                    let key = ObjectKey::of(&object).storage_key();
+                    let existing = self.get(objects, &key)?.ok_or_else(|| not_found(&object))?;
+                    check_precondition(&object, &existing)?;
+                    let status = object.rest.remove("status");
+                    if existing.status() == status.as_ref() {
                         OpOutcome { action: Action::Unchanged, object: existing }
                     } else {
-                        let updated = Arc::new(with_status(&existing, object.status(), index));
+                        let updated = Arc::new(with_status(&existing, status, index));
                         self.put(key, updated.clone());
                         OpOutcome { action: Action::Configured, object: updated }
                     }
@@ -274,24 +275,24 @@ impl Overlay {
                         self.get(objects, &storage_key)?.ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
                     let current = existing.metadata.resource_version_number().unwrap_or(0);
                     if let Some(expected) = resource_version {
-                        if *expected != current {
-                            return Err(StoreError::Conflict { key: key.clone(), expected: *expected, current }.into());
+                        if expected != current {
+                            return Err(StoreError::Conflict { key, expected, current }.into());
                         }
                     }
                     if !existing.metadata.finalizers.is_empty() {
                         // Like Kubernetes: the finalizers' owners finish the
                         // deletion by removing them.
-                        outcomes.push(self.mark_deleting(storage_key, existing, &command.now, index));
+                        outcomes.push(self.mark_deleting(storage_key, existing, &now, index));
                         continue;
                     }
                     let mut last = Object::clone(&existing);
                     last.metadata.set_resource_version(index);
-                    self.delete_cascading(objects, owners, storage_key, existing, &command.now, index)?;
+                    self.delete_cascading(objects, owners, storage_key, existing, &now, index)?;
                     if key.group.is_empty() && key.kind == "Namespace" {
                         // Like Kubernetes: a namespace takes everything in it along.
                         for member in self.namespace_members(namespaces, &key.name)? {
                             if let Some(object) = self.get(objects, &member)? {
-                                self.delete_cascading(objects, owners, member, object, &command.now, index)?;
+                                self.delete_cascading(objects, owners, member, object, &now, index)?;
                             }
                         }
                     }
@@ -302,9 +303,8 @@ impl Overlay {
                         .get(objects, &key.storage_key())?
                         .ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
                     let current = existing.metadata.generation;
-                    if current != *generation {
-                        let key = key.clone();
-                        return Err(StoreError::GenerationConflict { key, expected: *generation, current }.into());
+                    if current != generation {
+                        return Err(StoreError::GenerationConflict { key, expected: generation, current }.into());
                     }
                     OpOutcome { action: Action::Unchanged, object: existing }
                 }
@@ -313,10 +313,8 @@ impl Overlay {
                         .get(objects, &key.storage_key())?
                         .ok_or_else(|| StoreError::NotFound { key: key.clone() })?;
                     let current = existing.metadata.resource_version_number().unwrap_or(0);
-                    if current != *resource_version {
-                        return Err(
-                            StoreError::Conflict { key: key.clone(), expected: *resource_version, current }.into()
-                        );
+                    if current != resource_version {
+                        return Err(StoreError::Conflict { key, expected: resource_version, current }.into());
                     }
                     OpOutcome { action: Action::Unchanged, object: existing }
                 }
@@ -360,27 +358,29 @@ impl Overlay {
         &mut self,
         key: String,
         existing: Arc<Object>,
-        desired: &Object,
+        desired: Object,
         index: u64,
     ) -> Result<OpOutcome, Refusal> {
-        check_precondition(desired, &existing)?;
-        finalizers::check_no_new_finalizers(&existing, desired)?;
-        let mut updated = Object::clone(&existing);
-        updated.api_version = desired.api_version.clone();
-        updated.metadata.labels = desired.metadata.labels.clone();
-        updated.metadata.annotations = desired.metadata.annotations.clone();
-        updated.metadata.owner_references = desired.metadata.owner_references.clone();
-        updated.metadata.finalizers = desired.metadata.finalizers.clone();
+        check_precondition(&desired, &existing)?;
+        finalizers::check_no_new_finalizers(&existing, &desired)?;
+        // Built from the desired object's own parts (moved, not copied) and
+        // what the store keeps of the existing one: identity, creation time
+        // and status.
+        let Object { api_version, metadata: wanted, mut rest, .. } = desired;
+        let mut metadata = existing.metadata.clone();
+        metadata.labels = wanted.labels;
+        metadata.annotations = wanted.annotations;
+        metadata.owner_references = wanted.owner_references;
+        metadata.finalizers = wanted.finalizers;
         // A write that names no field managers keeps the recorded ones.
-        if !desired.metadata.managed_fields.is_empty() {
-            updated.metadata.managed_fields = desired.metadata.managed_fields.clone();
+        if !wanted.managed_fields.is_empty() {
+            metadata.managed_fields = wanted.managed_fields;
         }
-        let status = existing.rest.get("status").cloned();
-        updated.rest = desired.rest.clone();
-        updated.rest.remove("status");
-        if let Some(status) = status {
-            updated.rest.insert("status".into(), status);
+        rest.remove("status");
+        if let Some(status) = existing.rest.get("status") {
+            rest.insert("status".into(), status.clone());
         }
+        let mut updated = Object { api_version, kind: existing.kind.clone(), metadata, rest };
         if !updated.same_spec(&existing) {
             updated.metadata.generation = existing.metadata.generation + 1;
         }

@@ -163,6 +163,23 @@ impl Proposal {
         Ok(self.0.commands.get().map(Vec::as_slice).unwrap_or_default())
     }
 
+    /// The commands, owned, for the state machine to move their objects
+    /// into the store instead of copying them: taken when this is the only
+    /// handle, copied when another holds the decoded ones, decoded
+    /// otherwise.
+    pub fn into_commands(self) -> Result<Vec<Command>, Error> {
+        match Arc::try_unwrap(self.0) {
+            Ok(parts) => match parts.commands.into_inner() {
+                Some(commands) => Ok(commands),
+                None => Proposal::decode(&parts.bytes),
+            },
+            Err(shared) => match shared.commands.get() {
+                Some(commands) => Ok(commands.clone()),
+                None => Proposal::decode(&shared.bytes),
+            },
+        }
+    }
+
     /// How many commands it holds.
     pub fn len(&self) -> usize {
         self.0.count
@@ -449,6 +466,28 @@ mod tests {
         assert_eq!(merged.commands().ok(), Some(all.as_slice()));
         assert_eq!(read.commands().ok(), Some(commands.as_slice()));
         assert!(read.0.commands.get().is_some(), "decoded once, kept");
+    }
+
+    /// Owned commands are the same whichever way they are had: taken from
+    /// a sole decoded proposal, copied from a shared one, decoded from
+    /// bytes read; a refusal of the bytes is still found.
+    #[test]
+    fn owned_commands_are_the_commands_however_they_are_had() {
+        let commands: Vec<Command> = (0..20).map(command).collect();
+        let bytes = rmp_serde::to_vec_named(&commands).unwrap();
+        let sole = Proposal::new(commands.clone()).unwrap();
+        assert_eq!(sole.into_commands().unwrap(), commands);
+        let shared = Proposal::new(commands.clone()).unwrap();
+        let other = shared.clone();
+        assert_eq!(shared.into_commands().unwrap(), commands);
+        assert_eq!(other.commands().unwrap(), commands.as_slice());
+        let read = Proposal::from_bytes(bytes.clone()).unwrap();
+        let read_too = read.clone();
+        assert_eq!(read.into_commands().unwrap(), commands);
+        assert_eq!(read_too.into_commands().unwrap(), commands);
+        let mut trailing = bytes;
+        trailing.push(0xc0);
+        assert!(Proposal::from_bytes(trailing).unwrap().into_commands().is_err());
     }
 
     #[test]
