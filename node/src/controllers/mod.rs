@@ -213,8 +213,8 @@ async fn worker(
 fn reconcile_result(result: &Result<Pass, ControllerError>) -> crate::metrics::ReconcileResult {
     use crate::metrics::ReconcileResult;
     match result {
-        Ok(Pass::Done { .. }) => ReconcileResult::Success,
-        Ok(Pass::MoreSteps | Pass::Finished { .. }) => ReconcileResult::Requeue,
+        Ok(Pass::Done { .. } | Pass::Finished { .. }) => ReconcileResult::Success,
+        Ok(Pass::MoreSteps) => ReconcileResult::Requeue,
         Err(e) if e.is_conflict() => ReconcileResult::Conflict,
         Err(_) => ReconcileResult::Error,
     }
