@@ -143,24 +143,21 @@ fn apply_proposal(
     Ok(replies)
 }
 
-/// `existing` with `status` in place of its own, at version `index`. Built
-/// field by field: cloning the whole object first would copy the status
-/// being replaced, which for a placement on thousands of clusters is
-/// megabytes.
-fn with_status(existing: &Object, status: Option<serde_json::Value>, index: u64) -> Object {
+/// `existing` with `status` in place of its own. Built field by field:
+/// cloning the whole object first would copy the status being replaced,
+/// which for a placement on thousands of clusters is megabytes.
+fn with_status(existing: &Object, status: Option<serde_json::Value>) -> Object {
     let mut rest: serde_json::Map<String, serde_json::Value> =
         existing.rest.iter().filter(|(k, _)| k.as_str() != "status").map(|(k, v)| (k.clone(), v.clone())).collect();
     if let Some(status) = status {
         rest.insert("status".into(), status);
     }
-    let mut updated = Object {
+    Object {
         api_version: existing.api_version.clone(),
         kind: existing.kind.clone(),
         metadata: existing.metadata.clone(),
         rest,
-    };
-    updated.metadata.set_resource_version(index);
-    updated
+    }
 }
 
 /// An object as the table holds it: decoded, and its stored JSON.
@@ -264,9 +261,7 @@ impl Overlay {
                     if existing.status() == status.as_ref() {
                         OpOutcome { action: Action::Unchanged, object: existing }
                     } else {
-                        let updated = Arc::new(with_status(&existing, status, index));
-                        self.put(key, updated.clone());
-                        OpOutcome { action: Action::Configured, object: updated }
+                        self.configure(key, with_status(&existing, status), index)
                     }
                 }
                 Op::Delete { key, resource_version } => {
@@ -413,10 +408,16 @@ impl Overlay {
         Ok(OpOutcome { action: Action::Deleted, object })
     }
 
-    fn finish_update(&mut self, key: String, existing: Arc<Object>, mut updated: Object, index: u64) -> OpOutcome {
+    fn finish_update(&mut self, key: String, existing: Arc<Object>, updated: Object, index: u64) -> OpOutcome {
         if updated == *existing {
             return OpOutcome { action: Action::Unchanged, object: existing };
         }
+        self.configure(key, updated, index)
+    }
+
+    /// Writes `updated`, known to differ from what the key held, at
+    /// version `index`.
+    fn configure(&mut self, key: String, mut updated: Object, index: u64) -> OpOutcome {
         updated.metadata.set_resource_version(index);
         let updated = Arc::new(updated);
         self.put(key, updated.clone());

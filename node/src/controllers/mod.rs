@@ -178,24 +178,15 @@ async fn worker(
         let (outcome, took) = (reconcile_result(&result), started.elapsed());
         crate::metrics::reconciled(&key.kind, outcome, took);
         tracing::trace!(key = %key, ?took, result = ?outcome, "reconciled");
-        let mut rest = Duration::ZERO;
+        let rest = match &result {
+            Ok(Pass::Done { cost, .. } | Pass::Finished { cost }) if *cost >= REST_AFTER => *cost,
+            _ => Duration::ZERO,
+        };
         match result {
-            Ok(Pass::Done { recheck_after, cost }) => {
-                if let Some(delay) = recheck_after {
-                    queue.add_after(key.clone(), delay);
-                }
-                if cost >= REST_AFTER {
-                    rest = cost;
-                }
-            }
+            Ok(Pass::Done { recheck_after: None, .. }) => {}
+            Ok(Pass::Done { recheck_after: Some(delay), .. }) => queue.add_after(key.clone(), delay),
             // Added while held: queued again when done.
-            Ok(Pass::MoreSteps) => queue.add(key.clone()),
-            Ok(Pass::Finished { cost }) => {
-                queue.add(key.clone());
-                if cost >= REST_AFTER {
-                    rest = cost;
-                }
-            }
+            Ok(Pass::MoreSteps | Pass::Finished { .. }) => queue.add(key.clone()),
             Err(e) if e.is_conflict() => {
                 tracing::debug!(placement = %key, "reconcile lost a race, retrying: {e}");
                 queue.add_after(key.clone(), CONFLICT_RETRY);

@@ -81,9 +81,9 @@ pub fn sync_steps(view: &View, works: &BindingWorks, rendered: &Rendered) -> Vec
         if spec.state != STATE_BOUND {
             continue;
         }
-        let Some(rendering) = rendered.bound.get(&b.metadata.name) else { continue };
         // Rendering compared them with what is stored already.
-        let Some(desired) = rendering.works.as_ref().filter(|_| !rendering.in_sync) else { continue };
+        let Some(rendering) = rendered.bound.get(&b.metadata.name).filter(|r| !r.in_sync) else { continue };
+        let Some(desired) = rendering.works.as_ref() else { continue };
         let existing = works.get(&b.metadata.name).map(Vec::as_slice).unwrap_or_default();
         let changes = works_plan::plan_works(desired, existing);
         if changes.is_empty() {
